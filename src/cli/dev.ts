@@ -1,0 +1,58 @@
+/**
+ * `npm start` (= `payments dev`): the dev stack with embedded defaults for whatever is not configured
+ * (platform decisions §1): embedded PostgreSQL under `.data/postgres` unless `DATABASE_URL`, the Temporal dev
+ * server (SQLite under `.data/temporal`, Web UI on 8233) unless `TEMPORAL_ADDRESS`, migrations, then every role.
+ */
+import path from 'node:path';
+import type { Config } from '../config';
+import { createDatabase, migrateToLatest } from '../db/knex';
+import { startEmbeddedPostgres } from '../db/embedded';
+import type { Logger } from '../logger';
+import { runRoles } from '../runtime';
+import { startTemporalDevServer } from '../temporal/dev-server';
+
+export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const step of stops.reverse()) await step().catch((error) => say(`stop error: ${String(error)}`));
+  };
+  try {
+    let config: Config = { ...initial };
+    if (!config.DATABASE_URL) {
+      say('starting embedded PostgreSQL (data under .data/postgres)');
+      const embedded = await startEmbeddedPostgres({ directory: path.join(config.DATA_DIR, 'postgres') });
+      stops.push(() => embedded.stop());
+      config = { ...config, DATABASE_URL: embedded.url };
+    }
+    let temporalUi: string | undefined;
+    if (!config.TEMPORAL_ADDRESS) {
+      say('starting the Temporal dev server (state in .data/temporal/temporal.sqlite)');
+      const temporal = await startTemporalDevServer({
+        dataDirectory: path.join(config.DATA_DIR, 'temporal'),
+        namespace: config.TEMPORAL_NAMESPACE,
+        log: say,
+      });
+      stops.push(() => temporal.stop());
+      config = { ...config, TEMPORAL_ADDRESS: temporal.address };
+      temporalUi = temporal.uiUrl;
+    }
+    const database = createDatabase(config.DATABASE_URL!, 2);
+    const applied = await migrateToLatest(database);
+    await database.destroy();
+    say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+    const platform = await runRoles(config, ['api', 'facade', 'worker'], logger);
+    stops.push(() => platform.stop());
+    say('');
+    say('payments platform is up');
+    say(`  REST façade (Areas A, B, C)  ${platform.facadeUrl}   health: ${platform.facadeUrl}/healthz`);
+    say(`  Connect RPC                  ${platform.rpcUrl}`);
+    say(`  Temporal                     ${config.TEMPORAL_ADDRESS}   task queue: ${config.TEMPORAL_TASK_QUEUE}`);
+    if (temporalUi) say(`  Temporal Web UI              ${temporalUi}`);
+    say(`  PostgreSQL                   ${config.DATABASE_URL!.replace(/\/\/[^@]*@/, '//')}`);
+    say('Press Ctrl-C to stop.');
+    return stop;
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The `payments` binary (platform decisions §1, §2):
+ *   payments serve [--roles api,facade,worker]   run roles against configured PostgreSQL and Temporal
+ *   payments dev                                 the dev stack (`npm start`)
+ *   payments migrate                             apply database migrations
+ */
+import { Command } from 'commander';
+import { ConfigError, loadConfig, type Config } from '../config';
+import { createDatabase, migrateToLatest } from '../db/knex';
+import { createLogger } from '../logger';
+import { parseRoles, runRoles } from '../runtime';
+import { runDevStack } from './dev';
+import { stopOnSignals } from './signals';
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+function fail(error: unknown): never {
+  say(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+}
+
+function config(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error);
+    throw error;
+  }
+}
+
+const program = new Command('payments').description('Payments platform: Areas A, B and C').showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run platform roles')
+  .option('--roles <roles>', 'comma-separated roles: api, facade, worker', 'api,facade,worker')
+  .action(async (options: { roles: string }) => {
+    const settings = config();
+    const roles = (() => {
+      try {
+        return parseRoles(options.roles);
+      } catch (error) {
+        fail(error);
+      }
+    })();
+    const logger = createLogger(settings.LOG_LEVEL);
+    const platform = await runRoles(settings, roles, logger).catch(fail);
+    say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
+    stopOnSignals(platform.stop, say);
+  });
+
+program
+  .command('dev')
+  .description('run the dev stack with embedded defaults (npm start)')
+  .action(async () => {
+    const settings = config();
+    const logger = createLogger(settings.LOG_LEVEL);
+    const stop = await runDevStack(settings, logger, say).catch(fail);
+    stopOnSignals(stop, say);
+  });
+
+program
+  .command('migrate')
+  .description('apply database migrations (DATABASE_URL)')
+  .action(async () => {
+    const settings = config();
+    if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
+    const database = createDatabase(settings.DATABASE_URL, 1);
+    try {
+      const applied = await migrateToLatest(database);
+      say(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+    } finally {
+      await database.destroy();
+    }
+  });
+
+program.parseAsync(process.argv).catch(fail);

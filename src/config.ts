@@ -1,0 +1,78 @@
+/**
+ * The platform's environment, typed and read once (platform decisions §1).
+ *
+ * Every variable is optional; defaults are in brackets in the README's configuration table. A bad value stops
+ * start-up with one line naming the variable (`ConfigError`).
+ */
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const seconds = z.coerce.number().int().min(1).max(31_536_000);
+const url = z.string().url();
+const prefix = z.string().regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or start with / and not end with /');
+
+const schema = z.object({
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('payments'),
+  HTTP_PORT: port.default(3000),
+  RPC_PORT: port.default(8080),
+  SANDBOX_PORT: port.default(3100),
+  HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  PUBLIC_BASE_URL: url.default('http://127.0.0.1:3000').transform((value) => value.replace(/\/+$/, '')),
+  RPC_URL: url.optional(),
+  PARTNER_PREFIX: prefix.default(''),
+  PAYIN_PREFIX: prefix.default(''),
+  MERCHANT_PREFIX: prefix.default(''),
+  UPSTREAM_PAYIN_URL: url.optional(),
+  UPSTREAM_API_KEY: z.string().min(1).optional(),
+  UPSTREAM_WEBHOOK_SECRET: z.string().min(1).optional(),
+  PAYIN_TTL_SECONDS: seconds.default(300),
+  PRE_TRANSFER_TTL_SECONDS: seconds.default(600),
+  ACCESS_TOKEN_TTL_SECONDS: seconds.default(7200),
+  MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),
+  DEPOSIT_TTL_SECONDS: seconds.default(900),
+  WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().max(86_400).default(5),
+  WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
+  WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  UPSTREAM_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  SANDBOX_OTP: z.string().regex(/^\d{4,8}$/, 'must be 4 to 8 digits').default('123456'),
+  PLATFORM_KEY_DIR: z.string().min(1).default('.data/keys'),
+  DATA_DIR: z.string().min(1).default('.data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SHUTDOWN_GRACE_SECONDS: seconds.default(10),
+});
+
+/** The typed configuration. Durations are in seconds, ports are numbers. */
+export type Config = z.infer<typeof schema>;
+
+/** Thrown when a variable has a bad value; `message` is one line naming the variable. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${variable}: ${detail}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Reads the configuration from an environment (default `process.env`). Empty strings count as unset.
+ * @throws ConfigError naming the first bad variable.
+ */
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = environment[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
+  }
+  return parsed.data;
+}

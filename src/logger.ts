@@ -1,0 +1,46 @@
+/**
+ * Structured JSON logging (pino). Secrets are redacted by path; card and account numbers never reach the
+ * logger because services log only their last 4 digits.
+ */
+import pino, { type Logger } from 'pino';
+
+/** Log paths whose values are replaced by "[redacted]" wherever they appear (one or two levels deep). */
+export const REDACTED_KEYS = [
+  'password',
+  'api_password',
+  'partner_secret_key',
+  'merchant_secret_key',
+  'partner-secret-key',
+  'merchant-secret-key',
+  'secret',
+  'hmac_secret',
+  'api_key',
+  'x-api-key',
+  'api-key',
+  'authorization',
+  'access_token',
+  'token',
+  'user_token',
+  'private_key',
+  'sign',
+  'bank_code',
+  'bank_number',
+  'security_code',
+  'sourceOfFunds',
+  'holder_name',
+  'card_number',
+  'account_number',
+];
+
+const redactPaths = REDACTED_KEYS.flatMap((key) => {
+  const quoted = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : `["${key}"]`;
+  const dot = quoted.startsWith('[') ? '' : '.';
+  return [quoted, `*${dot}${quoted}`, `*.*${dot}${quoted}`];
+});
+
+/** Creates the root logger. `level` is a pino level name ("silent" in tests by default). */
+export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', name = 'payments'): Logger {
+  return pino({ name, level, redact: { paths: redactPaths, censor: '[redacted]' } });
+}
+
+export type { Logger };

@@ -1,0 +1,50 @@
+/**
+ * Maps between domain errors and `ConnectError` (architecture guide, "One error model").
+ * Services throw `DomainError`; the error interceptor converts; façade routers read `reason` and `fields` back.
+ */
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { DomainError, type DomainErrorKind, type FieldViolations } from '../errors';
+import { ErrorDetailSchema } from '../gen/payments/common/v1/errors_pb';
+
+const codeByKind: Record<DomainErrorKind, Code> = {
+  invalid_argument: Code.InvalidArgument,
+  not_found: Code.NotFound,
+  already_exists: Code.AlreadyExists,
+  failed_precondition: Code.FailedPrecondition,
+  unauthenticated: Code.Unauthenticated,
+  permission_denied: Code.PermissionDenied,
+  unavailable: Code.Unavailable,
+  internal: Code.Internal,
+};
+
+/** Converts a DomainError into a ConnectError carrying an ErrorDetail. */
+export function toConnectError(error: DomainError): ConnectError {
+  const detail = create(ErrorDetailSchema, {
+    reason: error.reason,
+    fields: Object.entries(error.fields).map(([field, messages]) => ({ field, messages })),
+  });
+  return new ConnectError(error.message, codeByKind[error.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
+}
+
+/** What a façade needs of an RPC failure. `reason` is "INTERNAL" for anything that is not a domain error. */
+export interface RpcFailure {
+  code: Code;
+  reason: string;
+  message: string;
+  fields: FieldViolations;
+}
+
+/** Reads the reason and field violations out of any error thrown by a Connect client call. */
+export function readRpcFailure(error: unknown): RpcFailure {
+  const connectError = ConnectError.from(error);
+  const [detail] = connectError.findDetails(ErrorDetailSchema);
+  const fields: FieldViolations = {};
+  for (const violation of detail?.fields ?? []) fields[violation.field] = [...violation.messages];
+  return {
+    code: connectError.code,
+    reason: detail?.reason ?? (connectError.code === Code.InvalidArgument ? 'VALIDATION_FAILED' : 'INTERNAL'),
+    message: connectError.rawMessage,
+    fields,
+  };
+}

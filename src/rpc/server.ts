@@ -1,0 +1,75 @@
+/**
+ * The Connect RPC server (platform decisions §1: Connect, gRPC and gRPC-Web protocols, HTTP/1.1 and h2c on one
+ * port). Each connection is routed by its first bytes: the HTTP/2 preface goes to an h2c server, anything else to
+ * an HTTP/1.1 server; both share one Connect handler.
+ */
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { ConnectRouter } from '@connectrpc/connect';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import type { Logger } from '../logger';
+import { errorInterceptor, validationInterceptor } from './interceptors';
+
+export interface RunningServer {
+  /** Base URL, e.g. http://127.0.0.1:8080 */
+  url: string;
+  port: number;
+  /** Stops accepting connections, lets in-flight requests finish (up to `graceSeconds`), then closes. */
+  close(graceSeconds?: number): Promise<void>;
+}
+
+const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
+
+/** Starts the RPC server; `port` 0 picks a free one. */
+export async function startRpcServer(options: {
+  routes: (router: ConnectRouter) => void;
+  host: string;
+  port: number;
+  logger: Logger;
+}): Promise<RunningServer> {
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    interceptors: [errorInterceptor(options.logger), validationInterceptor],
+  });
+  const http1 = http.createServer(handler);
+  const h2c = http2.createServer({}, handler);
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2c.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.once('readable', () => {
+      const head: Buffer | null = socket.read(HTTP2_PREFACE.length) ?? socket.read();
+      if (head === null) return;
+      socket.unshift(head);
+      const target = head.subarray(0, HTTP2_PREFACE.length).equals(HTTP2_PREFACE) ? h2c : http1;
+      target.emit('connection', socket);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as net.AddressInfo;
+  return {
+    url: `http://${options.host}:${address.port}`,
+    port: address.port,
+    close: async (graceSeconds = 10) => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      http1.closeIdleConnections();
+      for (const session of sessions) session.close();
+      const timer = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceSeconds * 1000);
+      timer.unref();
+      http1.close();
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

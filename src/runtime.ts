@@ -1,0 +1,96 @@
+/**
+ * Runs any mix of the platform's roles in one process (platform decisions §1): `api` (Connect RPC server),
+ * `facade` (Koa REST façade) and `worker` (Temporal worker). `stop()` drains in order: façade, RPC, worker,
+ * then closes the database pool and the Temporal connection.
+ */
+import type { WorkflowBundle } from '@temporalio/worker';
+import { createAreaRouters } from '../rest-facade/areas';
+import { createFacadeApp, startFacade } from '../rest-facade/app';
+import type { Config } from './config';
+import { createDatabase } from './db/knex';
+import type { Logger } from './logger';
+import { createServices, type PlatformDeps } from './platform';
+import { createPlatformClients } from './rpc/clients';
+import { createRoutes } from './rpc/routes';
+import { startRpcServer } from './rpc/server';
+import { connectTemporal } from './temporal/client';
+import { startWorker } from './worker';
+
+export const ROLES = ['api', 'facade', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Parses "api,facade,worker"; throws on an unknown role. */
+export function parseRoles(text: string): Role[] {
+  const roles = text.split(',').map((role) => role.trim()).filter(Boolean);
+  for (const role of roles) {
+    if (!(ROLES as readonly string[]).includes(role)) throw new Error(`unknown role "${role}" (roles: ${ROLES.join(', ')})`);
+  }
+  if (roles.length === 0) throw new Error('no role given');
+  return [...new Set(roles)] as Role[];
+}
+
+export interface RunningPlatform {
+  deps?: PlatformDeps;
+  rpcUrl?: string;
+  facadeUrl?: string;
+  stop(): Promise<void>;
+}
+
+export async function runRoles(
+  config: Config,
+  roles: Role[],
+  logger: Logger,
+  options: { bundle?: WorkflowBundle } = {},
+): Promise<RunningPlatform> {
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const step of stops.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        logger.error({ err: error }, 'error while stopping');
+      }
+    }
+  };
+  try {
+    let deps: PlatformDeps | undefined;
+    if (roles.includes('api') || roles.includes('worker')) {
+      if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
+      const database = createDatabase(config.DATABASE_URL);
+      stops.push(() => database.destroy());
+      const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+      const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+      stops.push(() => temporal.close());
+      deps = { config, database, temporal, logger };
+    }
+    let workerAddress: string | undefined;
+    if (roles.includes('worker') && deps) {
+      workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+      const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle });
+      stops.push(() => worker.shutdown());
+    }
+    let rpcUrl: string | undefined;
+    if (roles.includes('api') && deps) {
+      const rpc = await startRpcServer({
+        routes: createRoutes(createServices(deps)),
+        host: config.HTTP_HOST,
+        port: config.RPC_PORT,
+        logger,
+      });
+      stops.push(() => rpc.close(config.SHUTDOWN_GRACE_SECONDS));
+      rpcUrl = rpc.url;
+    }
+    let facadeUrl: string | undefined;
+    if (roles.includes('facade')) {
+      const clients = createPlatformClients(config.RPC_URL ?? rpcUrl ?? `http://127.0.0.1:${config.RPC_PORT}`);
+      const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config) });
+      const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
+      stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));
+      facadeUrl = facade.url;
+    }
+    return { deps, rpcUrl, facadeUrl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The Temporal dev server (with Web UI) for `npm start` when `TEMPORAL_ADDRESS` is unset (platform decisions §1).
+ * State is a SQLite file under the data directory, so workflows survive a restart of the stack.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { waitForPort } from '../net';
+import path from 'node:path';
+import { ensureTemporalCli } from './cli-binary';
+
+export interface TemporalDevServer {
+  address: string;
+  uiUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL after `graceSeconds`. */
+export async function stopChild(child: ChildProcess, graceSeconds = 10): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceSeconds * 1000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/**
+ * Starts `temporal server start-dev` on 127.0.0.1.
+ * @throws when no CLI can be found or built, or the server does not open its port within 60 s.
+ */
+export async function startTemporalDevServer(options: {
+  dataDirectory: string;
+  port?: number;
+  uiPort?: number;
+  namespace?: string;
+  log?: (line: string) => void;
+}): Promise<TemporalDevServer> {
+  const log = options.log ?? (() => undefined);
+  const executable = ensureTemporalCli(log);
+  if (!executable) throw new Error('no Temporal CLI found and no Go toolchain to build one; set TEMPORAL_ADDRESS');
+  const port = options.port ?? 7233;
+  const uiPort = options.uiPort ?? 8233;
+  mkdirSync(options.dataDirectory, { recursive: true });
+  const child = spawn(
+    executable,
+    [
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--ui-port',
+      String(uiPort),
+      '--db-filename',
+      path.join(options.dataDirectory, 'temporal.sqlite'),
+      '--namespace',
+      options.namespace ?? 'default',
+      '--log-level',
+      'error',
+    ],
+    // Its own process group: a terminal Ctrl-C reaches only us, and we stop it after the worker has drained.
+    { stdio: ['ignore', 'ignore', 'pipe'], detached: true },
+  );
+  child.stderr?.on('data', (chunk: Buffer) => log(chunk.toString().trimEnd()));
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`temporal dev server exited early (code ${code})`))),
+  );
+  exited.catch(() => undefined);
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  await Promise.race([waitForPort('127.0.0.1', port, 60), exited]);
+  await Promise.race([waitForPort('127.0.0.1', uiPort, 60), exited]);
+  return {
+    address: `127.0.0.1:${port}`,
+    uiUrl: `http://127.0.0.1:${uiPort}`,
+    stop: async () => {
+      process.removeListener('exit', killOnExit);
+      await stopChild(child);
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * The Temporal worker: registers the workflow bundle (`workflows/`) and every capability's activities on
+ * `TEMPORAL_TASK_QUEUE` (platform decisions §1).
+ */
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from './activities';
+import type { PlatformDeps } from './platform';
+
+export const WORKFLOWS_PATH = require.resolve('../workflows');
+
+/** Bundles `workflows/` once (webpack, seconds); pass the result to several workers to skip re-bundling. */
+export async function bundleWorkflows(): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+}
+
+const quietBundlerLogger = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: (message: string) => process.stderr.write(`${message}\n`),
+};
+
+let runtimeInstalled = false;
+
+export interface RunningWorker {
+  /** Stops polling, lets running activities finish, then closes the connection. */
+  shutdown(): Promise<void>;
+}
+
+export async function startWorker(
+  deps: PlatformDeps,
+  options: { address: string; bundle?: WorkflowBundle },
+): Promise<RunningWorker> {
+  if (!runtimeInstalled) {
+    Runtime.install({
+      logger: {
+        log: () => undefined,
+        trace: () => undefined,
+        debug: () => undefined,
+        info: () => undefined,
+        warn: (message, meta) => deps.logger.warn({ temporal: meta }, message),
+        error: (message, meta) => deps.logger.error({ temporal: meta }, message),
+      },
+    });
+    runtimeInstalled = true;
+  }
+  const connection = await NativeConnection.connect({ address: options.address });
+  const worker = await Worker.create({
+    connection,
+    namespace: deps.config.TEMPORAL_NAMESPACE,
+    taskQueue: deps.temporal.taskQueue,
+    ...(options.bundle ? { workflowBundle: options.bundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(deps),
+    shutdownGraceTime: `${deps.config.SHUTDOWN_GRACE_SECONDS}s`,
+  });
+  const running = worker.run();
+  return {
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}

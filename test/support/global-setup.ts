@@ -1,0 +1,67 @@
+/**
+ * Once per `npm test` run: PostgreSQL (the server at TEST_DATABASE_URL / DATABASE_URL when set, else an embedded
+ * cluster in a temporary directory), a migrated template database, the Temporal dev server (the CLI found or
+ * built by src/temporal/cli-binary.ts) and one workflow bundle. Test files then clone the template into their own
+ * database and use their own task queue, so files are isolated from each other.
+ */
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../../src/db/embedded';
+import { createDatabase, migrateToLatest } from '../../src/db/knex';
+import { ensureTemporalCli } from '../../src/temporal/cli-binary';
+import { bundleWorkflows } from '../../src/worker';
+
+export const TEMPLATE_DATABASE = 'payments_test_template';
+
+export default async function globalSetup(): Promise<void> {
+  const started = Date.now();
+  const directory = mkdtempSync(path.join(os.tmpdir(), 'payments-test-'));
+  chmodSync(directory, 0o755); // as root, PostgreSQL runs as the postgres user, which must enter this directory
+  const stops: Array<() => Promise<void>> = [];
+
+  let serverUrl: string;
+  const external = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  if (external) {
+    serverUrl = external.replace(/\/[^/]*$/, '');
+  } else {
+    const embedded = await startEmbeddedPostgres({
+      directory: path.join(directory, 'postgres'),
+      persistent: false,
+      durabilityOff: true,
+    });
+    stops.push(() => embedded.stop());
+    serverUrl = embedded.serverUrl;
+  }
+  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE}`);
+  await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`);
+  await admin.end();
+  const template = createDatabase(`${serverUrl}/${TEMPLATE_DATABASE}`, 1);
+  await migrateToLatest(template);
+  await template.destroy();
+
+  const executable = ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
+  const environment = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
+      ip: '127.0.0.1',
+      extraArgs: ['--log-level', 'error'],
+    },
+  });
+  stops.push(() => environment.teardown());
+
+  const bundle = await bundleWorkflows();
+  const bundlePath = path.join(directory, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+
+  process.env.PAYMENTS_TEST_PG_SERVER_URL = serverUrl;
+  process.env.PAYMENTS_TEST_TEMPLATE_DATABASE = TEMPLATE_DATABASE;
+  process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS = environment.connection.options.address;
+  process.env.PAYMENTS_TEST_WORKFLOW_BUNDLE = bundlePath;
+  (globalThis as { __paymentsTestStops?: Array<() => Promise<void>> }).__paymentsTestStops = stops;
+  process.stderr.write(`\ntest services ready in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
+}

@@ -1,0 +1,98 @@
+/**
+ * A whole platform for one test file, against the run's real PostgreSQL and Temporal: its own database (cloned
+ * from the migrated template), its own task queue and worker, an RPC server and the façade on free ports.
+ *
+ *   const platform = await startTestPlatform();
+ *   afterAll(() => platform.stop());   // also asserts the ledger invariants once the ledger exists
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config';
+import { createLogger } from '../../src/logger';
+import type { PlatformDeps } from '../../src/platform';
+import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
+import { runRoles, type Role } from '../../src/runtime';
+
+export interface TestPlatform {
+  config: Config;
+  deps: PlatformDeps;
+  rpcUrl: string;
+  facadeUrl: string;
+  clients: PlatformClients;
+  databaseName: string;
+  stop(): Promise<void>;
+}
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is unset: run tests through jest (global-setup)`);
+  return value;
+}
+
+let bundleCode: string | undefined;
+
+/** Creates a fresh database cloned from the migrated template; returns its name and URL. */
+export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+  const serverUrl = required('PAYMENTS_TEST_PG_SERVER_URL');
+  const template = required('PAYMENTS_TEST_TEMPLATE_DATABASE');
+  const name = `payments_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    name,
+    url: `${serverUrl}/${name}`,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** Configuration for a test platform: short durations, free ports, silent logs, overridable per test. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({
+    TEMPORAL_ADDRESS: required('PAYMENTS_TEST_TEMPORAL_ADDRESS'),
+    TEMPORAL_TASK_QUEUE: `test-${randomBytes(6).toString('hex')}`,
+    HTTP_PORT: '0',
+    RPC_PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    SHUTDOWN_GRACE_SECONDS: '2',
+    ...overrides,
+  });
+}
+
+export async function startTestPlatform(
+  options: { env?: Record<string, string>; roles?: Role[] } = {},
+): Promise<TestPlatform> {
+  const database = await createTestDatabase();
+  const config = testConfig({ DATABASE_URL: database.url, ...options.env });
+  const logger = createLogger(config.LOG_LEVEL, 'test');
+  bundleCode ??= readFileSync(required('PAYMENTS_TEST_WORKFLOW_BUNDLE'), 'utf8');
+  const running = await runRoles(config, options.roles ?? ['api', 'facade', 'worker'], logger, {
+    bundle: { code: bundleCode },
+  });
+  const rpcUrl = running.rpcUrl!;
+  return {
+    config,
+    deps: running.deps!,
+    rpcUrl,
+    facadeUrl: running.facadeUrl!,
+    clients: createPlatformClients(rpcUrl),
+    databaseName: database.name,
+    async stop() {
+      await running.stop();
+      await database.drop();
+    },
+  };
+}
