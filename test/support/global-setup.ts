@@ -14,7 +14,6 @@ import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
 import { bundleWorkflows } from '../../src/worker';
 
-export const TEMPLATE_DATABASE = 'payments_test_template';
 
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
@@ -35,11 +34,21 @@ export default async function globalSetup(): Promise<void> {
     stops.push(() => embedded.stop());
     serverUrl = embedded.serverUrl;
   }
+  // One template per run, so concurrent runs on a shared server do not collide.
+  const TEMPLATE_DATABASE = `payments_test_template_${process.pid}`;
   const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`);
   await admin.end();
+  if (external) {
+    stops.push(async () => {
+      const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE} WITH (FORCE)`);
+      await client.end();
+    });
+  }
   const template = createDatabase(`${serverUrl}/${TEMPLATE_DATABASE}`, 1);
   await migrateToLatest(template);
   await template.destroy();
