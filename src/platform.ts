@@ -4,9 +4,11 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { Config } from './config';
+import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
 import type { HealthService } from './gen/payments/health/v1/health_pb';
 import { createHealthService } from './health/service';
+import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
 import type { TemporalHandle } from './temporal/client';
 
@@ -16,6 +18,9 @@ export interface PlatformDeps {
   database: Knex;
   temporal: TemporalHandle;
   logger: Logger;
+  /** The only writer of balances (architecture guide, "Money moves only through src/ledger"). */
+  ledger: Ledger;
+  keys: PlatformKeys;
 }
 
 export interface PlatformServices {

@@ -7,7 +7,9 @@ import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import type { Config } from './config';
+import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
+import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { createServices, type PlatformDeps } from './platform';
 import { createPlatformClients } from './rpc/clients';
@@ -61,7 +63,7 @@ export async function runRoles(
       const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
       const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
       stops.push(() => temporal.close());
-      deps = { config, database, temporal, logger };
+      deps = { config, database, temporal, logger, ledger: createLedger(database), keys: loadPlatformKeys(config.PLATFORM_KEY_DIR) };
     }
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {

@@ -67,6 +67,7 @@ export default async function globalSetup(): Promise<void> {
   const bundlePath = path.join(directory, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
 
+  process.env.PAYMENTS_TEST_KEY_DIR = path.join(directory, 'keys');
   process.env.PAYMENTS_TEST_PG_SERVER_URL = serverUrl;
   process.env.PAYMENTS_TEST_TEMPLATE_DATABASE = TEMPLATE_DATABASE;
   process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS = environment.connection.options.address;

@@ -68,6 +68,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     RPC_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHUTDOWN_GRACE_SECONDS: '2',
+    PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
     ...overrides,
   });
 }
