@@ -1,6 +1,7 @@
 /** Jest: unit tests of pure code, integration and e2e tests against real PostgreSQL and a real Temporal dev server. */
 const transform = { '^.+\\.tsx?$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }] };
 module.exports = {
+  testTimeout: 60000,
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [
@@ -10,7 +11,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
       transform,
       testEnvironment: 'node',
-      testTimeout: 60000,
     },
   ],
 };

