@@ -7,10 +7,20 @@ import type { Config } from './config';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
 import type { HealthService } from './gen/payments/health/v1/health_pb';
+import type { TransferService } from './gen/payments/transfer/v1/transfer_pb';
+import { createTransferService } from './transfers/service';
+import type { PayinService } from './gen/payments/payin/v1/payin_pb';
+import { createPayinService } from './payins/service';
 import { createHealthService } from './health/service';
 import type { Ledger } from './ledger/types';
+import type { LedgerService } from './gen/payments/ledger/v1/ledger_pb';
+import { createLedgerService } from './ledger/service';
 import type { Logger } from './logger';
 import type { TemporalHandle } from './temporal/client';
+import type { WalletService } from './gen/payments/wallet/v1/wallet_pb';
+import { createWalletService } from './wallet/service';
+import type { AdminService } from './gen/payments/admin/v1/admin_pb';
+import { createAdminService } from './onboarding/admin-service';
 
 /** What services and activities are built from. One instance per process. */
 export interface PlatformDeps {
@@ -25,10 +35,20 @@ export interface PlatformDeps {
 
 export interface PlatformServices {
   health: ServiceImpl<typeof HealthService>;
+  ledger: ServiceImpl<typeof LedgerService>;
+  transfer: ServiceImpl<typeof TransferService>;
+  payin: ServiceImpl<typeof PayinService>;
+  wallet: ServiceImpl<typeof WalletService>;
+  admin: ServiceImpl<typeof AdminService>;
 }
 
 export function createServices(deps: PlatformDeps): PlatformServices {
   return {
     health: createHealthService(deps),
+    ledger: createLedgerService(deps),
+    transfer: createTransferService(deps),
+    payin: createPayinService(deps),
+    wallet: createWalletService(deps),
+    admin: createAdminService(deps),
   };
 }

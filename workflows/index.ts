@@ -1,2 +1,5 @@
 // Every workflow the worker registers. Deterministic code only: import @temporalio/workflow and activity types.
 export { diagnosticsWorkflow } from './diagnostics';
+export { preTransferWorkflow } from './pre-transfer';
+export { payinWorkflow } from './payin';
+export { webhookDeliveryWorkflow } from './webhook-delivery';

@@ -9,6 +9,8 @@ import { createDatabase, migrateToLatest } from '../db/knex';
 import { startEmbeddedPostgres } from '../db/embedded';
 import type { Logger } from '../logger';
 import { runRoles } from '../runtime';
+import { ensureDemoData } from '../onboarding/demo';
+import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
 import { startTemporalDevServer } from '../temporal/dev-server';
 
 export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {
@@ -40,8 +42,25 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
     const applied = await migrateToLatest(database);
     await database.destroy();
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+    if (!config.UPSTREAM_PAYIN_URL) {
+      const sandbox = await startSandboxUpstream({
+        port: config.SANDBOX_PORT,
+        api_key: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
+        webhook_secret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+      });
+      stops.push(() => sandbox.close());
+      config = {
+        ...config,
+        UPSTREAM_PAYIN_URL: sandbox.payinUrl,
+        UPSTREAM_API_KEY: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
+        UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+      };
+      say(`sandbox upstream payin server on ${sandbox.url} (POST /sandbox/payins/{invoice_reference}/pay | /close)`);
+    }
     const platform = await runRoles(config, ['api', 'facade', 'worker'], logger);
     stops.push(() => platform.stop());
+    const demo = await ensureDemoData(platform.deps!, config.DATA_DIR);
+    say(`demo credentials (${demo.created ? 'created' : 'from the first start'}): ${demo.path}`);
     say('');
     say('payments platform is up');
     say(`  REST façade (Areas A, B, C)  ${platform.facadeUrl}   health: ${platform.facadeUrl}/healthz`);

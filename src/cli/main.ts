@@ -3,12 +3,16 @@
  *   payments serve [--roles api,facade,worker]   run roles against configured PostgreSQL and Temporal
  *   payments dev                                 the dev stack (`npm start`)
  *   payments migrate                             apply database migrations
+ *   payments admin ...                           onboarding and operations (src/cli/admin.ts)
  */
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createDatabase, migrateToLatest } from '../db/knex';
 import { createLogger } from '../logger';
 import { parseRoles, runRoles } from '../runtime';
+import { registerAdminCommands } from './admin';
+import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
+import { registerWebhookCommands } from './admin-webhooks';
 import { runDevStack } from './dev';
 import { stopOnSignals } from './signals';
 
@@ -72,6 +76,23 @@ program
     } finally {
       await database.destroy();
     }
+  });
+
+registerAdminCommands(program);
+registerWebhookCommands(program);
+
+program
+  .command('sandbox-upstream')
+  .description('run the sandbox upstream payin provider on SANDBOX_PORT (dev only, platform decisions §4)')
+  .action(async () => {
+    const settings = config();
+    const sandbox = await startSandboxUpstream({
+      port: settings.SANDBOX_PORT,
+      api_key: settings.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
+      webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+    }).catch(fail);
+    say(`sandbox upstream on ${sandbox.url}: forward payins to ${sandbox.payinUrl}`);
+    stopOnSignals(() => sandbox.close(), say);
   });
 
 program.parseAsync(process.argv).catch(fail);

@@ -3,6 +3,7 @@
  * and logging. Registered once in `server.ts`.
  */
 import type { DescMessage, Message } from '@bufbuild/protobuf';
+import { pathToString, type Path } from '@bufbuild/protobuf/reflect';
 import { createValidator } from '@bufbuild/protovalidate';
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
@@ -12,8 +13,8 @@ import { toConnectError } from './errors';
 const validator = createValidator();
 
 /** Field path of a protovalidate violation as the client knows it ("amount", "card.number"). */
-function violationPath(violation: { field: ReadonlyArray<{ toString(): string }> }): string {
-  return violation.field.map((part) => part.toString()).join('.').replace(/^\./, '') || 'request';
+function violationPath(violation: { field: Path }): string {
+  return violation.field.length ? pathToString(violation.field) : 'request';
 }
 
 /**

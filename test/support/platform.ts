@@ -92,8 +92,15 @@ export async function startTestPlatform(
     clients: createPlatformClients(rpcUrl),
     databaseName: database.name,
     async stop() {
-      await running.stop();
-      await database.drop();
+      // The ledger balances after every test file: check before stopping, fail the file when it does not.
+      let check: Awaited<ReturnType<PlatformDeps['ledger']['check']>> | undefined;
+      try {
+        if (running.deps) check = await running.deps.ledger.check();
+      } finally {
+        await running.stop();
+        await database.drop();
+      }
+      if (check && !check.ok) throw new Error(`ledger invariants broken: ${check.imbalances.join('; ')}`);
     },
   };
 }

@@ -1,0 +1,204 @@
+/**
+ * Benchmark `payins` (issue 5): payin creations per second and p50/p99 through the façade (API key → PayinService
+ * → record → byte-for-byte forward to a local sandbox upstream → QR PNG → PayinWorkflow start), beside the same
+ * upstream called directly in the same run (goal: façade ≥ 0.5 × direct). Then BENCH_SETTLEMENTS (default 1000)
+ * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
+ * none duplicated, with p50/p99 from notification to receipt.
+ *
+ * Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, default postgres://postgres@127.0.0.1:5432/postgres;
+ * a fresh database is created and dropped) and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
+ * `BENCH_OPERATIONS` (default 1000) creations per phase, concurrency `BENCH_CONCURRENCY` (default 32). For context
+ * the run also measures the Temporal floor every creation contains: PayinWorkflow starts alone, same worker.
+ * Run: `npm run bench -- payins`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { request } from 'undici';
+import { loadConfig } from '../src/config';
+import { createDatabase, migrateToLatest } from '../src/db/knex';
+import { createLogger } from '../src/logger';
+import { freePort } from '../src/net';
+import { createMerchant } from '../src/onboarding';
+import { runRoles } from '../src/runtime';
+import { startSandboxUpstream } from '../src/sandbox/upstream';
+import { startTemporalDevServer } from '../src/temporal/dev-server';
+import { startMerchantReceiver } from '../test/support/merchant-receiver';
+import type { BenchResult } from './run';
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/** Runs `operations` calls of `work` from `concurrency` workers; returns ops/s and latency percentiles (ms). */
+async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < operations) {
+        const index = next++;
+        const t0 = performance.now();
+        await work(index);
+        latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { per_second: operations / seconds, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) };
+}
+
+export async function run(): Promise<BenchResult> {
+  const operations = Number(process.env.BENCH_OPERATIONS ?? 1000);
+  const settlements = Math.min(Number(process.env.BENCH_SETTLEMENTS ?? 1000), operations);
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+  const serverUrl = (process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres').replace(/\/[^/]*$/, '');
+  const databaseName = `bench_payins_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${databaseName}`);
+  await admin.end();
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const migrator = createDatabase(`${serverUrl}/${databaseName}`, 1);
+    await migrateToLatest(migrator);
+    await migrator.destroy();
+    let temporalAddress = process.env.TEMPORAL_ADDRESS;
+    if (!temporalAddress) {
+      const temporalPort = await freePort();
+      const server = await startTemporalDevServer({
+        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
+        port: temporalPort,
+        uiPort: await freePort(),
+      });
+      stops.push(() => server.stop());
+      temporalAddress = `127.0.0.1:${temporalPort}`;
+    }
+    const secret = randomBytes(16).toString('hex');
+    const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
+    stops.push(() => sandbox.close());
+    const receiver = await startMerchantReceiver();
+    stops.push(() => receiver.close());
+    const port = await freePort();
+    const config = loadConfig({
+      DATABASE_URL: `${serverUrl}/${databaseName}`,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+      HTTP_PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      RPC_PORT: '0',
+      LOG_LEVEL: 'silent',
+      PLATFORM_KEY_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      UPSTREAM_PAYIN_URL: sandbox.payinUrl,
+      UPSTREAM_API_KEY: 'bench-key',
+      UPSTREAM_WEBHOOK_SECRET: secret,
+      PAYIN_TTL_SECONDS: '3600',
+      WEBHOOK_RETRY_INITIAL_SECONDS: '1',
+    });
+    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
+    stops.push(() => platform.stop());
+    const { credentials } = await createMerchant(platform.deps!, { name: 'Bench merchant', callback_url: receiver.url });
+    receiver.configure({ hmac_secret: credentials.hmac_secret, signature_header: credentials.signature_header });
+    const runId = randomBytes(3).toString('hex');
+    const bodyOf = (index: number) => `{"amount": 12.345678, "out_trade_no": "B-${runId}-${index}", "memo": "bench"}`;
+
+    const direct = async (index: number) => {
+      const response = await request(sandbox.payinUrl, {
+        method: 'POST',
+        body: bodyOf(index),
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer bench-key',
+          'x-invoice-reference': `PAYIN-DIRECT${String(index).padStart(14, '0')}`,
+          'x-notify-url': `${config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
+        },
+      });
+      await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`direct upstream ${response.statusCode}`);
+    };
+    const invoices: string[] = [];
+    let offset = 0;
+    const facade = async (index: number) => {
+      const response = await request(`${platform.facadeUrl}/api/v1/payins`, {
+        method: 'POST',
+        body: bodyOf(offset + index),
+        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key },
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`façade ${response.statusCode}: ${text}`);
+      invoices.push(JSON.parse(text).data.invoice_reference);
+    };
+    // Warm-up (connections, JIT, workflow cache).
+    await measure(50, 8, direct);
+    await measure(50, 8, facade);
+    offset = 100;
+    invoices.length = 0;
+    // The Temporal floor inside every creation: starting one PayinWorkflow (same worker, same task queue).
+    const floor = async (index: number) => {
+      await platform.deps!.temporal.client.workflow.start('payinWorkflow', {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowId: `PAYIN-FLOOR${runId}${String(index).padStart(9, '0')}`,
+        args: [{ invoice_reference: `PAYIN-FLOOR${runId}${index}`, ttl_seconds: 3600 }],
+      });
+    };
+    const directResult = await measure(operations, concurrency, direct);
+    const floorResult = await measure(operations, concurrency, floor);
+    const facadeResult = await measure(operations, concurrency, facade);
+
+    // Settlements: the upstream notifies; the merchant receives one webhook per payin.
+    const notifiedAt = new Map<string, number>();
+    const chosen = invoices.slice(0, settlements);
+    const settleStarted = performance.now();
+    const settle = await measure(chosen.length, concurrency, async (index) => {
+      const invoice = chosen[index]!;
+      notifiedAt.set(invoice, Date.now());
+      const answer = await sandbox.pay(invoice, '12.345678');
+      if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
+    });
+    const wanted = new Set(chosen);
+    await receiver.waitFor((list) => new Set(list.filter((item) => wanted.has(String(item.json.data.invoice_reference))).map((item) => item.webhook_id)).size >= chosen.length, 600_000);
+    const allSeconds = (performance.now() - settleStarted) / 1000;
+    const mine = receiver.received.filter((item) => wanted.has(String(item.json.data.invoice_reference)));
+    const ids = mine.map((item) => item.webhook_id);
+    const duplicates = ids.length - new Set(ids).size;
+    const lags = mine.map((item) => item.received_at - notifiedAt.get(String(item.json.data.invoice_reference))!).sort((a, b) => a - b);
+    const check = await platform.deps!.ledger.check();
+
+    return {
+      name: 'payins',
+      rows: [
+        { phase: 'upstream direct (create)', operations, concurrency, per_second: round(directResult.per_second), p50_ms: round(directResult.p50_ms), p99_ms: round(directResult.p99_ms) },
+        { phase: 'Temporal floor (workflow start)', operations, concurrency, per_second: round(floorResult.per_second), p50_ms: round(floorResult.p50_ms), p99_ms: round(floorResult.p99_ms) },
+        { phase: 'façade B1 (create)', operations, concurrency, per_second: round(facadeResult.per_second), p50_ms: round(facadeResult.p50_ms), p99_ms: round(facadeResult.p99_ms) },
+        { phase: 'notifications accepted', operations: chosen.length, concurrency, per_second: round(settle.per_second), p50_ms: round(settle.p50_ms), p99_ms: round(settle.p99_ms) },
+        {
+          phase: 'notification → webhook received',
+          operations: mine.length,
+          concurrency,
+          per_second: round(chosen.length / allSeconds),
+          p50_ms: round(percentile(lags, 50)),
+          p99_ms: round(percentile(lags, 99)),
+        },
+      ],
+      ratios: [
+        { label: 'façade creations/s ÷ direct upstream/s', value: facadeResult.per_second / directResult.per_second, goal: 0.5 },
+        { label: 'façade creations/s ÷ Temporal workflow-start floor/s (information)', value: facadeResult.per_second / floorResult.per_second, goal: 0.5 },
+      ],
+      notes: [
+        `${chosen.length} settlements → ${new Set(ids).size} distinct webhooks received, ${duplicates} duplicate deliveries, ledger ok: ${check.ok}`,
+      ],
+    };
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    const cleanup = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+    await cleanup.connect();
+    await cleanup.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => undefined);
+    await cleanup.end();
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Benchmark runner. `npm run bench` runs every bench/*.ts except this file; `npm run bench -- ledger wallet`
+ * runs the named ones. Each bench module exports `run(): Promise<BenchResult>`; the runner prints its rows as a
+ * table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json.
+ *
+ * Exit code: 1 when a bench throws; with BENCH_STRICT=1 also when a ratio misses its goal.
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** What a bench module's `run()` returns. `rows` are printed as a table; each ratio is `value` against `goal`. */
+export interface BenchResult {
+  name: string;
+  rows?: Array<Record<string, string | number>>;
+  ratios?: Array<{ label: string; value: number; goal: number }>;
+  /** Older shape some benches use: flat metrics and free-text notes. */
+  metrics?: Record<string, number>;
+  notes?: string[];
+}
+
+const BENCH_DIR = __dirname;
+const RESULTS_DIR = path.join(BENCH_DIR, 'results');
+
+/** The bench names available (file names without .ts), sorted. */
+export function benchNames(): string[] {
+  return readdirSync(BENCH_DIR)
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && file !== 'run.ts')
+    .map((file) => file.slice(0, -3))
+    .sort();
+}
+
+/** Renders rows as an aligned text table (columns from the union of keys, in first-seen order). */
+export function formatTable(rows: Array<Record<string, string | number>>): string {
+  if (rows.length === 0) return '(no rows)';
+  const columns: string[] = [];
+  for (const row of rows) for (const key of Object.keys(row)) if (!columns.includes(key)) columns.push(key);
+  const cells = rows.map((row) => columns.map((column) => String(row[column] ?? '')));
+  const widths = columns.map((column, index) => Math.max(column.length, ...cells.map((line) => line[index]!.length)));
+  const render = (line: string[]) => line.map((cell, index) => cell.padStart(widths[index]!)).join('  ');
+  return [render(columns), widths.map((width) => '-'.repeat(width)).join('  '), ...cells.map(render)].join('\n');
+}
+
+function printResult(result: BenchResult): boolean {
+  let goalsMet = true;
+  console.log(`\n== ${result.name} ==`);
+  if (result.rows) console.log(formatTable(result.rows));
+  if (result.metrics) console.log(formatTable(Object.entries(result.metrics).map(([metric, value]) => ({ metric, value }))));
+  for (const ratio of result.ratios ?? []) {
+    const met = ratio.value >= ratio.goal;
+    goalsMet &&= met;
+    console.log(`${met ? 'OK  ' : 'MISS'} ${ratio.label}: ${ratio.value.toFixed(2)}x (goal >= ${ratio.goal}x)`);
+  }
+  for (const note of result.notes ?? []) console.log(`note: ${note}`);
+  return goalsMet;
+}
+
+async function main(): Promise<void> {
+  const available = benchNames();
+  const requested = process.argv.slice(2).filter((argument) => !argument.startsWith('-'));
+  const unknown = requested.filter((name) => !available.includes(name));
+  if (unknown.length > 0) {
+    console.error(`unknown bench: ${unknown.join(', ')} (available: ${available.join(', ')})`);
+    process.exit(2);
+  }
+  const selected = requested.length > 0 ? requested : available;
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  let failed = false;
+  let goalsMet = true;
+  for (const name of selected) {
+    const started = Date.now();
+    try {
+      const module = (await import(path.join(BENCH_DIR, `${name}.ts`))) as { run?: () => Promise<BenchResult> };
+      if (typeof module.run !== 'function') throw new Error(`bench/${name}.ts exports no run()`);
+      const result = await module.run();
+      goalsMet = printResult(result) && goalsMet;
+      const file = path.join(RESULTS_DIR, `${result.name || name}.json`);
+      writeFileSync(file, `${JSON.stringify({ ...result, finished_at: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }, null, 2)}\n`);
+      console.log(`wrote ${path.relative(process.cwd(), file)}`);
+    } catch (error) {
+      failed = true;
+      console.error(`bench ${name} failed:`, error);
+    }
+  }
+  process.exit(failed || (process.env.BENCH_STRICT === '1' && !goalsMet) ? 1 : 0);
+}
+
+if (require.main === module) void main();

@@ -1,0 +1,213 @@
+/**
+ * Benchmark `wallet` (issue 6): Area C `transfer` actions per second and p50/p99 latency through the façade
+ * (merchant headers, session and RSA2 signature verified, two RPCs, one ledger transaction) at concurrency 32,
+ * beside the ledger's own transfer rate (direct `ledger.transfer`, same concurrency) measured in the same run.
+ * Goal: façade rate ≥ 0.5 × ledger rate.
+ *
+ * PostgreSQL: `BENCH_DATABASE_URL` or `DATABASE_URL` (a fresh database is created and dropped), else an embedded
+ * server in a temporary directory and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
+ * `BENCH_OPERATIONS` (default 2000) operations per phase. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
+ * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { loadConfig } from '../src/config';
+import { startEmbeddedPostgres } from '../src/db/embedded';
+import { createDatabase, migrateToLatest } from '../src/db/knex';
+import { createLogger } from '../src/logger';
+import { freePort, waitForPort } from '../src/net';
+import { createMerchant, getUser } from '../src/onboarding';
+import { runRoles } from '../src/runtime';
+import { startTemporalDevServer, stopChild } from '../src/temporal/dev-server';
+import { signRequestParameters } from '../src/crypto/rsa2-query';
+import { MerchantClient } from '../test/support/merchant-client';
+import type { BenchResult } from './run';
+
+export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const USERS = 64;
+
+function percentile(sortedMs: number[], p: number): number {
+  if (sortedMs.length === 0) return 0;
+  const index = Math.min(sortedMs.length - 1, Math.ceil((p / 100) * sortedMs.length) - 1);
+  return Math.round(sortedMs[Math.max(0, index)]! * 100) / 100;
+}
+
+/** Runs `operations` calls of `work(i)` with `concurrency` workers; returns ops/s and latencies (ms). */
+async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < operations) {
+        const index = next++;
+        const t0 = process.hrtime.bigint();
+        await work(index);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return { perSecond: Math.round((operations / seconds) * 10) / 10, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export async function run(): Promise<BenchResult> {
+  const operations = Number(process.env.BENCH_OPERATIONS ?? 2000);
+  const stops: Array<() => Promise<void>> = [];
+  const configured = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
+  let serverUrl: string;
+  if (configured) {
+    const url = new URL(configured);
+    url.pathname = '';
+    serverUrl = url.toString().replace(/\/$/, '');
+  } else {
+    const directory = mkdtempSync(path.join(os.tmpdir(), 'bench-wallet-'));
+    const embedded = await startEmbeddedPostgres({ directory: path.join(directory, 'postgres'), persistent: false });
+    serverUrl = embedded.serverUrl;
+    stops.push(async () => {
+      await embedded.stop();
+      rmSync(directory, { recursive: true, force: true });
+    });
+  }
+  const databaseName = `bench_wallet_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${databaseName}`);
+  await admin.end();
+  stops.push(async () => {
+    const cleanup = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+    await cleanup.connect();
+    await cleanup.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+    await cleanup.end();
+  });
+  try {
+    const migrator = createDatabase(`${serverUrl}/${databaseName}`, 1);
+    await migrateToLatest(migrator);
+    await migrator.destroy();
+
+    let temporalAddress = process.env.TEMPORAL_ADDRESS;
+    if (!temporalAddress) {
+      const port = await freePort();
+      const server = await startTemporalDevServer({
+        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
+        port,
+        uiPort: await freePort(),
+      });
+      stops.push(() => server.stop());
+      temporalAddress = `127.0.0.1:${port}`;
+    }
+    const config = loadConfig({
+      DATABASE_URL: `${serverUrl}/${databaseName}`,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+      HTTP_PORT: '0',
+      RPC_PORT: '0',
+      LOG_LEVEL: 'silent',
+      PLATFORM_KEY_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+    });
+    // Setup and the ledger baseline use in-process deps; the measured façade + RPC server run as they do in
+    // production, in their own process (`payments serve --roles api,facade`), so the client does not share their
+    // event loop.
+    const local = await runRoles(config, ['api'], createLogger('silent'));
+    stops.push(() => local.stop());
+    const deps = local.deps!;
+    const [httpPort, rpcPort] = [await freePort(), await freePort()];
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
+      env: { ...process.env, DATABASE_URL: config.DATABASE_URL, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
+        HTTP_PORT: String(httpPort), RPC_PORT: String(rpcPort), LOG_LEVEL: 'silent', PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR, RPC_URL: '' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    stops.push(() => stopChild(child));
+    await waitForPort('127.0.0.1', httpPort, 120);
+    const platform = { facadeUrl: `http://127.0.0.1:${httpPort}` };
+
+    const { merchant, credentials } = await createMerchant(deps, { name: 'Bench Merchant', callback_url: 'https://bench.example/cb' });
+    const client = new MerchantClient({
+      baseUrl: platform.facadeUrl,
+      merchantId: merchant.id,
+      merchantSecretKey: credentials.merchant_secret_key,
+      privateKeyPem: credentials.private_key!,
+      userName: credentials.api_user_name,
+      password: credentials.api_password,
+    });
+    if ((await client.login()).status !== 200) throw new Error('bench login failed');
+    const settlement = await deps.ledger.platformAccount('settlement', 'USD');
+    const users: Array<{ id: string; account: string }> = [];
+    for (let index = 0; index < USERS; index++) {
+      const created = await client.action('create_user', {
+        email: `bench${index}@example.com`, first_name: 'Bench', last_name: String(index), address: 'Phnom Penh', currency: 'USD',
+      });
+      if (created.status !== 200) throw new Error(`create_user failed: ${created.text}`);
+      const user = (await getUser(deps.database, String(created.body.data.id)))!;
+      await deps.ledger.transfer({
+        idempotency_key: `bench-fund-${user.id}`,
+        description: 'bench funding',
+        postings: [
+          { account_id: settlement.id, amount_units: -100_000_000n },
+          { account_id: user.wallet_account_id, amount_units: 100_000_000n },
+        ],
+      });
+      users.push({ id: user.id, account: user.wallet_account_id });
+    }
+    const pair = (index: number) => [users[index % USERS]!, users[(index * 7 + 1) % USERS]!] as const;
+
+    const ledger = await measure(operations, CONCURRENCY, async (index) => {
+      const [from, candidate] = pair(index);
+      const to = candidate === from ? users[(index + 1) % USERS]! : candidate;
+      await deps.ledger.transfer({
+        idempotency_key: `bench-ledger-${index}`,
+        description: 'bench',
+        postings: [
+          { account_id: from.account, amount_units: -1n },
+          { account_id: to.account, amount_units: 1n },
+        ],
+      });
+    });
+    // A merchant signs on its own machine: sign the 64 distinct bodies up front (RSA2 PKCS#1 v1.5 is deterministic,
+    // so a repeated body has the same sign); the platform still verifies every request.
+    const signedBodies = new Map<number, string>();
+    for (let slot = 0; slot < USERS; slot++) {
+      const [from, candidate] = pair(slot);
+      const to = candidate === from ? users[(slot + 1) % USERS]! : candidate;
+      const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD' };
+      signedBodies.set(slot, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
+    }
+    let failures = 0;
+    const facade = await measure(operations, CONCURRENCY, async (index) => {
+      const response = await client.post('/do-action', {}, { raw: signedBodies.get(index % USERS)! });
+      if (response.status !== 200) failures++;
+    });
+    const check = await deps.ledger.check();
+    const row = (label: string, sample: { perSecond: number; p50: number; p99: number }) => ({
+      path: label, concurrency: CONCURRENCY, operations, per_second: sample.perSecond, p50_ms: sample.p50, p99_ms: sample.p99,
+    });
+    return {
+      name: 'wallet',
+      rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
+      ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.perSecond / ledger.perSecond, goal: 0.5 }],
+      notes: [
+        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC (merchant headers, session and RSA2 signature verified) + 2 user lookups + ledger.transfer',
+        `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
+      ],
+    };
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
+if (require.main === module) {
+  run()
+    .then((result) => {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      process.exit(0);
+    })
+    .catch((error) => {
+      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,145 @@
+/**
+ * Area C router (payment-services-interface.md "Area C", platform decisions §7 and §8): translation only.
+ *
+ *   POST /login      headers merchant-id, merchant-secret-key; signed body user_name, password → session token.
+ *   POST /do-action  the same headers, Authorization: Bearer <token>, signed body; dispatch on `service` through
+ *                    the service tables (service-tables.ts).
+ *
+ * The façade computes the §7 canonical string of the body; WalletService (Login / AuthenticateAction) checks the
+ * merchant headers, the session and the signature against the merchant's stored public key.
+ *
+ * Order of checks: JSON object body (400 `body`) → merchant headers (401 `merchant`) → token (401 `token`) →
+ * sign_type / sign (400) → `service` (400 `service`) → the service's fields (400, every failing field) → the service.
+ */
+import Router from '@koa/router';
+import { canonicalQueryString } from '../../src/crypto/rsa2-query';
+import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
+import { DomainError } from '../../src/errors';
+import { readLogin } from '../../src/wallet/contract';
+import type { FacadeContext, FacadeState } from '../app';
+import { answerForError, badRequest, ok, type AreaCAnswer } from './envelope';
+import { MERCHANT_SERVICE_TABLES } from './service-tables';
+import type { MerchantServiceHandler, MerchantServiceTable } from './services';
+
+type Body = Record<string, unknown>;
+
+function send(ctx: FacadeContext, answer: AreaCAnswer): void {
+  ctx.status = answer.status;
+  ctx.type = 'application/json';
+  ctx.body = stringifyJson(answer.body);
+}
+
+function fail(ctx: FacadeContext, error: unknown): void {
+  const answer = answerForError(error);
+  if (answer.isFault) ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'area C request failed');
+  send(ctx, answer);
+}
+
+function parseBody(ctx: FacadeContext): Body | undefined {
+  try {
+    const value = parseJsonLossless(ctx.state.rawBody || '');
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Body;
+  } catch {
+    // fall through
+  }
+  send(ctx, badRequest({ body: ['The request body must be a JSON object.'] }));
+  return undefined;
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function envelopeOf(ctx: FacadeContext, body: Body) {
+  return {
+    merchantId: ctx.get('merchant-id'),
+    merchantSecretKey: ctx.get('merchant-secret-key'),
+    canonicalString: canonicalQueryString(body),
+    sign: text(body.sign),
+    signType: text(body.sign_type),
+  };
+}
+
+function bearerToken(ctx: FacadeContext): string {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'));
+  return match?.[1] ?? '';
+}
+
+/** Merges service tables; a duplicate name throws at start-up. */
+export function mergeServiceTables(tables: MerchantServiceTable[]): Map<string, MerchantServiceHandler> {
+  const merged = new Map<string, MerchantServiceHandler>();
+  for (const table of tables) {
+    for (const [name, handler] of Object.entries(table)) {
+      if (merged.has(name)) throw new Error(`Area C service "${name}" is defined twice`);
+      merged.set(name, handler);
+    }
+  }
+  return merged;
+}
+
+export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE_TABLES): Router<FacadeState> {
+  const services = mergeServiceTables(tables);
+  const router = new Router<FacadeState>();
+
+  router.post('/login', async (ctx) => {
+    const body = parseBody(ctx);
+    if (!body) return;
+    try {
+      const fields = readLogin(body);
+      const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+      const answer = await ctx.state.clients.wallet.login({ envelope: envelopeOf(ctx, body), ...fields }, callOptions);
+      const user = answer.user!;
+      send(
+        ctx,
+        ok({
+          token: answer.token,
+          user: {
+            id: user.id,
+            avatar: user.avatar,
+            fk_soc: user.fkSoc,
+            time_zone: user.timeZone ?? null,
+            full_name: user.fullName,
+            balance: amountJson(user.balanceUnits, user.currency as Currency),
+            wallet_ref: user.walletRef,
+            wallet_id: user.walletId,
+            currency: user.currency,
+          },
+        }),
+      );
+    } catch (error) {
+      fail(ctx, error);
+    }
+  });
+
+  router.post('/do-action', async (ctx) => {
+    const body = parseBody(ctx);
+    if (!body) return;
+    try {
+      const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+      const auth = { envelope: envelopeOf(ctx, body), sessionToken: bearerToken(ctx) };
+      // Authentication answers first (401, then sign): on the paths that end before a service RPC (no or unknown
+      // service, bad fields) it is checked on its own; otherwise it travels inside the one service RPC.
+      const authenticate = () => ctx.state.clients.wallet.authenticateAction(auth, callOptions);
+      const service = body.service;
+      const handler = typeof service === 'string' ? services.get(service) : undefined;
+      if (!handler) {
+        await authenticate();
+        const missing = service === undefined || service === null || service === '';
+        send(ctx, badRequest({ service: [missing ? 'The service field is required.' : 'The selected service is invalid.'] }));
+        return;
+      }
+      let data: unknown;
+      try {
+        data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions });
+      } catch (error) {
+        if (error instanceof DomainError) await authenticate(); // field errors of the façade's readers
+        throw error;
+      }
+      send(ctx, ok(data));
+    } catch (error) {
+      fail(ctx, error);
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,271 @@
+/**
+ * Area A router (payment-services-interface.md "Area A", platform decisions §6): translation only.
+ *
+ *   POST /partnerapi/v1/token    headers partner-id, partner-secret-key; body user_name, password → JWT.
+ *   POST /partnerapi/v1/gateway  Authorization: Bearer; body signed with RSA2 (canonical JSON); dispatch on
+ *                                `service`; every answer but UNAUTHENTICATED is signed by the platform.
+ *
+ * Facts come from TransferService over Connect: the partner of a token and its public key
+ * (AuthorizeGatewayRequest), the platform's response signatures (SignGatewayResponse), and the operations. The
+ * façade holds no key material; it only verifies request signatures with the partner's public key.
+ *
+ * Order of checks on the gateway: token (401) → JSON object → sign_type → sign (400 "invalid sign") → service →
+ * fields (400 VALIDATIONERROR naming the first bad field) → the operation.
+ */
+import Router from '@koa/router';
+import { Code } from '@connectrpc/connect';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { verifyBody } from '../../src/crypto/rsa2-json';
+import { DomainError } from '../../src/errors';
+import { PreTransferState, type PreTransfer } from '../../src/gen/payments/transfer/v1/transfer_pb';
+import { amountJson, isCurrency, parseJsonLossless, readAmount, stringifyJson, type Currency } from '../../src/money';
+import { readRpcFailure, type RpcFailure } from '../../src/rpc/errors';
+import {
+  AREA_A_ERRORS,
+  AREA_A_LIMITS,
+  AREA_A_SERVICES,
+  checkField,
+  SYSTEM_ERROR,
+  validationError,
+  type AreaAError,
+  type AreaAService,
+} from '../../src/transfers/contract';
+import type { FacadeContext, FacadeState } from '../app';
+
+const UNAUTHENTICATED_BODY = { success: false, error_code: 'UNAUTHENTICATED', error_desc: 'Unauthorized' };
+
+type Body = Record<string, unknown>;
+
+/** A gateway answer before signing. */
+class GatewayAnswer {
+  constructor(
+    readonly status: number,
+    readonly body: Body,
+  ) {}
+  static error(error: AreaAError): GatewayAnswer {
+    return new GatewayAnswer(error.status, { success: false, error_code: error.error_code, error_desc: error.error_desc });
+  }
+  static ok(data: Body): GatewayAnswer {
+    return new GatewayAnswer(200, { success: true, code: 200, message: 'OK', data });
+  }
+}
+
+/** Thrown inside a handler to answer with an Area A error. */
+class AreaAFailure extends Error {
+  constructor(readonly error: AreaAError) {
+    super(error.error_desc);
+  }
+}
+
+/** The Area A error of an RPC failure (one table: src/transfers/contract.ts). */
+export function areaAErrorOf(failure: RpcFailure): AreaAError {
+  const known = AREA_A_ERRORS[failure.reason];
+  if (known) return known;
+  if (failure.code === Code.InvalidArgument) {
+    const [field, messages] = Object.entries(failure.fields)[0] ?? [];
+    return validationError(field && messages?.[0] ? `${field} ${messages[0]}` : 'invalid request');
+  }
+  return SYSTEM_ERROR;
+}
+
+const publicKeys = new Map<string, KeyObject>();
+function publicKeyOf(pem: string): KeyObject {
+  let key = publicKeys.get(pem);
+  if (!key) {
+    key = createPublicKey(pem);
+    if (publicKeys.size > 1000) publicKeys.clear();
+    publicKeys.set(pem, key);
+  }
+  return key;
+}
+
+function requireFields(body: Body, checks: Array<[string, 'alpha' | 'string' | 'char3' | 'receiver', number]>): void {
+  for (const [field, kind, max] of checks) {
+    const problem = checkField(body, field, kind, max);
+    if (problem) throw new AreaAFailure(validationError(problem));
+  }
+}
+
+function transferData(transfer: PreTransfer, fields: string[]): Body {
+  const currency = (isCurrency(transfer.currency) ? transfer.currency : 'USD') as Currency;
+  const all: Body = {
+    result_code: transfer.state === PreTransferState.CONFIRMED ? 'SUCCESS' : 'PENDING',
+    fund_transfer_id: transfer.fundTransferId,
+    out_trade_no: transfer.outTradeNo,
+    receiver_id: transfer.receiverId,
+    pre_transfer_id: transfer.preTransferId,
+    amount: amountJson(transfer.amountUnits, currency),
+    currency: transfer.currency,
+    receiver_name: transfer.receiverName,
+    expire_in: Number(transfer.expireInSeconds),
+  };
+  return Object.fromEntries(fields.map((field) => [field, all[field]]));
+}
+
+async function dispatch(ctx: FacadeContext, partnerId: string, service: AreaAService, body: Body): Promise<GatewayAnswer> {
+  const client = ctx.state.clients.transfer;
+  if (service === 'create.unified.fundTransfer') {
+    requireFields(body, [
+      ['out_trade_no', 'alpha', AREA_A_LIMITS.out_trade_no],
+      ['receiver_id', 'receiver', AREA_A_LIMITS.receiver_id],
+      ['sender_name', 'string', AREA_A_LIMITS.sender_name],
+      ['currency', 'char3', 3],
+    ]);
+    if (body.amount === undefined || body.amount === null) throw new AreaAFailure(validationError('amount is required'));
+    const currency = body.currency as string;
+    let amountUnits: bigint;
+    try {
+      amountUnits = readAmount(body.amount, isCurrency(currency) ? currency : 'USD');
+    } catch (error) {
+      if (error instanceof DomainError) throw new AreaAFailure(validationError(error.message));
+      throw error;
+    }
+    const answer = await client.createPreTransfer({
+      partnerId,
+      outTradeNo: body.out_trade_no as string,
+      receiverId: body.receiver_id as string,
+      senderName: body.sender_name as string,
+      amountUnits,
+      currency,
+    });
+    return GatewayAnswer.ok(
+      transferData(answer.preTransfer!, ['out_trade_no', 'receiver_id', 'amount', 'currency', 'pre_transfer_id', 'receiver_name', 'expire_in']),
+    );
+  }
+  if (service === 'confirm.fundTransfer') {
+    requireFields(body, [['partner_transaction_id', 'alpha', AREA_A_LIMITS.partner_transaction_id]]);
+    // A malformed (but present, in-size) pre_transfer_id is NOTEXIST, as the interface's table says.
+    requireFields(body, [['pre_transfer_id', 'string', AREA_A_LIMITS.pre_transfer_id]]);
+    const answer = await client.confirmPreTransfer({
+      partnerId,
+      preTransferId: body.pre_transfer_id as string,
+      partnerTransactionId: body.partner_transaction_id as string,
+    });
+    return GatewayAnswer.ok(
+      transferData(answer.preTransfer!, [
+        'result_code',
+        'fund_transfer_id',
+        'out_trade_no',
+        'receiver_id',
+        'pre_transfer_id',
+        'amount',
+        'currency',
+        'receiver_name',
+      ]),
+    );
+  }
+  requireFields(body, [['out_trade_no', 'alpha', AREA_A_LIMITS.out_trade_no]]);
+  const answer = await client.queryTransfer({ partnerId, outTradeNo: body.out_trade_no as string });
+  const transfer = answer.preTransfer!;
+  const fields = ['result_code', 'out_trade_no', 'amount', 'currency', 'receiver_id', 'receiver_name'];
+  if (transfer.state === PreTransferState.CONFIRMED) fields.splice(1, 0, 'fund_transfer_id');
+  return GatewayAnswer.ok(transferData(transfer, fields));
+}
+
+/** Signs and sends a gateway answer; when signing itself fails, an unsigned SYSTEMERROR. */
+async function sendSigned(ctx: FacadeContext, answer: GatewayAnswer): Promise<void> {
+  ctx.type = 'application/json';
+  try {
+    const signed = await ctx.state.clients.transfer.signGatewayResponse({ bodyJson: stringifyJson(answer.body) });
+    ctx.status = answer.status;
+    ctx.body = stringifyJson({ ...answer.body, sign_type: signed.signType, sign: signed.sign });
+  } catch (error) {
+    ctx.state.logger.error({ err: error }, 'signing the gateway response failed');
+    ctx.status = 500;
+    ctx.body = { success: false, error_code: SYSTEM_ERROR.error_code, error_desc: SYSTEM_ERROR.error_desc };
+  }
+}
+
+function unauthorized(ctx: FacadeContext): void {
+  ctx.status = 401;
+  ctx.body = UNAUTHENTICATED_BODY;
+}
+
+function parseObject(raw: string): Body | undefined {
+  try {
+    const value = parseJsonLossless(raw);
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Body) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function within(value: string, max: number): boolean {
+  return value.length > 0 && value.length <= max;
+}
+
+export function partnerRouter(): Router<FacadeState> {
+  const router = new Router<FacadeState>();
+
+  router.post('/partnerapi/v1/token', async (ctx) => {
+    const partnerId = ctx.get('partner-id');
+    const secretKey = ctx.get('partner-secret-key');
+    const body = parseObject(ctx.state.rawBody);
+    const userName = body?.user_name;
+    const password = body?.password;
+    if (
+      !within(partnerId, AREA_A_LIMITS['partner-id']) ||
+      !within(secretKey, AREA_A_LIMITS['partner-secret-key']) ||
+      typeof userName !== 'string' ||
+      !within(userName, AREA_A_LIMITS.user_name) ||
+      typeof password !== 'string' ||
+      !within(password, AREA_A_LIMITS.password)
+    ) {
+      return unauthorized(ctx);
+    }
+    try {
+      const answer = await ctx.state.clients.transfer.issueAccessToken({ partnerId, partnerSecretKey: secretKey, userName, password });
+      ctx.status = 200;
+      ctx.body = { success: true, code: 200, message: 'OK', data: { access_token: answer.accessToken, expire_in: Number(answer.expireInSeconds) } };
+    } catch (error) {
+      const failure = readRpcFailure(error);
+      if (failure.code === Code.Unauthenticated || failure.code === Code.InvalidArgument) return unauthorized(ctx);
+      ctx.state.logger.error({ err: error }, 'token issue failed');
+      ctx.status = 500;
+      ctx.body = { success: false, error_code: SYSTEM_ERROR.error_code, error_desc: SYSTEM_ERROR.error_desc };
+    }
+  });
+
+  router.post('/partnerapi/v1/gateway', async (ctx) => {
+    const authorization = ctx.get('Authorization');
+    const match = /^Bearer ([^\s]+)$/.exec(authorization);
+    if (!match || authorization.length > AREA_A_LIMITS.Authorization) return unauthorized(ctx);
+    let partnerId: string;
+    let publicKeyPem: string;
+    try {
+      const answer = await ctx.state.clients.transfer.authorizeGatewayRequest({ accessToken: match[1]! });
+      partnerId = answer.partnerId;
+      publicKeyPem = answer.partnerPublicKeyPem;
+    } catch (error) {
+      const failure = readRpcFailure(error);
+      if (failure.code === Code.Unauthenticated || failure.code === Code.InvalidArgument) return unauthorized(ctx);
+      ctx.state.logger.error({ err: error }, 'gateway authorization failed');
+      return sendSigned(ctx, GatewayAnswer.error(SYSTEM_ERROR));
+    }
+
+    let answer: GatewayAnswer;
+    try {
+      const body = parseObject(ctx.state.rawBody);
+      if (!body) throw new AreaAFailure(validationError('the body must be a JSON object'));
+      if (body.sign_type !== undefined && body.sign_type !== 'RSA2') throw new AreaAFailure(validationError('sign_type must be RSA2'));
+      if (!verifyBody(body, publicKeyOf(publicKeyPem))) throw new AreaAFailure(AREA_A_ERRORS.INVALID_SIGN!);
+      requireFields(body, [['service', 'string', AREA_A_LIMITS.service]]);
+      const service = body.service as string;
+      if (!(AREA_A_SERVICES as readonly string[]).includes(service)) throw new AreaAFailure(validationError('unknown service'));
+      answer = await dispatch(ctx, partnerId, service as AreaAService, body);
+    } catch (error) {
+      if (error instanceof AreaAFailure) {
+        answer = GatewayAnswer.error(error.error);
+      } else {
+        const failure = readRpcFailure(error);
+        const mapped = failure.code === Code.Unauthenticated ? undefined : areaAErrorOf(failure);
+        if (!mapped) return unauthorized(ctx);
+        if (mapped === SYSTEM_ERROR) ctx.state.logger.error({ err: error }, 'gateway operation failed');
+        answer = GatewayAnswer.error(mapped);
+      }
+    }
+    return sendSigned(ctx, answer);
+  });
+
+  return router;
+}

@@ -1,0 +1,278 @@
+/**
+ * `payments admin ...` (platform decisions §2): onboarding and operator commands over the AdminService
+ * (Connect, `RPC_URL`, default http://127.0.0.1:8080). With `--json` each command prints exactly one JSON object
+ * on stdout; without it, `key: value` lines. A failure exits 1 with one line on stderr. Amounts are decimal strings.
+ *
+ *   admin partner create --name N --public-key FILE [--float AMOUNT]
+ *   admin merchant create --name N --callback-url URL [--signature-header H] [--public-key FILE] [--payin-fee-percent P]
+ *   admin merchant suspend|resume --merchant-id ID
+ *   admin user create --phone P --first-name F --last-name L [--currency USD] [--merchant-id ID] [--not-eligible]
+ *   admin wallet credit --user-id ID | --merchant-id ID | --partner-id ID --amount A --currency C --reference R
+ *   admin wallet balance --user-id ID | --merchant-id ID | --partner-id ID
+ *   admin ledger check
+ */
+import { readFileSync } from 'node:fs';
+import { Code } from '@connectrpc/connect';
+import type { Command } from 'commander';
+import { MerchantStatus } from '../gen/payments/admin/v1/admin_pb';
+import { stringifyJson } from '../money';
+import { createPlatformClients, type PlatformClients } from '../rpc/clients';
+import { readRpcFailure } from '../rpc/errors';
+
+export const DEFAULT_RPC_URL = 'http://127.0.0.1:8080';
+
+/** One line, whatever the input. */
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Describes a failed admin call in one line (reason, message and failing fields). */
+export function describeFailure(error: unknown, rpcUrl: string): string {
+  if (error instanceof CliError) return error.message;
+  const failure = readRpcFailure(error);
+  if (failure.code === Code.Unavailable && failure.reason === 'INTERNAL') {
+    return oneLine(`error: cannot reach the AdminService at ${rpcUrl}: ${failure.message}`);
+  }
+  const fields = Object.entries(failure.fields)
+    .map(([field, messages]) => `${field}: ${messages.join(', ')}`)
+    .join('; ');
+  return oneLine(`error: ${failure.reason}: ${failure.message}${fields ? ` (${fields})` : ''}`);
+}
+
+class CliError extends Error {}
+
+function readKeyFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(oneLine(`error: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`));
+  }
+}
+
+interface OwnerOptions {
+  userId?: string;
+  merchantId?: string;
+  partnerId?: string;
+}
+
+function owner(options: OwnerOptions) {
+  const given = [options.userId, options.merchantId, options.partnerId].filter((value) => value !== undefined);
+  if (given.length !== 1) throw new CliError('error: give exactly one of --user-id, --merchant-id and --partner-id');
+  return { userId: options.userId ?? '', merchantId: options.merchantId ?? '', partnerId: options.partnerId ?? '' };
+}
+
+function print(result: Record<string, unknown>, json: boolean): void {
+  if (json) {
+    process.stdout.write(`${stringifyJson(result)}\n`);
+    return;
+  }
+  for (const [key, value] of Object.entries(result)) {
+    if (typeof value === 'string' && value.includes('\n')) process.stdout.write(`${key}:\n${value.trimEnd()}\n`);
+    else process.stdout.write(`${key}: ${typeof value === 'object' ? stringifyJson(value) : String(value)}\n`);
+  }
+}
+
+/** Runs one command: builds the clients, prints the result, or prints one stderr line and exits 1. */
+function action<O extends { json?: boolean }>(run: (clients: PlatformClients, options: O) => Promise<Record<string, unknown>>) {
+  return async (options: O) => {
+    const rpcUrl = process.env.RPC_URL || DEFAULT_RPC_URL;
+    let code = 0;
+    try {
+      const clients = createPlatformClients(rpcUrl, { httpVersion: '1.1' });
+      print(await run(clients, options), Boolean(options.json));
+    } catch (error) {
+      process.stderr.write(`${describeFailure(error, rpcUrl)}\n`);
+      code = 1;
+    }
+    // Flush stdout, then exit (no keep-alive socket holds the process open).
+    process.stdout.write('', () => process.exit(code || Number(process.exitCode ?? 0)));
+  };
+}
+
+/** Adds `admin` and its subcommands to the `payments` program. */
+export function registerAdminCommands(program: Command): void {
+  const admin = program.command('admin').description('onboarding and operations over the AdminService (RPC_URL)');
+  admin.showHelpAfterError(false);
+
+  const partner = admin.command('partner').description('partners (Area A)');
+  partner
+    .command('create')
+    .description('create a partner; prints its credentials once')
+    .requiredOption('--name <name>', 'partner name')
+    .requiredOption('--public-key <file>', "the partner's RSA public key (PEM file, 2048 bits or more)")
+    .option('--float <amount>', 'initial USD float, decimal (credited from the platform settlement account)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ name: string; publicKey: string; float?: string; json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.createPartner({
+          name: options.name,
+          publicKeyPem: readKeyFile(options.publicKey),
+          floatAmount: options.float ?? '',
+        });
+        return {
+          partner_id: result.partnerId,
+          partner_secret_key: result.partnerSecretKey,
+          user_name: result.userName,
+          password: result.password,
+          platform_public_key: result.platformPublicKey,
+        };
+      }),
+    );
+
+  const merchant = admin.command('merchant').description('merchants (Areas B and C)');
+  merchant
+    .command('create')
+    .description('create a merchant; prints its credentials once')
+    .requiredOption('--name <name>', 'merchant name')
+    .requiredOption('--callback-url <url>', 'webhook URL (Area B)')
+    .option('--signature-header <header>', 'webhook signature header', 'X-Signature')
+    .option('--public-key <file>', "the merchant's RSA public key (PEM); omitted: a key pair is generated")
+    .option('--payin-fee-percent <percent>', 'payin fee percent, decimal', '1.0')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ name: string; callbackUrl: string; signatureHeader: string; publicKey?: string; payinFeePercent: string; json?: boolean }>(
+        async (clients, options) => {
+          const result = await clients.admin.createMerchant({
+            name: options.name,
+            callbackUrl: options.callbackUrl,
+            signatureHeader: options.signatureHeader,
+            publicKeyPem: options.publicKey ? readKeyFile(options.publicKey) : '',
+            payinFeePercent: options.payinFeePercent,
+          });
+          return {
+            merchant_id: result.merchantId,
+            merchant_secret_key: result.merchantSecretKey,
+            api_user_name: result.apiUserName,
+            api_password: result.apiPassword,
+            api_key: result.apiKey,
+            hmac_secret: result.hmacSecret,
+            signature_header: result.signatureHeader,
+            platform_public_key: result.platformPublicKey,
+            ...(result.privateKey !== undefined ? { private_key: result.privateKey } : {}),
+          };
+        },
+      ),
+    );
+  for (const [name, status] of [
+    ['suspend', MerchantStatus.SUSPENDED],
+    ['resume', MerchantStatus.ACTIVE],
+  ] as const) {
+    merchant
+      .command(name)
+      .description(`${name} a merchant`)
+      .requiredOption('--merchant-id <id>', 'merchant id')
+      .option('--json', 'print one JSON object')
+      .action(
+        action<{ merchantId: string; json?: boolean }>(async (clients, options) => {
+          const result = await clients.admin.setMerchantStatus({ merchantId: options.merchantId, status });
+          return { merchant_id: result.merchantId, status: result.status };
+        }),
+      );
+  }
+
+  const user = admin.command('user').description('users (wallet holders, Area A receivers)');
+  user
+    .command('create')
+    .description('create a user with a wallet')
+    .requiredOption('--phone <phone>', 'phone number: 0…, 855… or +855…')
+    .requiredOption('--first-name <name>', 'first name')
+    .requiredOption('--last-name <name>', 'last name')
+    .option('--currency <currency>', 'wallet currency', 'USD')
+    .option('--merchant-id <id>', 'the merchant the user belongs to')
+    .option('--email <email>', 'email address')
+    .option('--not-eligible', 'the user may not receive Area A transfers')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{
+        phone: string;
+        firstName: string;
+        lastName: string;
+        currency: string;
+        merchantId?: string;
+        email?: string;
+        notEligible?: boolean;
+        json?: boolean;
+      }>(async (clients, options) => {
+        const result = await clients.admin.createUser({
+          phoneNumber: options.phone,
+          firstName: options.firstName,
+          lastName: options.lastName,
+          currency: options.currency,
+          merchantId: options.merchantId ?? '',
+          email: options.email ?? '',
+          notEligible: Boolean(options.notEligible),
+        });
+        return {
+          user_id: result.userId,
+          phone_number: result.phoneNumber,
+          user_token: result.userToken,
+          wallet_ref: result.walletRef,
+          currency: result.currency,
+          eligible: result.eligible,
+        };
+      }),
+    );
+
+  const wallet = admin.command('wallet').description('wallet balances and operator credits');
+  wallet
+    .command('credit')
+    .description('credit a wallet (or a partner float) from the platform settlement account')
+    .option('--user-id <id>', 'user id')
+    .option('--merchant-id <id>', 'merchant id')
+    .option('--partner-id <id>', 'partner id')
+    .requiredOption('--amount <amount>', 'decimal amount, e.g. 25.00')
+    .requiredOption('--currency <currency>', 'USD, KHR or USDT')
+    .requiredOption('--reference <reference>', 'idempotency key: the same reference never credits twice')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<OwnerOptions & { amount: string; currency: string; reference: string; json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.creditWallet({
+          owner: owner(options),
+          amount: options.amount,
+          currency: options.currency,
+          reference: options.reference,
+        });
+        return { transaction_ref: result.transactionRef, balance: result.balance, currency: result.currency };
+      }),
+    );
+  wallet
+    .command('balance')
+    .description('list the wallets of a user or merchant, or the float of a partner')
+    .option('--user-id <id>', 'user id')
+    .option('--merchant-id <id>', 'merchant id')
+    .option('--partner-id <id>', 'partner id')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<OwnerOptions & { json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.getWalletBalances({ owner: owner(options) });
+        return {
+          wallets: result.wallets.map((item) => ({
+            currency: item.currency,
+            balance: item.balance,
+            balance_units: item.balanceUnits,
+            decimals: item.decimals,
+            available_units: item.availableUnits,
+            available: item.available,
+            held_units: item.heldUnits,
+            kind: item.kind,
+          })),
+        };
+      }),
+    );
+
+  const ledger = admin.command('ledger').description('ledger operations');
+  ledger
+    .command('check')
+    .description('run the ledger invariant check (exits 1 when it fails)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ json?: boolean }>(async (clients) => {
+        const result = await clients.admin.checkLedger({});
+        if (!result.ok) {
+          process.stderr.write(`error: ledger check failed: ${oneLine(result.imbalances.join('; '))}\n`);
+          process.exitCode = 1;
+        }
+        return { ok: result.ok, accounts: result.accounts, entries: result.entries, imbalances: result.imbalances };
+      }),
+    );
+}

@@ -1,0 +1,178 @@
+/**
+ * AdminService (issue 3 item 6, platform decisions §2): onboarding and operator actions behind the `payments admin`
+ * CLI. Translates between proto messages and the onboarding functions; money moves only through the ledger.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { DomainError, invalidFields } from '../errors';
+import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
+import type { Account, AccountOwnerType } from '../ledger/types';
+import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
+import type { PlatformDeps } from '../platform';
+import { notFound } from './common';
+import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
+import { createPartner, getPartner } from './partners';
+import { createUser, getUser } from './users';
+
+interface ResolvedOwner {
+  owner_type: AccountOwnerType;
+  owner_id: string;
+  /** The kind of account that holds this owner's money. */
+  kind: 'wallet' | 'partner_float';
+}
+
+/**
+ * Exactly one of user_id, merchant_id, partner_id must be set, and name an existing record.
+ * @throws DomainError invalid_argument on owner; not_found USER_NOT_FOUND | MERCHANT_NOT_FOUND | PARTNER_NOT_FOUND
+ */
+async function resolveOwner(deps: PlatformDeps, owner: WalletOwner | undefined): Promise<ResolvedOwner> {
+  const given = [owner?.userId, owner?.merchantId, owner?.partnerId].filter((value) => value);
+  if (given.length !== 1) throw invalidFields({ owner: ['exactly one of user_id, merchant_id and partner_id is required'] });
+  if (owner!.userId) {
+    const user = await getUser(deps.database, owner!.userId);
+    if (!user) throw notFound('USER_NOT_FOUND', 'user');
+    return { owner_type: 'user', owner_id: user.id, kind: 'wallet' };
+  }
+  if (owner!.merchantId) {
+    const merchant = await getMerchant(deps.database, owner!.merchantId);
+    if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+    return { owner_type: 'merchant', owner_id: merchant.id, kind: 'wallet' };
+  }
+  const partner = await getPartner(deps.database, owner!.partnerId);
+  if (!partner) throw notFound('PARTNER_NOT_FOUND', 'partner');
+  return { owner_type: 'partner', owner_id: partner.id, kind: 'partner_float' };
+}
+
+function requireCurrency(text: string): Currency {
+  const currency = text.trim().toUpperCase();
+  if (!isCurrency(currency)) throw invalidFields({ currency: [`currency must be one of ${CURRENCIES.join(', ')}`] }, 'INVALID_CURRENCY');
+  return currency;
+}
+
+function walletBalance(account: Account) {
+  return {
+    currency: account.currency,
+    balance: formatAmount(account.posted_units, account.currency),
+    balanceUnits: account.posted_units,
+    decimals: decimalsOf(account.currency),
+    availableUnits: account.available_units,
+    available: formatAmount(account.available_units, account.currency),
+    heldUnits: account.held_units,
+    kind: account.kind,
+    accountId: account.id,
+  };
+}
+
+/** Idempotency key of an operator credit: the CLI's `--reference`, namespaced. */
+export function adminCreditIdempotencyKey(reference: string): string {
+  return `admin:wallet-credit:${reference}`;
+}
+
+export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof AdminService> {
+  return {
+    async createPartner(request) {
+      const floatUnits = request.floatAmount
+        ? parseAmount(request.floatAmount, 'USD', { allowZero: true, field: 'float_amount' })
+        : undefined;
+      const { partner, credentials } = await createPartner(deps, {
+        name: request.name,
+        public_key_pem: request.publicKeyPem,
+        float_units: floatUnits,
+      });
+      return {
+        partnerId: credentials.partner_id,
+        partnerSecretKey: credentials.partner_secret_key,
+        userName: credentials.user_name,
+        password: credentials.password,
+        platformPublicKey: deps.keys.publicKeyPem,
+        floatAccountId: partner.float_account_id,
+      };
+    },
+
+    async createMerchant(request) {
+      const { credentials } = await createMerchant(deps, {
+        name: request.name,
+        callback_url: request.callbackUrl,
+        signature_header: request.signatureHeader || undefined,
+        public_key_pem: request.publicKeyPem || undefined,
+        payin_fee_percent: request.payinFeePercent || undefined,
+      });
+      return {
+        merchantId: credentials.merchant_id,
+        merchantSecretKey: credentials.merchant_secret_key,
+        apiUserName: credentials.api_user_name,
+        apiPassword: credentials.api_password,
+        apiKey: credentials.api_key,
+        hmacSecret: credentials.hmac_secret,
+        signatureHeader: credentials.signature_header,
+        platformPublicKey: credentials.platform_public_key,
+        privateKey: credentials.private_key,
+      };
+    },
+
+    async setMerchantStatus(request) {
+      const status = request.status === MerchantStatus.SUSPENDED ? 'suspended' : 'active';
+      const merchant = await setMerchantStatus(deps.database, request.merchantId, status);
+      return { merchantId: merchant.id, status: merchant.status };
+    },
+
+    async createUser(request) {
+      const user = await createUser(deps, {
+        phone_number: request.phoneNumber || undefined,
+        email: request.email || undefined,
+        first_name: request.firstName,
+        last_name: request.lastName,
+        address: request.address || undefined,
+        currency: (request.currency.trim().toUpperCase() || 'USD') as Currency,
+        merchant_id: request.merchantId || undefined,
+        eligible: !request.notEligible,
+      });
+      return {
+        userId: user.id,
+        phoneNumber: user.phone_number ?? '',
+        userToken: user.user_token,
+        walletRef: user.wallet_ref,
+        email: user.email ?? '',
+        currency: user.currency,
+        walletAccountId: user.wallet_account_id,
+        eligible: user.eligible,
+      };
+    },
+
+    async creditWallet(request) {
+      const currency = requireCurrency(request.currency);
+      const units = parseAmount(request.amount.trim(), currency);
+      const owner = await resolveOwner(deps, request.owner);
+      const account = await deps.ledger.findAccount({ ...owner, currency });
+      if (!account) throw new DomainError('not_found', 'WALLET_NOT_FOUND', `no ${currency} ${owner.kind.replace('_', ' ')} for this ${owner.owner_type}`);
+      const settlement = await deps.ledger.platformAccount('settlement', currency);
+      const transaction = await deps.ledger.transfer({
+        idempotency_key: adminCreditIdempotencyKey(request.reference),
+        description: `admin credit ${request.reference}`,
+        postings: [
+          { account_id: settlement.id, amount_units: -units },
+          { account_id: account.id, amount_units: units },
+        ],
+        metadata: { source: 'admin', reference: request.reference, owner_type: owner.owner_type, owner_id: owner.owner_id },
+      });
+      const after = await deps.ledger.getAccount(account.id);
+      return {
+        transactionRef: transaction.id,
+        balance: formatAmount(after.posted_units, currency),
+        balanceUnits: after.posted_units,
+        currency,
+      };
+    },
+
+    async getWalletBalances(request) {
+      const owner = await resolveOwner(deps, request.owner);
+      const accounts = (await deps.ledger.accountsOf(owner.owner_type, owner.owner_id)).filter((account) => account.kind === owner.kind);
+      accounts.sort((a, b) => CURRENCIES.indexOf(a.currency) - CURRENCIES.indexOf(b.currency));
+      return { wallets: accounts.map(walletBalance) };
+    },
+
+    async checkLedger() {
+      const check = await deps.ledger.check();
+      return { ok: check.ok, accounts: BigInt(check.accounts), entries: BigInt(check.entries), imbalances: check.imbalances };
+    },
+  };
+}

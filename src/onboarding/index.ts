@@ -1,0 +1,6 @@
+/** Onboarding (issue 3): partners, merchants, users and their credentials; the AdminService. See /tmp contract docs. */
+export * from './partners';
+export * from './merchants';
+export * from './users';
+export { createAdminService } from './admin-service';
+export { ensureDemoData, DEMO_SETTING_KEY } from './demo';

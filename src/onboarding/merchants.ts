@@ -1,0 +1,251 @@
+/**
+ * Merchants (issue 3 item 4): one record holding the Area B credentials (API key stored as SHA-256 hex, HMAC
+ * webhook secret AES-256-GCM encrypted under the platform data key, callback URL, signature header, payin fee
+ * percent) and the Area C credentials (merchant id, secret key as SHA-256 hex, API user name and scrypt-hashed
+ * password, RSA public key supplied or generated). Every merchant gets wallets in USD, KHR and USDT.
+ */
+import { generateKeyPairSync } from 'node:crypto';
+import type { Knex } from 'knex';
+import { DomainError, invalidFields } from '../errors';
+import {
+  constantTimeEqual,
+  decryptSecret,
+  encryptSecret,
+  hashPassword,
+  matchesSha256,
+  randomAlphanumeric,
+  randomHex,
+  randomToken,
+  sha256Hex,
+  verifyPassword,
+} from '../crypto/secrets';
+import type { Currency } from '../money';
+import type { PlatformDeps } from '../platform';
+import { normalizeRsaPublicKey, notFound, requireText } from './common';
+
+/** The currencies every merchant holds a wallet in. */
+export const MERCHANT_WALLET_CURRENCIES: Currency[] = ['USD', 'KHR', 'USDT'];
+export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
+export const DEFAULT_PAYIN_FEE_PERCENT = '1.0';
+
+export type MerchantStatus = 'active' | 'suspended';
+
+export interface Merchant {
+  /** merchant_id */
+  id: string;
+  name: string;
+  status: MerchantStatus;
+  callback_url: string;
+  /** default X-Signature */
+  signature_header: string;
+  /** decimal text such as "1.0" */
+  payin_fee_percent: string;
+  /** The merchant's RSA public key (SPKI PEM), verifies Area C request signatures. */
+  public_key_pem: string;
+  api_user_name: string;
+  created_at: Date;
+}
+
+/** Shown once, at creation; only hashes (and the encrypted HMAC secret) are stored. */
+export interface MerchantCredentials {
+  merchant_id: string;
+  merchant_secret_key: string;
+  api_user_name: string;
+  api_password: string;
+  /** Area B `X-API-Key`. */
+  api_key: string;
+  /** Area B webhook signing secret (hex). */
+  hmac_secret: string;
+  signature_header: string;
+  /** SPKI PEM of the platform's public key. */
+  platform_public_key: string;
+  /** PKCS#8 PEM, only when the platform generated the merchant's key pair; never stored. */
+  private_key?: string;
+}
+
+interface MerchantRow extends Merchant {
+  secret_key_sha256: string;
+  api_password_hash: string;
+  api_key_sha256: string;
+  hmac_secret_encrypted: string;
+}
+
+function toMerchant(row: MerchantRow): Merchant {
+  return {
+    id: row.id,
+    name: row.name,
+    status: row.status,
+    callback_url: row.callback_url,
+    signature_header: row.signature_header,
+    payin_fee_percent: row.payin_fee_percent,
+    public_key_pem: row.public_key_pem,
+    api_user_name: row.api_user_name,
+    created_at: row.created_at,
+  };
+}
+
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'x-webhook-id', 'x-webhook-event', 'x-webhook-attempt']);
+
+function hmacContext(merchant_id: string): string {
+  return `merchant:${merchant_id}:hmac_secret`;
+}
+
+function validateCallbackUrl(text: string | undefined): string {
+  const value = requireText(text, 'callback_url', 2048);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
+  return value;
+}
+
+/** Fee percent as decimal text, 0 to 100 with at most 6 decimals ("1.0", "2.75"). */
+function validateFeePercent(text: string | undefined): string {
+  const value = (text ?? '').trim() || DEFAULT_PAYIN_FEE_PERCENT;
+  const match = /^(\d{1,3})(?:\.(\d{1,6}))?$/.exec(value);
+  if (!match || Number(match[1]) > 100 || (Number(match[1]) === 100 && /[1-9]/.test(match[2] ?? ''))) {
+    throw invalidFields({ payin_fee_percent: ['payin_fee_percent must be a decimal between 0 and 100 with at most 6 decimals'] });
+  }
+  return value;
+}
+
+/**
+ * Creates a merchant with fresh credentials and opens its USD, KHR and USDT wallets in one database transaction.
+ * When `public_key_pem` is absent an RSA-2048 key pair is generated and its private key returned once (never stored).
+ * @throws DomainError invalid_argument on name, callback_url, signature_header, payin_fee_percent, public_key_pem
+ */
+export async function createMerchant(
+  deps: PlatformDeps,
+  input: { name: string; callback_url: string; signature_header?: string; public_key_pem?: string; payin_fee_percent?: string },
+): Promise<{ merchant: Merchant; credentials: MerchantCredentials }> {
+  const name = requireText(input.name, 'name');
+  const callbackUrl = validateCallbackUrl(input.callback_url);
+  const signatureHeader = (input.signature_header ?? '').trim() || DEFAULT_SIGNATURE_HEADER;
+  if (!HEADER_NAME.test(signatureHeader) || RESERVED_HEADERS.has(signatureHeader.toLowerCase())) {
+    throw invalidFields({ signature_header: ['signature_header must be an HTTP header name that the platform does not set itself'] });
+  }
+  const feePercent = validateFeePercent(input.payin_fee_percent);
+  let publicKeyPem: string;
+  let privateKey: string | undefined;
+  if (input.public_key_pem && input.public_key_pem.trim()) {
+    publicKeyPem = normalizeRsaPublicKey(input.public_key_pem);
+  } else {
+    const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    publicKeyPem = pair.publicKey.export({ type: 'spki', format: 'pem' }) as string;
+    privateKey = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  }
+  const id = `M${randomAlphanumeric(15)}`;
+  const credentials: MerchantCredentials = {
+    merchant_id: id,
+    merchant_secret_key: randomToken(32),
+    api_user_name: `merchant_${id.slice(1).toLowerCase()}`,
+    api_password: randomToken(18),
+    api_key: `pk_${randomToken(32)}`,
+    hmac_secret: randomHex(32),
+    signature_header: signatureHeader,
+    platform_public_key: deps.keys.publicKeyPem,
+    ...(privateKey ? { private_key: privateKey } : {}),
+  };
+  const passwordHash = await hashPassword(credentials.api_password);
+  const row = await deps.database.transaction(async (trx) => {
+    const [inserted] = (await trx('merchants')
+      .insert({
+        id,
+        name,
+        callback_url: callbackUrl,
+        signature_header: signatureHeader,
+        payin_fee_percent: feePercent,
+        public_key_pem: publicKeyPem,
+        secret_key_sha256: sha256Hex(credentials.merchant_secret_key),
+        api_user_name: credentials.api_user_name,
+        api_password_hash: passwordHash,
+        api_key_sha256: sha256Hex(credentials.api_key),
+        hmac_secret_encrypted: encryptSecret(deps.keys.dataKey, credentials.hmac_secret, hmacContext(id)),
+      })
+      .returning('*')) as MerchantRow[];
+    for (const currency of MERCHANT_WALLET_CURRENCIES) {
+      await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: id, currency, kind: 'wallet' }, trx);
+    }
+    return inserted!;
+  });
+  return { merchant: toMerchant(row), credentials };
+}
+
+async function merchantRow(database: Knex, merchant_id: string): Promise<MerchantRow | undefined> {
+  if (typeof merchant_id !== 'string' || merchant_id.length === 0 || merchant_id.length > 64) return undefined;
+  return (await database('merchants').where({ id: merchant_id }).first()) as MerchantRow | undefined;
+}
+
+/** The merchant, or undefined when unknown. */
+export async function getMerchant(database: Knex, merchant_id: string): Promise<Merchant | undefined> {
+  const row = await merchantRow(database, merchant_id);
+  return row ? toMerchant(row) : undefined;
+}
+
+/** Area B: the merchant whose API key this is (any status: the caller decides about suspended ones), else undefined. */
+export async function findMerchantByApiKey(database: Knex, api_key: string): Promise<Merchant | undefined> {
+  if (typeof api_key !== 'string' || api_key.length === 0 || api_key.length > 256) return undefined;
+  const row = (await database('merchants').where({ api_key_sha256: sha256Hex(api_key) }).first()) as MerchantRow | undefined;
+  return row && matchesSha256(api_key, row.api_key_sha256) ? toMerchant(row) : undefined;
+}
+
+/**
+ * Area C request headers: merchant id and secret key, compared in constant time.
+ * @returns the merchant, or undefined when unknown, the key is wrong, or the merchant is suspended.
+ */
+export async function authenticateMerchant(
+  database: Knex,
+  input: { merchant_id: string; merchant_secret_key: string },
+): Promise<Merchant | undefined> {
+  const row = await merchantRow(database, input.merchant_id);
+  const ok = matchesSha256(String(input.merchant_secret_key ?? ''), row?.secret_key_sha256 ?? sha256Hex(randomToken(8)));
+  return row && ok && row.status === 'active' ? toMerchant(row) : undefined;
+}
+
+/**
+ * Area C login (C1): the merchant's API user name and password, in constant time (a password hash is always
+ * verified). False when either is wrong, the merchant is unknown, or it is suspended.
+ */
+export async function verifyMerchantApiLogin(
+  database: Knex,
+  merchant_id: string,
+  input: { user_name: string; password: string },
+): Promise<boolean> {
+  const row = await merchantRow(database, merchant_id);
+  const userOk = constantTimeEqual(String(input.user_name ?? ''), row?.api_user_name ?? randomToken(8));
+  const passwordOk = await verifyPassword(String(input.password ?? ''), row?.api_password_hash);
+  return Boolean(row && userOk && passwordOk && row.status === 'active');
+}
+
+/**
+ * Area B webhooks: the merchant's HMAC secret, decrypted.
+ * @throws DomainError not_found MERCHANT_NOT_FOUND
+ */
+export async function merchantHmacSecret(deps: PlatformDeps, merchant_id: string): Promise<string> {
+  const row = await merchantRow(deps.database, merchant_id);
+  if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  return decryptSecret(deps.keys.dataKey, row.hmac_secret_encrypted, hmacContext(row.id));
+}
+
+/**
+ * Suspends or resumes a merchant.
+ * @throws DomainError not_found MERCHANT_NOT_FOUND; invalid_argument on status
+ */
+export async function setMerchantStatus(database: Knex, merchant_id: string, status: MerchantStatus): Promise<Merchant> {
+  if (status !== 'active' && status !== 'suspended') {
+    throw new DomainError('invalid_argument', 'VALIDATION_FAILED', 'status must be active or suspended', {
+      status: ['must be active or suspended'],
+    });
+  }
+  if (typeof merchant_id !== 'string' || merchant_id.length === 0 || merchant_id.length > 64) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  const [row] = (await database('merchants')
+    .where({ id: merchant_id })
+    .update({ status, updated_at: database.fn.now() })
+    .returning('*')) as MerchantRow[];
+  if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  return toMerchant(row);
+}

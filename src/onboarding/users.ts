@@ -1,0 +1,286 @@
+/**
+ * Users (issue 3 item 4; Area A receivers, Area C wallet holders). Phone numbers are normalized to E.164 with
+ * libphonenumber-js (default region KH) and unique; emails are unique ignoring case. Each user gets a wallet in its
+ * currency (ledger account kind `wallet`), an opaque `user_token` (Area C block_money) and a unique `wallet_ref`.
+ */
+import type { Knex } from 'knex';
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import { randomAlphanumeric, randomToken } from '../crypto/secrets';
+import { isCurrency, type Currency } from '../money';
+import type { PlatformDeps } from '../platform';
+import { isUniqueViolation, notFound } from './common';
+
+export type UserStatus = 'active' | 'inactive';
+
+export interface User {
+  /** Decimal of a bigserial: Area C shows it as an integer. */
+  id: string;
+  merchant_id: string | null;
+  /** E.164, e.g. +85512345678 */
+  phone_number: string | null;
+  email: string | null;
+  first_name: string;
+  last_name: string;
+  full_name: string;
+  address: string | null;
+  /** YYYY-MM-DD */
+  birthday: string | null;
+  gender: string | null;
+  description: string | null;
+  avatar: string;
+  currency: Currency;
+  status: UserStatus;
+  eligible: boolean;
+  /** Opaque, unique. */
+  user_token: string;
+  /** Unique. */
+  wallet_ref: string;
+  /** Ledger account (kind wallet) in `currency`. */
+  wallet_account_id: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface UserRow extends Omit<User, 'id' | 'full_name'> {
+  id: bigint | string;
+}
+
+function toUser(row: UserRow): User {
+  return {
+    id: String(row.id),
+    merchant_id: row.merchant_id,
+    phone_number: row.phone_number,
+    email: row.email,
+    first_name: row.first_name,
+    last_name: row.last_name,
+    full_name: `${row.first_name} ${row.last_name}`.trim(),
+    address: row.address,
+    birthday: row.birthday,
+    gender: row.gender,
+    description: row.description,
+    avatar: row.avatar,
+    currency: row.currency,
+    status: row.status,
+    eligible: row.eligible,
+    user_token: row.user_token,
+    wallet_ref: row.wallet_ref,
+    wallet_account_id: row.wallet_account_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/**
+ * Phone in local (0…), international (855…) or +855… form, region KH (libphonenumber-js) → E.164, else undefined.
+ * Spaces, dashes and parentheses are ignored; numbers of other countries need their + prefix.
+ */
+export function normalizePhone(text: string): string | undefined {
+  if (typeof text !== 'string') return undefined;
+  const compact = text.trim().replace(/[\s().-]/g, '');
+  if (!/^\+?\d{6,17}$/.test(compact)) return undefined;
+  const candidate = compact.startsWith('855') ? `+${compact}` : compact;
+  const parsed = parsePhoneNumberFromString(candidate, 'KH');
+  return parsed && parsed.isValid() ? parsed.number : undefined;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const BIRTHDAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+function validBirthday(text: string): boolean {
+  const match = BIRTHDAY.exec(text);
+  if (!match) return false;
+  const date = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  return date.toISOString().slice(0, 10) === text && date.getTime() <= Date.now();
+}
+
+type OptionalText = 'address' | 'gender' | 'description';
+const OPTIONAL_LIMITS: Record<OptionalText, number> = { address: 255, gender: 16, description: 500 };
+
+interface UserFields {
+  phone_number?: string;
+  email?: string;
+  first_name?: string;
+  last_name?: string;
+  address?: string;
+  birthday?: string;
+  gender?: string;
+  description?: string;
+}
+
+/** Validates the given fields; `undefined` means "not given". Returns the column values to write. */
+function validateFields(input: UserFields, required: boolean): { values: Record<string, string | null>; violations: FieldViolations } {
+  const violations: FieldViolations = {};
+  const values: Record<string, string | null> = {};
+  const add = (field: string, message: string) => (violations[field] ??= []).push(message);
+  if (input.phone_number !== undefined && input.phone_number !== null && String(input.phone_number).trim() !== '') {
+    const phone = normalizePhone(String(input.phone_number));
+    if (phone) values.phone_number = phone;
+    else add('phone_number', 'The phone number is invalid.');
+  } else if (input.phone_number !== undefined) values.phone_number = null;
+  if (input.email !== undefined && input.email !== null && input.email.trim() !== '') {
+    const email = input.email.trim();
+    if (email.length > 254 || !EMAIL.test(email)) add('email', 'The email must be a valid email address.');
+    else values.email = email;
+  } else if (input.email !== undefined) values.email = null;
+  for (const field of ['first_name', 'last_name'] as const) {
+    const value = input[field];
+    if (value === undefined && !required) continue;
+    const text = (value ?? '').trim();
+    if (!text) add(field, `The ${field.replace('_', ' ')} field is required.`);
+    else if (text.length > 96) add(field, `The ${field.replace('_', ' ')} may not be greater than 96 characters.`);
+    else values[field] = text;
+  }
+  for (const field of Object.keys(OPTIONAL_LIMITS) as OptionalText[]) {
+    const value = input[field];
+    if (value === undefined) continue;
+    const text = (value ?? '').trim();
+    if (text.length > OPTIONAL_LIMITS[field]) add(field, `The ${field} may not be greater than ${OPTIONAL_LIMITS[field]} characters.`);
+    else values[field] = text || null;
+  }
+  if (input.birthday !== undefined) {
+    const text = (input.birthday ?? '').trim();
+    if (text && !validBirthday(text)) add('birthday', 'The birthday must be a past date in the format YYYY-MM-DD.');
+    else values.birthday = text || null;
+  }
+  return { values, violations };
+}
+
+/** Throws the duplicate error when another user (not `except_user_id`) holds the phone number or email. */
+async function assertUnique(
+  database: Knex,
+  values: { phone_number?: string | null; email?: string | null },
+  except_user_id?: string,
+): Promise<void> {
+  const fields: FieldViolations = {};
+  if (values.phone_number) {
+    const query = database('users').where({ phone_number: values.phone_number });
+    if (except_user_id) query.whereNot({ id: except_user_id });
+    if (await query.first('id')) fields.phone_number = ['The phone number has already been taken.'];
+  }
+  if (values.email) {
+    const query = database('users').whereRaw('lower(email) = lower(?)', [values.email]);
+    if (except_user_id) query.whereNot({ id: except_user_id });
+    if (await query.first('id')) fields.email = ['The email has already been taken.'];
+  }
+  if (fields.phone_number) throw new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', fields);
+  if (fields.email) throw new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', fields);
+}
+
+/** Maps a unique violation of the phone or email index (a concurrent insert) to the duplicate error. */
+function duplicateFrom(error: unknown): DomainError | undefined {
+  if (isUniqueViolation(error, 'users_phone_number_unique')) {
+    return new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', {
+      phone_number: ['The phone number has already been taken.'],
+    });
+  }
+  if (isUniqueViolation(error, 'users_email_unique')) {
+    return new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', { email: ['The email has already been taken.'] });
+  }
+  return undefined;
+}
+
+/**
+ * Creates a user and opens its wallet in `currency` (one database transaction). At least one of phone_number and
+ * email is required. `eligible` defaults to true (Area A receivers must be eligible).
+ * @throws DomainError already_exists DUPLICATE_PHONE_NUMBER (fields { phone_number }) or DUPLICATE_EMAIL
+ *   (fields { email }); invalid_argument VALIDATION_FAILED listing every failing field (an invalid phone on
+ *   phone_number); not_found MERCHANT_NOT_FOUND for an unknown merchant_id.
+ */
+export async function createUser(
+  deps: PlatformDeps,
+  input: UserFields & { first_name: string; last_name: string; currency: Currency; merchant_id?: string; eligible?: boolean },
+): Promise<User> {
+  const { values, violations } = validateFields(input, true);
+  if (!isCurrency(input.currency)) (violations.currency ??= []).push('The selected currency is invalid.');
+  if (!values.phone_number && !values.email && !violations.phone_number && !violations.email) {
+    violations.phone_number = ['The phone number field is required when email is not present.'];
+    violations.email = ['The email field is required when phone number is not present.'];
+  }
+  if (Object.keys(violations).length > 0) throw invalidFields(violations);
+  if (input.merchant_id !== undefined && input.merchant_id !== null && input.merchant_id !== '') {
+    const merchant = await deps.database('merchants').where({ id: String(input.merchant_id).slice(0, 64) }).first('id');
+    if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  }
+  await assertUnique(deps.database, values);
+  try {
+    const row = await deps.database.transaction(async (trx) => {
+      const [inserted] = (await trx('users')
+        .insert({
+          ...values,
+          merchant_id: input.merchant_id || null,
+          currency: input.currency,
+          eligible: input.eligible ?? true,
+          user_token: `ut_${randomToken(24)}`,
+          wallet_ref: `WR${randomAlphanumeric(14)}`,
+        })
+        .returning('*')) as UserRow[];
+      const account = await deps.ledger.openAccount(
+        { owner_type: 'user', owner_id: String(inserted!.id), currency: input.currency, kind: 'wallet' },
+        trx,
+      );
+      const [updated] = (await trx('users').where({ id: inserted!.id }).update({ wallet_account_id: account.id }).returning('*')) as UserRow[];
+      return updated!;
+    });
+    return toUser(row);
+  } catch (error) {
+    throw duplicateFrom(error) ?? error;
+  }
+}
+
+/**
+ * Updates the given fields of a user of `merchant_id` (null: a user created without a merchant). Fields left
+ * undefined stay; an empty optional field is cleared. The user must keep a phone number or an email.
+ * @throws the errors of createUser; not_found USER_NOT_FOUND when the user is unknown or belongs to another merchant.
+ */
+export async function updateUser(
+  deps: PlatformDeps,
+  input: UserFields & { user_id: string; merchant_id: string | null },
+): Promise<User> {
+  const current = await getUserRow(deps.database, input.user_id);
+  if (!current || (current.merchant_id ?? null) !== (input.merchant_id ?? null)) throw notFound('USER_NOT_FOUND', 'user');
+  const { values, violations } = validateFields(input, false);
+  const phone = values.phone_number !== undefined ? values.phone_number : current.phone_number;
+  const email = values.email !== undefined ? values.email : current.email;
+  if (!phone && !email && !violations.phone_number && !violations.email) {
+    violations.phone_number = ['The phone number field is required when email is not present.'];
+  }
+  if (Object.keys(violations).length > 0) throw invalidFields(violations);
+  await assertUnique(deps.database, values, String(current.id));
+  if (Object.keys(values).length === 0) return toUser(current);
+  try {
+    const [row] = (await deps.database('users')
+      .where({ id: String(current.id) })
+      .update({ ...values, updated_at: deps.database.fn.now() })
+      .returning('*')) as UserRow[];
+    return toUser(row!);
+  } catch (error) {
+    throw duplicateFrom(error) ?? error;
+  }
+}
+
+async function getUserRow(database: Knex, user_id: string): Promise<UserRow | undefined> {
+  if (typeof user_id !== 'string' || !/^\d{1,18}$/.test(user_id)) return undefined;
+  return (await database('users').where({ id: user_id }).first()) as UserRow | undefined;
+}
+
+/** The user, or undefined when unknown (or not a decimal id). */
+export async function getUser(database: Knex, user_id: string): Promise<User | undefined> {
+  const row = await getUserRow(database, user_id);
+  return row ? toUser(row) : undefined;
+}
+
+/** The user with this phone number in any accepted form (see normalizePhone), else undefined. */
+export async function findUserByPhone(database: Knex, phone_any_form: string): Promise<User | undefined> {
+  const phone = normalizePhone(phone_any_form);
+  if (!phone) return undefined;
+  const row = (await database('users').where({ phone_number: phone }).first()) as UserRow | undefined;
+  return row ? toUser(row) : undefined;
+}
+
+/** The user holding this opaque token, else undefined. */
+export async function findUserByToken(database: Knex, user_token: string): Promise<User | undefined> {
+  if (typeof user_token !== 'string' || user_token.length === 0 || user_token.length > 128) return undefined;
+  const row = (await database('users').where({ user_token }).first()) as UserRow | undefined;
+  return row ? toUser(row) : undefined;
+}

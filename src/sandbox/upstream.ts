@@ -1,0 +1,161 @@
+/**
+ * Sandbox upstream payin provider (`payments sandbox-upstream`, platform decisions §1, §4). Dev and test only;
+ * never imported by production paths.
+ *
+ *   POST /payins                                  a forwarded payin (Authorization: Bearer UPSTREAM_API_KEY when
+ *                                                 configured, X-Invoice-Reference, X-Notify-Url) → 200
+ *                                                 {"qrcode": {"content": "tron:<address>?amount=…&token=<USDT TRC-20>"},
+ *                                                 "trx_ref": …} (no image: the portal renders the PNG)
+ *   POST /sandbox/payins/{invoice_reference}/pay  {"amount": n} → notifies the portal `status: success` with n
+ *   POST /sandbox/payins/{invoice_reference}/close              → notifies the portal `status: close`
+ *
+ * Notifications are signed exactly as a real provider would: `X-Upstream-Signature` = hex HMAC-SHA256 of the raw
+ * body under UPSTREAM_WEBHOOK_SECRET. The pay/close routes answer with the portal's status code and body.
+ */
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type net from 'node:net';
+import { request } from 'undici';
+import { hmacSha256Hex } from '../crypto/hmac';
+import { isLosslessNumber, parseJsonLossless, stringifyJson } from '../money';
+
+/** The Tether USDT TRC-20 contract on TRON mainnet, used as `token` in the payment URI. */
+export const USDT_TRC20_CONTRACT = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
+
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+
+function fakeTronAddress(): string {
+  const bytes = randomBytes(33);
+  return `T${[...bytes].map((byte) => BASE58[byte % BASE58.length]).join('')}`;
+}
+
+interface SandboxPayin {
+  invoice_reference: string;
+  notify_url: string;
+  address: string;
+  amount: string;
+}
+
+export interface SandboxUpstream {
+  /** Base URL, e.g. http://127.0.0.1:3100 */
+  url: string;
+  /** Where the portal forwards payins (UPSTREAM_PAYIN_URL). */
+  payinUrl: string;
+  /** Forwarded requests as received (raw body and headers), newest last. */
+  received: Array<{ body: string; headers: http.IncomingHttpHeaders }>;
+  /** Notifies the portal of a payment of `amount` (decimal text); returns the portal's answer. */
+  pay(invoice_reference: string, amount: string): Promise<{ status: number; body: string }>;
+  /** Notifies the portal that the payin was closed. */
+  closePayin(invoice_reference: string): Promise<{ status: number; body: string }>;
+  close(): Promise<void>;
+}
+
+async function readBody(req: http.IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Starts the sandbox upstream on host:port (0 = a free port).
+ * @param options.api_key when set, forwarded payins must carry `Authorization: Bearer <api_key>` (else 401)
+ * @param options.webhook_secret the UPSTREAM_WEBHOOK_SECRET notifications are signed with
+ */
+export async function startSandboxUpstream(options: {
+  host?: string;
+  port?: number;
+  api_key?: string;
+  webhook_secret: string;
+}): Promise<SandboxUpstream> {
+  const payins = new Map<string, SandboxPayin>();
+  const received: SandboxUpstream['received'] = [];
+
+  const notify = async (invoice_reference: string, status: 'success' | 'close', amount?: string) => {
+    const payin = payins.get(invoice_reference);
+    if (!payin) return { status: 404, body: JSON.stringify({ error: 'unknown invoice_reference' }) };
+    const trx_ref = randomBytes(32).toString('hex');
+    const body = `{"invoice_reference":${JSON.stringify(invoice_reference)},"status":"${status}","amount":${amount ?? payin.amount},"currency":"USDT","trx_ref":"${trx_ref}"}`;
+    const response = await request(payin.notify_url, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-upstream-signature': hmacSha256Hex(options.webhook_secret, body) },
+    });
+    return { status: response.statusCode, body: await response.body.text() };
+  };
+
+  const server = http.createServer((req, res) => {
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    (async () => {
+      const url = new URL(req.url ?? '/', 'http://sandbox');
+      const body = req.method === 'POST' ? await readBody(req) : '';
+      if (req.method === 'POST' && url.pathname === '/payins') {
+        received.push({ body, headers: req.headers });
+        if (options.api_key && req.headers.authorization !== `Bearer ${options.api_key}`) return send(401, { error: 'unauthorized' });
+        const invoice_reference = String(req.headers['x-invoice-reference'] ?? '');
+        const notify_url = String(req.headers['x-notify-url'] ?? '');
+        let amount = '0';
+        try {
+          const parsed = parseJsonLossless(body) as { amount?: unknown };
+          if (isLosslessNumber(parsed.amount) || typeof parsed.amount === 'string') amount = String(parsed.amount);
+        } catch {
+          return send(400, { error: 'body is not JSON' });
+        }
+        if (!invoice_reference || !notify_url) return send(400, { error: 'X-Invoice-Reference and X-Notify-Url are required' });
+        const address = fakeTronAddress();
+        payins.set(invoice_reference, { invoice_reference, notify_url, address, amount });
+        return send(
+          200,
+          stringifyJson({
+            qrcode: { content: `tron:${address}?amount=${amount}&token=${USDT_TRC20_CONTRACT}` },
+            trx_ref: `SANDBOX-${invoice_reference}`,
+          }),
+        );
+      }
+      const match = /^\/sandbox\/payins\/([^/]+)\/(pay|close)$/.exec(url.pathname);
+      if (req.method === 'POST' && match) {
+        const invoice_reference = decodeURIComponent(match[1]!);
+        if (match[2] === 'close') {
+          const answer = await notify(invoice_reference, 'close');
+          return send(answer.status, answer.body);
+        }
+        let amount: string | undefined;
+        try {
+          const parsed = parseJsonLossless(body || '{}') as { amount?: unknown };
+          if (parsed.amount !== undefined) amount = String(parsed.amount);
+        } catch {
+          return send(400, { error: 'body is not JSON' });
+        }
+        if (amount !== undefined && !/^\d+(\.\d+)?$/.test(amount)) return send(400, { error: 'amount must be a number' });
+        const answer = await notify(invoice_reference, 'success', amount);
+        return send(answer.status, answer.body);
+      }
+      return send(404, { error: 'not found' });
+    })().catch((error) => send(502, { error: String((error as Error).message) }));
+  });
+  server.keepAliveTimeout = 5000;
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as net.AddressInfo).port;
+  const url = `http://${host}:${port}`;
+  return {
+    url,
+    payinUrl: `${url}/payins`,
+    received,
+    pay: (invoice_reference, amount) => notify(invoice_reference, 'success', amount),
+    closePayin: (invoice_reference) => notify(invoice_reference, 'close'),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** Dev defaults used by `npm start` when the upstream is not configured. */
+export const SANDBOX_DEFAULTS = { api_key: 'sandbox-upstream-key', webhook_secret: 'sandbox-upstream-webhook-secret' } as const;

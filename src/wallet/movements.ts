@@ -1,0 +1,288 @@
+/**
+ * Area C money movements: wallet-to-wallet transfers between a merchant's users (optional fee to the platform's
+ * fee_revenue), preorders paid by token (seller credited, commission to fee_revenue), and blocked money (a hold on
+ * a user's wallet via a ledger pending transfer to the platform's holds account, voided once by cancel).
+ *
+ * Tenant isolation (platform decisions §7): a merchant reaches only the users it created and its own preorders
+ * and blocked money; any other id is answered exactly like an unknown one.
+ */
+import type { Knex } from 'knex';
+import { randomAlphanumeric } from '../crypto/secrets';
+import { DomainError } from '../errors';
+import { findUserByToken, getUser, type User } from '../onboarding';
+import type { PlatformDeps } from '../platform';
+import { percentOf, type Currency } from '../money';
+import { MESSAGES } from './contract';
+import { merchantApiUser } from './sessions';
+
+function userNotFound(field: string): DomainError {
+  return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [MESSAGES.userNotFound(field)] });
+}
+
+/** The merchant's own active user, else USER_NOT_FOUND on `field`. */
+export async function merchantUser(database: Knex, merchantId: string, userId: string, field: string): Promise<User> {
+  const user = /^\d{1,19}$/.test(userId) ? await getUser(database, userId) : undefined;
+  if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
+  return user;
+}
+
+function checkWalletCurrency(user: User, currency: string, field: string): void {
+  if (user.currency !== currency) {
+    throw new DomainError('failed_precondition', 'CURRENCY_MISMATCH', 'wallet currency differs', {
+      [field]: [`The user's wallet does not hold ${currency}.`],
+    });
+  }
+}
+
+/** Re-throws the ledger's INSUFFICIENT_FUNDS under the request field `amount`. */
+function mapLedgerError(error: unknown): never {
+  if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
+    throw new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [MESSAGES.insufficientFunds] });
+  }
+  throw error;
+}
+
+/** A new public reference: prefix + 18 uppercase letters/digits. */
+export function newReference(prefix: string): string {
+  return `${prefix}${randomAlphanumeric(18)}`;
+}
+
+/**
+ * transfer: `from` pays `amount_units` to `to` and `fees_amount_units` (may be 0) to the platform, one ledger
+ * transaction. @returns the reference. @throws USER_NOT_FOUND, CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
+ */
+export async function transfer(
+  deps: PlatformDeps,
+  input: { merchantId: string; fromUserId: string; toUserId: string; amountUnits: bigint; currency: Currency; feesAmountUnits: bigint },
+): Promise<string> {
+  const [from, to] = await Promise.all([
+    merchantUser(deps.database, input.merchantId, input.fromUserId, 'from_user_id'),
+    merchantUser(deps.database, input.merchantId, input.toUserId, 'to_user_id'),
+  ]);
+  checkWalletCurrency(from, input.currency, 'from_user_id');
+  checkWalletCurrency(to, input.currency, 'to_user_id');
+  const reference = newReference('TRF');
+  const postings = [
+    { account_id: from.wallet_account_id, amount_units: -(input.amountUnits + input.feesAmountUnits) },
+    { account_id: to.wallet_account_id, amount_units: input.amountUnits },
+  ];
+  if (input.feesAmountUnits > 0n) {
+    const revenue = await deps.ledger.platformAccount('fee_revenue', input.currency);
+    postings.push({ account_id: revenue.id, amount_units: input.feesAmountUnits });
+  }
+  try {
+    await deps.ledger.transfer({
+      idempotency_key: `wallet-transfer:${reference}`,
+      description: `wallet transfer ${reference}`,
+      postings,
+      metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
+    });
+  } catch (error) {
+    mapLedgerError(error);
+  }
+  return reference;
+}
+
+// ---- preorders ----
+
+interface PreorderRow {
+  token: string;
+  merchant_id: string;
+  out_trade_no: string;
+  seller_code: string;
+  amount_units: bigint;
+  currency: Currency;
+  commission_rate: string | null;
+  status: 'pending' | 'paid';
+  payment_reference: string | null;
+}
+
+/**
+ * The wallet account a preorder's seller_code pays into: the merchant's own id (or its API user's wallet_ref) →
+ * the merchant's wallet in the currency; a wallet_ref of one of the merchant's users → that user's wallet.
+ * @throws DomainError not_found SELLER_NOT_FOUND on seller_code
+ */
+export async function sellerAccountId(deps: PlatformDeps, merchantId: string, sellerCode: string, currency: Currency): Promise<string> {
+  const unknown = new DomainError('not_found', 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [MESSAGES.userNotFound('seller_code')] });
+  const apiUser = await merchantApiUser(deps.database, merchantId);
+  if (sellerCode === merchantId || sellerCode === apiUser.wallet_ref) {
+    const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchantId, currency, kind: 'wallet' });
+    if (!account) throw unknown;
+    return account.id;
+  }
+  const row = (await deps.database('users').where({ wallet_ref: sellerCode }).first('id')) as { id: bigint | string } | undefined;
+  const user = row ? await getUser(deps.database, String(row.id)) : undefined;
+  if (!user || user.merchant_id !== merchantId || user.currency !== currency) throw unknown;
+  return user.wallet_account_id;
+}
+
+/**
+ * generate_pre_order_token: records a pending preorder. The seller must resolve (see `sellerAccountId`).
+ * @throws DUPLICATE_OUT_TRADE_NO (already_exists, on out_trade_no), SELLER_NOT_FOUND
+ */
+export async function generatePreOrder(
+  deps: PlatformDeps,
+  input: {
+    merchantId: string; outTradeNo: string; sellerCode: string; description: string; amountUnits: bigint; currency: Currency;
+    redirectUrl: string; commissionRate: string; callBackUrl: string;
+  },
+): Promise<{ token: string; url: string }> {
+  await sellerAccountId(deps, input.merchantId, input.sellerCode, input.currency);
+  const token = `PO${randomAlphanumeric(30)}`;
+  const inserted = await deps.database('preorders')
+    .insert({
+      token,
+      merchant_id: input.merchantId,
+      out_trade_no: input.outTradeNo,
+      seller_code: input.sellerCode,
+      description: input.description,
+      amount_units: input.amountUnits,
+      currency: input.currency,
+      commission_rate: input.commissionRate || null,
+      redirect_url: input.redirectUrl || null,
+      call_back_url: input.callBackUrl || null,
+    })
+    .onConflict(['merchant_id', 'out_trade_no'])
+    .ignore()
+    .returning('token');
+  if (inserted.length === 0) {
+    throw new DomainError('already_exists', 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
+      out_trade_no: ['The out_trade_no has already been taken.'],
+    });
+  }
+  return { token, url: `${deps.config.PUBLIC_BASE_URL}${deps.config.MERCHANT_PREFIX}/pre-order/${token}` };
+}
+
+/**
+ * pay_by_token: the merchant's user `payerUserId` pays the preorder: payer −amount, seller +(amount − commission),
+ * platform fee_revenue +commission (commission_rate % half-up), one ledger transaction, in the same database
+ * transaction that marks the preorder paid. @returns the payment reference.
+ * @throws PREORDER_NOT_FOUND, PREORDER_ALREADY_PAID (on pre_order_token), USER_NOT_FOUND (user_id), INSUFFICIENT_FUNDS
+ */
+export async function payByToken(deps: PlatformDeps, input: { merchantId: string; preOrderToken: string; payerUserId: string }): Promise<string> {
+  const payer = await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id');
+  const unknown = () =>
+    new DomainError('not_found', 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: ['The selected pre_order_token is invalid.'] });
+  const alreadyPaid = () =>
+    new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
+      pre_order_token: ['The preorder has already been paid.'],
+    });
+  // Resolve everything that needs other connections first; the transaction then only locks, posts and marks.
+  const found = (await deps.database('preorders').where({ token: input.preOrderToken }).first()) as PreorderRow | undefined;
+  if (!found || found.merchant_id !== input.merchantId) throw unknown();
+  if (found.status !== 'pending') throw alreadyPaid();
+  checkWalletCurrency(payer, found.currency, 'user_id');
+  const sellerAccount = await sellerAccountId(deps, input.merchantId, found.seller_code, found.currency);
+  if (sellerAccount === payer.wallet_account_id) {
+    throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: ['The payer must differ from the seller.'] });
+  }
+  const revenue = await deps.ledger.platformAccount('fee_revenue', found.currency);
+  return deps.database.transaction(async (trx) => {
+    const preorder = (await trx('preorders').where({ token: found.token }).forUpdate().first()) as PreorderRow;
+    if (preorder.status !== 'pending') throw alreadyPaid();
+    const amount = BigInt(preorder.amount_units);
+    const commission = preorder.commission_rate ? percentOf(amount, preorder.commission_rate) : 0n;
+    const reference = newReference('PAY');
+    const postings = [
+      { account_id: payer.wallet_account_id, amount_units: -amount },
+      { account_id: sellerAccount, amount_units: amount - commission },
+    ];
+    if (commission > 0n) postings.push({ account_id: revenue.id, amount_units: commission });
+    let transactionId: string;
+    try {
+      const posted = await deps.ledger.transfer(
+        {
+          idempotency_key: `preorder-payment:${preorder.token}`,
+          description: `preorder ${preorder.out_trade_no} paid`,
+          postings: postings.filter((posting) => posting.amount_units !== 0n),
+          metadata: { merchant_id: input.merchantId, pre_order_token: preorder.token, reference, payer_user_id: payer.id },
+        },
+        trx,
+      );
+      transactionId = posted.id;
+    } catch (error) {
+      mapLedgerError(error);
+    }
+    await trx('preorders').where({ token: preorder.token }).update({
+      status: 'paid',
+      paid_transaction_id: transactionId,
+      paid_by_user_id: payer.id,
+      payment_reference: reference,
+      paid_at: trx.fn.now(),
+    });
+    return reference;
+  });
+}
+
+// ---- blocked money ----
+
+/**
+ * block_money: holds `amountUnits` on the user's wallet (pending transfer user wallet → platform holds).
+ * @returns transaction_ref. @throws USER_NOT_FOUND (on user_token), INSUFFICIENT_FUNDS (on amount)
+ */
+export async function blockMoney(
+  deps: PlatformDeps,
+  input: { merchantId: string; userToken: string; amountUnits: bigint; currency: Currency; reference: string },
+): Promise<string> {
+  const user = await findUserByToken(deps.database, input.userToken);
+  if (!user || user.merchant_id !== input.merchantId || user.status !== 'active') throw userNotFound('user_token');
+  checkWalletCurrency(user, input.currency, 'currency');
+  const transactionRef = newReference('BLK');
+  const holds = await deps.ledger.platformAccount('holds', input.currency);
+  await deps.database.transaction(async (trx) => {
+    let pendingId: string;
+    try {
+      const pending = await deps.ledger.createPendingTransfer(
+        {
+          idempotency_key: `block-money:${transactionRef}`,
+          debit_account_id: user.wallet_account_id,
+          credit_account_id: holds.id,
+          amount_units: input.amountUnits,
+          description: `blocked money ${transactionRef}`,
+          metadata: { merchant_id: input.merchantId, user_id: user.id, reference: input.reference },
+        },
+        trx,
+      );
+      pendingId = pending.id;
+    } catch (error) {
+      mapLedgerError(error);
+    }
+    await trx('blocked_money').insert({
+      transaction_ref: transactionRef,
+      merchant_id: input.merchantId,
+      user_id: user.id,
+      pending_transfer_id: pendingId,
+      amount_units: input.amountUnits,
+      currency: input.currency,
+      reference: input.reference,
+    });
+  });
+  return transactionRef;
+}
+
+/**
+ * cancel_block_money: voids the hold, exactly once.
+ * @throws BLOCKED_MONEY_NOT_FOUND, BLOCKED_MONEY_ALREADY_CANCELLED (both on transaction_ref)
+ */
+export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: string; transactionRef: string }): Promise<void> {
+  await deps.database.transaction(async (trx) => {
+    const row = (await trx('blocked_money').where({ transaction_ref: input.transactionRef }).forUpdate().first()) as
+      | { merchant_id: string; pending_transfer_id: string; state: string }
+      | undefined;
+    if (!row || row.merchant_id !== input.merchantId) {
+      throw new DomainError('not_found', 'BLOCKED_MONEY_NOT_FOUND', 'blocked money not found', {
+        transaction_ref: ['The selected transaction_ref is invalid.'],
+      });
+    }
+    if (row.state !== 'blocked') {
+      throw new DomainError('failed_precondition', 'BLOCKED_MONEY_ALREADY_CANCELLED', 'already cancelled', {
+        transaction_ref: ['The blocked money has already been cancelled.'],
+      });
+    }
+    await deps.ledger.voidPendingTransfer(
+      { pending_transfer_id: row.pending_transfer_id, idempotency_key: `cancel-block-money:${input.transactionRef}` },
+      trx,
+    );
+    await trx('blocked_money').where({ transaction_ref: input.transactionRef }).update({ state: 'cancelled', cancelled_at: trx.fn.now() });
+  });
+}

@@ -1,0 +1,232 @@
+/**
+ * WalletService (issue 6, Area C of payment-services-interface.md, platform decisions §7 and §8): merchant login
+ * and per-call authentication, and one RPC per /do-action service. Every service RPC receives the merchant id that
+ * AuthenticateAction returned; business rules live here and in sessions.ts / catalog.ts / movements.ts, money
+ * moves only through the ledger.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { DomainError, invalidFields } from '../errors';
+import type { ActionAuth, WalletService } from '../gen/payments/wallet/v1/wallet_pb';
+import { isCurrency, type Currency } from '../money';
+import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../onboarding';
+import type { PlatformDeps } from '../platform';
+import { listBanks, listFees } from './catalog';
+import { MESSAGES, WALLET_CURRENCIES } from './contract';
+import { blockMoney, cancelBlockMoney, generatePreOrder, merchantUser, payByToken, transfer } from './movements';
+import { AUTH_MESSAGES, authenticateAction, authenticateEnvelope, merchantApiUser, openSession, verifyEnvelopeSignature } from './sessions';
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC (interface "User record"). */
+export function formatDateTime(date: Date): string {
+  return date.toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/** The interface's user record plus user_token and wallet_ref. */
+export function userRecord(user: User) {
+  return {
+    id: BigInt(user.id),
+    email: user.email ?? undefined,
+    avatar: user.avatar,
+    createdAt: formatDateTime(user.created_at),
+    updatedAt: formatDateTime(user.updated_at),
+    phoneNumber: user.phone_number ?? undefined,
+    gender: user.gender ?? undefined,
+    firstName: user.first_name,
+    lastName: user.last_name,
+    fullName: user.full_name,
+    address: user.address ?? undefined,
+    birthday: user.birthday ?? undefined,
+    currency: user.currency,
+    userToken: user.user_token,
+    walletRef: user.wallet_ref,
+  };
+}
+
+
+function walletCurrency(value: string, field = 'currency'): Currency {
+  if (!isCurrency(value) || !WALLET_CURRENCIES.includes(value)) throw invalidFields({ [field]: [MESSAGES.currency(field)] });
+  return value;
+}
+
+function positive(units: bigint, field: string): bigint {
+  if (units <= 0n) throw invalidFields({ [field]: [`The ${field} must be greater than 0.`] });
+  return units;
+}
+
+/** Normalizes a phone in any KH form, else invalid on phone_number. */
+function phoneOrFail(text: string | undefined): string | undefined {
+  if (text === undefined || text === '') return undefined;
+  const phone = normalizePhone(text);
+  if (!phone) throw invalidFields({ phone_number: ['The phone_number format is invalid.'] });
+  return phone;
+}
+
+export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof WalletService> {
+  const { database } = deps;
+
+  /** The merchant a service request acts for: its ActionAuth when present, else the trusted merchant_id. */
+  async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
+    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken);
+    if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
+    return request.merchantId;
+  }
+  return {
+    async login(request) {
+      const envelope = request.envelope;
+      const merchant = await authenticateEnvelope(database, envelope);
+      verifyEnvelopeSignature(merchant, envelope!);
+      const ok = await verifyMerchantApiLogin(database, merchant.id, { user_name: request.userName, password: request.password });
+      if (!ok) {
+        throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
+      }
+      const ttl = deps.config.MERCHANT_SESSION_TTL_SECONDS;
+      const token = await openSession(database, merchant.id, ttl);
+      const profile = await merchantApiUser(database, merchant.id);
+      const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.id, currency: 'USD', kind: 'wallet' });
+      return {
+        token,
+        expiresInSeconds: BigInt(ttl),
+        user: {
+          id: BigInt(profile.id),
+          avatar: profile.avatar,
+          fkSoc: BigInt(profile.fk_soc),
+          timeZone: profile.time_zone ?? undefined,
+          fullName: merchant.name,
+          balanceUnits: account?.available_units ?? 0n,
+          walletRef: profile.wallet_ref,
+          walletId: BigInt(profile.wallet_id),
+          currency: 'USD',
+        },
+      };
+    },
+
+    async authenticateAction(request) {
+      return { merchantId: await authenticateAction(database, request.envelope, request.sessionToken) };
+    },
+
+    async listFees(request) {
+      await requireMerchantId(request);
+      return listFees(database);
+    },
+
+    async generatePreOrderToken(request) {
+      const merchantId = await requireMerchantId(request);
+      const currency = walletCurrency(request.currency);
+      const { token, url } = await generatePreOrder(deps, {
+        merchantId,
+        outTradeNo: request.outTradeNo,
+        sellerCode: request.sellerCode,
+        description: request.description,
+        amountUnits: positive(request.amountUnits, 'amount'),
+        currency,
+        redirectUrl: request.redirectUrl,
+        commissionRate: request.commissionRate,
+        callBackUrl: request.callBackUrl,
+      });
+      return { preOrderToken: token, preOrderUrl: url };
+    },
+
+    async createUser(request) {
+      const merchantId = await requireMerchantId(request);
+      if (!request.phoneNumber && !request.email) {
+        throw invalidFields({ phone_number: [MESSAGES.phoneOrEmail], email: [MESSAGES.emailOrPhone] });
+      }
+      const user = await createUser(deps, {
+        phone_number: phoneOrFail(request.phoneNumber),
+        email: request.email || undefined,
+        first_name: request.firstName,
+        last_name: request.lastName,
+        address: request.address,
+        birthday: request.birthday,
+        gender: request.gender,
+        description: request.description,
+        currency: walletCurrency(request.currency),
+        merchant_id: merchantId,
+      });
+      return { user: userRecord(user) };
+    },
+
+    async updateUser(request) {
+      const merchantId = await requireMerchantId(request);
+      walletCurrency(request.currency);
+      const phone = phoneOrFail(request.phoneNumber);
+      let userId = request.userId;
+      if (!userId) {
+        // No user_id: the user is the merchant's user with this phone number.
+        const found = phone ? await findUserByPhone(database, phone) : undefined;
+        if (!found || found.merchant_id !== merchantId) {
+          throw new DomainError('not_found', 'USER_NOT_FOUND', 'user not found', { phone_number: [MESSAGES.userNotFound('phone_number')] });
+        }
+        userId = found.id;
+      } else {
+        await merchantUser(database, merchantId, userId, 'user_id');
+      }
+      const user = await updateUser(deps, {
+        user_id: userId,
+        merchant_id: merchantId,
+        phone_number: phone,
+        first_name: request.firstName,
+        last_name: request.lastName,
+        address: request.address,
+        birthday: request.birthday,
+        gender: request.gender,
+        description: request.description,
+        email: request.email,
+      });
+      return { user: userRecord(user) };
+    },
+
+    async payByToken(request) {
+      const merchantId = await requireMerchantId(request);
+      const reference = await payByToken(deps, { merchantId, preOrderToken: request.preOrderToken, payerUserId: request.userId });
+      return { reference };
+    },
+
+    async transfer(request) {
+      const merchantId = await requireMerchantId(request);
+      const currency = walletCurrency(request.currency);
+      if (request.feesAmountUnits < 0n) throw invalidFields({ fees_amount: ['The fees_amount must not be negative.'] });
+      if (request.feesAmountUnits > 0n && request.feesCurrency !== currency) {
+        throw invalidFields({ fees_currency: [request.feesCurrency ? MESSAGES.feesCurrencyMismatch : MESSAGES.feesCurrencyRequired] });
+      }
+      if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [MESSAGES.sameUser] });
+      const reference = await transfer(deps, {
+        merchantId,
+        fromUserId: request.fromUserId,
+        toUserId: request.toUserId,
+        amountUnits: positive(request.amountUnits, 'amount'),
+        currency,
+        feesAmountUnits: request.feesAmountUnits,
+      });
+      return { reference };
+    },
+
+    async listBanks(request) {
+      await requireMerchantId(request);
+      const page = request.page || 1;
+      const perPage = request.perPage || 20;
+      const problems: Record<string, string[]> = {};
+      if (page < 1) problems.page = [MESSAGES.min('page', 1)];
+      if (perPage < 1 || perPage > 100) problems.per_page = [perPage < 1 ? MESSAGES.min('per_page', 1) : MESSAGES.maxValue('per_page', 100)];
+      if (Object.keys(problems).length) throw invalidFields(problems);
+      return listBanks(database, page, perPage);
+    },
+
+    async blockMoney(request) {
+      const merchantId = await requireMerchantId(request);
+      const transactionRef = await blockMoney(deps, {
+        merchantId,
+        userToken: request.userToken,
+        amountUnits: positive(request.amountUnits, 'amount'),
+        currency: walletCurrency(request.currency),
+        reference: request.reference,
+      });
+      return { transactionRef };
+    },
+
+    async cancelBlockMoney(request) {
+      const merchantId = await requireMerchantId(request);
+      await cancelBlockMoney(deps, { merchantId, transactionRef: request.transactionRef });
+      return {};
+    },
+  };
+}

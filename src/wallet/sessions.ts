@@ -1,0 +1,154 @@
+/**
+ * Area C authentication (interface "Authentication / Area C", platform decisions §7): merchant headers, the RSA2
+ * request signature verified with the merchant's stored public key, the API login, and opaque session tokens
+ * (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS).
+ *
+ * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → signature (400 on
+ * `sign` / `sign_type`) → the service's own fields.
+ */
+import type { Knex } from 'knex';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
+import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2-query';
+import { DomainError } from '../errors';
+import { authenticateMerchant, type Merchant } from '../onboarding';
+
+export const AUTH_MESSAGES = {
+  merchant: 'The merchant-id or merchant-secret-key is invalid.',
+  tokenMissing: 'The token is required.',
+  tokenInvalid: 'The token is invalid.',
+  tokenExpired: 'The token has expired.',
+  sign: 'invalid sign',
+  signType: `The sign_type must be ${SIGN_TYPE_RSA2}.`,
+  login: 'These credentials do not match our records.',
+};
+
+export interface Envelope {
+  merchantId: string;
+  merchantSecretKey: string;
+  canonicalString: string;
+  sign: string;
+  signType: string;
+}
+
+/**
+ * Checks the merchant headers and the request signature.
+ * @throws DomainError unauthenticated MERCHANT_UNAUTHENTICATED (field `merchant`);
+ *         invalid_argument INVALID_SIGNATURE (field `sign` or `sign_type`).
+ */
+export async function authenticateEnvelope(database: Knex, envelope: Envelope | undefined): Promise<Merchant> {
+  const merchant = envelope?.merchantId
+    ? await authenticateMerchant(database, { merchant_id: envelope.merchantId, merchant_secret_key: envelope.merchantSecretKey })
+    : undefined;
+  if (!merchant || !envelope) {
+    throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant unauthenticated', { merchant: [AUTH_MESSAGES.merchant] });
+  }
+  return merchant;
+}
+
+const publicKeys = new Map<string, KeyObject>();
+
+/** Parsed public keys by PEM (bounded cache: parsing a PEM costs more than verifying). */
+function publicKeyOf(pem: string): KeyObject | string {
+  let key = publicKeys.get(pem);
+  if (!key) {
+    try {
+      key = createPublicKey(pem);
+    } catch {
+      return pem; // verifyRsa2 answers false
+    }
+    if (publicKeys.size >= 1000) publicKeys.clear();
+    publicKeys.set(pem, key);
+  }
+  return key;
+}
+
+/** Verifies sign_type and sign over the canonical string with the merchant's public key. */
+export function verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope): void {
+  if (envelope.signType !== SIGN_TYPE_RSA2) {
+    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign_type', {
+      sign_type: [AUTH_MESSAGES.signType],
+      ...(envelope.sign ? {} : { sign: [AUTH_MESSAGES.sign] }),
+    });
+  }
+  if (!envelope.sign || !verifyRsa2(envelope.canonicalString, envelope.sign, publicKeyOf(merchant.public_key_pem))) {
+    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign', { sign: [AUTH_MESSAGES.sign] });
+  }
+}
+
+/**
+ * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence;
+ * the two lookups run in parallel). @returns the merchant id.
+ */
+export async function authenticateAction(database: Knex, envelope: Envelope | undefined, sessionToken: string): Promise<string> {
+  const [merchant, session] = await Promise.all([
+    authenticateEnvelope(database, envelope).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+    (envelope?.merchantId ? checkSession(database, envelope.merchantId, sessionToken) : Promise.resolve(undefined)).then(
+      (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),
+      (error: unknown) => ({ error }),
+    ),
+  ]);
+  if ('error' in merchant) throw merchant.error;
+  if ('error' in session) throw session.error;
+  verifyEnvelopeSignature(merchant.value, envelope!);
+  return merchant.value.id;
+}
+
+
+/** Opens a session for the merchant; returns the opaque token (only its hash is stored). */
+export async function openSession(database: Knex, merchantId: string, ttlSeconds: number): Promise<string> {
+  const token = randomToken(32);
+  // Housekeeping: the merchant's expired sessions are useless; drop them when it logs in again.
+  await database('merchant_sessions').where({ merchant_id: merchantId }).andWhere('expires_at', '<', new Date()).delete();
+  await database('merchant_sessions').insert({
+    token_hash: sha256Hex(token),
+    merchant_id: merchantId,
+    expires_at: new Date(Date.now() + ttlSeconds * 1000),
+  });
+  return token;
+}
+
+/**
+ * The session must exist, belong to `merchantId` and not be expired. @returns its expiry.
+ * @throws DomainError unauthenticated SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED (field `token`)
+ */
+export async function checkSession(database: Knex, merchantId: string, token: string): Promise<Date> {
+  if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_MESSAGES.tokenMissing] });
+  const row = (await database('merchant_sessions').where({ token_hash: sha256Hex(token) }).first()) as
+    | { merchant_id: string; expires_at: Date }
+    | undefined;
+  if (!row || row.merchant_id !== merchantId) {
+    throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_MESSAGES.tokenInvalid] });
+  }
+  if (row.expires_at.getTime() <= Date.now()) {
+    throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_MESSAGES.tokenExpired] });
+  }
+  return row.expires_at;
+}
+
+export interface MerchantApiUser {
+  id: bigint;
+  merchant_id: string;
+  fk_soc: bigint;
+  wallet_id: bigint;
+  wallet_ref: string;
+  avatar: string;
+  time_zone: string | null;
+}
+
+/** Default time zone of a merchant API user (Cambodia). */
+export const DEFAULT_TIME_ZONE = 'Asia/Phnom_Penh';
+
+/** The merchant's API user profile shown by /login, created on first login. */
+export async function merchantApiUser(database: Knex, merchantId: string): Promise<MerchantApiUser> {
+  const existing = (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser | undefined;
+  if (existing) return existing;
+  await database('merchant_api_users')
+    .insert({ merchant_id: merchantId, wallet_ref: `M${randomAlphanumeric(15)}`, time_zone: DEFAULT_TIME_ZONE })
+    .onConflict('merchant_id')
+    .ignore();
+  return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
+}

@@ -1,0 +1,131 @@
+/**
+ * The `payments admin` CLI (platform decisions §2) as an operator runs it: `bin/payments admin ... --json` in a child
+ * process against the test platform's RPC server (RPC_URL). Each command prints exactly one JSON object on stdout;
+ * a failure exits non-zero with one line on stderr.
+ */
+import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { authenticatePartner, createUser } from '../../src/onboarding';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+
+const BIN = path.resolve(__dirname, '../../bin/payments');
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function runCli(rpcUrl: string, args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, 'admin', ...args],
+      { env: { ...process.env, RPC_URL: rpcUrl, LOG_LEVEL: 'silent' }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Exactly one JSON object on stdout. */
+function json(result: CliResult): Record<string, unknown> {
+  expect(result.stderr).toBe('');
+  expect(result.code).toBe(0);
+  const text = result.stdout.trim();
+  expect(text.split('\n')).toHaveLength(1);
+  const parsed = JSON.parse(text) as unknown;
+  expect(typeof parsed).toBe('object');
+  return parsed as Record<string, unknown>;
+}
+
+describe('payments admin CLI', () => {
+  let platform: TestPlatform;
+  let directory: string;
+  beforeAll(async () => {
+    platform = await startTestPlatform({ roles: ['api'] });
+    directory = mkdtempSync(path.join(tmpdir(), 'admin-cli-'));
+  });
+  afterAll(async () => {
+    rmSync(directory, { recursive: true, force: true });
+    await platform.stop();
+  });
+
+  // Each command is a fresh Node process (tsx): independent commands run side by side to keep the file short.
+  it('creates a partner with a float, a merchant and a user, credits the user and checks the ledger', async () => {
+    const keyFile = path.join(directory, 'partner.pem');
+    writeFileSync(keyFile, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+    const [partnerRun, merchantRun] = await Promise.all([
+      runCli(platform.rpcUrl, ['partner', 'create', '--name', 'CLI Partner', '--public-key', keyFile, '--float', '250.00', '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'create', '--name', 'CLI Shop', '--callback-url', 'https://shop.example/hook', '--json']),
+    ]);
+    const partner = json(partnerRun);
+    const merchant = json(merchantRun);
+    expect(Object.keys(partner).sort()).toEqual(['partner_id', 'partner_secret_key', 'password', 'platform_public_key', 'user_name']);
+    expect(partner.platform_public_key).toBe(platform.deps.keys.publicKeyPem);
+    await expect(
+      authenticatePartner(platform.deps.database, {
+        partner_id: partner.partner_id as string,
+        partner_secret_key: partner.partner_secret_key as string,
+        user_name: partner.user_name as string,
+        password: partner.password as string,
+      }),
+    ).resolves.toMatchObject({ id: partner.partner_id });
+    expect(Object.keys(merchant).sort()).toEqual(
+      ['api_key', 'api_password', 'api_user_name', 'hmac_secret', 'merchant_id', 'merchant_secret_key', 'platform_public_key', 'private_key', 'signature_header'].sort(),
+    );
+    expect(merchant.signature_header).toBe('X-Signature');
+    const merchantId = merchant.merchant_id as string;
+
+    const [floatRun, suspendRun, userRun] = await Promise.all([
+      runCli(platform.rpcUrl, ['wallet', 'balance', '--partner-id', partner.partner_id as string, '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'suspend', '--merchant-id', merchantId, '--json']),
+      runCli(platform.rpcUrl, ['user', 'create', '--phone', '012 555 010', '--first-name', 'Cli', '--last-name', 'User', '--merchant-id', merchantId, '--json']),
+    ]);
+    expect(json(floatRun).wallets).toEqual([
+      expect.objectContaining({ currency: 'USD', balance: '250.00', balance_units: 25000, decimals: 2, available_units: 25000 }),
+    ]);
+    expect(json(suspendRun)).toEqual({ merchant_id: merchantId, status: 'suspended' });
+    const user = json(userRun);
+    expect(user).toMatchObject({ phone_number: '+85512555010', currency: 'USD', eligible: true });
+    expect(user.user_id).toMatch(/^\d+$/);
+    expect(typeof user.user_token).toBe('string');
+    expect(typeof user.wallet_ref).toBe('string');
+
+    const [resumeRun, creditRun] = await Promise.all([
+      runCli(platform.rpcUrl, ['merchant', 'resume', '--merchant-id', merchantId, '--json']),
+      runCli(platform.rpcUrl, ['wallet', 'credit', '--user-id', user.user_id as string, '--amount', '12.5', '--currency', 'USD', '--reference', 'cli-ref-1', '--json']),
+    ]);
+    expect(json(resumeRun)).toEqual({ merchant_id: merchantId, status: 'active' });
+    const credit = json(creditRun);
+    expect(credit).toMatchObject({ balance: '12.50', currency: 'USD' });
+    expect(typeof credit.transaction_ref).toBe('string');
+
+    expect(json(await runCli(platform.rpcUrl, ['ledger', 'check', '--json']))).toMatchObject({ ok: true, imbalances: [] });
+  }, 240_000);
+
+  it('fails with a non-zero exit and one line on stderr', async () => {
+    await createUser(platform.deps, { phone_number: '012555011', first_name: 'A', last_name: 'B', currency: 'USD' });
+    const [result, badAmount] = await Promise.all([
+      runCli(platform.rpcUrl, ['user', 'create', '--phone', '+855 12 555 011', '--first-name', 'A', '--last-name', 'B', '--json']),
+      runCli(platform.rpcUrl, ['wallet', 'credit', '--user-id', '1', '--amount', '1.001', '--currency', 'USD', '--reference', 'x', '--json']),
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.endsWith('\n')).toBe(true);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain('DUPLICATE_PHONE_NUMBER');
+    expect(result.stderr).toContain('phone_number');
+    expect(result.stderr).toContain('phone number already taken');
+
+    expect(badAmount.code).not.toBe(0);
+    expect(badAmount.stdout).toBe('');
+    expect(badAmount.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(badAmount.stderr).toContain('INVALID_AMOUNT');
+  }, 240_000);
+});

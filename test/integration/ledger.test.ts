@@ -1,0 +1,756 @@
+/**
+ * Ledger (issue 3, platform decisions §3) on real PostgreSQL: every rule and every error reason of
+ * src/ledger/types.ts, through the Ledger and (for the error mapping) through the LedgerService RPC client.
+ */
+import { randomUUID } from 'node:crypto';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { readRpcFailure } from '../../src/rpc/errors';
+import type { Account, AccountKind, Ledger } from '../../src/ledger/types';
+import type { Currency } from '../../src/money';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+
+let platform: TestPlatform;
+let ledger: Ledger;
+let sequence = 0;
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  ledger = platform.deps.ledger;
+});
+afterAll(() => platform.stop());
+
+function key(label = 'k'): string {
+  sequence += 1;
+  return `${label}-${sequence}-${randomUUID()}`;
+}
+
+async function wallet(currency: Currency = 'USD', kind: AccountKind = 'wallet'): Promise<Account> {
+  return ledger.openAccount({ owner_type: 'user', owner_id: `user-${randomUUID()}`, currency, kind });
+}
+
+/** Credits `account` from the platform's settlement account (outside money). */
+async function fund(account: Account, amount: bigint): Promise<void> {
+  const settlement = await ledger.platformAccount('settlement', account.currency);
+  await ledger.transfer({
+    idempotency_key: key('fund'),
+    description: 'fund',
+    postings: [
+      { account_id: settlement.id, amount_units: -amount },
+      { account_id: account.id, amount_units: amount },
+    ],
+  });
+}
+
+async function balance(account: Account): Promise<{ posted: bigint; held: bigint; available: bigint }> {
+  const fresh = await ledger.getAccount(account.id);
+  return { posted: fresh.posted_units, held: fresh.held_units, available: fresh.available_units };
+}
+
+/** Row counts and every balance: what "changes nothing" compares. */
+async function snapshot(): Promise<unknown> {
+  const database = platform.deps.database;
+  const counts = await database.raw(`
+    SELECT (SELECT count(*) FROM ledger_transactions) AS transactions,
+           (SELECT count(*) FROM ledger_postings) AS postings,
+           (SELECT count(*) FROM ledger_pending_transfers) AS pending,
+           (SELECT count(*) FROM ledger_pending_transfers WHERE state <> 'pending') AS resolved,
+           (SELECT count(*) FROM ledger_idempotency_keys) AS keys`);
+  const balances = await database.raw('SELECT id, posted_units, held_units FROM ledger_accounts ORDER BY id');
+  return { counts: counts.rows, balances: balances.rows };
+}
+
+/** Asserts `work` throws DomainError(kind, reason) and leaves the ledger exactly as it was. */
+async function expectRefused(work: () => Promise<unknown>, kind: string, reason: string): Promise<void> {
+  const before = await snapshot();
+  await expect(work()).rejects.toMatchObject({ name: 'DomainError', kind, reason });
+  expect(await snapshot()).toEqual(before);
+}
+
+describe('accounts', () => {
+  it('opens an account once per (owner, currency, kind) and returns the existing one after', async () => {
+    const owner = `merchant-${randomUUID()}`;
+    const first = await ledger.openAccount({ owner_type: 'merchant', owner_id: owner, currency: 'USDT', kind: 'wallet' });
+    const again = await ledger.openAccount({ owner_type: 'merchant', owner_id: owner, currency: 'USDT', kind: 'wallet' });
+    const usd = await ledger.openAccount({ owner_type: 'merchant', owner_id: owner, currency: 'USD', kind: 'wallet' });
+    expect(again.id).toBe(first.id);
+    expect(usd.id).not.toBe(first.id);
+    expect(first).toMatchObject({ posted_units: 0n, held_units: 0n, available_units: 0n, allows_negative: false });
+    expect((await ledger.accountsOf('merchant', owner)).map((account) => account.id).sort()).toEqual([first.id, usd.id].sort());
+    expect(await ledger.findAccount({ owner_type: 'merchant', owner_id: owner, currency: 'USDT', kind: 'wallet' })).toEqual(first);
+    expect(await ledger.findAccount({ owner_type: 'merchant', owner_id: owner, currency: 'KHR', kind: 'wallet' })).toBeUndefined();
+  });
+
+  it('opens concurrent identical accounts as one', async () => {
+    const owner = `partner-${randomUUID()}`;
+    const accounts = await Promise.all(
+      Array.from({ length: 8 }, () => ledger.openAccount({ owner_type: 'partner', owner_id: owner, currency: 'USD', kind: 'partner_float' })),
+    );
+    expect(new Set(accounts.map((account) => account.id)).size).toBe(1);
+  });
+
+  it('lets only settlement accounts go negative; platform accounts are opened on first use', async () => {
+    const settlement = await ledger.platformAccount('settlement', 'KHR');
+    expect(settlement).toMatchObject({ owner_type: 'platform', owner_id: 'platform', kind: 'settlement', allows_negative: true });
+    expect((await ledger.platformAccount('settlement', 'KHR')).id).toBe(settlement.id);
+    expect((await ledger.platformAccount('fee_revenue', 'KHR')).allows_negative).toBe(false);
+    expect((await ledger.platformAccount('holds', 'KHR')).allows_negative).toBe(false);
+  });
+
+  it('refuses an unknown owner type, currency or kind with VALIDATION_FAILED listing each field', async () => {
+    await expect(
+      ledger.openAccount({ owner_type: 'bank' as never, owner_id: '', currency: 'EUR' as never, kind: 'loan' as never }),
+    ).rejects.toMatchObject({
+      kind: 'invalid_argument',
+      reason: 'VALIDATION_FAILED',
+      fields: { owner_type: expect.any(Array), owner_id: expect.any(Array), currency: expect.any(Array), kind: expect.any(Array) },
+    });
+  });
+
+  it('answers ACCOUNT_NOT_FOUND for an unknown or malformed account id', async () => {
+    await expect(ledger.getAccount(randomUUID())).rejects.toMatchObject({ kind: 'not_found', reason: 'ACCOUNT_NOT_FOUND' });
+    await expect(ledger.getAccount('not-a-uuid')).rejects.toMatchObject({ kind: 'not_found', reason: 'ACCOUNT_NOT_FOUND' });
+    await expect(ledger.entriesOf(randomUUID())).rejects.toMatchObject({ reason: 'ACCOUNT_NOT_FOUND' });
+  });
+});
+
+describe('transfer', () => {
+  it('posts balanced postings and updates both balances in the same transaction', async () => {
+    const from = await wallet();
+    const to = await wallet();
+    await fund(from, 1000n);
+    const transaction = await ledger.transfer({
+      idempotency_key: key(),
+      description: 'pay',
+      postings: [
+        { account_id: from.id, amount_units: -250n },
+        { account_id: to.id, amount_units: 250n },
+      ],
+      metadata: { order: 'A-1' },
+    });
+    expect(transaction).toMatchObject({
+      description: 'pay',
+      metadata: { order: 'A-1' },
+      postings: [
+        { account_id: from.id, amount_units: -250n, currency: 'USD' },
+        { account_id: to.id, amount_units: 250n, currency: 'USD' },
+      ],
+    });
+    expect(await balance(from)).toEqual({ posted: 750n, held: 0n, available: 750n });
+    expect(await balance(to)).toEqual({ posted: 250n, held: 0n, available: 250n });
+  });
+
+  it('accepts several currencies in one transaction when each sums to zero', async () => {
+    const usd = await wallet('USD');
+    const khr = await wallet('KHR');
+    const usdFee = await ledger.platformAccount('fee_revenue', 'USD');
+    const khrFee = await ledger.platformAccount('fee_revenue', 'KHR');
+    await fund(usd, 100n);
+    await fund(khr, 100n);
+    const transaction = await ledger.transfer({
+      idempotency_key: key(),
+      description: 'fees',
+      postings: [
+        { account_id: usd.id, amount_units: -10n },
+        { account_id: usdFee.id, amount_units: 10n },
+        { account_id: khr.id, amount_units: -20n },
+        { account_id: khrFee.id, amount_units: 20n },
+      ],
+    });
+    expect(transaction.postings.map((posting) => posting.currency)).toEqual(['USD', 'USD', 'KHR', 'KHR']);
+  });
+
+  it('refuses postings that do not sum to zero per currency (UNBALANCED_POSTINGS), changing nothing', async () => {
+    const usd = await wallet('USD');
+    const khr = await wallet('KHR');
+    const settlement = await ledger.platformAccount('settlement', 'USD');
+    await fund(usd, 500n);
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key(),
+          description: 'bad',
+          postings: [
+            { account_id: usd.id, amount_units: -100n },
+            { account_id: settlement.id, amount_units: 99n },
+          ],
+        }),
+      'invalid_argument',
+      'UNBALANCED_POSTINGS',
+    );
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key(),
+          description: 'cross currency',
+          postings: [
+            { account_id: usd.id, amount_units: -100n },
+            { account_id: khr.id, amount_units: 100n },
+          ],
+        }),
+      'invalid_argument',
+      'UNBALANCED_POSTINGS',
+    );
+    await expectRefused(
+      () => ledger.transfer({ idempotency_key: key(), description: 'one', postings: [{ account_id: usd.id, amount_units: 1n }] }),
+      'invalid_argument',
+      'UNBALANCED_POSTINGS',
+    );
+  });
+
+  it('refuses a zero, too large or non-integer amount (INVALID_AMOUNT)', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    for (const amount of [0n, 10n ** 15n + 1n, 1.5 as unknown as bigint]) {
+      await expectRefused(
+        () =>
+          ledger.transfer({
+            idempotency_key: key(),
+            description: 'x',
+            postings: [
+              { account_id: a.id, amount_units: -amount },
+              { account_id: b.id, amount_units: amount },
+            ],
+          }),
+        'invalid_argument',
+        'INVALID_AMOUNT',
+      );
+    }
+  });
+
+  it('refuses an unknown account (ACCOUNT_NOT_FOUND), changing nothing', async () => {
+    const a = await wallet();
+    await fund(a, 100n);
+    const missing = randomUUID();
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key(),
+          description: 'x',
+          postings: [
+            { account_id: a.id, amount_units: -10n },
+            { account_id: missing, amount_units: 10n },
+          ],
+        }),
+      'not_found',
+      'ACCOUNT_NOT_FOUND',
+    );
+  });
+
+  it('never takes a wallet below zero (INSUFFICIENT_FUNDS) while settlement accounts may go negative', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key(),
+          description: 'x',
+          postings: [
+            { account_id: a.id, amount_units: -101n },
+            { account_id: b.id, amount_units: 101n },
+          ],
+        }),
+      'failed_precondition',
+      'INSUFFICIENT_FUNDS',
+    );
+    // Exactly the balance is fine.
+    await ledger.transfer({
+      idempotency_key: key(),
+      description: 'all',
+      postings: [
+        { account_id: a.id, amount_units: -100n },
+        { account_id: b.id, amount_units: 100n },
+      ],
+    });
+    expect((await balance(a)).available).toBe(0n);
+    const settlement = await ledger.platformAccount('settlement', 'USD');
+    expect((await ledger.getAccount(settlement.id)).posted_units < 0n).toBe(true);
+  });
+
+  it('refuses a transfer that needs money held by a pending transfer (holds reduce available, not posted)', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 1000n);
+    await ledger.createPendingTransfer({ idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 700n, description: 'hold' });
+    expect(await balance(a)).toEqual({ posted: 1000n, held: 700n, available: 300n });
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key(),
+          description: 'x',
+          postings: [
+            { account_id: a.id, amount_units: -301n },
+            { account_id: b.id, amount_units: 301n },
+          ],
+        }),
+      'failed_precondition',
+      'INSUFFICIENT_FUNDS',
+    );
+  });
+
+  it('refuses an empty or over-long idempotency key (VALIDATION_FAILED)', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    for (const idempotencyKey of ['', 'x'.repeat(201)]) {
+      await expect(
+        ledger.transfer({
+          idempotency_key: idempotencyKey,
+          description: 'x',
+          postings: [
+            { account_id: a.id, amount_units: -1n },
+            { account_id: b.id, amount_units: 1n },
+          ],
+        }),
+      ).rejects.toMatchObject({ reason: 'VALIDATION_FAILED', fields: { idempotency_key: expect.any(Array) } });
+    }
+  });
+});
+
+describe('idempotency', () => {
+  it('returns the first result for the same key and request, applying it once', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    const request = {
+      idempotency_key: key(),
+      description: 'once',
+      postings: [
+        { account_id: a.id, amount_units: -100n },
+        { account_id: b.id, amount_units: 100n },
+      ],
+      metadata: { x: 1, y: 'z' },
+    };
+    const first = await ledger.transfer(request);
+    // The wallet is now empty: a replay must return the first result, not INSUFFICIENT_FUNDS.
+    const replay = await ledger.transfer({ ...request, metadata: { y: 'z', x: 1 } });
+    expect(replay).toEqual(first);
+    expect(await balance(b)).toMatchObject({ posted: 100n });
+    const rows = await platform.deps.database('ledger_transactions').where({ idempotency_key: request.idempotency_key }).count();
+    expect(Number(rows[0]!.count)).toBe(1);
+  });
+
+  it('refuses the same key with a different request (IDEMPOTENCY_CONFLICT), changing nothing', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    const idempotencyKey = key();
+    await ledger.transfer({
+      idempotency_key: idempotencyKey,
+      description: 'first',
+      postings: [
+        { account_id: a.id, amount_units: -10n },
+        { account_id: b.id, amount_units: 10n },
+      ],
+    });
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: idempotencyKey,
+          description: 'first',
+          postings: [
+            { account_id: a.id, amount_units: -11n },
+            { account_id: b.id, amount_units: 11n },
+          ],
+        }),
+      'already_exists',
+      'IDEMPOTENCY_CONFLICT',
+    );
+    // One key namespace across operations.
+    await expectRefused(
+      () =>
+        ledger.createPendingTransfer({ idempotency_key: idempotencyKey, debit_account_id: a.id, credit_account_id: b.id, amount_units: 1n, description: 'h' }),
+      'already_exists',
+      'IDEMPOTENCY_CONFLICT',
+    );
+  });
+
+  it('gives concurrent identical requests the same single result', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    const request = {
+      idempotency_key: key(),
+      description: 'race',
+      postings: [
+        { account_id: a.id, amount_units: -60n },
+        { account_id: b.id, amount_units: 60n },
+      ],
+    };
+    const results = await Promise.all(Array.from({ length: 6 }, () => ledger.transfer(request)));
+    expect(new Set(results.map((result) => result.id)).size).toBe(1);
+    expect(await balance(a)).toMatchObject({ posted: 40n });
+    const pendingRequest = { idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 40n, description: 'race hold' };
+    const holds = await Promise.all(Array.from({ length: 6 }, () => ledger.createPendingTransfer(pendingRequest)));
+    expect(new Set(holds.map((hold) => hold.id)).size).toBe(1);
+    expect(await balance(a)).toEqual({ posted: 40n, held: 40n, available: 0n });
+  });
+});
+
+describe('pending transfers', () => {
+  async function held(amount = 300n, timeout_seconds?: number) {
+    const debit = await wallet();
+    const credit = await wallet();
+    await fund(debit, 1000n);
+    const pending = await ledger.createPendingTransfer({
+      idempotency_key: key('hold'),
+      debit_account_id: debit.id,
+      credit_account_id: credit.id,
+      amount_units: amount,
+      timeout_seconds,
+      description: 'hold',
+      metadata: { order: 'P-1' },
+    });
+    return { debit, credit, pending };
+  }
+
+  it('holds on create, moves the money on post (exactly once) and repeats the result for the same key', async () => {
+    const { debit, credit, pending } = await held(300n);
+    expect(pending).toMatchObject({ state: 'pending', amount_units: 300n, currency: 'USD', expires_at: null, posted_transaction_id: null });
+    expect(await balance(debit)).toEqual({ posted: 1000n, held: 300n, available: 700n });
+    const postKey = key('post');
+    const posted = await ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: postKey });
+    expect(posted.state).toBe('posted');
+    expect(posted.posted_transaction_id).toEqual(expect.any(String));
+    expect(await balance(debit)).toEqual({ posted: 700n, held: 0n, available: 700n });
+    expect(await balance(credit)).toEqual({ posted: 300n, held: 0n, available: 300n });
+    expect(await ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: postKey })).toEqual(posted);
+    const [entry] = await ledger.entriesOf(credit.id);
+    expect(entry).toMatchObject({ transaction_id: posted.posted_transaction_id, amount_units: 300n, description: 'hold' });
+    expect(await ledger.getPendingTransfer(pending.id)).toEqual(posted);
+  });
+
+  it('refuses a second post or a void after posting (PENDING_TRANSFER_ALREADY_POSTED)', async () => {
+    const { pending } = await held();
+    await ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() });
+    await expectRefused(
+      () => ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      'failed_precondition',
+      'PENDING_TRANSFER_ALREADY_POSTED',
+    );
+    await expectRefused(
+      () => ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      'failed_precondition',
+      'PENDING_TRANSFER_ALREADY_POSTED',
+    );
+  });
+
+  it('voids exactly once, releasing the hold without moving money', async () => {
+    const { debit, credit, pending } = await held(400n);
+    const voidKey = key('void');
+    const voided = await ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: voidKey });
+    expect(voided.state).toBe('voided');
+    expect(await balance(debit)).toEqual({ posted: 1000n, held: 0n, available: 1000n });
+    expect(await balance(credit)).toEqual({ posted: 0n, held: 0n, available: 0n });
+    expect(await ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: voidKey })).toEqual(voided);
+    await expectRefused(
+      () => ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      'failed_precondition',
+      'PENDING_TRANSFER_ALREADY_VOIDED',
+    );
+    await expectRefused(
+      () => ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      'failed_precondition',
+      'PENDING_TRANSFER_ALREADY_VOIDED',
+    );
+  });
+
+  it('refuses to post after expires_at (PENDING_TRANSFER_EXPIRED) but still voids', async () => {
+    const { debit, pending } = await held(100n, 1);
+    expect(pending.expires_at).toBeInstanceOf(Date);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, pending.expires_at!.getTime() - Date.now()) + 300));
+    await expectRefused(
+      () => ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      'failed_precondition',
+      'PENDING_TRANSFER_EXPIRED',
+    );
+    await ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() });
+    expect(await balance(debit)).toMatchObject({ held: 0n, posted: 1000n });
+  });
+
+  it('answers PENDING_TRANSFER_NOT_FOUND for an unknown or malformed id', async () => {
+    await expectRefused(() => ledger.postPendingTransfer({ pending_transfer_id: randomUUID(), idempotency_key: key() }), 'not_found', 'PENDING_TRANSFER_NOT_FOUND');
+    await expectRefused(() => ledger.voidPendingTransfer({ pending_transfer_id: 'nope', idempotency_key: key() }), 'not_found', 'PENDING_TRANSFER_NOT_FOUND');
+    await expect(ledger.getPendingTransfer(randomUUID())).rejects.toMatchObject({ reason: 'PENDING_TRANSFER_NOT_FOUND' });
+  });
+
+  it('refuses a hold across currencies, beyond the available balance, of a bad amount or timeout', async () => {
+    const usd = await wallet('USD');
+    const khr = await wallet('KHR');
+    const other = await wallet('USD');
+    await fund(usd, 100n);
+    const base = { debit_account_id: usd.id, credit_account_id: other.id, amount_units: 10n, description: 'h' };
+    await expectRefused(
+      () => ledger.createPendingTransfer({ ...base, idempotency_key: key(), credit_account_id: khr.id }),
+      'invalid_argument',
+      'CURRENCY_MISMATCH',
+    );
+    await expectRefused(
+      () => ledger.createPendingTransfer({ ...base, idempotency_key: key(), amount_units: 101n }),
+      'failed_precondition',
+      'INSUFFICIENT_FUNDS',
+    );
+    await expectRefused(() => ledger.createPendingTransfer({ ...base, idempotency_key: key(), amount_units: 0n }), 'invalid_argument', 'INVALID_AMOUNT');
+    await expectRefused(() => ledger.createPendingTransfer({ ...base, idempotency_key: key(), amount_units: -5n }), 'invalid_argument', 'INVALID_AMOUNT');
+    await expectRefused(
+      () => ledger.createPendingTransfer({ ...base, idempotency_key: key(), credit_account_id: usd.id }),
+      'invalid_argument',
+      'VALIDATION_FAILED',
+    );
+    await expectRefused(() => ledger.createPendingTransfer({ ...base, idempotency_key: key(), timeout_seconds: 0 }), 'invalid_argument', 'VALIDATION_FAILED');
+    await expectRefused(
+      () => ledger.createPendingTransfer({ ...base, idempotency_key: key(), credit_account_id: randomUUID() }),
+      'not_found',
+      'ACCOUNT_NOT_FOUND',
+    );
+  });
+
+  it('refuses a post or void key already used for another request (IDEMPOTENCY_CONFLICT)', async () => {
+    const { pending } = await held();
+    const { pending: other } = await held();
+    const voidKey = key();
+    await ledger.voidPendingTransfer({ pending_transfer_id: other.id, idempotency_key: voidKey });
+    await expectRefused(
+      () => ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: voidKey }),
+      'already_exists',
+      'IDEMPOTENCY_CONFLICT',
+    );
+    await expectRefused(
+      () => ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: voidKey }),
+      'already_exists',
+      'IDEMPOTENCY_CONFLICT',
+    );
+    expect((await ledger.getPendingTransfer(pending.id)).state).toBe('pending');
+  });
+
+  it('posts exactly once when many posts and voids race', async () => {
+    const { debit, credit, pending } = await held(500n);
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, index) =>
+        index % 2 === 0
+          ? ledger.postPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() })
+          : ledger.voidPendingTransfer({ pending_transfer_id: pending.id, idempotency_key: key() }),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    const final = await ledger.getPendingTransfer(pending.id);
+    const moved = final.state === 'posted' ? 500n : 0n;
+    expect(await balance(debit)).toEqual({ posted: 1000n - moved, held: 0n, available: 1000n - moved });
+    expect(await balance(credit)).toMatchObject({ posted: moved });
+  });
+});
+
+describe('entries', () => {
+  it('lists an account entries newest first and pages with before_transaction_id', async () => {
+    const a = await wallet();
+    await fund(a, 1n);
+    await fund(a, 2n);
+    await fund(a, 3n);
+    const all = await ledger.entriesOf(a.id);
+    expect(all.map((entry) => entry.amount_units)).toEqual([3n, 2n, 1n]);
+    const page = await ledger.entriesOf(a.id, { limit: 1, before_transaction_id: all[0]!.transaction_id });
+    expect(page.map((entry) => entry.amount_units)).toEqual([2n]);
+    await expect(ledger.entriesOf(a.id, { limit: 0 })).rejects.toMatchObject({ reason: 'VALIDATION_FAILED' });
+    await expect(ledger.entriesOf(a.id, { before_transaction_id: randomUUID() })).rejects.toMatchObject({ reason: 'VALIDATION_FAILED' });
+  });
+});
+
+describe('caller transactions (trx)', () => {
+  it('runs inside the caller transaction: a rollback undoes the posting', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    const before = await snapshot();
+    await expect(
+      platform.deps.database.transaction(async (trx) => {
+        await ledger.transfer(
+          {
+            idempotency_key: key(),
+            description: 'rolled back',
+            postings: [
+              { account_id: a.id, amount_units: -50n },
+              { account_id: b.id, amount_units: 50n },
+            ],
+          },
+          trx,
+        );
+        throw new Error('caller fails later');
+      }),
+    ).rejects.toThrow('caller fails later');
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('leaves the caller transaction usable after a refused posting', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 100n);
+    await platform.deps.database.transaction(async (trx) => {
+      await expect(
+        ledger.transfer(
+          {
+            idempotency_key: key(),
+            description: 'too much',
+            postings: [
+              { account_id: a.id, amount_units: -500n },
+              { account_id: b.id, amount_units: 500n },
+            ],
+          },
+          trx,
+        ),
+      ).rejects.toMatchObject({ reason: 'INSUFFICIENT_FUNDS' });
+      const hold = await ledger.createPendingTransfer(
+        { idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 30n, description: 'h' },
+        trx,
+      );
+      await ledger.postPendingTransfer({ pending_transfer_id: hold.id, idempotency_key: key() }, trx);
+    });
+    expect(await balance(b)).toMatchObject({ posted: 30n });
+  });
+});
+
+describe('invariants', () => {
+  it('check() reports a corrupted balance and the database refuses a negative wallet', async () => {
+    const a = await wallet();
+    await fund(a, 100n);
+    expect((await ledger.check()).ok).toBe(true);
+    const database = platform.deps.database;
+    await database.raw('UPDATE ledger_accounts SET posted_units = posted_units + 1 WHERE id = ?', [a.id]);
+    try {
+      const result = await ledger.check();
+      expect(result.ok).toBe(false);
+      expect(result.imbalances.join('\n')).toContain(a.id);
+    } finally {
+      await database.raw('UPDATE ledger_accounts SET posted_units = posted_units - 1 WHERE id = ?', [a.id]);
+    }
+    await expect(database.raw('UPDATE ledger_accounts SET posted_units = -1 WHERE id = ?', [a.id])).rejects.toThrow(
+      /ledger_accounts_available_non_negative/,
+    );
+    const result = await ledger.check();
+    expect(result).toMatchObject({ ok: true, imbalances: [] });
+    expect(result.entries).toBeGreaterThan(0);
+  });
+});
+
+describe('test platform stop()', () => {
+  it('fails (throws) when the ledger does not balance, after still stopping the platform', async () => {
+    const other = await startTestPlatform({ roles: ['api'] });
+    const account = await other.deps.ledger.openAccount({ owner_type: 'user', owner_id: 'broken', currency: 'USD', kind: 'wallet' });
+    await other.deps.database.raw('UPDATE ledger_accounts SET posted_units = 5 WHERE id = ?', [account.id]);
+    await expect(other.stop()).rejects.toThrow(/ledger invariants broken: USD account balances sum to 5/);
+  });
+});
+
+describe('LedgerService over RPC', () => {
+  async function rpcFailure(work: Promise<unknown>) {
+    const error = await work.then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(ConnectError);
+    return readRpcFailure(error);
+  }
+
+  it('transfers, holds, posts, lists balances and entries, and checks invariants', async () => {
+    const client = platform.clients.ledger;
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 1000n);
+    const { transaction } = await client.transfer({
+      idempotencyKey: key(),
+      description: 'rpc',
+      postings: [
+        { accountId: a.id, amountUnits: -100n },
+        { accountId: b.id, amountUnits: 100n },
+      ],
+      metadataJson: '{"n":1}',
+    });
+    expect(transaction?.postings.map((posting) => posting.amountUnits)).toEqual([-100n, 100n]);
+    expect(JSON.parse(transaction!.metadataJson)).toEqual({ n: 1 });
+    const { pendingTransfer } = await client.createPendingTransfer({
+      idempotencyKey: key(),
+      debitAccountId: a.id,
+      creditAccountId: b.id,
+      amountUnits: 200n,
+      timeoutSeconds: 60,
+      description: 'rpc hold',
+    });
+    expect(pendingTransfer).toMatchObject({ state: 'pending', amountUnits: 200n });
+    expect(pendingTransfer!.expiresAt).not.toBe('');
+    const posted = await client.postPendingTransfer({ pendingTransferId: pendingTransfer!.id, idempotencyKey: key() });
+    expect(posted.pendingTransfer?.state).toBe('posted');
+    const { accounts } = await client.getBalances({ accountIds: [a.id, b.id] });
+    expect(accounts.map((account) => [account.postedUnits, account.heldUnits, account.availableUnits])).toEqual([
+      [700n, 0n, 700n],
+      [300n, 0n, 300n],
+    ]);
+    const byOwner = await client.getBalances({ ownerType: 'user', ownerId: a.owner_id });
+    expect(byOwner.accounts.map((account) => account.id)).toEqual([a.id]);
+    const { entries } = await client.listEntries({ accountId: b.id, limit: 10 });
+    expect(entries.map((entry) => entry.amountUnits)).toEqual([200n, 100n]);
+    const hold = await client.createPendingTransfer({ idempotencyKey: key(), debitAccountId: a.id, creditAccountId: b.id, amountUnits: 5n, description: 'v' });
+    expect((await client.voidPendingTransfer({ pendingTransferId: hold.pendingTransfer!.id, idempotencyKey: key() })).pendingTransfer?.state).toBe('voided');
+    expect(await client.checkInvariants({})).toMatchObject({ ok: true, imbalances: [] });
+  });
+
+  it('maps ledger errors to Connect codes with the ErrorDetail reason', async () => {
+    const client = platform.clients.ledger;
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 10n);
+    const postings = (amount: bigint) => [
+      { accountId: a.id, amountUnits: -amount },
+      { accountId: b.id, amountUnits: amount },
+    ];
+    expect(await rpcFailure(client.transfer({ idempotencyKey: key(), description: 'x', postings: postings(0n) }))).toMatchObject({
+      code: Code.InvalidArgument,
+      reason: 'INVALID_AMOUNT',
+    });
+    expect(await rpcFailure(client.transfer({ idempotencyKey: key(), description: 'x', postings: postings(11n) }))).toMatchObject({
+      code: Code.FailedPrecondition,
+      reason: 'INSUFFICIENT_FUNDS',
+    });
+    expect(
+      await rpcFailure(
+        client.transfer({
+          idempotencyKey: key(),
+          description: 'x',
+          postings: [
+            { accountId: a.id, amountUnits: -1n },
+            { accountId: b.id, amountUnits: 2n },
+          ],
+        }),
+      ),
+    ).toMatchObject({ code: Code.InvalidArgument, reason: 'UNBALANCED_POSTINGS' });
+    expect(
+      await rpcFailure(client.transfer({ idempotencyKey: key(), description: 'x', postings: [{ accountId: randomUUID(), amountUnits: -1n }, { accountId: b.id, amountUnits: 1n }] })),
+    ).toMatchObject({ code: Code.NotFound, reason: 'ACCOUNT_NOT_FOUND' });
+    const reused = key();
+    await client.transfer({ idempotencyKey: reused, description: 'x', postings: postings(1n) });
+    expect(await rpcFailure(client.transfer({ idempotencyKey: reused, description: 'y', postings: postings(1n) }))).toMatchObject({
+      code: Code.AlreadyExists,
+      reason: 'IDEMPOTENCY_CONFLICT',
+    });
+    const emptyKey = await rpcFailure(client.transfer({ idempotencyKey: '', description: 'x', postings: postings(1n) }));
+    expect(emptyKey).toMatchObject({ code: Code.InvalidArgument, reason: 'VALIDATION_FAILED', fields: { idempotency_key: expect.any(Array) } });
+    expect(await rpcFailure(client.transfer({ idempotencyKey: key(), description: 'x', postings: postings(1n), metadataJson: '[1]' }))).toMatchObject({
+      code: Code.InvalidArgument,
+      reason: 'VALIDATION_FAILED',
+      fields: { metadata_json: expect.any(Array) },
+    });
+    const hold = await client.createPendingTransfer({ idempotencyKey: key(), debitAccountId: a.id, creditAccountId: b.id, amountUnits: 1n, description: 'h' });
+    await client.postPendingTransfer({ pendingTransferId: hold.pendingTransfer!.id, idempotencyKey: key() });
+    expect(await rpcFailure(client.voidPendingTransfer({ pendingTransferId: hold.pendingTransfer!.id, idempotencyKey: key() }))).toMatchObject({
+      code: Code.FailedPrecondition,
+      reason: 'PENDING_TRANSFER_ALREADY_POSTED',
+    });
+    expect(await rpcFailure(client.postPendingTransfer({ pendingTransferId: randomUUID(), idempotencyKey: key() }))).toMatchObject({
+      code: Code.NotFound,
+      reason: 'PENDING_TRANSFER_NOT_FOUND',
+    });
+    const khr = await wallet('KHR');
+    expect(
+      await rpcFailure(client.createPendingTransfer({ idempotencyKey: key(), debitAccountId: a.id, creditAccountId: khr.id, amountUnits: 1n, description: 'h' })),
+    ).toMatchObject({ code: Code.InvalidArgument, reason: 'CURRENCY_MISMATCH' });
+    expect(await rpcFailure(client.getBalances({}))).toMatchObject({ code: Code.InvalidArgument, reason: 'VALIDATION_FAILED' });
+    expect(await rpcFailure(client.getBalances({ accountIds: [randomUUID()] }))).toMatchObject({ code: Code.NotFound, reason: 'ACCOUNT_NOT_FOUND' });
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * PayinWorkflow and WebhookDeliveryWorkflow against real PostgreSQL and Temporal (issue 5, platform decisions
+ * §4, §5): expiry with a short PAYIN_TTL_SECONDS sends payin.expired; a success after expiry is still credited,
+ * flagged late; the retry window ends in a failed delivery; a payin keeps its course across a worker restart.
+ */
+import { readFileSync } from 'node:fs';
+import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { startWorker } from '../../src/worker';
+import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+
+const orders = { next: 0 };
+const nextOrder = () => `WF-${Date.now()}-${(orders.next += 1)}`;
+
+describe('payin expiry, late success and the retry window', () => {
+  let harness: PayinHarness;
+  let merchant: MerchantCredentials;
+  beforeAll(async () => {
+    harness = await startPayinHarness({ env: { PAYIN_TTL_SECONDS: '2', WEBHOOK_RETRY_WINDOW_SECONDS: '2' } });
+    merchant = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
+  });
+  afterAll(() => harness.stop());
+
+  const create = async (amount: string) => {
+    const out_trade_no = nextOrder();
+    const response = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, {
+      'X-API-Key': merchant.api_key,
+    });
+    expect(response.status).toBe(200);
+    return { out_trade_no, invoice_reference: response.json.data.invoice_reference as string };
+  };
+  const webhooksOf = (invoice_reference: string) => harness.receiver.received.filter((item) => item.json.data.invoice_reference === invoice_reference);
+
+  it('expires after PAYIN_TTL_SECONDS with payin.expired, then credits a late success flagged late', async () => {
+    const { out_trade_no, invoice_reference } = await create('5');
+    await harness.receiver.waitFor(() => webhooksOf(invoice_reference).length >= 1);
+    const [expired] = webhooksOf(invoice_reference);
+    expect(expired!.json).toEqual({
+      success: true,
+      code: 200,
+      event: 'payin.expired',
+      data: {
+        trx_ref: `SANDBOX-${invoice_reference}`,
+        amount: 0,
+        currency: 'USDT',
+        fee: 0,
+        invoice_reference,
+        out_trade_no,
+        status: 'expired',
+        original_amount: 5,
+      },
+    });
+    expect(expired!.headers['x-webhook-event']).toBe('payin.expired');
+    const status = await post(harness.platform.facadeUrl, '/api/v1/payins/status', `{"out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect(status.json.data.status).toBe('expired');
+
+    // Money received after expiry is never dropped (§4).
+    const answer = await harness.sandbox.pay(invoice_reference, '5');
+    expect(answer.status).toBe(200);
+    await harness.receiver.waitFor(() => webhooksOf(invoice_reference).length >= 2);
+    const late = webhooksOf(invoice_reference)[1]!;
+    expect(late.json.event).toBe('payin.success');
+    expect(late.json.data).toMatchObject({ status: 'success', amount: 5, fee: 0.05, payment_match_status: 'exact' });
+    expect(late.webhook_id).not.toBe(expired!.webhook_id);
+    const row = await harness.platform.deps.database('payins').where({ invoice_reference }).first();
+    expect(row).toMatchObject({ status: 'success', late: true, paid_amount_units: 5_000_000n, fee_units: 50_000n });
+    const wallet = await harness.platform.deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' });
+    expect(wallet!.available_units).toBe(4_950_000n);
+  });
+
+  it('a close notification after expiry changes nothing', async () => {
+    const { invoice_reference } = await create('1');
+    await harness.receiver.waitFor(() => webhooksOf(invoice_reference).length >= 1);
+    const answer = await harness.sandbox.closePayin(invoice_reference);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body).data).toEqual({ invoice_reference, status: 'expired', applied: false });
+  });
+
+  it('marks a delivery failed once WEBHOOK_RETRY_WINDOW_SECONDS have passed, every attempt recorded', async () => {
+    const other = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: other.hmac_secret, fail_first: 1000 });
+    try {
+      const response = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 1, "out_trade_no": "${nextOrder()}"}`, {
+        'X-API-Key': other.api_key,
+      });
+      const invoice_reference = response.json.data.invoice_reference as string;
+      const delivery = await eventually(async () => {
+        const answer = await harness.platform.clients.payin.listWebhookDeliveries({ merchantId: other.merchant_id });
+        const found = answer.deliveries.find((item) => item.invoiceReference === invoice_reference);
+        return found?.status === 'failed' ? found : undefined;
+      });
+      // initial 0.2 s, doubling: waits 0.2 + 0.4 + 0.8 = 1.4 s fit the 2 s window, the next (1.6 s) does not.
+      expect(delivery.attempts.map((attempt) => attempt.attempt)).toEqual([1, 2, 3, 4]);
+      expect(delivery.attempts.every((attempt) => attempt.statusCode === 500 && attempt.error === 'HTTP 500')).toBe(true);
+      expect(webhooksOf(invoice_reference)).toHaveLength(4);
+    } finally {
+      harness.receiver.configure({ hmac_secret: merchant.hmac_secret, fail_first: 0 });
+    }
+  });
+
+  it('leaves the ledger balanced', async () => {
+    expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
+  });
+});
+
+describe('worker restarted while payins wait', () => {
+  let harness: PayinHarness;
+  let merchant: MerchantCredentials;
+  beforeAll(async () => {
+    harness = await startPayinHarness({ roles: ['api', 'facade'], env: { PAYIN_TTL_SECONDS: '4' } });
+    merchant = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
+  });
+  afterAll(() => harness.stop());
+
+  it('still expires one payin and settles the other once a new worker polls', async () => {
+    const bundle = { code: readFileSync(process.env.PAYMENTS_TEST_WORKFLOW_BUNDLE!, 'utf8') };
+    const address = harness.platform.config.TEMPORAL_ADDRESS!;
+    const first = await startWorker(harness.platform.deps, { address, bundle });
+    const create = async () => {
+      const response = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 3, "out_trade_no": "${nextOrder()}"}`, {
+        'X-API-Key': merchant.api_key,
+      });
+      expect(response.status).toBe(200);
+      return response.json.data.invoice_reference as string;
+    };
+    const expiring = await create();
+    const settling = await create();
+    await first.shutdown();
+    expect((await harness.sandbox.pay(settling, '3')).status).toBe(200);
+    // Past the TTL with no worker at all: nothing can have happened yet.
+    await new Promise((resolve) => setTimeout(resolve, 4500));
+    expect(harness.receiver.received).toHaveLength(0);
+    const second = await startWorker(harness.platform.deps, { address, bundle });
+    try {
+      await harness.receiver.waitFor((list) => list.length >= 2, 45_000);
+      const byInvoice = Object.fromEntries(harness.receiver.received.map((item) => [item.json.data.invoice_reference, item.json]));
+      expect(byInvoice[expiring]).toMatchObject({ event: 'payin.expired', data: { status: 'expired' } });
+      expect(byInvoice[settling]).toMatchObject({ event: 'payin.success', data: { status: 'success', amount: 3 } });
+      const statuses = await harness.platform.deps.database('payins').whereIn('invoice_reference', [expiring, settling]).select('invoice_reference', 'status');
+      expect(Object.fromEntries(statuses.map((row: { invoice_reference: string; status: string }) => [row.invoice_reference, row.status]))).toEqual({
+        [expiring]: 'expired',
+        [settling]: 'success',
+      });
+      expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
+    } finally {
+      await second.shutdown();
+    }
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * A merchant's client of Area C for tests and benchmarks: signs every POST per platform decisions §7 (canonical
+ * query string, RSA2 with the merchant's private key), sends the merchant headers and the bearer session token.
+ */
+import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { parseJsonLossless } from '../../src/money';
+
+export interface MerchantClientOptions {
+  baseUrl: string;
+  merchantId: string;
+  merchantSecretKey: string;
+  privateKeyPem: string;
+  userName: string;
+  password: string;
+}
+
+export interface AreaCResponse {
+  status: number;
+  /** Parsed with JSON.parse (numbers as JS numbers), for equality checks. */
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** The raw text, for exact amount checks. */
+  text: string;
+}
+
+export class MerchantClient {
+  token = '';
+
+  private readonly privateKey: KeyObject;
+
+  constructor(readonly options: MerchantClientOptions) {
+    this.privateKey = createPrivateKey(options.privateKeyPem);
+  }
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return {
+      'content-type': 'application/json',
+      'merchant-id': this.options.merchantId,
+      'merchant-secret-key': this.options.merchantSecretKey,
+      ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
+      ...extra,
+    };
+  }
+
+  /** POSTs `body` signed (unless `raw` text is given). */
+  async post(
+    path: string,
+    body: Record<string, unknown>,
+    options: { headers?: Record<string, string>; sign?: boolean; raw?: string } = {},
+  ): Promise<AreaCResponse> {
+    const payload = options.raw ?? JSON.stringify(options.sign === false ? body : signRequestParameters(body, this.privateKey));
+    const response = await fetch(`${this.options.baseUrl}${path}`, { method: 'POST', headers: this.headers(options.headers), body: payload });
+    const text = await response.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+    return { status: response.status, body: parsed, text };
+  }
+
+  /** Logs in and keeps the token. */
+  async login(): Promise<AreaCResponse> {
+    const response = await this.post('/login', { user_name: this.options.userName, password: this.options.password });
+    if (response.status === 200) this.token = response.body.data.token;
+    return response;
+  }
+
+  /** One signed /do-action call. */
+  action(service: string, fields: Record<string, unknown> = {}, options: { headers?: Record<string, string>; sign?: boolean } = {}) {
+    return this.post('/do-action', { service, ...fields }, options);
+  }
+
+  /** `data` of a successful action parsed losslessly (exact amounts). */
+  static lossless(response: AreaCResponse): unknown {
+    return parseJsonLossless(response.text);
+  }
+}

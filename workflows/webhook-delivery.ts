@@ -1,0 +1,34 @@
+import { proxyLocalActivities, sleep } from '@temporalio/workflow';
+import type { Activities } from '../src/activities';
+
+// Local activities (recorded with the workflow task: fewer Temporal round trips per attempt). One attempt is bounded
+// by WEBHOOK_TIMEOUT_SECONDS (≤ 300 s); activity retries cover only infrastructure faults.
+const { attemptWebhookDelivery, markWebhookFailed } = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '6 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/**
+ * WebhookDeliveryWorkflow (issue 5, platform decisions §5), one per event, id = webhook id. Attempts delivery;
+ * on anything but a 2xx sleeps with exponential backoff (WEBHOOK_RETRY_INITIAL_SECONDS, factor 2, capped at
+ * WEBHOOK_RETRY_MAX_INTERVAL_SECONDS) and tries again until WEBHOOK_RETRY_WINDOW_SECONDS of waiting have passed,
+ * then marks the event failed. Every attempt is recorded by the activity.
+ */
+export async function webhookDeliveryWorkflow(input: { webhook_id: string }): Promise<{ delivered: boolean; attempts: number }> {
+  let waited_seconds = 0;
+  let delay_seconds: number | undefined;
+  let attempts = 0;
+  for (;;) {
+    const result = await attemptWebhookDelivery({ webhook_id: input.webhook_id });
+    attempts += 1;
+    if (result.delivered) return { delivered: true, attempts };
+    delay_seconds =
+      delay_seconds === undefined ? result.retry.initial_seconds : Math.min(delay_seconds * 2, result.retry.max_interval_seconds);
+    if (waited_seconds + delay_seconds > result.retry.window_seconds) {
+      await markWebhookFailed({ webhook_id: input.webhook_id });
+      return { delivered: false, attempts };
+    }
+    await sleep(Math.round(delay_seconds * 1000));
+    waited_seconds += delay_seconds;
+  }
+}
