@@ -12,31 +12,15 @@
  * Numbers parsed losslessly (lossless-json `LosslessNumber`) are treated as the ECMAScript number they denote,
  * so a signer working on plain `JSON.parse` output and the verifier agree.
  */
-import { createPrivateKey, createPublicKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import { isLosslessNumber } from 'lossless-json';
+import type { KeyObject } from 'node:crypto';
+import { SIGN_TYPE_RSA2, signRsa2, toEcmaScriptJson } from './rsa2';
 
 /** Parameters never part of the canonical string. */
 export const UNSIGNED_PARAMETERS: ReadonlySet<string> = new Set(['sign', 'sign_type']);
 
-/** The only `sign_type` accepted. */
-export const SIGN_TYPE_RSA2 = 'RSA2';
-
-/** Converts lossless numbers (at any depth) to ECMAScript numbers, for `JSON.stringify` and `String()`. */
-function toPlain(value: unknown): unknown {
-  if (isLosslessNumber(value)) return Number(value.toString());
-  if (typeof value === 'bigint') return Number(value);
-  if (Array.isArray(value)) return value.map(toPlain);
-  if (value !== null && typeof value === 'object') {
-    const result: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) result[key] = toPlain(item);
-    return result;
-  }
-  return value;
-}
-
 /** One value as it appears after `key=` in the canonical string. */
 export function canonicalValue(value: unknown): string {
-  const plain = toPlain(value);
+  const plain = toEcmaScriptJson(value, { sortKeys: false });
   if (plain !== null && typeof plain === 'object') return `[${JSON.stringify(plain)}]`;
   return String(plain);
 }
@@ -55,32 +39,6 @@ export function canonicalQueryString(parameters: Record<string, unknown>): strin
     .sort()
     .map((key) => `${key}=${canonicalValue(parameters[key])}`)
     .join('&');
-}
-
-function privateKeyOf(key: string | KeyObject): KeyObject {
-  return typeof key === 'string' ? createPrivateKey(key) : key;
-}
-
-function publicKeyOf(key: string | KeyObject): KeyObject {
-  return typeof key === 'string' ? createPublicKey(key) : key;
-}
-
-/** RSA2 signature (base64) of a canonical string. @param privateKey PEM (PKCS#1 or PKCS#8) or KeyObject */
-export function signRsa2(canonical: string, privateKey: string | KeyObject): string {
-  return cryptoSign('sha256', Buffer.from(canonical, 'utf8'), privateKeyOf(privateKey)).toString('base64');
-}
-
-/**
- * Verifies an RSA2 signature (base64) of a canonical string. Never throws: a malformed signature or key is
- * simply `false`.
- */
-export function verifyRsa2(canonical: string, signature: string, publicKey: string | KeyObject): boolean {
-  try {
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(signature)) return false;
-    return cryptoVerify('sha256', Buffer.from(canonical, 'utf8'), publicKeyOf(publicKey), Buffer.from(signature, 'base64'));
-  } catch {
-    return false;
-  }
 }
 
 /** Returns a copy of `parameters` with `sign_type` = RSA2 and `sign` over its canonical string. */

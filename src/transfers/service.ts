@@ -14,7 +14,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
-import { canonicalJson, signRsa2 } from '../crypto/rsa2-json';
+import { signRsa2 } from '../crypto/rsa2';
+import { canonicalJson } from '../crypto/rsa2-json';
 import { DomainError, invalidFields } from '../errors';
 import {
   PreTransferSchema,

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
-import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2-query';
+import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { DomainError } from '../errors';
 import { authenticateMerchant, type Merchant } from '../onboarding';
 

@@ -3,7 +3,8 @@
  * the canonical JSON of platform decisions §6) and verifies every signed response with the platform public key.
  */
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { canonicalJson, signRsa2, verifyRsa2 } from '../../src/crypto/rsa2-json';
+import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
+import { canonicalJson } from '../../src/crypto/rsa2-json';
 import { parseJsonLossless } from '../../src/money';
 
 export interface PartnerKeys {

@@ -3,13 +3,8 @@
  * `printf '%s' CANONICAL | openssl dgst -sha256 -sign key.pem | base64` (an independent implementation).
  */
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
-import {
-  canonicalQueryString,
-  canonicalValue,
-  signRequestParameters,
-  signRsa2,
-  verifyRsa2,
-} from '../../src/crypto/rsa2-query';
+import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
+import { canonicalQueryString, canonicalValue, signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
 
 /** Test-only key (never used outside this file). */
