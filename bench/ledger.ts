@@ -11,26 +11,16 @@
  * Workload: 64 funded wallets, each transfer between a random pair (both implementations alike).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
-import { createDatabase, migrateToLatest, type Knex } from '../src/db/knex';
-import { startEmbeddedPostgres } from '../src/db/embedded';
+import { createDatabase, type Knex } from '../src/db/knex';
 import { createLedger } from '../src/ledger/ledger';
 import type { Account, Ledger } from '../src/ledger/types';
 import type { BenchResult } from './run';
+import { percentile, round, runWhenMain, startBenchDatabaseServer } from './support/harness';
 
 const CONCURRENCIES = [1, 8, 32];
 const WALLETS = 64;
 const EXISTING_POSTINGS = 1_000_000;
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
 /** Transfers and latencies (ms) gathered over one or more measurement slices. */
 interface Sample {
@@ -69,52 +59,6 @@ function summarize(sample: Sample) {
     per_second: round(sample.transfers / (sample.seconds || 1), 1),
     p50_ms: round(percentile(sorted, 50)),
     p99_ms: round(percentile(sorted, 99)),
-  };
-}
-
-/** Where bench databases live: the configured server, or one embedded server; `stop` cleans everything up. */
-async function benchServer(): Promise<{ where: string; createDatabase(): Promise<string>; stop(): Promise<void> }> {
-  const configured = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
-  let serverUrl: string;
-  let stopServer = async () => undefined as void;
-  let where: string;
-  if (configured) {
-    const url = new URL(configured);
-    url.pathname = '';
-    serverUrl = url.toString().replace(/\/$/, '');
-    where = url.host;
-  } else {
-    const directory = mkdtempSync(path.join(os.tmpdir(), 'bench-ledger-'));
-    const embedded = await startEmbeddedPostgres({ directory: path.join(directory, 'postgres'), persistent: false });
-    serverUrl = embedded.serverUrl;
-    where = 'embedded PostgreSQL';
-    stopServer = async () => {
-      await embedded.stop();
-      rmSync(directory, { recursive: true, force: true });
-    };
-  }
-  const created: string[] = [];
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    where,
-    async createDatabase() {
-      const name = `bench_ledger_${randomBytes(4).toString('hex')}`;
-      await admin(`CREATE DATABASE ${name}`);
-      created.push(name);
-      return `${serverUrl}/${name}`;
-    },
-    async stop() {
-      for (const name of created) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await stopServer();
-    },
   };
 }
 
@@ -191,7 +135,6 @@ async function seedRows(database: Knex.Transaction, count: number): Promise<void
 /** One bench database with funded wallets and the two ways of moving one unit between a random pair. */
 async function setUp(url: string, seedPostings_: number) {
   const database = createDatabase(url, 34);
-  await migrateToLatest(database);
   if (seedPostings_ > 0) await seedPostings(database, seedPostings_);
   const ledger = createLedger(database);
   const ledgerWallets = await fundedWallets(ledger, 'ledger');
@@ -240,7 +183,7 @@ async function setUp(url: string, seedPostings_: number) {
 export async function run(): Promise<BenchResult> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   const rounds = 3;
-  const server = await benchServer();
+  const server = await startBenchDatabaseServer('ledger');
   const setups: Array<Awaited<ReturnType<typeof setUp>>> = [];
   try {
     const seedStarted = Date.now();
@@ -295,12 +238,4 @@ export async function run(): Promise<BenchResult> {
   }
 }
 
-if (require.main === module) {
-  run().then(
-    (result) => console.log(JSON.stringify(result, null, 2)),
-    (error: unknown) => {
-      console.error(error);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(module, run);

@@ -5,81 +5,32 @@
  * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
  * none duplicated, with p50/p99 from notification to receipt.
  *
- * Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, default postgres://postgres@127.0.0.1:5432/postgres;
+ * Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else embedded;
  * a fresh database is created and dropped) and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
  * `BENCH_OPERATIONS` (default 1000) creations per phase, concurrency `BENCH_CONCURRENCY` (default 32). For context
  * the run also measures the Temporal floor every creation contains: PayinWorkflow starts alone, same worker.
  * Run: `npm run bench -- payins`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
 import { request } from 'undici';
 import { loadConfig } from '../src/config';
-import { createDatabase, migrateToLatest } from '../src/db/knex';
 import { createLogger } from '../src/logger';
 import { freePort } from '../src/net';
 import { createMerchant } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
 import { startSandboxUpstream } from '../src/sandbox/upstream';
-import { startTemporalDevServer } from '../src/temporal/dev-server';
 import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import type { BenchResult } from './run';
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
-
-/** Runs `operations` calls of `work` from `concurrency` workers; returns ops/s and latency percentiles (ms). */
-async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>) {
-  const latencies: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < operations) {
-        const index = next++;
-        const t0 = performance.now();
-        await work(index);
-        latencies.push(performance.now() - t0);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { per_second: operations / seconds, p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99) };
-}
+import { measure, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 1000);
   const settlements = Math.min(Number(process.env.BENCH_SETTLEMENTS ?? 1000), operations);
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
-  const serverUrl = (process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres').replace(/\/[^/]*$/, '');
-  const databaseName = `bench_payins_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${databaseName}`);
-  await admin.end();
+  const environment = await startBenchEnvironment('payins');
   const stops: Array<() => Promise<void>> = [];
   try {
-    const migrator = createDatabase(`${serverUrl}/${databaseName}`, 1);
-    await migrateToLatest(migrator);
-    await migrator.destroy();
-    let temporalAddress = process.env.TEMPORAL_ADDRESS;
-    if (!temporalAddress) {
-      const temporalPort = await freePort();
-      const server = await startTemporalDevServer({
-        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
-        port: temporalPort,
-        uiPort: await freePort(),
-      });
-      stops.push(() => server.stop());
-      temporalAddress = `127.0.0.1:${temporalPort}`;
-    }
+    const temporalAddress = environment.temporalAddress;
     const secret = randomBytes(16).toString('hex');
     const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
     stops.push(() => sandbox.close());
@@ -87,14 +38,14 @@ export async function run(): Promise<BenchResult> {
     stops.push(() => receiver.close());
     const port = await freePort();
     const config = loadConfig({
-      DATABASE_URL: `${serverUrl}/${databaseName}`,
+      DATABASE_URL: environment.databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
       HTTP_PORT: String(port),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       RPC_PORT: '0',
       LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      PLATFORM_KEY_DIR: environment.keyDirectory,
       UPSTREAM_PAYIN_URL: sandbox.payinUrl,
       UPSTREAM_API_KEY: 'bench-key',
       UPSTREAM_WEBHOOK_SECRET: secret,
@@ -196,9 +147,8 @@ export async function run(): Promise<BenchResult> {
     };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    const cleanup = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-    await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`).catch(() => undefined);
-    await cleanup.end();
+    await environment.close();
   }
 }
+
+runWhenMain(module, run);

@@ -6,62 +6,24 @@
  * Goal: transfers/s ≥ 0.5 × floor/s.
  *
  * One process runs the api, facade and worker roles and the client; its RSS is reported, and the Temporal dev
- * server's when this bench started it. Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, default
- * postgres://postgres@127.0.0.1:5432/postgres; a fresh database is created and dropped) and Temporal
+ * server's when this bench started it. Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else
+ * an embedded server; a fresh database is created and dropped) and Temporal
  * (`TEMPORAL_ADDRESS`, else a dev server is started). `BENCH_OPERATIONS` (default 600) per phase.
  * Run: `npm run bench -- transfers` or `npx tsx bench/transfers.ts`.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadConfig } from '../src/config';
-import { createDatabase, migrateToLatest } from '../src/db/knex';
 import { createLogger } from '../src/logger';
-import { freePort } from '../src/net';
 import { createPartner, createUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
-import { startTemporalDevServer } from '../src/temporal/dev-server';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
-
-export interface BenchResult {
-  name: string;
-  rows?: Array<Record<string, string | number>>;
-  ratios?: Array<{ label: string; value: number; goal: number }>;
-  metrics?: Record<string, number>;
-  notes?: string[];
-}
+import type { BenchResult } from './run';
+import { measure, runWhenMain, startBenchEnvironment } from './support/harness';
 
 export const CONCURRENCY = 32;
 const RECEIVERS = 64;
-
-function percentile(sortedMs: number[], p: number): number {
-  if (sortedMs.length === 0) return 0;
-  const index = Math.min(sortedMs.length - 1, Math.ceil((p / 100) * sortedMs.length) - 1);
-  return Math.round(sortedMs[Math.max(0, index)]! * 100) / 100;
-}
-
-/** Runs `operations` calls of `work(i)` with `concurrency` loops; returns ops/s and latencies (ms). */
-async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>) {
-  const latencies: number[] = [];
-  let next = 0;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < operations) {
-        const index = next++;
-        const t0 = process.hrtime.bigint();
-        await work(index);
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  latencies.sort((a, b) => a - b);
-  return { perSecond: Math.round((operations / seconds) * 10) / 10, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
 
 /** RSS in MiB of the process whose command line contains `needle` (best effort, Linux /proc), else undefined. */
 function rssOfProcessMatching(needle: string): number | undefined {
@@ -86,38 +48,18 @@ function rssOfProcessMatching(needle: string): number | undefined {
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 600);
-  const serverUrl = (process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres').replace(/\/[^/]*$/, '');
-  const databaseName = `bench_transfers_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${databaseName}`);
-  await admin.end();
+  const environment = await startBenchEnvironment('transfers');
   const stops: Array<() => Promise<void>> = [];
   try {
-    const migrator = createDatabase(`${serverUrl}/${databaseName}`, 1);
-    await migrateToLatest(migrator);
-    await migrator.destroy();
-
-    let temporalAddress = process.env.TEMPORAL_ADDRESS;
-    let temporalPort: number | undefined;
-    if (!temporalAddress) {
-      temporalPort = await freePort();
-      const server = await startTemporalDevServer({
-        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
-        port: temporalPort,
-        uiPort: await freePort(),
-      });
-      stops.push(() => server.stop());
-      temporalAddress = `127.0.0.1:${temporalPort}`;
-    }
+    const temporalAddress = environment.temporalAddress;
     const config = loadConfig({
-      DATABASE_URL: `${serverUrl}/${databaseName}`,
+      DATABASE_URL: environment.databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
       HTTP_PORT: '0',
       RPC_PORT: '0',
       LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      PLATFORM_KEY_DIR: environment.keyDirectory,
     });
     const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
     stops.push(() => platform.stop());
@@ -185,22 +127,24 @@ export async function run(): Promise<BenchResult> {
     const transfers = await measure(operations, CONCURRENCY, (index) => transfer(`M${index}`));
     const check = await deps.ledger.check();
     const rssMiB = Math.round(process.memoryUsage().rss / 1024 / 1024);
-    const temporalRssMiB = temporalPort ? rssOfProcessMatching(`--port ${temporalPort}`) : undefined;
-    const ratio = Math.round((transfers.perSecond / floor.perSecond) * 100) / 100;
+    const temporalRssMiB = environment.startedTemporal
+      ? rssOfProcessMatching(`--port ${temporalAddress.split(':').pop()}`)
+      : undefined;
+    const ratio = Math.round((transfers.per_second / floor.per_second) * 100) / 100;
     return {
       name: 'transfers',
       rows: [
-        { phase: 'transfers (create + confirm via façade, RSA2 both ways)', per_second: transfers.perSecond, p50_ms: transfers.p50, p99_ms: transfers.p99 },
-        { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.perSecond, p50_ms: floor.p50, p99_ms: floor.p99 },
+        { phase: 'transfers (create + confirm via façade, RSA2 both ways)', per_second: transfers.per_second, p50_ms: transfers.p50_ms, p99_ms: transfers.p99_ms },
+        { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.per_second, p50_ms: floor.p50_ms, p99_ms: floor.p99_ms },
       ],
       ratios: [{ label: 'transfers/s vs Temporal floor', value: ratio, goal: 0.5 }],
       metrics: {
-        transfers_per_second: transfers.perSecond,
-        transfers_p50_ms: transfers.p50,
-        transfers_p99_ms: transfers.p99,
-        floor_per_second: floor.perSecond,
-        floor_p50_ms: floor.p50,
-        floor_p99_ms: floor.p99,
+        transfers_per_second: transfers.per_second,
+        transfers_p50_ms: transfers.p50_ms,
+        transfers_p99_ms: transfers.p99_ms,
+        floor_per_second: floor.per_second,
+        floor_p50_ms: floor.p50_ms,
+        floor_p99_ms: floor.p99_ms,
         ratio_transfers_to_floor: ratio,
         failures,
         operations,
@@ -215,21 +159,8 @@ export async function run(): Promise<BenchResult> {
     };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    const cleanup = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-    await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
-    await cleanup.end();
+    await environment.close();
   }
 }
 
-if (require.main === module) {
-  run()
-    .then((result) => {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-      process.exit(0);
-    })
-    .catch((error) => {
-      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(1);
-    });
-}
+runWhenMain(module, run);

@@ -11,104 +11,35 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { loadConfig } from '../src/config';
-import { startEmbeddedPostgres } from '../src/db/embedded';
-import { createDatabase, migrateToLatest } from '../src/db/knex';
 import { createLogger } from '../src/logger';
 import { freePort, waitForPort } from '../src/net';
 import { createMerchant, getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
-import { startTemporalDevServer, stopChild } from '../src/temporal/dev-server';
+import { stopChild } from '../src/temporal/dev-server';
 import { signRequestParameters } from '../src/crypto/rsa2-query';
 import { MerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
+import { measure, runWhenMain, startBenchEnvironment, type Measurement } from './support/harness';
 
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const USERS = 64;
 
-function percentile(sortedMs: number[], p: number): number {
-  if (sortedMs.length === 0) return 0;
-  const index = Math.min(sortedMs.length - 1, Math.ceil((p / 100) * sortedMs.length) - 1);
-  return Math.round(sortedMs[Math.max(0, index)]! * 100) / 100;
-}
-
-/** Runs `operations` calls of `work(i)` with `concurrency` workers; returns ops/s and latencies (ms). */
-async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>) {
-  const latencies: number[] = [];
-  let next = 0;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < operations) {
-        const index = next++;
-        const t0 = process.hrtime.bigint();
-        await work(index);
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  latencies.sort((a, b) => a - b);
-  return { perSecond: Math.round((operations / seconds) * 10) / 10, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 2000);
+  const environment = await startBenchEnvironment('wallet');
   const stops: Array<() => Promise<void>> = [];
-  const configured = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
-  let serverUrl: string;
-  if (configured) {
-    const url = new URL(configured);
-    url.pathname = '';
-    serverUrl = url.toString().replace(/\/$/, '');
-  } else {
-    const directory = mkdtempSync(path.join(os.tmpdir(), 'bench-wallet-'));
-    const embedded = await startEmbeddedPostgres({ directory: path.join(directory, 'postgres'), persistent: false });
-    serverUrl = embedded.serverUrl;
-    stops.push(async () => {
-      await embedded.stop();
-      rmSync(directory, { recursive: true, force: true });
-    });
-  }
-  const databaseName = `bench_wallet_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${databaseName}`);
-  await admin.end();
-  stops.push(async () => {
-    const cleanup = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-    await cleanup.connect();
-    await cleanup.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
-    await cleanup.end();
-  });
   try {
-    const migrator = createDatabase(`${serverUrl}/${databaseName}`, 1);
-    await migrateToLatest(migrator);
-    await migrator.destroy();
-
-    let temporalAddress = process.env.TEMPORAL_ADDRESS;
-    if (!temporalAddress) {
-      const port = await freePort();
-      const server = await startTemporalDevServer({
-        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
-        port,
-        uiPort: await freePort(),
-      });
-      stops.push(() => server.stop());
-      temporalAddress = `127.0.0.1:${port}`;
-    }
+    const temporalAddress = environment.temporalAddress;
     const config = loadConfig({
-      DATABASE_URL: `${serverUrl}/${databaseName}`,
+      DATABASE_URL: environment.databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
       HTTP_PORT: '0',
       RPC_PORT: '0',
       LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      PLATFORM_KEY_DIR: environment.keyDirectory,
     });
     // Setup and the ledger baseline use in-process deps; the measured façade + RPC server run as they do in
     // production, in their own process (`payments serve --roles api,facade`), so the client does not share their
@@ -183,13 +114,11 @@ export async function run(): Promise<BenchResult> {
       if (response.status !== 200) failures++;
     });
     const check = await deps.ledger.check();
-    const row = (label: string, sample: { perSecond: number; p50: number; p99: number }) => ({
-      path: label, concurrency: CONCURRENCY, operations, per_second: sample.perSecond, p50_ms: sample.p50, p99_ms: sample.p99,
-    });
+    const row = (label: string, sample: Measurement) => ({ path: label, concurrency: CONCURRENCY, operations, ...sample });
     return {
       name: 'wallet',
       rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
-      ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.perSecond / ledger.perSecond, goal: 0.5 }],
+      ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.per_second / ledger.per_second, goal: 0.5 }],
       notes: [
         'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC (merchant headers, session and RSA2 signature verified) + 2 user lookups + ledger.transfer',
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
@@ -197,17 +126,8 @@ export async function run(): Promise<BenchResult> {
     };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await environment.close();
   }
 }
 
-if (require.main === module) {
-  run()
-    .then((result) => {
-      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-      process.exit(0);
-    })
-    .catch((error) => {
-      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
-      process.exit(1);
-    });
-}
+runWhenMain(module, run);

@@ -1,0 +1,183 @@
+/**
+ * What every benchmark shares: latency percentiles, a fixed-count measurement loop, a database server (the one at
+ * `BENCH_DATABASE_URL` / `DATABASE_URL`, else an embedded PostgreSQL in a temporary directory) with fresh migrated
+ * databases that are dropped afterwards, and Temporal (`TEMPORAL_ADDRESS`, else a dev server on free ports).
+ * Lives under bench/support/ so the runner (bench/run.ts) does not take it for a bench.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../../src/db/embedded';
+import { createDatabase, migrateToLatest } from '../../src/db/knex';
+import { freePort } from '../../src/net';
+import { startTemporalDevServer } from '../../src/temporal/dev-server';
+
+/** The p-th percentile (nearest rank) of ascending `sorted` values; 0 for none. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+/** Operations per second (0.1) and latency percentiles in milliseconds (0.01). */
+export interface Measurement {
+  per_second: number;
+  p50_ms: number;
+  p99_ms: number;
+}
+
+/** Runs `operations` calls of `work(index)` from `concurrency` loops and measures them. */
+export async function measure(
+  operations: number,
+  concurrency: number,
+  work: (index: number) => Promise<void>,
+): Promise<Measurement> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < operations) {
+        const index = next++;
+        const t0 = process.hrtime.bigint();
+        await work(index);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return {
+    per_second: round(operations / seconds, 1),
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+  };
+}
+
+export interface BenchDatabaseServer {
+  /** Where the databases live, for the report ("127.0.0.1:5432" or "embedded PostgreSQL"). */
+  where: string;
+  /** Creates a fresh database named bench_<name>_<random>, migrated; returns its URL. */
+  createDatabase(): Promise<string>;
+  /** Drops every database created here, then stops the embedded server if one was started. */
+  stop(): Promise<void>;
+}
+
+async function onServer(serverUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function startBenchDatabaseServer(name: string): Promise<BenchDatabaseServer> {
+  const configured = process.env.BENCH_DATABASE_URL ?? process.env.DATABASE_URL;
+  let serverUrl: string;
+  let where: string;
+  let stopServer = async (): Promise<void> => undefined;
+  if (configured) {
+    const url = new URL(configured);
+    url.pathname = '';
+    serverUrl = url.toString().replace(/\/$/, '');
+    where = url.host;
+  } else {
+    const directory = mkdtempSync(path.join(os.tmpdir(), `bench-${name}-`));
+    const embedded = await startEmbeddedPostgres({ directory: path.join(directory, 'postgres'), persistent: false });
+    serverUrl = embedded.serverUrl;
+    where = 'embedded PostgreSQL';
+    stopServer = async () => {
+      await embedded.stop();
+      rmSync(directory, { recursive: true, force: true });
+    };
+  }
+  const created: string[] = [];
+  return {
+    where,
+    async createDatabase() {
+      const database = `bench_${name}_${randomBytes(4).toString('hex')}`;
+      await onServer(serverUrl, `CREATE DATABASE ${database}`);
+      created.push(database);
+      const url = `${serverUrl}/${database}`;
+      const migrator = createDatabase(url, 1);
+      try {
+        await migrateToLatest(migrator);
+      } finally {
+        await migrator.destroy();
+      }
+      return url;
+    },
+    async stop() {
+      for (const database of created) await onServer(serverUrl, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => undefined);
+      await stopServer();
+    },
+  };
+}
+
+/** A migrated database, Temporal, and a key directory for one platform under benchmark. */
+export interface BenchEnvironment {
+  databaseUrl: string;
+  databaseWhere: string;
+  temporalAddress: string;
+  /** True when this bench started the Temporal dev server (so its RSS can be reported). */
+  startedTemporal: boolean;
+  keyDirectory: string;
+  /** Registers a cleanup step; `close` runs them in reverse, then drops the database. */
+  defer(step: () => Promise<void>): void;
+  close(): Promise<void>;
+}
+
+export async function startBenchEnvironment(name: string): Promise<BenchEnvironment> {
+  const steps: Array<() => Promise<void>> = [];
+  const server = await startBenchDatabaseServer(name);
+  steps.push(() => server.stop());
+  const close = async () => {
+    for (const step of steps.reverse()) await step().catch(() => undefined);
+  };
+  try {
+    const databaseUrl = await server.createDatabase();
+    let temporalAddress = process.env.TEMPORAL_ADDRESS;
+    if (!temporalAddress) {
+      const port = await freePort();
+      const temporal = await startTemporalDevServer({
+        dataDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-temporal-')),
+        port,
+        uiPort: await freePort(),
+      });
+      steps.push(() => temporal.stop());
+      temporalAddress = `127.0.0.1:${port}`;
+    }
+    return {
+      databaseUrl,
+      databaseWhere: server.where,
+      temporalAddress,
+      startedTemporal: !process.env.TEMPORAL_ADDRESS,
+      keyDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      defer: (step) => steps.push(step),
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Lets a bench file run on its own (`npx tsx bench/<name>.ts`): prints the result as JSON. */
+export function runWhenMain(module: NodeModule, run: () => Promise<unknown>): void {
+  if (require.main !== module) return;
+  run().then(
+    (result) => {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      process.exit(0);
+    },
+    (error: unknown) => {
+      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exit(1);
+    },
+  );
+}
