@@ -7,14 +7,17 @@
  */
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
-import { createDatabase, migrateToLatest } from '../db/knex';
 import { createLogger } from '../logger';
-import { parseRoles, runRoles } from '../runtime';
 import { registerAdminCommands } from './admin';
-import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
 import { registerWebhookCommands } from './admin-webhooks';
-import { runDevStack } from './dev';
 import { stopOnSignals } from './signals';
+
+// The roles, the dev stack, the database and the sandbox are loaded only by the commands that run them, so
+// `payments admin …` (a Connect client) starts without loading the Temporal worker, knex and every service.
+const runtime = () => require('../runtime') as typeof import('../runtime');
+const devStack = () => require('./dev') as typeof import('./dev');
+const knex = () => require('../db/knex') as typeof import('../db/knex');
+const sandbox = () => require('../sandbox/upstream') as typeof import('../sandbox/upstream');
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 
@@ -42,13 +45,13 @@ program
     const settings = config();
     const roles = (() => {
       try {
-        return parseRoles(options.roles);
+        return runtime().parseRoles(options.roles);
       } catch (error) {
         fail(error);
       }
     })();
     const logger = createLogger(settings.LOG_LEVEL);
-    const platform = await runRoles(settings, roles, logger).catch(fail);
+    const platform = await runtime().runRoles(settings, roles, logger).catch(fail);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
     stopOnSignals(platform.stop, say);
   });
@@ -59,7 +62,7 @@ program
   .action(async () => {
     const settings = config();
     const logger = createLogger(settings.LOG_LEVEL);
-    const stop = await runDevStack(settings, logger, say).catch(fail);
+    const stop = await devStack().runDevStack(settings, logger, say).catch(fail);
     stopOnSignals(stop, say);
   });
 
@@ -69,6 +72,7 @@ program
   .action(async () => {
     const settings = config();
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
+    const { createDatabase, migrateToLatest } = knex();
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
       const applied = await migrateToLatest(database);
@@ -86,13 +90,14 @@ program
   .description('run the sandbox upstream payin provider on SANDBOX_PORT (dev only, platform decisions §4)')
   .action(async () => {
     const settings = config();
-    const sandbox = await startSandboxUpstream({
+    const { SANDBOX_DEFAULTS, startSandboxUpstream } = sandbox();
+    const upstream = await startSandboxUpstream({
       port: settings.SANDBOX_PORT,
       api_key: settings.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
       webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
     }).catch(fail);
-    say(`sandbox upstream on ${sandbox.url}: forward payins to ${sandbox.payinUrl}`);
-    stopOnSignals(() => sandbox.close(), say);
+    say(`sandbox upstream on ${upstream.url}: forward payins to ${upstream.payinUrl}`);
+    stopOnSignals(() => upstream.close(), say);
   });
 
 program.parseAsync(process.argv).catch(fail);

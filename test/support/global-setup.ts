@@ -5,7 +5,7 @@
  * database and use their own task queue, so files are isolated from each other.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -19,7 +19,8 @@ export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   const directory = mkdtempSync(path.join(os.tmpdir(), 'payments-test-'));
   chmodSync(directory, 0o755); // as root, PostgreSQL runs as the postgres user, which must enter this directory
-  const stops: Array<() => Promise<void>> = [];
+  // Run last by global-teardown (stops run in reverse): the workflow bundle, test keys and data go with it.
+  const stops: Array<() => Promise<void>> = [async () => rmSync(directory, { recursive: true, force: true })];
 
   let serverUrl: string;
   const external = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
