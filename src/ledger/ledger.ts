@@ -30,7 +30,6 @@ import type {
   LedgerTransaction,
   PendingTransfer,
   PendingTransferState,
-  Posting,
 } from './types';
 
 export const OWNER_TYPES: readonly AccountOwnerType[] = ['platform', 'partner', 'merchant', 'user'];
@@ -84,6 +83,9 @@ interface KeyRow {
   transaction_id: string | null;
   pending_transfer_id: string | null;
 }
+
+/** A Ledger method's input, as the contract (types.ts) declares it. */
+type InputOf<K extends keyof Ledger> = Parameters<Ledger[K]>[0];
 
 function toAccount(row: AccountRow): Account {
   return {
@@ -309,7 +311,7 @@ export function createLedger(database: Knex): Ledger {
   }
 
   async function findAccount(
-    input: { owner_type: AccountOwnerType; owner_id: string; currency: Currency; kind: AccountKind },
+    input: InputOf<'findAccount'>,
     trx?: Knex.Transaction,
   ): Promise<Account | undefined> {
     validateAccountInput(input);
@@ -322,7 +324,7 @@ export function createLedger(database: Knex): Ledger {
   }
 
   async function openAccount(
-    input: { owner_type: AccountOwnerType; owner_id: string; currency: Currency; kind: AccountKind },
+    input: InputOf<'openAccount'>,
     trx?: Knex.Transaction,
   ): Promise<Account> {
     validateAccountInput(input);
@@ -358,7 +360,7 @@ export function createLedger(database: Knex): Ledger {
   }
 
   async function transfer(
-    input: { idempotency_key: string; description: string; postings: Posting[]; metadata?: Record<string, unknown> },
+    input: InputOf<'transfer'>,
     trx?: Knex.Transaction,
   ): Promise<LedgerTransaction> {
     const key = validateKey(input.idempotency_key);
@@ -464,15 +466,7 @@ export function createLedger(database: Knex): Ledger {
     });
   }
   async function createPendingTransfer(
-    input: {
-      idempotency_key: string;
-      debit_account_id: string;
-      credit_account_id: string;
-      amount_units: bigint;
-      timeout_seconds?: number;
-      description: string;
-      metadata?: Record<string, unknown>;
-    },
+    input: InputOf<'createPendingTransfer'>,
     trx?: Knex.Transaction,
   ): Promise<PendingTransfer> {
     const key = validateKey(input.idempotency_key);
@@ -569,7 +563,7 @@ export function createLedger(database: Knex): Ledger {
   /** Shared by post and void: lock the transfer, replay or refuse by state, then `apply`. */
   async function resolvePending(
     operation: 'post_pending' | 'void_pending',
-    input: { pending_transfer_id: string; idempotency_key: string },
+    input: InputOf<'postPendingTransfer'>,
     trx: Knex.Transaction | undefined,
   ): Promise<PendingTransfer> {
     const key = validateKey(input.idempotency_key);
