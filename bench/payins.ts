@@ -13,7 +13,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { freePort } from '../src/net';
 import { createMerchant } from '../src/onboarding';
@@ -30,22 +29,15 @@ export async function run(): Promise<BenchResult> {
   const environment = await startBenchEnvironment('payins');
   const stops: Array<() => Promise<void>> = [];
   try {
-    const temporalAddress = environment.temporalAddress;
     const secret = randomBytes(16).toString('hex');
     const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
     stops.push(() => sandbox.close());
     const receiver = await startMerchantReceiver();
     stops.push(() => receiver.close());
     const port = await freePort();
-    const config = loadConfig({
-      DATABASE_URL: environment.databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+    const config = environment.config({
       HTTP_PORT: String(port),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      RPC_PORT: '0',
-      LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: environment.keyDirectory,
       UPSTREAM_PAYIN_URL: sandbox.payinUrl,
       UPSTREAM_API_KEY: 'bench-key',
       UPSTREAM_WEBHOOK_SECRET: secret,

@@ -14,7 +14,6 @@
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
@@ -52,15 +51,7 @@ export async function run(): Promise<BenchResult> {
   const stops: Array<() => Promise<void>> = [];
   try {
     const temporalAddress = environment.temporalAddress;
-    const config = loadConfig({
-      DATABASE_URL: environment.databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
-      HTTP_PORT: '0',
-      RPC_PORT: '0',
-      LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: environment.keyDirectory,
-    });
+    const config = environment.config();
     const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
     stops.push(() => platform.stop());
     const deps = platform.deps!;

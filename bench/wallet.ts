@@ -10,9 +10,7 @@
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { loadConfig } from '../src/config';
 import { createLogger } from '../src/logger';
 import { freePort, waitForPort } from '../src/net';
 import { createMerchant, getUser } from '../src/onboarding';
@@ -32,15 +30,7 @@ export async function run(): Promise<BenchResult> {
   const stops: Array<() => Promise<void>> = [];
   try {
     const temporalAddress = environment.temporalAddress;
-    const config = loadConfig({
-      DATABASE_URL: environment.databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
-      HTTP_PORT: '0',
-      RPC_PORT: '0',
-      LOG_LEVEL: 'silent',
-      PLATFORM_KEY_DIR: environment.keyDirectory,
-    });
+    const config = environment.config();
     // Setup and the ledger baseline use in-process deps; the measured façade + RPC server run as they do in
     // production, in their own process (`payments serve --roles api,facade`), so the client does not share their
     // event loop.

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { loadConfig, type Config } from '../../src/config';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { freePort } from '../../src/net';
@@ -127,6 +128,8 @@ export interface BenchEnvironment {
   /** True when this bench started the Temporal dev server (so its RSS can be reported). */
   startedTemporal: boolean;
   keyDirectory: string;
+  /** The platform configuration for this environment: its own task queue, free ports, silent logs, plus `overrides`. */
+  config(overrides?: Record<string, string>): Config;
   /** Registers a cleanup step; `close` runs them in reverse, then drops the database. */
   defer(step: () => Promise<void>): void;
   close(): Promise<void>;
@@ -152,12 +155,25 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
       steps.push(() => temporal.stop());
       temporalAddress = `127.0.0.1:${port}`;
     }
+    const keyDirectory = mkdtempSync(path.join(os.tmpdir(), 'bench-keys-'));
+    const address = temporalAddress;
     return {
       databaseUrl,
       databaseWhere: server.where,
       temporalAddress,
       startedTemporal: !process.env.TEMPORAL_ADDRESS,
-      keyDirectory: mkdtempSync(path.join(os.tmpdir(), 'bench-keys-')),
+      keyDirectory,
+      config: (overrides = {}) =>
+        loadConfig({
+          DATABASE_URL: databaseUrl,
+          TEMPORAL_ADDRESS: address,
+          TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+          HTTP_PORT: '0',
+          RPC_PORT: '0',
+          LOG_LEVEL: 'silent',
+          PLATFORM_KEY_DIR: keyDirectory,
+          ...overrides,
+        }),
       defer: (step) => steps.push(step),
       close,
     };
