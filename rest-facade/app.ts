@@ -11,6 +11,7 @@ import getRawBody from 'raw-body';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/logger';
 import type { PlatformClients } from '../src/rpc/clients';
+import { docsRouter } from './docs';
 import { healthRouter } from './health';
 
 /** Largest request body accepted, in bytes. */
@@ -34,6 +35,19 @@ export interface AreaRouter {
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
+/**
+ * The path as logged: the matched route pattern (`/pre-order/:token`) when a router matched, so preorder tokens,
+ * instrument tokens and activation codes in paths never reach a log; otherwise the raw path with every segment of
+ * 16 characters or more (anything token-like) replaced by `:redacted`.
+ */
+export function loggablePath(ctx: { path: string; _matchedRoute?: string | RegExp }): string {
+  if (typeof ctx._matchedRoute === 'string') return ctx._matchedRoute;
+  return ctx.path
+    .split('/')
+    .map((segment) => (segment.length >= 16 ? ':redacted' : segment))
+    .join('/');
+}
 
 export function createFacadeApp(options: {
   clients: PlatformClients;
@@ -62,7 +76,7 @@ export function createFacadeApp(options: {
     } finally {
       const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.logger.info(
-        { method: ctx.method, path: ctx.path, status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
+        { method: ctx.method, path: loggablePath(ctx), status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
         'request',
       );
     }
@@ -83,6 +97,7 @@ export function createFacadeApp(options: {
   });
   const health = healthRouter();
   app.use(health.routes());
+  app.use(docsRouter().routes());
   for (const area of options.areas ?? []) {
     const mounted = new Router<FacadeState>({ prefix: area.prefix || undefined });
     mounted.use(area.router.routes(), area.router.allowedMethods());

@@ -33,11 +33,17 @@ const schema = z.object({
   ACCESS_TOKEN_TTL_SECONDS: seconds.default(7200),
   MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
+  DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().max(86_400).default(5),
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   UPSTREAM_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * How long a process reuses a successful credential lookup (Area B API key; Area C merchant headers and session):
+   * a suspension, a new secret key or a removed session applies within this many seconds. 0 = look up every time.
+   */
+  AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
   SANDBOX_OTP: z.string().regex(/^\d{4,8}$/, 'must be 4 to 8 digits').default('123456'),
   PLATFORM_KEY_DIR: z.string().min(1).default('.data/keys'),
   DATA_DIR: z.string().min(1).default('.data'),

@@ -38,9 +38,13 @@ const redactPaths = REDACTED_KEYS.flatMap((key) => {
   return [quoted, `*${dot}${quoted}`, `*.*${dot}${quoted}`];
 });
 
-/** Creates the root logger. `level` is a pino level name ("silent" in tests by default). */
-export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', name = 'payments'): Logger {
-  return pino({ name, level, redact: { paths: redactPaths, censor: '[redacted]' } });
+/**
+ * Creates the root logger. `level` is a pino level name ("silent" in tests by default); `destination` defaults to
+ * stdout (tests pass a stream to inspect what is logged).
+ */
+export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', name = 'payments', destination?: pino.DestinationStream): Logger {
+  const options = { name, level, redact: { paths: redactPaths, censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type { Logger };

@@ -21,6 +21,10 @@ import type { WalletService } from './gen/payments/wallet/v1/wallet_pb';
 import { createWalletService } from './wallet/service';
 import type { AdminService } from './gen/payments/admin/v1/admin_pb';
 import { createAdminService } from './onboarding/admin-service';
+import type { InstrumentService } from './gen/payments/instrument/v1/instrument_pb';
+import { createInstrumentService } from './instruments/service';
+import type { DepositService } from './gen/payments/deposit/v1/deposit_pb';
+import { createDepositService } from './deposits/service';
 
 /** What services and activities are built from. One instance per process. */
 export interface PlatformDeps {
@@ -40,6 +44,8 @@ export interface PlatformServices {
   payin: ServiceImpl<typeof PayinService>;
   wallet: ServiceImpl<typeof WalletService>;
   admin: ServiceImpl<typeof AdminService>;
+  instrument: ServiceImpl<typeof InstrumentService>;
+  deposit: ServiceImpl<typeof DepositService>;
 }
 
 export function createServices(deps: PlatformDeps): PlatformServices {
@@ -50,5 +56,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     payin: createPayinService(deps),
     wallet: createWalletService(deps),
     admin: createAdminService(deps),
+    instrument: createInstrumentService(deps),
+    deposit: createDepositService(deps),
   };
 }

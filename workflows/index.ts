@@ -3,3 +3,4 @@ export { diagnosticsWorkflow } from './diagnostics';
 export { preTransferWorkflow } from './pre-transfer';
 export { payinWorkflow } from './payin';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { depositWorkflow } from './deposit';

@@ -19,6 +19,8 @@ import { readLogin } from '../../src/wallet/contract';
 import type { FacadeContext, FacadeState } from '../app';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './envelope';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';
+import { registerInstrumentPages } from './instrument-pages';
+import { registerPaymentPages } from './payment-pages';
 import type { MerchantServiceHandler, MerchantServiceTable } from './services';
 
 type Body = Record<string, unknown>;
@@ -141,5 +143,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     }
   });
 
+  registerPaymentPages(router);
+  registerInstrumentPages(router);
   return router;
 }

@@ -3,5 +3,7 @@
  * To add services, export a `MerchantServiceTable` from your own file and append it here.
  */
 import { coreMerchantServices, type MerchantServiceTable } from './services';
+import { depositMerchantServices } from './deposit-services';
+import { instrumentMerchantServices } from './instrument-services';
 
-export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [coreMerchantServices];
+export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [coreMerchantServices, depositMerchantServices, instrumentMerchantServices];

@@ -7,6 +7,8 @@ import { PayinService } from '../gen/payments/payin/v1/payin_pb';
 import type { PlatformServices } from '../platform';
 import { WalletService } from '../gen/payments/wallet/v1/wallet_pb';
 import { AdminService } from '../gen/payments/admin/v1/admin_pb';
+import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
+import { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
 
 export function createRoutes(services: PlatformServices): (router: ConnectRouter) => void {
   return (router) => {
@@ -16,5 +18,7 @@ export function createRoutes(services: PlatformServices): (router: ConnectRouter
     router.service(PayinService, services.payin);
     router.service(WalletService, services.wallet);
     router.service(AdminService, services.admin);
+    router.service(InstrumentService, services.instrument);
+    router.service(DepositService, services.deposit);
   };
 }

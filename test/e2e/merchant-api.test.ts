@@ -2,23 +2,15 @@
  * Area C over HTTP (issue 6; interface "Area C"; platform decisions §7 and §8): login, the signed /do-action route
  * and its services, every documented failure, tenant isolation. Real PostgreSQL, Temporal, RPC and façade.
  */
-import { createMerchant, getUser } from '../../src/onboarding';
+import { getUser } from '../../src/onboarding';
 import { MESSAGES } from '../../src/wallet/contract';
-import { MerchantClient } from '../support/merchant-client';
+import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 const BAD_REQUEST = { success: false, code: 400, message: 'Bad Request' };
 
 async function newMerchant(platform: TestPlatform, name: string): Promise<MerchantClient> {
-  const { merchant, credentials } = await createMerchant(platform.deps, { name, callback_url: 'https://merchant.example/callback' });
-  return new MerchantClient({
-    baseUrl: platform.facadeUrl,
-    merchantId: merchant.id,
-    merchantSecretKey: credentials.merchant_secret_key,
-    privateKeyPem: credentials.private_key!,
-    userName: credentials.api_user_name,
-    password: credentials.api_password,
-  });
+  return (await onboardMerchantClient(platform.deps, platform.facadeUrl, name)).client;
 }
 
 let phoneCounter = 10_000_000;

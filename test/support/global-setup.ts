@@ -1,7 +1,8 @@
 /**
  * Once per `npm test` run: PostgreSQL (the server at TEST_DATABASE_URL / DATABASE_URL when set, else an embedded
  * cluster in a temporary directory), a migrated template database, the Temporal dev server (the CLI found or
- * built by src/temporal/cli-binary.ts) and one workflow bundle. Test files then clone the template into their own
+ * built by src/temporal/cli-binary.ts), one workflow bundle and Debian's chromium for the browser tests
+ * (test/support/chromium.ts). Test files then clone the template into their own
  * database and use their own task queue, so files are isolated from each other.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -13,6 +14,7 @@ import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
 import { bundleWorkflows } from '../../src/worker';
+import { ensureChromium } from './chromium';
 
 
 export default async function globalSetup(): Promise<void> {
@@ -73,6 +75,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.PAYMENTS_TEST_TEMPLATE_DATABASE = TEMPLATE_DATABASE;
   process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS = environment.connection.options.address;
   process.env.PAYMENTS_TEST_WORKFLOW_BUNDLE = bundlePath;
+  process.env.PAYMENTS_TEST_CHROMIUM = ensureChromium((line) => process.stderr.write(`${line}\n`));
   (globalThis as { __paymentsTestStops?: Array<() => Promise<void>> }).__paymentsTestStops = stops;
   process.stderr.write(`\ntest services ready in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
 }

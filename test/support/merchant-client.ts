@@ -5,6 +5,8 @@
 import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
+import { createMerchant, type Merchant, type MerchantCredentials } from '../../src/onboarding';
+import type { PlatformDeps } from '../../src/platform';
 
 export interface MerchantClientOptions {
   baseUrl: string;
@@ -76,4 +78,25 @@ export class MerchantClient {
   static lossless(response: AreaCResponse): unknown {
     return parseJsonLossless(response.text);
   }
+}
+
+/**
+ * Onboards a merchant (as `payments admin merchants create` does) and returns a client for it against the façade at
+ * `facadeUrl`, not yet logged in.
+ */
+export async function onboardMerchantClient(
+  deps: PlatformDeps,
+  facadeUrl: string,
+  name: string,
+): Promise<{ client: MerchantClient; merchant: Merchant; credentials: MerchantCredentials }> {
+  const { merchant, credentials } = await createMerchant(deps, { name, callback_url: 'https://merchant.example/callback' });
+  const client = new MerchantClient({
+    baseUrl: facadeUrl,
+    merchantId: merchant.id,
+    merchantSecretKey: credentials.merchant_secret_key,
+    privateKeyPem: credentials.private_key!,
+    userName: credentials.api_user_name,
+    password: credentials.api_password,
+  });
+  return { client, merchant, credentials };
 }

@@ -74,11 +74,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 }
 
 export async function startTestPlatform(
-  options: { env?: Record<string, string>; roles?: Role[] } = {},
+  options: { env?: Record<string, string>; roles?: Role[]; /** Receives every log line (JSON) instead of stdout. */ logDestination?: { write(line: string): void } } = {},
 ): Promise<TestPlatform> {
   const database = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: database.url, ...options.env });
-  const logger = createLogger(config.LOG_LEVEL, 'test');
+  const logger = createLogger(config.LOG_LEVEL, 'test', options.logDestination);
   bundleCode ??= readFileSync(required('PAYMENTS_TEST_WORKFLOW_BUNDLE'), 'utf8');
   const running = await runRoles(config, options.roles ?? ['api', 'facade', 'worker'], logger, {
     bundle: { code: bundleCode },

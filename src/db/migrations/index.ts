@@ -10,6 +10,9 @@ import * as transfers from './004_transfers';
 import * as payins from './005_payins';
 import * as wallet from './006_wallet';
 import * as instruments from './007_instruments';
+import * as instrumentVault from './008_instruments';
+import * as deposits from './009_deposits';
+import * as payinOutbox from './010_payin_outbox';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -24,6 +27,9 @@ const migrations: Array<[string, Migration]> = [
   ['005_payins', payins],
   ['006_wallet', wallet],
   ['007_instruments', instruments],
+  ['008_instruments', instrumentVault],
+  ['009_deposits', deposits],
+  ['010_payin_outbox', payinOutbox],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

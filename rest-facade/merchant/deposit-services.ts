@@ -1,0 +1,44 @@
+/**
+ * The /do-action deposit services of Area C (issue 7, docs/area-c.md "Deposits and confirmations"): each reads its
+ * fields (src/deposits/contract.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
+ */
+import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from '../../src/deposits/contract';
+import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
+import type { MerchantServiceTable } from './services';
+
+/** `data` of every deposit service: reference, token, token_type, need_verify_trx, html_confirm_payment. */
+function startedDepositJson(deposit: StartedDeposit | undefined): Record<string, unknown> {
+  return {
+    reference: deposit?.reference ?? '',
+    token: deposit?.token ?? '',
+    token_type: deposit?.tokenType ?? 0,
+    need_verify_trx: deposit?.needVerifyTrx ?? false,
+    html_confirm_payment: deposit?.htmlConfirmPayment ?? '',
+  };
+}
+
+export const depositMerchantServices: MerchantServiceTable = {
+  async deposit_by_local_card({ body, caller, clients, callOptions }) {
+    const fields = readDeposit(body);
+    const answer = await clients.deposit.depositByLocalCard({ ...caller, ...fields }, callOptions);
+    return startedDepositJson(answer.deposit);
+  },
+
+  async deposit_by_bank_account({ body, caller, clients, callOptions }) {
+    const fields = readDeposit(body);
+    const answer = await clients.deposit.depositByBankAccount({ ...caller, ...fields }, callOptions);
+    return startedDepositJson(answer.deposit);
+  },
+
+  async deposit_by_visa_master({ body, caller, clients, callOptions }) {
+    const fields = readVisaMasterDeposit(body);
+    const answer = await clients.deposit.depositByVisaMaster({ ...caller, ...fields }, callOptions);
+    return startedDepositJson(answer.deposit);
+  },
+
+  async confirm_payments({ body, caller, clients, callOptions }) {
+    const fields = readConfirmPayments(body);
+    await clients.deposit.confirmPayment({ ...caller, ...fields }, callOptions);
+    return [];
+  },
+};

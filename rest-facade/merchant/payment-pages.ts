@@ -1,0 +1,82 @@
+/**
+ * The browser pages of Area C deposits (issue 7, docs/area-c.md "Deposits and confirmations"): translation only.
+ * Every page is an HTML document rendered by DepositService; the façade passes it through with its status, or
+ * answers the service's redirect.
+ *
+ *   GET  /visa-master/confirm/:token     the confirmation page of a Visa/Master deposit again
+ *   POST /visa-master/confirm/:token     the confirmation form's submission → 303 to redirect_url?result=… or the
+ *                                        result page (hidden input `result`)
+ *   GET  /pre-order/:token               the hosted preorder page (seller, description, amount, card form)
+ *   POST /pre-order/:token/pay           the card form (application/x-www-form-urlencoded) → the confirmation page
+ */
+import type Router from '@koa/router';
+import { readCardForm } from '../../src/deposits/contract';
+import { faultPage } from '../../src/deposits/html';
+import type { FacadeContext, FacadeState } from '../app';
+
+/** No scripts, nothing loaded from elsewhere; forms may post (and be redirected) anywhere. */
+const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'";
+
+function sendHtml(ctx: FacadeContext, page: { statusCode: number; html: string } | undefined): void {
+  ctx.status = page?.statusCode || 500;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.body = page?.html ?? faultPage();
+}
+
+async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<void> {
+  try {
+    await render();
+  } catch (error) {
+    ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'deposit page failed');
+    sendHtml(ctx, { statusCode: 500, html: faultPage() });
+  }
+}
+
+/** Registers the deposit pages on the Area C router. */
+export function registerPaymentPages(router: Router<FacadeState>): void {
+  const options = (ctx: FacadeContext) => ({ headers: { 'X-Request-Id': ctx.state.requestId } });
+
+  router.get('/visa-master/confirm/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.getVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
+      sendHtml(ctx, reply.page);
+    }),
+  );
+
+  router.post('/visa-master/confirm/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.submitVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
+      if (reply.outcome.case === 'redirectLocation') {
+        ctx.set('Cache-Control', 'no-store');
+        ctx.set('Referrer-Policy', 'no-referrer');
+        ctx.status = 303;
+        ctx.redirect(reply.outcome.value);
+        return;
+      }
+      sendHtml(ctx, reply.outcome.value);
+    }),
+  );
+
+  router.get('/pre-order/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.getPreOrderPage({ preOrderToken: ctx.params.token ?? '' }, options(ctx));
+      sendHtml(ctx, reply.page);
+    }),
+  );
+
+  router.post('/pre-order/:token/pay', (ctx) =>
+    answer(ctx, async () => {
+      // The raw body was read by the app (rest-facade/app.ts); WHATWG URLSearchParams parses the urlencoded form.
+      const form = ctx.is('application/x-www-form-urlencoded') ? new URLSearchParams(ctx.state.rawBody) : new URLSearchParams();
+      const reply = await ctx.state.clients.deposit.payPreOrderByCard(
+        { preOrderToken: ctx.params.token ?? '', ...readCardForm(form) },
+        options(ctx),
+      );
+      sendHtml(ctx, reply.page);
+    }),
+  );
+}

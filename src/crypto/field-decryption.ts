@@ -1,0 +1,118 @@
+/**
+ * Area C encrypted fields (interface "Authentication / Area C" item 6; platform decisions §7): holder_name,
+ * bank_code, bank_number, sourceOfFunds and security_code arrive as base64 of an RSA ciphertext under the platform
+ * public key. Accepted paddings, tried in this order:
+ *
+ *   1. RSAES-OAEP, SHA-256 (MGF1 SHA-256, empty label)   Node crypto
+ *   2. RSAES-OAEP, SHA-1 (MGF1 SHA-1, empty label)       Node crypto
+ *   3. RSAES-PKCS1-v1_5                                  node-forge (Node 20 refuses this padding for decryption,
+ *                                                        CVE-2023-46809), in a worker-thread pool (piscina):
+ *                                                        forge's pure-JS RSA costs tens of ms per block
+ *
+ * The plaintext must be non-empty UTF-8. Every failure (not a string, not base64, wrong length or truncated, wrong
+ * key, wrong padding, empty or invalid UTF-8) throws the one same error on the field, "The <field> could not be
+ * decrypted.", so the endpoint tells nothing about which step failed. Plaintexts are never logged.
+ */
+import { constants, privateDecrypt, type KeyObject } from 'node:crypto';
+import path from 'node:path';
+import { Piscina } from 'piscina';
+import { DomainError } from '../errors';
+import type { PlatformKeys } from './platform-keys';
+
+export type FieldPadding = 'oaep-sha256' | 'oaep-sha1' | 'pkcs1';
+
+/** The one message of every decryption failure on `field`. */
+export function fieldNotDecryptable(field: string): string {
+  return `The ${field} could not be decrypted.`;
+}
+
+/** Longest accepted base64 text (a 16384-bit key's ciphertext is 2732 characters). */
+const MAX_BASE64_LENGTH = 4096;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The PKCS#1 v1.5 worker pool: at most 2 threads, started on first use, each ending after 10 s idle (so a test run
+ * or a stopping process is not held open). Limits: 256 queued blocks; beyond that the field fails like any other.
+ */
+let pool: Piscina | undefined;
+const POOL_MAX_THREADS = 2;
+const POOL_IDLE_TIMEOUT_MILLISECONDS = 10_000;
+const POOL_MAX_QUEUE = 256;
+
+function pkcs1Pool(): Piscina {
+  pool ??= new Piscina({
+    filename: path.join(__dirname, 'pkcs1-v1_5-worker.js'),
+    minThreads: 0,
+    maxThreads: POOL_MAX_THREADS,
+    idleTimeout: POOL_IDLE_TIMEOUT_MILLISECONDS,
+    maxQueue: POOL_MAX_QUEUE,
+  });
+  return pool;
+}
+
+/** Stops the worker pool (graceful shutdown; idle threads also end by themselves). */
+export async function closeFieldDecryption(): Promise<void> {
+  const closing = pool;
+  pool = undefined;
+  await closing?.destroy();
+}
+
+function oaep(privateKey: KeyObject, ciphertext: Buffer, hash: 'sha256' | 'sha1'): Buffer | undefined {
+  try {
+    return privateDecrypt({ key: privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: hash }, ciphertext);
+  } catch {
+    return undefined;
+  }
+}
+
+async function pkcs1(privateKeyPem: string, ciphertext: Buffer): Promise<Buffer | undefined> {
+  try {
+    const plaintext = (await pkcs1Pool().run({ privateKeyPem, ciphertext: new Uint8Array(ciphertext) })) as Uint8Array | null;
+    return plaintext ? Buffer.from(plaintext) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Decrypts one encrypted field value. @returns the UTF-8 plaintext, or undefined for any failure.
+ */
+export async function tryDecryptField(
+  keys: Pick<PlatformKeys, 'privateKey' | 'privateKeyPem'>,
+  value: unknown,
+): Promise<string | undefined> {
+  if (typeof value !== 'string') return undefined;
+  const text = value.replace(/\s+/g, '');
+  if (text.length === 0 || text.length > MAX_BASE64_LENGTH || !BASE64.test(text)) return undefined;
+  const ciphertext = Buffer.from(text, 'base64');
+  const modulusBytes = Math.ceil((keys.privateKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
+  if (ciphertext.length !== modulusBytes) return undefined;
+  const plaintext =
+    oaep(keys.privateKey, ciphertext, 'sha256') ?? oaep(keys.privateKey, ciphertext, 'sha1') ?? (await pkcs1(keys.privateKeyPem, ciphertext));
+  if (!plaintext || plaintext.length === 0) return undefined;
+  try {
+    return utf8.decode(plaintext);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Decrypts the encrypted field `field`.
+ * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["The <field> could not be decrypted."]}`
+ *         for every cause of failure.
+ */
+export async function decryptField(
+  keys: Pick<PlatformKeys, 'privateKey' | 'privateKeyPem'>,
+  field: string,
+  value: unknown,
+): Promise<string> {
+  const plaintext = await tryDecryptField(keys, value);
+  if (plaintext === undefined) {
+    throw new DomainError('invalid_argument', 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
+      [field]: [fieldNotDecryptable(field)],
+    });
+  }
+  return plaintext;
+}

@@ -1,0 +1,115 @@
+/**
+ * DepositWorkflow activities (issue 7, Area C; docs/area-c.md "Deposits and confirmations"). The acquirer steps
+ * (OTP check, card authorization) go to the sandbox acquirer; the money step (`completeDeposit`) writes the ledger
+ * transaction, the deposit row and the preorder's paid flag in ONE database transaction with the ledger
+ * idempotency key = the deposit reference, so a retried activity never moves money twice.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { findInstrumentByToken, revealCardNumber } from '../instruments/store';
+import type { PlatformDeps } from '../platform';
+import { authorizeCard, verifyOtp } from '../sandbox/acquirer';
+import { payPreorder, sellerAccountId } from '../wallet/movements';
+import { getUser } from '../onboarding';
+import { DEPOSIT_MESSAGES } from './contract';
+import { openDepositPassword } from './sealing';
+import { finishDeposit, getDeposit, type Deposit } from './store';
+
+async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: string): Promise<Deposit> {
+  const deposit = await getDeposit(deps.database, reference);
+  if (!deposit) throw ApplicationFailure.nonRetryable(`unknown deposit ${reference}`, 'DEPOSIT_NOT_FOUND');
+  return deposit;
+}
+
+/** The account a completed deposit credits: the preorder's seller, else the depositing user's wallet. */
+async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
+  if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
+  const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
+  if (!user) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} has no user`, 'DEPOSIT_USER_NOT_FOUND');
+  return user.wallet_account_id;
+}
+
+export function createDepositActivities(deps: PlatformDeps) {
+  return {
+    /**
+     * The sandbox acquirer's OTP check for this deposit (SANDBOX_OTP, constant time). The password arrives sealed
+     * (`sealDepositPassword`) and is opened only here; never logged. A seal that does not open is a wrong password.
+     */
+    async verifyDepositPassword(input: { reference: string; sealed_password: string }): Promise<{ valid: boolean }> {
+      await requireDeposit(deps, input.reference);
+      const password = openDepositPassword(deps.keys.dataKey, input.reference, input.sealed_password);
+      return { valid: password !== undefined && verifyOtp(deps.config, password) };
+    },
+
+    /** The sandbox acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
+    async authorizeDepositCard(input: { reference: string }): Promise<{ approved: boolean }> {
+      const deposit = await requireDeposit(deps, input.reference);
+      const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
+      if (!instrument) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND');
+      return { approved: authorizeCard(await revealCardNumber(deps, instrument)).approved };
+    },
+
+    /**
+     * Completes a pending deposit in one database transaction: settlement −amount → the user's wallet +amount, or
+     * with a preorder → its seller +(amount − commission), fee_revenue +commission and the preorder marked paid
+     * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock). A preorder paid meanwhile
+     * fails the deposit and moves nothing. A repeat answers the deposit's end state.
+     */
+    async completeDeposit(input: { reference: string }): Promise<{ state: 'completed' | 'failed' }> {
+      const found = await requireDeposit(deps, input.reference);
+      const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
+      if (found.state !== 'pending') return answered(found);
+      // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
+      const preorder = found.pre_order_token
+        ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
+            | { merchant_id: string; seller_code: string }
+            | undefined)
+        : undefined;
+      const credit = await creditAccountId(deps, found, preorder);
+      const settlement = await deps.ledger.platformAccount('settlement', found.currency);
+      return deps.database.transaction(async (trx) => {
+        const deposit = (await getDeposit(trx, input.reference, { forUpdate: true }))!;
+        if (deposit.state !== 'pending') return answered(deposit);
+        const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
+        let transactionId: string;
+        if (deposit.pre_order_token) {
+          const paid = await payPreorder(deps, trx, {
+            preOrderToken: deposit.pre_order_token,
+            sourceAccountId: settlement.id,
+            sellerAccountId: credit,
+            reference: deposit.reference,
+            idempotencyKey: deposit.reference,
+            paidByUserId: deposit.user_id,
+          });
+          if (paid.status === 'already_paid') {
+            await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.preorderPaid });
+            return { state: 'failed' as const };
+          }
+          transactionId = paid.transactionId;
+        } else {
+          const posted = await deps.ledger.transfer(
+            {
+              idempotency_key: deposit.reference,
+              description: `deposit ${deposit.reference}`,
+              postings: [
+                { account_id: settlement.id, amount_units: -deposit.amount_units },
+                { account_id: credit, amount_units: deposit.amount_units },
+              ],
+              metadata,
+            },
+            trx,
+          );
+          transactionId = posted.id;
+        }
+        await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
+        return { state: 'completed' as const };
+      });
+    },
+
+    /** Ends a pending deposit without moving money: declined (card), cancelled (passwords) or expired. Repeats are no-ops. */
+    async closeDeposit(input: { reference: string; state: 'declined' | 'cancelled' | 'expired' }): Promise<void> {
+      const message =
+        input.state === 'declined' ? DEPOSIT_MESSAGES.declined : input.state === 'cancelled' ? DEPOSIT_MESSAGES.cancelled : DEPOSIT_MESSAGES.expired;
+      await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
+    },
+  };
+}

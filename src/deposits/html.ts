@@ -1,0 +1,175 @@
+/**
+ * The HTML documents of Area C deposits (issue 7, docs/area-c.md "Deposits and confirmations"): the Visa/Master
+ * confirmation page (html_confirm_payment), the result page with the hidden input `result`, the hosted preorder
+ * page with its card form, and small error pages. Pure functions, no I/O.
+ *
+ * Every interpolated value goes through the `html` tagged template, which escapes it with `escape-html`
+ * (& < > " ' → entities) unless it is itself the output of `html`; attributes are always double-quoted. Pages
+ * carry no script and load nothing from elsewhere.
+ */
+import escapeHtml from 'escape-html';
+
+/** Markup produced by `html` (already escaped). */
+export class SafeHtml {
+  constructor(readonly value: string) {}
+
+  toString(): string {
+    return this.value;
+  }
+}
+
+function render(value: unknown): string {
+  if (value instanceof SafeHtml) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  if (value === undefined || value === null || value === false) return '';
+  return escapeHtml(String(value));
+}
+
+/** Tagged template: literal parts are kept, every `${value}` is HTML-escaped (arrays are joined, SafeHtml kept). */
+export function html(strings: TemplateStringsArray, ...values: unknown[]): SafeHtml {
+  let out = strings[0]!;
+  values.forEach((value, index) => {
+    out += render(value) + strings[index + 1]!;
+  });
+  return new SafeHtml(out);
+}
+
+const STYLE = `body{font-family:system-ui,sans-serif;max-width:32rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}dl{display:grid;grid-template-columns:auto 1fr;gap:.3rem 1rem}dt{color:#666}dd{margin:0}
+label{display:block;margin:.6rem 0 .2rem}input{padding:.4rem;font-size:1rem;width:100%;box-sizing:border-box}
+.row{display:flex;gap:.6rem}.row>div{flex:1}button{margin-top:1rem;padding:.6rem 1.2rem;font-size:1rem}
+.error{color:#b00020}.muted{color:#666}`;
+
+/** A complete document. */
+export function page(title: string, body: SafeHtml): string {
+  return html`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title}</title>
+<style>${new SafeHtml(STYLE)}</style>
+</head>
+<body>
+${body}
+</body>
+</html>
+`.value;
+}
+
+export interface ConfirmationView {
+  /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */
+  actionUrl: string;
+  merchantName: string;
+  description: string | null;
+  /** Decimal text ("12.50"). */
+  amount: string;
+  currency: string;
+  brand: string | null;
+  last4: string;
+  holderName: string;
+  reference: string;
+}
+
+/** html_confirm_payment: the payment summary and a form that posts (no fields) to the confirmation URL. */
+export function confirmationPage(view: ConfirmationView): string {
+  return page(
+    'Confirm your payment',
+    html`<h1>Confirm your payment</h1>
+<dl>
+<dt>Merchant</dt><dd id="merchant">${view.merchantName}</dd>
+${view.description ? html`<dt>Description</dt><dd id="description">${view.description}</dd>` : ''}
+<dt>Amount</dt><dd id="amount">${view.amount} ${view.currency}</dd>
+<dt>Card</dt><dd id="card">${(view.brand ?? 'card').toUpperCase()} •••• ${view.last4} (${view.holderName})</dd>
+<dt>Reference</dt><dd id="reference">${view.reference}</dd>
+</dl>
+<form method="post" action="${view.actionUrl}">
+<button type="submit" id="confirm">Confirm payment</button>
+</form>`,
+  );
+}
+
+/** The answer to a confirmation without redirect_url: the outcome and the hidden input `result`. */
+export function resultPage(view: { success: boolean; message: string; reference: string; resultBase64: string }): string {
+  return page(
+    view.success ? 'Payment completed' : 'Payment not completed',
+    html`<h1>${view.success ? 'Payment completed' : 'Payment not completed'}</h1>
+<p id="message">${view.message}</p>
+<p class="muted">Reference ${view.reference}</p>
+<input type="hidden" name="result" value="${view.resultBase64}">`,
+  );
+}
+
+export interface PreorderView {
+  /** Absolute URL the card form posts to (`…/pre-order/<token>/pay`). */
+  actionUrl: string;
+  sellerName: string;
+  description: string;
+  amount: string;
+  currency: string;
+  paid: boolean;
+  /** Field → messages, shown next to the form after a refused submission. */
+  errors?: Record<string, string[]>;
+  /** What the payer typed (never the card number or security code). */
+  values?: { holderName?: string; expiryMonth?: string; expiryYear?: string };
+}
+
+function fieldErrors(errors: Record<string, string[]> | undefined, ...fields: string[]): SafeHtml {
+  const messages = fields.flatMap((field) => errors?.[field] ?? []);
+  return html`${messages.map((message) => html`<p class="error">${message}</p>`)}`;
+}
+
+/** The hosted preorder page: seller, description, amount and a Visa/Master card form (or "paid", without a form). */
+export function preorderPage(view: PreorderView): string {
+  const summary = html`<h1>Pay ${view.sellerName}</h1>
+<dl>
+<dt>Seller</dt><dd id="seller">${view.sellerName}</dd>
+<dt>Description</dt><dd id="description">${view.description}</dd>
+<dt>Amount</dt><dd id="amount">${view.amount} ${view.currency}</dd>
+</dl>`;
+  if (view.paid) return page('Order paid', html`${summary}<p id="paid">This order has already been paid.</p>`);
+  const errors = view.errors;
+  const known = new Set(['holder_name', 'number', 'card_number', 'expiry', 'expiry_month', 'expiry_year', 'security_code']);
+  const others = Object.keys(errors ?? {}).filter((field) => !known.has(field));
+  return page(
+    `Pay ${view.sellerName}`,
+    html`${summary}
+${fieldErrors(errors, ...others)}
+<form method="post" action="${view.actionUrl}" autocomplete="off">
+<label for="holder_name">Name on card</label>
+<input id="holder_name" name="holder_name" required maxlength="100" value="${view.values?.holderName ?? ''}">
+${fieldErrors(errors, 'holder_name')}
+<label for="card_number">Card number (Visa or Mastercard)</label>
+<input id="card_number" name="card_number" required inputmode="numeric" maxlength="23">
+${fieldErrors(errors, 'number', 'card_number')}
+<div class="row">
+<div><label for="expiry_month">Expiry month</label>
+<input id="expiry_month" name="expiry_month" required inputmode="numeric" maxlength="2" placeholder="MM" value="${view.values?.expiryMonth ?? ''}"></div>
+<div><label for="expiry_year">Expiry year</label>
+<input id="expiry_year" name="expiry_year" required inputmode="numeric" maxlength="4" placeholder="YY" value="${view.values?.expiryYear ?? ''}"></div>
+</div>
+${fieldErrors(errors, 'expiry', 'expiry_month', 'expiry_year')}
+<label for="security_code">Security code</label>
+<input id="security_code" name="security_code" required inputmode="numeric" maxlength="4" type="password">
+${fieldErrors(errors, 'security_code')}
+<button type="submit" id="pay">Pay ${view.amount} ${view.currency}</button>
+</form>`,
+  );
+}
+
+/** A page with a heading and one message (not found, expired, refused…). */
+export function messagePage(title: string, message: string): string {
+  return page(title, html`<h1>${title}</h1>
+<p id="message">${message}</p>`);
+}
+
+/** The page of an unknown preorder or deposit token. */
+export function notFoundPage(): string {
+  return messagePage('Not found', 'This payment page does not exist.');
+}
+
+/** The page the façade shows when the platform fails unexpectedly (no details). */
+export function faultPage(): string {
+  return messagePage('Something went wrong', 'An unexpected error occurred. Please try again later.');
+}

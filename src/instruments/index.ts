@@ -1,0 +1,6 @@
+/** Instruments (issue 7): the card and bank-account vault, tokenization, bank-account QR activation. */
+export * from './store';
+export * from './cards';
+export { createInstrumentService, readSourceOfFunds, TOKENIZE_MESSAGES } from './service';
+export { activationCode, activationUrl, qrImageUrl, notifyActivated, ACTIVATED_EVENT } from './activation';
+export { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './contract';

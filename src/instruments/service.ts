@@ -1,0 +1,230 @@
+/**
+ * InstrumentService (issue 7; interface "Area C" tokenize_local_card, tokenize_bank_account, tokenize_visa_master;
+ * platform decisions §7; /tmp/area-c-instruments.md): decrypts the encrypted fields with the platform private key
+ * (src/crypto/field-decryption.ts), checks them, and vaults the instrument (store.ts). Tokenize calls are
+ * authenticated with `authenticateAction` exactly like WalletService; the user must be one of the calling
+ * merchant's users (else 400 `user_id` "The selected user_id is invalid.", as for any unknown user).
+ *
+ * Every failing field is reported at once (400, field → messages). Card and account numbers are logged only as
+ * their last 4 digits; security codes are checked and dropped.
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import { decryptField } from '../crypto/field-decryption';
+import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
+import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
+import type { PlatformDeps } from '../platform';
+import { MESSAGES } from '../wallet/contract';
+import { merchantUser } from '../wallet/movements';
+import { AUTH_MESSAGES, authenticateAction } from '../wallet/sessions';
+import { activationCode, activationCodeSha256, activationUrl, notifyActivated, qrImageUrl } from './activation';
+import { CARD_MESSAGES, cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
+import { checkHolderName, findBankAccountByToken, findByActivationCodeHash, insertInstrument, markActivated, newInstrumentToken, type Instrument } from './store';
+
+export const TOKENIZE_MESSAGES = {
+  bankId: 'The selected bank_id is invalid.',
+  sourceOfFundsJson: 'The sourceOfFunds must be a JSON object.',
+  sourceOfFundsType: 'The sourceOfFunds type must be CARD.',
+  sourceOfFundsCard: 'The sourceOfFunds must contain provided.card.',
+  activationNotFound: 'The activation link is invalid.',
+} as const;
+
+function add(problems: FieldViolations, field: string, message: string): void {
+  (problems[field] ??= []).push(message);
+}
+
+/** Runs a check that may throw a DomainError with fields; merges them into `problems`. */
+async function collect<T>(problems: FieldViolations, check: () => Promise<T> | T): Promise<T | undefined> {
+  try {
+    return await check();
+  } catch (error) {
+    if (!(error instanceof DomainError) || Object.keys(error.fields).length === 0 || error.kind === 'unauthenticated') throw error;
+    for (const [field, messages] of Object.entries(error.fields)) for (const message of messages) add(problems, field, message);
+    return undefined;
+  }
+}
+
+function finish(problems: FieldViolations): void {
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+}
+
+/** The card inside a decrypted sourceOfFunds, checked (messages on `sourceOfFunds`). The security code is dropped. */
+export function readSourceOfFunds(plaintext: string, problems: FieldViolations): { number: string; expiry: Expiry } | undefined {
+  const field = 'sourceOfFunds';
+  let value: unknown;
+  try {
+    value = JSON.parse(plaintext);
+  } catch {
+    value = undefined;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return void add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsJson);
+  const source = value as { type?: unknown; provided?: { card?: unknown } };
+  if (source.type !== 'CARD') add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsType);
+  const card = source.provided && typeof source.provided === 'object' ? source.provided.card : undefined;
+  if (card === null || typeof card !== 'object' || Array.isArray(card)) return void add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsCard);
+  const { number: numberText, securityCode, expiry: expiryValue } = card as { number?: unknown; securityCode?: unknown; expiry?: unknown };
+  const number = typeof numberText === 'string' ? normalizeCardNumber(numberText) : undefined;
+  if (!number) add(problems, field, CARD_MESSAGES.number);
+  if (!validSecurityCode(securityCode)) add(problems, field, CARD_MESSAGES.securityCode);
+  const expiryObject = expiryValue && typeof expiryValue === 'object' ? (expiryValue as { month?: unknown; year?: unknown }) : {};
+  const expiry = parseExpiry(expiryObject.month, expiryObject.year);
+  if (!expiry) add(problems, field, CARD_MESSAGES.expiry);
+  else if (isExpired(expiry)) add(problems, field, CARD_MESSAGES.expired);
+  return number && expiry && source.type === 'CARD' && !problems[field] ? { number, expiry } : undefined;
+}
+
+export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof InstrumentService> {
+  const { database, keys } = deps;
+
+  async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
+    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken);
+    if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
+    return request.merchantId;
+  }
+
+  async function checkBank(bankId: string, problems: FieldViolations): Promise<string | undefined> {
+    const bank = /^\d{1,18}$/.test(bankId) ? await database('banks').where({ id: bankId }).first('id') : undefined;
+    if (!bank) return void add(problems, 'bank_id', TOKENIZE_MESSAGES.bankId);
+    return bankId;
+  }
+
+  /** The decrypted plaintext of an encrypted field, or undefined (its failure added to `problems`). */
+  async function decrypt(field: string, value: string, problems: FieldViolations): Promise<string | undefined> {
+    try {
+      return await decryptField(keys, field, value);
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      add(problems, field, error.fields[field]![0]!);
+      return undefined;
+    }
+  }
+
+  async function holderName(value: string, problems: FieldViolations): Promise<string | undefined> {
+    const plaintext = await decrypt('holder_name', value, problems);
+    return plaintext === undefined ? undefined : checkHolderName(plaintext, problems);
+  }
+
+  function logRequest(merchantId: string, kind: string, userId: string): void {
+    deps.logger.debug({ merchant_id: merchantId, kind, user_id: userId }, 'tokenize request');
+  }
+
+  function logTokenized(instrument: Instrument): void {
+    deps.logger.info(
+      { instrument_id: instrument.id, merchant_id: instrument.merchantId, kind: instrument.kind, brand: instrument.brand, last4: instrument.last4 },
+      'instrument tokenized',
+    );
+  }
+
+  return {
+    async tokenizeLocalCard(request) {
+      const merchantId = await requireMerchantId(request);
+      logRequest(merchantId, 'local_card', request.userId);
+      const problems: FieldViolations = {};
+      await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
+      const bankId = await checkBank(request.bankId, problems);
+      const holder = await holderName(request.holderName, problems);
+      const numberText = await decrypt('bank_code', request.bankCode, problems);
+      const number = numberText === undefined ? undefined : normalizeCardNumber(numberText);
+      if (numberText !== undefined && !number) add(problems, 'bank_code', CARD_MESSAGES.number);
+      finish(problems);
+      const instrument = await insertInstrument(deps, {
+        merchantId,
+        userId: request.userId,
+        kind: 'local_card',
+        holderName: holder!,
+        number: number!,
+        brand: cardBrand(number!),
+        bankId,
+      });
+      logTokenized(instrument);
+      return { token: instrument.token };
+    },
+
+    async tokenizeBankAccount(request) {
+      const merchantId = await requireMerchantId(request);
+      logRequest(merchantId, 'bank_account', request.userId);
+      const problems: FieldViolations = {};
+      await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
+      const bankId = await checkBank(request.bankId, problems);
+      const holder = await holderName(request.holderName, problems);
+      const numberText = await decrypt('bank_number', request.bankNumber, problems);
+      const number = numberText === undefined ? undefined : normalizeAccountNumber(numberText);
+      if (numberText !== undefined && !number) add(problems, 'bank_number', CARD_MESSAGES.accountNumber('bank_number'));
+      let callBack: URL | undefined;
+      try {
+        callBack = new URL(request.callBack);
+      } catch {
+        callBack = undefined;
+      }
+      if (!callBack || (callBack.protocol !== 'http:' && callBack.protocol !== 'https:')) add(problems, 'call_back', MESSAGES.url('call_back'));
+      finish(problems);
+      const token = newInstrumentToken();
+      const instrument = await insertInstrument(deps, {
+        token,
+        merchantId,
+        userId: request.userId,
+        kind: 'bank_account',
+        holderName: holder!,
+        number: number!,
+        bankId,
+        status: 'pending_activation',
+        activationCodeSha256: activationCodeSha256(activationCode(keys.dataKey, token)),
+        callBackUrl: request.callBack,
+      });
+      logTokenized(instrument);
+      return { token, bankNumberLast4: instrument.last4, qrImageUrl: qrImageUrl(deps, token), needVerify: true };
+    },
+
+    async tokenizeVisaMaster(request) {
+      const merchantId = await requireMerchantId(request);
+      logRequest(merchantId, 'visa_master', request.userId);
+      const problems: FieldViolations = {};
+      await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
+      const holder = await holderName(request.holderName, problems);
+      const plaintext = await decrypt('sourceOfFunds', request.sourceOfFunds, problems);
+      const card = plaintext === undefined ? undefined : readSourceOfFunds(plaintext, problems);
+      finish(problems);
+      const instrument = await insertInstrument(deps, {
+        merchantId,
+        userId: request.userId,
+        kind: 'visa_master',
+        holderName: holder!,
+        number: card!.number,
+        brand: cardBrand(card!.number),
+        expiry: card!.expiry,
+      });
+      logTokenized(instrument);
+      return { token: instrument.token };
+    },
+
+    async getBankAccountActivation(request) {
+      const hash = request.activationCode ? activationCodeSha256(request.activationCode) : undefined;
+      const instrument = request.token
+        ? await findBankAccountByToken(database, request.token)
+        : hash
+          ? await findByActivationCodeHash(database, hash)
+          : undefined;
+      if (!instrument) throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [TOKENIZE_MESSAGES.activationNotFound] });
+      const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
+      return {
+        activationUrl: activationUrl(deps, activationCode(keys.dataKey, instrument.token)),
+        bankNumberLast4: instrument.last4,
+        bankName: (bank as { name?: string } | undefined)?.name ?? '',
+        activated: instrument.status === 'active',
+      };
+    },
+
+    async activateBankAccount(request) {
+      const hash = activationCodeSha256(request.activationCode);
+      const instrument = hash ? await findByActivationCodeHash(database, hash) : undefined;
+      if (!instrument) throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [TOKENIZE_MESSAGES.activationNotFound] });
+      const activatedNow = await markActivated(database, instrument.id);
+      if (activatedNow) {
+        deps.logger.info({ instrument_id: instrument.id, merchant_id: instrument.merchantId, last4: instrument.last4 }, 'bank account activated');
+        if (instrument.callBackUrl) void notifyActivated(deps, { ...instrument, status: 'active' }, instrument.callBackUrl);
+      }
+      const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
+      return { bankNumberLast4: instrument.last4, bankName: (bank as { name?: string } | undefined)?.name ?? '', activatedNow };
+    },
+  };
+}

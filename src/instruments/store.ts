@@ -1,0 +1,251 @@
+/**
+ * The instrument vault's table (`instruments`, migration 008; issue 7, platform decisions §7): tokenized local
+ * cards, bank accounts and Visa/Master cards. Numbers are stored only AES-256-GCM encrypted (vault.ts) with their
+ * last 4 digits; security codes are never stored. Tokens are opaque: `tok_` + 32 base64url characters.
+ *
+ * Tenant isolation: every lookup is scoped by merchant (and by user when the caller names one); an instrument of
+ * another merchant or user is answered exactly like an unknown token.
+ *
+ * Shared with deposits (H7b): findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard.
+ */
+import type { Knex } from 'knex';
+import { randomToken } from '../crypto/secrets';
+import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import type { PlatformDeps } from '../platform';
+import { CARD_MESSAGES, cardBrand, isExpired, lastFour, normalizeCardNumber, type Expiry } from './cards';
+import { openNumber, sealNumber } from './vault';
+
+export type InstrumentKind = 'local_card' | 'bank_account' | 'visa_master';
+export type InstrumentStatus = 'active' | 'pending_activation';
+
+export interface Instrument {
+  /** Decimal of the bigserial id. */
+  id: string;
+  token: string;
+  merchantId: string;
+  /** Decimal user id (users.id); null for a guest card vaulted by the hosted preorder page. */
+  userId: string | null;
+  kind: InstrumentKind;
+  holderName: string;
+  last4: string;
+  /** Cards only (visa, mastercard, unionpay, amex, jcb, discover, other). */
+  brand: string | null;
+  /** Visa/Master cards only. */
+  expiryMonth: number | null;
+  /** Four digits; Visa/Master cards only. */
+  expiryYear: number | null;
+  /** Local cards and bank accounts. */
+  bankId: number | null;
+  status: InstrumentStatus;
+}
+
+export const INSTRUMENT_MESSAGES = {
+  tokenInvalid: 'The selected token is invalid.',
+  notActivated: 'The bank account is not activated yet.',
+  holderName: 'The holder_name field is required.',
+  holderNameMax: (max: number) => `The holder_name may not be greater than ${max} characters.`,
+} as const;
+
+/** Longest holder name kept. */
+export const HOLDER_NAME_MAX = 100;
+
+const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
+
+/** A fresh instrument token: `tok_` + 24 random bytes as base64url (32 characters). */
+export function newInstrumentToken(): string {
+  return `tok_${randomToken(24)}`;
+}
+
+interface InstrumentRow {
+  id: bigint;
+  token: string;
+  merchant_id: string;
+  user_id: bigint | null;
+  kind: InstrumentKind;
+  holder_name: string;
+  number_encrypted: string;
+  last4: string;
+  brand: string | null;
+  expiry_month: number | null;
+  expiry_year: number | null;
+  bank_id: bigint | null;
+  status: InstrumentStatus;
+  activation_code_sha256: string | null;
+  call_back_url: string | null;
+  activated_at: Date | null;
+}
+
+function toInstrument(row: InstrumentRow): Instrument {
+  return {
+    id: String(row.id),
+    token: row.token,
+    merchantId: row.merchant_id,
+    userId: row.user_id === null ? null : String(row.user_id),
+    kind: row.kind,
+    holderName: row.holder_name,
+    last4: row.last4,
+    brand: row.brand,
+    expiryMonth: row.expiry_month,
+    expiryYear: row.expiry_year,
+    bankId: row.bank_id === null ? null : Number(row.bank_id),
+    status: row.status,
+  };
+}
+
+/**
+ * The merchant's instrument with this token, else undefined (unknown, malformed, or another merchant's).
+ */
+export async function findInstrumentByToken(
+  db: Knex | Knex.Transaction,
+  merchantId: string,
+  token: string,
+): Promise<Instrument | undefined> {
+  if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) return undefined;
+  const row = (await db('instruments').where({ token, merchant_id: merchantId }).first()) as InstrumentRow | undefined;
+  return row ? toInstrument(row) : undefined;
+}
+
+/**
+ * The instrument a request names, checked for use: same merchant, same user when `userId` is given, one of
+ * `kinds` when given, and active (a bank account still pending activation is refused).
+ * @throws DomainError not_found INSTRUMENT_NOT_FOUND on `field` (default `token`) "The selected token is invalid.";
+ *         failed_precondition INSTRUMENT_NOT_ACTIVATED "The bank account is not activated yet."
+ */
+export async function requireInstrument(
+  db: Knex | Knex.Transaction,
+  input: { merchantId: string; token: string; userId?: string; kinds?: InstrumentKind[]; field?: string },
+): Promise<Instrument> {
+  const field = input.field ?? 'token';
+  const instrument = await findInstrumentByToken(db, input.merchantId, input.token);
+  if (
+    !instrument ||
+    (input.userId !== undefined && instrument.userId !== input.userId) ||
+    (input.kinds && !input.kinds.includes(instrument.kind))
+  ) {
+    throw new DomainError('not_found', 'INSTRUMENT_NOT_FOUND', 'instrument not found', { [field]: [INSTRUMENT_MESSAGES.tokenInvalid] });
+  }
+  if (instrument.status !== 'active') {
+    throw new DomainError('failed_precondition', 'INSTRUMENT_NOT_ACTIVATED', 'bank account not activated', {
+      [field]: [INSTRUMENT_MESSAGES.notActivated],
+    });
+  }
+  return instrument;
+}
+
+/**
+ * The full card (or account) number of an instrument, decrypted from the vault. For the sandbox acquirer only;
+ * never log or return it.
+ * @throws Error when the row is gone or the vault cannot decrypt it (a programming or key error).
+ */
+export async function revealCardNumber(deps: Pick<PlatformDeps, 'database' | 'keys'>, instrument: Instrument): Promise<string> {
+  const row = (await deps.database('instruments').where({ id: instrument.id }).select('token', 'number_encrypted').first()) as
+    | Pick<InstrumentRow, 'token' | 'number_encrypted'>
+    | undefined;
+  if (!row) throw new Error(`instrument ${instrument.id} not found`);
+  return openNumber(deps.keys.dataKey, row.token, row.number_encrypted);
+}
+
+export interface NewInstrument {
+  merchantId: string;
+  userId: string | null;
+  kind: InstrumentKind;
+  holderName: string;
+  /** Normalized digits; stored encrypted, with last 4. */
+  number: string;
+  brand?: string | null;
+  expiry?: Expiry | null;
+  bankId?: string | null;
+  status?: InstrumentStatus;
+  activationCodeSha256?: string | null;
+  callBackUrl?: string | null;
+  /** Preset token (bank accounts derive their activation code from it); default a fresh one. */
+  token?: string;
+}
+
+/** Inserts a vaulted instrument (the number encrypted under the data key). @returns the stored instrument. */
+export async function insertInstrument(
+  deps: Pick<PlatformDeps, 'database' | 'keys'>,
+  input: NewInstrument,
+  db: Knex | Knex.Transaction = deps.database,
+): Promise<Instrument> {
+  const token = input.token ?? newInstrumentToken();
+  const [row] = (await db('instruments')
+    .insert({
+      token,
+      merchant_id: input.merchantId,
+      user_id: input.userId,
+      kind: input.kind,
+      holder_name: input.holderName,
+      number_encrypted: sealNumber(deps.keys.dataKey, token, input.number),
+      last4: lastFour(input.number),
+      brand: input.brand ?? null,
+      expiry_month: input.expiry?.month ?? null,
+      expiry_year: input.expiry?.year ?? null,
+      bank_id: input.bankId ?? null,
+      status: input.status ?? 'active',
+      activation_code_sha256: input.activationCodeSha256 ?? null,
+      call_back_url: input.callBackUrl ?? null,
+    })
+    .returning('*')) as InstrumentRow[];
+  return toInstrument(row!);
+}
+
+/** A holder name as kept: trimmed, 1–HOLDER_NAME_MAX characters. Adds violations under `field` otherwise. */
+export function checkHolderName(value: string, problems: FieldViolations, field = 'holder_name'): string {
+  const name = value.trim();
+  if (!name) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderName);
+  else if (name.length > HOLDER_NAME_MAX) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderNameMax(HOLDER_NAME_MAX));
+  return name;
+}
+
+/**
+ * Vaults a Visa/Master card typed on the hosted preorder page as a guest instrument (no user) of `merchantId`.
+ * @throws DomainError invalid_argument VALIDATION_FAILED listing `holder_name` (empty or too long), `number`
+ *         ("The card number is invalid."), `expiry` ("The card expiry is invalid." / "The card has expired.").
+ */
+export async function vaultGuestCard(
+  deps: Pick<PlatformDeps, 'database' | 'keys'>,
+  input: { merchantId: string; holderName: string; number: string; expiryMonth: number; expiryYear: number },
+): Promise<Instrument> {
+  const problems: FieldViolations = {};
+  const holderName = checkHolderName(input.holderName, problems);
+  const number = normalizeCardNumber(input.number);
+  if (!number) problems.number = [CARD_MESSAGES.number];
+  const year = input.expiryYear < 100 ? 2000 + input.expiryYear : input.expiryYear;
+  const validExpiry =
+    Number.isInteger(input.expiryMonth) && input.expiryMonth >= 1 && input.expiryMonth <= 12 && Number.isInteger(year) && year >= 2000 && year <= 9999;
+  const expiry: Expiry = { month: input.expiryMonth, year };
+  if (!validExpiry) problems.expiry = [CARD_MESSAGES.expiry];
+  else if (isExpired(expiry)) problems.expiry = [CARD_MESSAGES.expired];
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+  return insertInstrument(deps, {
+    merchantId: input.merchantId,
+    userId: null,
+    kind: 'visa_master',
+    holderName,
+    number: number!,
+    brand: cardBrand(number!),
+    expiry,
+  });
+}
+
+/** Internal lookups of the activation flow (activation.ts). */
+export async function findByActivationCodeHash(db: Knex | Knex.Transaction, codeSha256: string): Promise<(Instrument & { callBackUrl: string | null }) | undefined> {
+  const row = (await db('instruments').where({ activation_code_sha256: codeSha256, kind: 'bank_account' }).first()) as InstrumentRow | undefined;
+  return row ? { ...toInstrument(row), callBackUrl: row.call_back_url } : undefined;
+}
+
+/** A bank account by token regardless of merchant (the public QR image URL carries only the token). */
+export async function findBankAccountByToken(db: Knex | Knex.Transaction, token: string): Promise<Instrument | undefined> {
+  if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) return undefined;
+  const row = (await db('instruments').where({ token, kind: 'bank_account' }).first()) as InstrumentRow | undefined;
+  return row ? toInstrument(row) : undefined;
+}
+
+/** Marks a pending bank account active. @returns true when this call activated it (false: already active). */
+export async function markActivated(db: Knex | Knex.Transaction, instrumentId: string): Promise<boolean> {
+  const updated = await db('instruments')
+    .where({ id: instrumentId, status: 'pending_activation' })
+    .update({ status: 'active', activated_at: db.fn.now(), updated_at: db.fn.now() });
+  return updated === 1;
+}

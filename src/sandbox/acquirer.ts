@@ -1,0 +1,41 @@
+/**
+ * Sandbox acquirers (test mode, platform decisions §7; /tmp/area-c-instruments.md): the card authorizer the
+ * Visa/Master deposit consults, and the OTP check of local-card and bank-account deposits.
+ *
+ *   authorizeCard("4242424242424242")  approved
+ *   authorizeCard("4000000000000002")  declined ("The card was declined.")
+ *   any other number                   approved when it is 12–19 digits and Luhn valid (so any test card of the
+ *                                      usual brands works on the hosted page), declined otherwise
+ *   verifyOtp(config, password)        password === SANDBOX_OTP, compared in constant time
+ *
+ * The expiry is checked when the card is vaulted (src/instruments/cards.ts), not here.
+ */
+import type { Config } from '../config';
+import { constantTimeEqual } from '../crypto/secrets';
+import { normalizeCardNumber } from '../instruments/cards';
+
+/** Test card numbers with a fixed answer. */
+export const SANDBOX_CARDS = {
+  approved: '4242424242424242',
+  declined: '4000000000000002',
+} as const;
+
+export const DECLINED_MESSAGE = 'The card was declined.';
+
+export interface Authorization {
+  approved: boolean;
+  /** "OK" or the decline message shown to the payer. */
+  message: string;
+}
+
+/** The sandbox acquirer's decision on a card number (full number, from the vault; never logged). */
+export function authorizeCard(number: string): Authorization {
+  const digits = normalizeCardNumber(number);
+  if (!digits || digits === SANDBOX_CARDS.declined) return { approved: false, message: DECLINED_MESSAGE };
+  return { approved: true, message: 'OK' };
+}
+
+/** True when `password` is the sandbox OTP (constant-time comparison). */
+export function verifyOtp(config: Pick<Config, 'SANDBOX_OTP'>, password: string): boolean {
+  return typeof password === 'string' && constantTimeEqual(password, config.SANDBOX_OTP);
+}
