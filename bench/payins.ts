@@ -1,6 +1,8 @@
 /**
  * Benchmark `payins` (issue 5): payin creations per second and p50/p99 through the façade (API key → PayinService
- * → record → byte-for-byte forward to a local sandbox upstream → QR PNG → PayinWorkflow start), beside the same
+ * → record + workflow-start outbox row → byte-for-byte forward to a local sandbox upstream → QR PNG; the outbox
+ * dispatcher starts the PayinWorkflows beside it, and the run reports how long after the last creation every
+ * workflow had started), beside the same
  * upstream called directly in the same run (goal: façade ≥ 0.5 × direct). Then BENCH_SETTLEMENTS (default 1000)
  * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
  * none duplicated, with p50/p99 from notification to receipt.
@@ -93,6 +95,12 @@ export async function run(): Promise<BenchResult> {
     const directResult = await measure(operations, concurrency, direct);
     const floorResult = await measure(operations, concurrency, floor);
     const facadeResult = await measure(operations, concurrency, facade);
+    // B1 does not wait for Temporal: how long until the outbox dispatcher had started every PayinWorkflow.
+    const facadeEnded = performance.now();
+    while (Number((await platform.deps!.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const outboxLagSeconds = (performance.now() - facadeEnded) / 1000;
 
     // Settlements: the upstream notifies; the merchant receives one webhook per payin.
     const notifiedAt = new Map<string, number>();
@@ -135,6 +143,7 @@ export async function run(): Promise<BenchResult> {
       ],
       notes: [
         `${chosen.length} settlements → ${new Set(ids).size} distinct webhooks received, ${duplicates} duplicate deliveries, ledger ok: ${check.ok}`,
+        `every PayinWorkflow of the façade phase started ${round(outboxLagSeconds, 1)} s after its last creation (transactional outbox, dispatched in batches)`,
       ],
     };
   } finally {

@@ -1,25 +1,39 @@
 /**
  * Benchmark `wallet` (issue 6): Area C `transfer` actions per second and p50/p99 latency through the façade
- * (merchant headers, session and RSA2 signature verified, two RPCs, one ledger transaction) at concurrency 32,
+ * (merchant headers, session and RSA2 signature verified, one Transfer RPC, one ledger transaction) at concurrency 32,
  * beside the ledger's own transfer rate (direct `ledger.transfer`, same concurrency) measured in the same run.
  * Goal: façade rate ≥ 0.5 × ledger rate.
  *
  * PostgreSQL: `BENCH_DATABASE_URL` or `DATABASE_URL` (a fresh database is created and dropped), else an embedded
  * server in a temporary directory and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
- * `BENCH_OPERATIONS` (default 2000) operations per phase. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
+ * `BENCH_OPERATIONS` (default 2000) operations per phase; `BENCH_PROFILE_DIR` writes a CPU profile of the measured
+ * process there. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createLogger } from '../src/logger';
 import { freePort, waitForPort } from '../src/net';
-import { createMerchant, getUser } from '../src/onboarding';
+import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
 import { stopChild } from '../src/temporal/dev-server';
 import { signRequestParameters } from '../src/crypto/rsa2-query';
-import { MerchantClient } from '../test/support/merchant-client';
+import { onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
 import { measure, runWhenMain, startBenchEnvironment, type Measurement } from './support/harness';
+
+const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
+
+/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc; 0 elsewhere). */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+  } catch {
+    return 0;
+  }
+}
 
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const USERS = 64;
@@ -38,7 +52,9 @@ export async function run(): Promise<BenchResult> {
     stops.push(() => local.stop());
     const deps = local.deps!;
     const [httpPort, rpcPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
+    // BENCH_PROFILE_DIR=<dir>: the measured process writes a V8 CPU profile there (open in Chrome DevTools).
+    const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
+    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
       env: { ...process.env, DATABASE_URL: config.DATABASE_URL, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
         HTTP_PORT: String(httpPort), RPC_PORT: String(rpcPort), LOG_LEVEL: 'silent', PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR, RPC_URL: '' },
       stdio: ['ignore', 'ignore', 'inherit'],
@@ -47,15 +63,7 @@ export async function run(): Promise<BenchResult> {
     await waitForPort('127.0.0.1', httpPort, 120);
     const platform = { facadeUrl: `http://127.0.0.1:${httpPort}` };
 
-    const { merchant, credentials } = await createMerchant(deps, { name: 'Bench Merchant', callback_url: 'https://bench.example/cb' });
-    const client = new MerchantClient({
-      baseUrl: platform.facadeUrl,
-      merchantId: merchant.id,
-      merchantSecretKey: credentials.merchant_secret_key,
-      privateKeyPem: credentials.private_key!,
-      userName: credentials.api_user_name,
-      password: credentials.api_password,
-    });
+    const { client, credentials } = await onboardMerchantClient(deps, platform.facadeUrl, 'Bench Merchant');
     if ((await client.login()).status !== 200) throw new Error('bench login failed');
     const settlement = await deps.ledger.platformAccount('settlement', 'USD');
     const users: Array<{ id: string; account: string }> = [];
@@ -77,6 +85,7 @@ export async function run(): Promise<BenchResult> {
     }
     const pair = (index: number) => [users[index % USERS]!, users[(index * 7 + 1) % USERS]!] as const;
 
+    const ledgerCpu = process.cpuUsage();
     const ledger = await measure(operations, CONCURRENCY, async (index) => {
       const [from, candidate] = pair(index);
       const to = candidate === from ? users[(index + 1) % USERS]! : candidate;
@@ -98,11 +107,14 @@ export async function run(): Promise<BenchResult> {
       const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD' };
       signedBodies.set(slot, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
+    const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
     let failures = 0;
+    const childCpu = processCpuMs(child.pid!);
     const facade = await measure(operations, CONCURRENCY, async (index) => {
       const response = await client.post('/do-action', {}, { raw: signedBodies.get(index % USERS)! });
       if (response.status !== 200) failures++;
     });
+    const facadeCpuMs = (processCpuMs(child.pid!) - childCpu) / operations;
     const check = await deps.ledger.check();
     const row = (label: string, sample: Measurement) => ({ path: label, concurrency: CONCURRENCY, operations, ...sample });
     return {
@@ -110,8 +122,9 @@ export async function run(): Promise<BenchResult> {
       rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
       ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.per_second / ledger.per_second, goal: 0.5 }],
       notes: [
-        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC (merchant headers, session and RSA2 signature verified) + 2 user lookups + ledger.transfer',
+        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC over the in-process Connect transport (merchant headers and session, cached AUTH_CACHE_SECONDS; RSA2 signature verified every time) + 1 query for both users + ledger.transfer',
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
+        `CPU per operation (less noisy than rates on a shared machine): façade process ${facadeCpuMs.toFixed(2)} ms, ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
       ],
     };
   } finally {

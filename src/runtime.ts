@@ -1,7 +1,8 @@
 /**
  * Runs any mix of the platform's roles in one process (platform decisions §1): `api` (Connect RPC server),
- * `facade` (Koa REST façade) and `worker` (Temporal worker). `stop()` drains in order: façade, RPC, worker,
- * then closes the database pool and the Temporal connection.
+ * `facade` (Koa REST façade) and `worker` (Temporal worker); the api role also runs the payin outbox dispatcher
+ * (src/payins/outbox.ts). `stop()` drains in order: façade, RPC, outbox dispatcher, worker, then closes the
+ * database pool and the Temporal connection.
  */
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
@@ -11,10 +12,11 @@ import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
+import { startPayinOutboxDispatcher } from './payins/outbox';
 import { createServices, type PlatformDeps } from './platform';
 import { createPlatformClients } from './rpc/clients';
 import { createRoutes } from './rpc/routes';
-import { startRpcServer } from './rpc/server';
+import { createInProcessTransport, startRpcServer } from './rpc/server';
 import { connectTemporal } from './temporal/client';
 import { startWorker } from './worker';
 
@@ -72,9 +74,13 @@ export async function runRoles(
       stops.push(() => worker.shutdown());
     }
     let rpcUrl: string | undefined;
+    let routes: ReturnType<typeof createRoutes> | undefined;
     if (roles.includes('api') && deps) {
+      // Starts the PayinWorkflows of committed payins (transactional outbox); stopped after the RPC server drained.
+      const outbox = startPayinOutboxDispatcher(deps);
+      stops.push(() => outbox.stop());
       const rpc = await startRpcServer({
-        routes: createRoutes(createServices(deps)),
+        routes: (routes = createRoutes(createServices(deps))),
         host: config.HTTP_HOST,
         port: config.RPC_PORT,
         logger,
@@ -84,7 +90,11 @@ export async function runRoles(
     }
     let facadeUrl: string | undefined;
     if (roles.includes('facade')) {
-      const clients = createPlatformClients(config.RPC_URL ?? rpcUrl ?? `http://127.0.0.1:${config.RPC_PORT}`);
+      // RPC_URL: the api role elsewhere, over the network. Else the api role of this process, in process (same
+      // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
+      const clients = createPlatformClients(
+        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger) : `http://127.0.0.1:${config.RPC_PORT}`),
+      );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config) });
       const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
       stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));

@@ -1,17 +1,25 @@
-import { condition, defineSignal, ParentClosePolicy, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
+import { condition, defineSignal, ParentClosePolicy, patched, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
 import type { Activities } from '../src/activities';
 import { webhookDeliveryWorkflow } from './webhook-delivery';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
-const { settlePayin, expirePayin, closePayin } = proxyLocalActivities<Activities>({
+const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
+/** Patch id: WebhookDeliveryWorkflows are started by a local activity instead of as abandoned children. */
+export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';
+
 export interface PayinWorkflowInput {
   invoice_reference: string;
-  /** PAYIN_TTL_SECONDS at creation. */
+  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (runs started before it existed). */
   ttl_seconds: number;
+  /**
+   * ISO 8601 instant the payin expires (its creation + PAYIN_TTL_SECONDS). The timer runs to it, so a workflow
+   * started late by the outbox dispatcher (src/payins/outbox.ts) still expires the payin on time.
+   */
+  expires_at?: string;
 }
 
 /** The upstream reported the payment (amount in USDT minor units, as a decimal string). */
@@ -21,9 +29,10 @@ export const closedSignal = defineSignal<[{ trx_ref: string }]>('closed');
 
 /**
  * PayinWorkflow (issue 5, platform decisions §4), id = invoice_reference. Waits in `waiting` until a `settled`
- * signal, a `closed` signal or the PAYIN_TTL_SECONDS timer, applies the transition through one activity (the
- * settlement credits the paid amount and charges the fee in one ledger transaction) and starts the
- * WebhookDeliveryWorkflow of the resulting event (abandoned child, id = webhook id).
+ * signal, a `closed` signal or the expiry timer (to `expires_at`, else PAYIN_TTL_SECONDS), applies the transition
+ * through one activity (the settlement credits the paid amount and charges the fee in one ledger transaction) and
+ * starts the WebhookDeliveryWorkflow of the resulting event (id = webhook id) from a second local activity; it
+ * outlives this workflow.
  *
  * A success that arrives after expiry reaches a new run of this workflow through signal-with-start; the
  * settlement activity then marks it late and still credits it.
@@ -39,7 +48,10 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<{ outcom
   });
   const webhook_ids: string[] = [];
   let outcome = 'expired';
-  const signalled = await condition(() => settled !== undefined || closed !== undefined, input.ttl_seconds * 1000);
+  // Workflow time (Date.now() is deterministic here). At least 1 ms: a run started after the deadline (late start,
+  // or a late success through signal-with-start) still takes the signals of its first task before expiring.
+  const wait_ms = input.expires_at ? Math.max(1, Date.parse(input.expires_at) - Date.now()) : input.ttl_seconds * 1000;
+  const signalled = await condition(() => settled !== undefined || closed !== undefined, wait_ms);
   if (!signalled) {
     const expired = await expirePayin({ invoice_reference: input.invoice_reference });
     if (expired.webhook_id) webhook_ids.push(expired.webhook_id);
@@ -54,12 +66,20 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<{ outcom
     const result = await closePayin({ invoice_reference: input.invoice_reference });
     if (result.webhook_id) webhook_ids.push(result.webhook_id);
   }
-  for (const webhook_id of webhook_ids) {
-    await startChild(webhookDeliveryWorkflow, {
-      workflowId: webhook_id,
-      args: [{ webhook_id }],
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-    });
+  if (webhook_ids.length > 0) {
+    if (patched(WEBHOOK_START_BY_ACTIVITY)) {
+      // One client start per event from a local activity: no child-started event, no extra workflow task.
+      await startWebhookDeliveries({ webhook_ids });
+    } else {
+      // Runs whose history already started the deliveries as children (before the patch) replay this way.
+      for (const webhook_id of webhook_ids) {
+        await startChild(webhookDeliveryWorkflow, {
+          workflowId: webhook_id,
+          args: [{ webhook_id }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+        });
+      }
+    }
   }
   return { outcome, webhook_ids };
 }

@@ -3,7 +3,9 @@
  * event in the same database transaction), and one webhook delivery attempt. Idempotent: settlement passes the
  * ledger the key `payin:{invoice_reference}:settle`, webhook ids are derived from the invoice and the event.
  */
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { request } from 'undici';
+import type { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { hmacSha256Hex } from '../crypto/hmac';
 import type { Knex } from 'knex';
 import { amountJson, percentOf, stringifyJson } from '../money';
@@ -152,10 +154,16 @@ export function createPayinActivities(deps: PlatformDeps) {
         max_interval_seconds: deps.config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
         window_seconds: deps.config.WEBHOOK_RETRY_WINDOW_SECONDS,
       };
-      const event = await deps.database('webhook_events').where({ id: input.webhook_id }).first();
+      // The event and its last attempt number in one query.
+      const event = await deps
+        .database('webhook_events')
+        .where({ id: input.webhook_id })
+        .first(
+          'webhook_events.*',
+          deps.database('webhook_delivery_attempts').where('webhook_id', input.webhook_id).max('attempt').as('last_attempt'),
+        );
       if (!event) throw new Error(`webhook ${input.webhook_id} not found`);
-      const last = await deps.database('webhook_delivery_attempts').where({ webhook_id: event.id }).max('attempt as attempt').first();
-      const attempt = Number(last?.attempt ?? 0) + 1;
+      const attempt = Number(event.last_attempt ?? 0) + 1;
       const secret = await merchantHmacSecret(deps, event.merchant_id);
       const timeoutMs = Math.round(deps.config.WEBHOOK_TIMEOUT_SECONDS * 1000);
       const attempted_at = new Date();
@@ -185,19 +193,41 @@ export function createPayinActivities(deps: PlatformDeps) {
       }
       const latency_ms = Math.round(performance.now() - started);
       const delivered = error === null;
-      await deps.database.transaction(async (trx) => {
-        await trx('webhook_delivery_attempts')
-          .insert({ webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error })
-          .onConflict(['webhook_id', 'attempt'])
-          .ignore();
-        await trx('webhook_events')
-          .where({ id: event.id })
-          .update({
-            attempt_count: trx.raw('greatest(attempt_count, ?)', [attempt]),
-            ...(delivered ? { status: 'delivered', delivered_at: trx.fn.now() } : {}),
-          });
-      });
+      // The attempt and the event's counters in one statement (atomic on its own).
+      const record = deps
+        .database('webhook_delivery_attempts')
+        .insert({ webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error })
+        .onConflict(['webhook_id', 'attempt'])
+        .ignore();
+      const update = deps
+        .database('webhook_events')
+        .where({ id: event.id })
+        .update({
+          attempt_count: deps.database.raw('greatest(attempt_count, ?)', [attempt]),
+          ...(delivered ? { status: 'delivered', delivered_at: deps.database.fn.now() } : {}),
+        });
+      await deps.database.raw('WITH recorded AS (?) ?', [record, update]);
       return { delivered, attempt, retry };
+    },
+
+    /**
+     * Starts the WebhookDeliveryWorkflow of each event (id = webhook id) unless one was ever started for it
+     * (`REJECT_DUPLICATE`: a retried activity or a replayed payin never delivers twice; redelivery is an explicit
+     * admin action). Called by the PayinWorkflow right after the transition that recorded the events.
+     */
+    async startWebhookDeliveries(input: { webhook_ids: string[] }): Promise<void> {
+      for (const webhook_id of input.webhook_ids) {
+        try {
+          await deps.temporal.client.workflow.start<typeof webhookDeliveryWorkflow>('webhookDeliveryWorkflow', {
+            taskQueue: deps.temporal.taskQueue,
+            workflowId: webhook_id,
+            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+            args: [{ webhook_id }],
+          });
+        } catch (error) {
+          if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+        }
+      }
     },
 
     /** Marks a webhook event failed once its retry window has passed without a 2xx. */

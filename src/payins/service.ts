@@ -7,16 +7,18 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomInt } from 'node:crypto';
-import QRCode from 'qrcode';
 import type { payinWorkflow, PayinWorkflowInput } from '../../workflows/payin';
 import type { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { verifyHmacSha256Hex } from '../crypto/hmac';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { PayinService } from '../gen/payments/payin/v1/payin_pb';
 import { AmountError, CURRENCIES, decimalsOf, parseJsonLossless, percentOf, readAmount } from '../money';
+import { sha256Hex } from '../crypto/secrets';
 import { findMerchantByApiKey, type Merchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform';
 import { PAYIN_LIMITS, PAYIN_REASONS } from './contract';
+import { PAYIN_OUTBOX_TABLE, payinWorkflowInputOf, wakePayinOutbox } from './outbox';
+import { renderQrPng } from './qr-image';
 import { forwardPayin, UpstreamUnavailableError } from './upstream-client';
 
 export type PayinStatus = 'waiting' | 'success' | 'expired' | 'close' | 'failed';
@@ -37,6 +39,8 @@ export interface PayinRow {
   payment_match_status: 'exact' | 'overpaid' | 'underpaid' | null;
   trx_ref: string | null;
   qr_content: string | null;
+  /** created_at + PAYIN_TTL_SECONDS: where the PayinWorkflow's expiry timer ends. */
+  expires_at?: Date | null;
   created_at: Date;
 }
 
@@ -54,12 +58,37 @@ function unauthenticated(): DomainError {
 }
 
 /**
- * The merchant owning `api_key`. @throws DomainError UNAUTHENTICATED (unknown/missing key),
- * MERCHANT_SUSPENDED (suspended account).
+ * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (per process, per deps). Only active
+ * merchants are kept: an unknown or suspended key is looked up every time, and a suspension (or a fee change)
+ * reaches Area B within AUTH_CACHE_SECONDS. Bounded: cleared when it holds 10,000 keys.
+ */
+const apiKeyCaches = new WeakMap<PlatformDeps, Map<string, { merchant: Merchant; until_ms: number }>>();
+
+async function merchantOfApiKey(deps: PlatformDeps, api_key: string): Promise<Merchant | undefined> {
+  const ttl_ms = deps.config.AUTH_CACHE_SECONDS * 1000;
+  if (ttl_ms <= 0) return findMerchantByApiKey(deps.database, api_key);
+  let cache = apiKeyCaches.get(deps);
+  if (!cache) apiKeyCaches.set(deps, (cache = new Map()));
+  const key = sha256Hex(api_key);
+  const hit = cache.get(key);
+  if (hit && hit.until_ms > Date.now()) return hit.merchant;
+  const merchant = await findMerchantByApiKey(deps.database, api_key);
+  if (merchant?.status === 'active') {
+    if (cache.size >= 10_000) cache.clear();
+    cache.set(key, { merchant, until_ms: Date.now() + ttl_ms });
+  } else {
+    cache.delete(key);
+  }
+  return merchant;
+}
+
+/**
+ * The merchant owning `api_key` (cached up to AUTH_CACHE_SECONDS). @throws DomainError UNAUTHENTICATED
+ * (unknown/missing key), MERCHANT_SUSPENDED (suspended account).
  */
 export async function authenticateApiKey(deps: PlatformDeps, api_key: string): Promise<Merchant> {
   if (!api_key) throw unauthenticated();
-  const merchant = await findMerchantByApiKey(deps.database, api_key);
+  const merchant = await merchantOfApiKey(deps, api_key);
   if (!merchant) throw unauthenticated();
   if (merchant.status !== 'active') {
     throw new DomainError('permission_denied', PAYIN_REASONS.suspended, 'merchant account is suspended');
@@ -131,6 +160,11 @@ async function validateCreate(
     fields.out_trade_no = ['The out trade no must not be greater than 255 characters.'];
   } else {
     out_trade_no = body.out_trade_no;
+  }
+  if (!deps.config.UPSTREAM_PAYIN_URL) fields.upstream = ['No upstream payin server is configured.'];
+  // A taken out_trade_no is looked up only to join other failing fields in one 422; alone, the unique index
+  // payins_merchant_out_trade_no_live refuses the insert (createPayin), which answers the same 422.
+  if (out_trade_no && Object.keys(fields).length > 0) {
     const taken = await deps
       .database('payins')
       .where({ merchant_id: merchant.id, out_trade_no })
@@ -138,7 +172,6 @@ async function validateCreate(
       .first('invoice_reference');
     if (taken) fields.out_trade_no = ['The out trade no has already been taken.'];
   }
-  if (!deps.config.UPSTREAM_PAYIN_URL) fields.upstream = ['No upstream payin server is configured.'];
   if (Object.keys(fields).length > 0) throw invalidFields(fields);
   return { amount_units, memo, out_trade_no };
 }
@@ -150,11 +183,6 @@ async function markFailed(deps: PlatformDeps, invoice_reference: string, reason:
     .update({ status: 'failed', failure_reason: reason.slice(0, 255), updated_at: deps.database.fn.now() });
 }
 
-/** Input of the PayinWorkflow for a payin (TTL from PAYIN_TTL_SECONDS). */
-export function payinWorkflowInput(deps: PlatformDeps, invoice_reference: string): PayinWorkflowInput {
-  return { invoice_reference, ttl_seconds: deps.config.PAYIN_TTL_SECONDS };
-}
-
 /** Creates a payin (B1). See the RPC comment in payin.proto for the reasons thrown. */
 export async function createPayin(deps: PlatformDeps, input: { api_key: string; raw_body: Uint8Array }) {
   const merchant = await authenticateApiKey(deps, input.api_key);
@@ -163,17 +191,28 @@ export async function createPayin(deps: PlatformDeps, input: { api_key: string; 
   const invoice_reference = newInvoiceReference();
   const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
   try {
-    await deps.database('payins').insert({
-      invoice_reference,
-      merchant_id: merchant.id,
-      out_trade_no,
-      amount_units,
-      fee_units,
-      payin_fee_percent: merchant.payin_fee_percent,
-      currency: 'USDT',
-      memo,
-      status: 'waiting',
-    });
+    // The payin and its workflow-start outbox row commit together: a committed payin always gets its
+    // PayinWorkflow (src/payins/outbox.ts), and B1 does not wait for Temporal.
+    // One statement, atomic on its own: INSERT the payin, then its outbox row from the payin's RETURNING.
+    const insertPayin = deps
+      .database('payins')
+      .insert({
+        invoice_reference,
+        merchant_id: merchant.id,
+        out_trade_no,
+        amount_units,
+        fee_units,
+        payin_fee_percent: merchant.payin_fee_percent,
+        currency: 'USDT',
+        memo,
+        status: 'waiting',
+        expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
+      })
+      .returning('invoice_reference');
+    await deps.database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference) SELECT invoice_reference FROM payin', [
+      insertPayin,
+      PAYIN_OUTBOX_TABLE,
+    ]);
   } catch (error) {
     if ((error as { code?: string }).code === '23505') {
       throw invalidFields({ out_trade_no: ['The out trade no has already been taken.'] });
@@ -197,22 +236,17 @@ export async function createPayin(deps: PlatformDeps, input: { api_key: string; 
     deps.logger.error({ invoice_reference, err: error }, 'payin forwarding failed');
     throw new DomainError('internal', PAYIN_REASONS.payinFailed, 'payin forwarding failed');
   }
+  wakePayinOutbox(deps);
   try {
-    const qr_image = answer.qr_image ?? (await QRCode.toBuffer(answer.qr_content, { type: 'png' })).toString('base64');
+    const qr_image = answer.qr_image ?? (await renderQrPng(answer.qr_content)).toString('base64');
     await deps
       .database('payins')
       .where({ invoice_reference })
       .update({
         qr_content: answer.qr_content,
         trx_ref: answer.trx_ref ?? null,
-        expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
         updated_at: deps.database.fn.now(),
       });
-    await deps.temporal.client.workflow.start<typeof payinWorkflow>('payinWorkflow', {
-      taskQueue: deps.temporal.taskQueue,
-      workflowId: invoice_reference,
-      args: [payinWorkflowInput(deps, invoice_reference)],
-    });
     return {
       invoiceReference: invoice_reference,
       amountUnits: amount_units,
@@ -342,7 +376,7 @@ export async function applyUpstreamNotification(deps: PlatformDeps, input: { raw
   const start = {
     taskQueue: deps.temporal.taskQueue,
     workflowId: reference,
-    args: [payinWorkflowInput(deps, reference)] as [PayinWorkflowInput],
+    args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput],
   };
   if (status === 'success') {
     await deps.temporal.client.workflow.signalWithStart<typeof payinWorkflow, [{ amount_units: string; trx_ref: string }]>('payinWorkflow', {

@@ -2,7 +2,7 @@
  * Connect clients of the platform services, as the façade and the admin CLI use them (HTTP/2 h2c, Connect
  * protocol). The façade reaches the platform only through these.
  */
-import { createClient, type Client } from '@connectrpc/connect';
+import { createClient, type Client, type Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { HealthService } from '../gen/payments/health/v1/health_pb';
 import { LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
@@ -10,6 +10,8 @@ import { TransferService } from '../gen/payments/transfer/v1/transfer_pb';
 import { PayinService } from '../gen/payments/payin/v1/payin_pb';
 import { WalletService } from '../gen/payments/wallet/v1/wallet_pb';
 import { AdminService } from '../gen/payments/admin/v1/admin_pb';
+import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
+import { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
 
 export interface PlatformClients {
   health: Client<typeof HealthService>;
@@ -18,11 +20,16 @@ export interface PlatformClients {
   payin: Client<typeof PayinService>;
   wallet: Client<typeof WalletService>;
   admin: Client<typeof AdminService>;
+  instrument: Client<typeof InstrumentService>;
+  deposit: Client<typeof DepositService>;
 }
 
-/** @param rpcUrl base URL of the RPC server, e.g. http://127.0.0.1:8080 */
-export function createPlatformClients(rpcUrl: string, options: { httpVersion?: '1.1' | '2' } = {}): PlatformClients {
-  const transport = createConnectTransport({ baseUrl: rpcUrl, httpVersion: options.httpVersion ?? '2' });
+/**
+ * @param rpc base URL of the RPC server, e.g. http://127.0.0.1:8080 (Connect over HTTP/2 h2c, one reused session),
+ *            or a transport (`createInProcessTransport` when the api role runs in this process)
+ */
+export function createPlatformClients(rpc: string | Transport, options: { httpVersion?: '1.1' | '2' } = {}): PlatformClients {
+  const transport = typeof rpc === 'string' ? createConnectTransport({ baseUrl: rpc, httpVersion: options.httpVersion ?? '2' }) : rpc;
   return {
     health: createClient(HealthService, transport),
     ledger: createClient(LedgerService, transport),
@@ -30,5 +37,7 @@ export function createPlatformClients(rpcUrl: string, options: { httpVersion?: '
     payin: createClient(PayinService, transport),
     wallet: createClient(WalletService, transport),
     admin: createClient(AdminService, transport),
+    instrument: createClient(InstrumentService, transport),
+    deposit: createClient(DepositService, transport),
   };
 }

@@ -26,7 +26,30 @@ export async function merchantUser(database: Knex, merchantId: string, userId: s
   return user;
 }
 
-function checkWalletCurrency(user: User, currency: string, field: string): void {
+/** What a transfer needs of each party. */
+type TransferParty = Pick<User, 'id' | 'merchant_id' | 'status' | 'currency' | 'wallet_account_id'>;
+
+/**
+ * Both parties of a transfer in one query (one database round trip instead of two per /do-action transfer,
+ * bench `wallet`); each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first).
+ */
+async function transferParties(database: Knex, merchantId: string, fromUserId: string, toUserId: string): Promise<[TransferParty, TransferParty]> {
+  // Same ids as getUser accepts: 1 to 18 decimal digits.
+  const ids = [fromUserId, toUserId].filter((id) => /^\d{1,18}$/.test(id));
+  const rows = (ids.length
+    ? await database('users')
+        .whereIn('id', ids)
+        .select(database.raw('id::text as id'), 'merchant_id', 'status', 'currency', 'wallet_account_id')
+    : []) as TransferParty[];
+  const party = (userId: string, field: string): TransferParty => {
+    const user = /^\d{1,18}$/.test(userId) ? rows.find((row) => row.id === BigInt(userId).toString()) : undefined;
+    if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
+    return user;
+  };
+  return [party(fromUserId, 'from_user_id'), party(toUserId, 'to_user_id')];
+}
+
+function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, field: string): void {
   if (user.currency !== currency) {
     throw new DomainError('failed_precondition', 'CURRENCY_MISMATCH', 'wallet currency differs', {
       [field]: [`The user's wallet does not hold ${currency}.`],
@@ -55,10 +78,7 @@ export async function transfer(
   deps: PlatformDeps,
   input: { merchantId: string; fromUserId: string; toUserId: string; amountUnits: bigint; currency: Currency; feesAmountUnits: bigint },
 ): Promise<string> {
-  const [from, to] = await Promise.all([
-    merchantUser(deps.database, input.merchantId, input.fromUserId, 'from_user_id'),
-    merchantUser(deps.database, input.merchantId, input.toUserId, 'to_user_id'),
-  ]);
+  const [from, to] = await transferParties(deps.database, input.merchantId, input.fromUserId, input.toUserId);
   checkWalletCurrency(from, input.currency, 'from_user_id');
   checkWalletCurrency(to, input.currency, 'to_user_id');
   const reference = newReference('TRF');
@@ -176,42 +196,77 @@ export async function payByToken(deps: PlatformDeps, input: { merchantId: string
   if (sellerAccount === payer.wallet_account_id) {
     throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: ['The payer must differ from the seller.'] });
   }
-  const revenue = await deps.ledger.platformAccount('fee_revenue', found.currency);
+  const reference = newReference('PAY');
   return deps.database.transaction(async (trx) => {
-    const preorder = (await trx('preorders').where({ token: found.token }).forUpdate().first()) as PreorderRow;
-    if (preorder.status !== 'pending') throw alreadyPaid();
-    const amount = BigInt(preorder.amount_units);
-    const commission = preorder.commission_rate ? percentOf(amount, preorder.commission_rate) : 0n;
-    const reference = newReference('PAY');
-    const postings = [
-      { account_id: payer.wallet_account_id, amount_units: -amount },
-      { account_id: sellerAccount, amount_units: amount - commission },
-    ];
-    if (commission > 0n) postings.push({ account_id: revenue.id, amount_units: commission });
-    let transactionId: string;
+    let paid: PreorderPayment;
     try {
-      const posted = await deps.ledger.transfer(
-        {
-          idempotency_key: `preorder-payment:${preorder.token}`,
-          description: `preorder ${preorder.out_trade_no} paid`,
-          postings: postings.filter((posting) => posting.amount_units !== 0n),
-          metadata: { merchant_id: input.merchantId, pre_order_token: preorder.token, reference, payer_user_id: payer.id },
-        },
-        trx,
-      );
-      transactionId = posted.id;
+      paid = await payPreorder(deps, trx, {
+        preOrderToken: found.token,
+        sourceAccountId: payer.wallet_account_id,
+        sellerAccountId: sellerAccount,
+        reference,
+        idempotencyKey: `preorder-payment:${found.token}`,
+        paidByUserId: payer.id,
+      });
     } catch (error) {
       mapLedgerError(error);
     }
-    await trx('preorders').where({ token: preorder.token }).update({
-      status: 'paid',
-      paid_transaction_id: transactionId,
-      paid_by_user_id: payer.id,
-      payment_reference: reference,
-      paid_at: trx.fn.now(),
-    });
+    if (paid.status === 'already_paid') throw alreadyPaid();
     return reference;
   });
+}
+
+/** The commission of paying a preorder: commission_rate % of the amount, half-up; 0 without a rate. */
+export function preorderCommission(preorder: { amount_units: bigint | string; commission_rate: string | null }): bigint {
+  return preorder.commission_rate ? percentOf(BigInt(preorder.amount_units), preorder.commission_rate) : 0n;
+}
+
+export type PreorderPayment = { status: 'paid'; transactionId: string } | { status: 'already_paid' };
+
+/**
+ * Pays a preorder inside `trx`, exactly once across every path that pays preorders (pay_by_token, deposits): locks
+ * the preorder row (FOR UPDATE); a paid one answers `already_paid` and writes nothing; otherwise one ledger
+ * transaction source −amount, seller +(amount − commission), platform fee_revenue +commission
+ * (`preorderCommission`), and the row marked paid with `reference`.
+ * @param input.paidByUserId the paying user, null for a guest card. @throws ledger errors (INSUFFICIENT_FUNDS…)
+ */
+export async function payPreorder(
+  deps: PlatformDeps,
+  trx: Knex.Transaction,
+  input: {
+    preOrderToken: string; sourceAccountId: string; sellerAccountId: string; reference: string; idempotencyKey: string;
+    paidByUserId: string | null;
+  },
+): Promise<PreorderPayment> {
+  const preorder = (await trx('preorders').where({ token: input.preOrderToken }).forUpdate().first()) as PreorderRow;
+  if (preorder.status !== 'pending') return { status: 'already_paid' };
+  const amount = BigInt(preorder.amount_units);
+  const commission = preorderCommission(preorder);
+  const revenue = await deps.ledger.platformAccount('fee_revenue', preorder.currency, trx);
+  const postings = [
+    { account_id: input.sourceAccountId, amount_units: -amount },
+    { account_id: input.sellerAccountId, amount_units: amount - commission },
+  ];
+  if (commission > 0n) postings.push({ account_id: revenue.id, amount_units: commission });
+  const posted = await deps.ledger.transfer(
+    {
+      idempotency_key: input.idempotencyKey,
+      description: `preorder ${preorder.out_trade_no} paid`,
+      postings: postings.filter((posting) => posting.amount_units !== 0n),
+      metadata: {
+        merchant_id: preorder.merchant_id, pre_order_token: preorder.token, reference: input.reference, payer_user_id: input.paidByUserId,
+      },
+    },
+    trx,
+  );
+  await trx('preorders').where({ token: preorder.token }).update({
+    status: 'paid',
+    paid_transaction_id: posted.id,
+    paid_by_user_id: input.paidByUserId,
+    payment_reference: input.reference,
+    paid_at: trx.fn.now(),
+  });
+  return { status: 'paid', transactionId: posted.id };
 }
 
 // ---- blocked money ----

@@ -65,7 +65,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
 
   /** The merchant a service request acts for: its ActionAuth when present, else the trusted merchant_id. */
   async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
-    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken);
+    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken, deps.config.AUTH_CACHE_SECONDS);
     if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
     return request.merchantId;
   }
@@ -100,7 +100,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async authenticateAction(request) {
-      return { merchantId: await authenticateAction(database, request.envelope, request.sessionToken) };
+      return { merchantId: await authenticateAction(database, request.envelope, request.sessionToken, deps.config.AUTH_CACHE_SECONDS) };
     },
 
     async listFees(request) {

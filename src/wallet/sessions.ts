@@ -77,16 +77,55 @@ export function verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope):
 }
 
 /**
- * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence;
- * the two lookups run in parallel). @returns the merchant id.
+ * Successful lookups of /do-action authentication, reused for `cacheSeconds` per process (AUTH_CACHE_SECONDS):
+ * merchants by (merchant id, SHA-256 of the secret key presented), active ones only, and sessions by token hash.
+ * The signature is verified and the session expiry compared on every call; a suspension, a new secret key or a
+ * deleted session applies within `cacheSeconds`. Each map is cleared when it reaches 10,000 entries.
  */
-export async function authenticateAction(database: Knex, envelope: Envelope | undefined, sessionToken: string): Promise<string> {
+interface AuthCache {
+  merchants: Map<string, { merchant: Merchant; until_ms: number }>;
+  sessions: Map<string, { row: SessionRow; until_ms: number }>;
+}
+const authCaches = new WeakMap<Knex, AuthCache>();
+
+function authCacheOf(database: Knex): AuthCache {
+  let cache = authCaches.get(database);
+  if (!cache) authCaches.set(database, (cache = { merchants: new Map(), sessions: new Map() }));
+  return cache;
+}
+
+function remember<T>(map: Map<string, { until_ms: number } & T>, key: string, entry: T, cacheSeconds: number): void {
+  if (map.size >= 10_000) map.clear();
+  map.set(key, { ...entry, until_ms: Date.now() + cacheSeconds * 1000 });
+}
+
+async function authenticateEnvelopeCached(database: Knex, envelope: Envelope | undefined, cacheSeconds: number): Promise<Merchant> {
+  if (cacheSeconds <= 0 || !envelope?.merchantId) return authenticateEnvelope(database, envelope);
+  const { merchants } = authCacheOf(database);
+  const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
+  const hit = merchants.get(key);
+  if (hit && hit.until_ms > Date.now()) return hit.merchant;
+  const merchant = await authenticateEnvelope(database, envelope);
+  remember(merchants, key, { merchant }, cacheSeconds);
+  return merchant;
+}
+
+/**
+ * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence;
+ * the two lookups run in parallel, each reused for up to `cacheSeconds`, see AuthCache). @returns the merchant id.
+ */
+export async function authenticateAction(
+  database: Knex,
+  envelope: Envelope | undefined,
+  sessionToken: string,
+  cacheSeconds = 0,
+): Promise<string> {
   const [merchant, session] = await Promise.all([
-    authenticateEnvelope(database, envelope).then(
+    authenticateEnvelopeCached(database, envelope, cacheSeconds).then(
       (value) => ({ value }),
       (error: unknown) => ({ error }),
     ),
-    (envelope?.merchantId ? checkSession(database, envelope.merchantId, sessionToken) : Promise.resolve(undefined)).then(
+    (envelope?.merchantId ? checkSession(database, envelope.merchantId, sessionToken, cacheSeconds) : Promise.resolve(undefined)).then(
       (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),
       (error: unknown) => ({ error }),
     ),
@@ -97,6 +136,11 @@ export async function authenticateAction(database: Knex, envelope: Envelope | un
   return merchant.value.id;
 }
 
+
+interface SessionRow {
+  merchant_id: string;
+  expires_at: Date;
+}
 
 /** Opens a session for the merchant; returns the opaque token (only its hash is stored). */
 export async function openSession(database: Knex, merchantId: string, ttlSeconds: number): Promise<string> {
@@ -115,11 +159,18 @@ export async function openSession(database: Knex, merchantId: string, ttlSeconds
  * The session must exist, belong to `merchantId` and not be expired. @returns its expiry.
  * @throws DomainError unauthenticated SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED (field `token`)
  */
-export async function checkSession(database: Knex, merchantId: string, token: string): Promise<Date> {
+export async function checkSession(database: Knex, merchantId: string, token: string, cacheSeconds = 0): Promise<Date> {
   if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_MESSAGES.tokenMissing] });
-  const row = (await database('merchant_sessions').where({ token_hash: sha256Hex(token) }).first()) as
-    | { merchant_id: string; expires_at: Date }
-    | undefined;
+  const token_hash = sha256Hex(token);
+  const { sessions } = authCacheOf(database);
+  const hit = cacheSeconds > 0 ? sessions.get(token_hash) : undefined;
+  let row: SessionRow | undefined;
+  if (hit && hit.until_ms > Date.now()) {
+    row = hit.row;
+  } else {
+    row = (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined;
+    if (row && cacheSeconds > 0) remember(sessions, token_hash, { row }, cacheSeconds);
+  }
   if (!row || row.merchant_id !== merchantId) {
     throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_MESSAGES.tokenInvalid] });
   }

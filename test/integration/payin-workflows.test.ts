@@ -2,11 +2,16 @@
  * PayinWorkflow and WebhookDeliveryWorkflow against real PostgreSQL and Temporal (issue 5, platform decisions
  * §4, §5): expiry with a short PAYIN_TTL_SECONDS sends payin.expired; a success after expiry is still credited,
  * flagged late; the retry window ends in a failed delivery; a payin keeps its course across a worker restart.
+ * The workflow-start outbox: a committed payin whose workflow was never started still expires at its expires_at;
+ * a notification that arrives first starts the workflow itself, and the later dispatch starts no second run.
  */
 import { readFileSync } from 'node:fs';
-import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { hmacSha256Hex } from '../../src/crypto/hmac';
+import { setMerchantStatus, type MerchantCredentials } from '../../src/onboarding/merchants';
+import { PAYIN_OUTBOX_TABLE } from '../../src/payins/outbox';
+import { newInvoiceReference } from '../../src/payins/service';
 import { startWorker } from '../../src/worker';
-import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 const orders = { next: 0 };
 const nextOrder = () => `WF-${Date.now()}-${(orders.next += 1)}`;
@@ -146,5 +151,83 @@ describe('worker restarted while payins wait', () => {
     } finally {
       await second.shutdown();
     }
+  });
+});
+
+describe('workflow-start outbox and the credential cache', () => {
+  let harness: PayinHarness;
+  let merchant: MerchantCredentials;
+  beforeAll(async () => {
+    // A TTL far longer than the test: any expiry seen here comes from the payin's own expires_at.
+    harness = await startPayinHarness({ env: { PAYIN_TTL_SECONDS: '3600', AUTH_CACHE_SECONDS: '1' } });
+    merchant = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
+  });
+  afterAll(() => harness.stop());
+
+  const database = () => harness.platform.deps.database;
+  /** A payin row as B1 commits it (before forwarding), with or without its outbox row. */
+  const insertPayin = async (options: { expires_in_ms: number; outbox: boolean }) => {
+    const invoice_reference = newInvoiceReference();
+    await database()('payins').insert({
+      invoice_reference,
+      merchant_id: merchant.merchant_id,
+      out_trade_no: nextOrder(),
+      amount_units: 2_000_000n,
+      fee_units: 20_000n,
+      payin_fee_percent: '1.0',
+      currency: 'USDT',
+      status: 'waiting',
+      expires_at: new Date(Date.now() + options.expires_in_ms),
+    });
+    if (options.outbox) await database()(PAYIN_OUTBOX_TABLE).insert({ invoice_reference });
+    return invoice_reference;
+  };
+  const webhooksOf = (invoice_reference: string) => harness.receiver.received.filter((item) => item.json.data.invoice_reference === invoice_reference);
+
+  it('starts the workflow of a committed payin left in the outbox, which expires at its expires_at', async () => {
+    const started = Date.now();
+    const invoice_reference = await insertPayin({ expires_in_ms: 1500, outbox: true });
+    await harness.receiver.waitFor(() => webhooksOf(invoice_reference).length >= 1, 20_000);
+    expect(webhooksOf(invoice_reference)[0]!.json).toMatchObject({ event: 'payin.expired', data: { status: 'expired' } });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(await database()(PAYIN_OUTBOX_TABLE).where({ invoice_reference }).first()).toBeUndefined();
+    expect(await database()('payins').where({ invoice_reference }).first()).toMatchObject({ status: 'expired' });
+  });
+
+  it('settles a payin notified before its workflow started; the later dispatch starts no second run', async () => {
+    const invoice_reference = await insertPayin({ expires_in_ms: 3_600_000, outbox: false });
+    const body = `{"invoice_reference":"${invoice_reference}","status":"success","amount":2,"currency":"USDT","trx_ref":"0xabc"}`;
+    const answer = await post(harness.platform.facadeUrl, '/api/v1/upstream/notifications', body, {
+      'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, body),
+    });
+    expect(answer.json.data).toEqual({ invoice_reference, status: 'success', applied: true });
+    await harness.receiver.waitFor(() => webhooksOf(invoice_reference).length >= 1, 20_000);
+    const handle = harness.platform.deps.temporal.client.workflow.getHandle(invoice_reference);
+    await eventually(async () => (await handle.describe()).status.name === 'COMPLETED');
+    const { runId } = await handle.describe();
+    // The outbox row of this payin is dispatched late: the workflow id was used, so nothing starts.
+    await database()(PAYIN_OUTBOX_TABLE).insert({ invoice_reference });
+    await eventually(async () => (await database()(PAYIN_OUTBOX_TABLE).where({ invoice_reference }).first()) === undefined);
+    const latest = await handle.describe();
+    expect([latest.runId, latest.status.name]).toEqual([runId, 'COMPLETED']);
+    expect(webhooksOf(invoice_reference).map((item) => item.json.event)).toEqual(['payin.success']);
+    expect(await database()('payins').where({ invoice_reference }).first()).toMatchObject({ status: 'success', paid_amount_units: 2_000_000n });
+  });
+
+  it('a suspension reaches B1 within AUTH_CACHE_SECONDS', async () => {
+    const other = await createTestMerchant(harness);
+    const create = () =>
+      post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 1, "out_trade_no": "${nextOrder()}"}`, { 'X-API-Key': other.api_key });
+    expect((await create()).status).toBe(200);
+    await setMerchantStatus(database(), other.merchant_id, 'suspended');
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const refused = await create();
+    expect(refused.status).toBe(403);
+    expect(refused.json).toEqual({ success: false, message: 'Merchant account is suspended', errors: null });
+  });
+
+  it('leaves the ledger balanced', async () => {
+    expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
   });
 });
