@@ -1,12 +1,15 @@
 /**
  * Benchmark runner. `npm run bench` runs every bench/*.ts except this file; `npm run bench -- ledger wallet`
  * runs the named ones. Each bench module exports `run(): Promise<BenchResult>`; the runner prints its rows as a
- * table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json.
+ * table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json (with the
+ * machine's CPUs and load average at the end of the run). Then it rebuilds the report from every result there
+ * (bench/support/report.ts: report.json, REPORT.md, report.svg; alone: `npm run bench:report`).
  *
  * Exit code: 1 when a bench throws; with BENCH_STRICT=1 also when a ratio misses its goal.
  */
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { machineInfo, writeReport } from './support/report';
 
 /** What a bench module's `run()` returns. `rows` are printed as a table; each ratio is `value` against `goal`. */
 export interface BenchResult {
@@ -74,12 +77,21 @@ async function main(): Promise<void> {
       const result = await module.run();
       goalsMet = printResult(result) && goalsMet;
       const file = path.join(RESULTS_DIR, `${result.name || name}.json`);
-      writeFileSync(file, `${JSON.stringify({ ...result, finished_at: new Date().toISOString(), seconds: (Date.now() - started) / 1000 }, null, 2)}\n`);
+      const { cpus, load_average, node_version } = machineInfo();
+      const finished = { finished_at: new Date().toISOString(), seconds: (Date.now() - started) / 1000, machine: { cpus, load_average, node_version } };
+      writeFileSync(file, `${JSON.stringify({ ...result, ...finished }, null, 2)}\n`);
       console.log(`wrote ${path.relative(process.cwd(), file)}`);
     } catch (error) {
       failed = true;
       console.error(`bench ${name} failed:`, error);
     }
+  }
+  try {
+    const report = await writeReport(RESULTS_DIR);
+    console.log(`\nreport: ${report.summary.met} of ${report.summary.ratios} goals met; wrote bench/results/{report.json,REPORT.md,report.svg}`);
+  } catch (error) {
+    failed = true;
+    console.error('bench report failed:', error);
   }
   process.exit(failed || (process.env.BENCH_STRICT === '1' && !goalsMet) ? 1 : 0);
 }
