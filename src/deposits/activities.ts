@@ -5,6 +5,7 @@
  * idempotency key = the deposit reference, so a retried activity never moves money twice.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import { DomainError } from '../errors';
 import { findInstrumentByToken, revealCardNumber } from '../instruments/store';
 import type { PlatformDeps } from '../platform';
 import { authorizeCard, verifyOtp } from '../sandbox/acquirer';
@@ -29,7 +30,7 @@ async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: {
 }
 
 export function createDepositActivities(deps: PlatformDeps) {
-  return {
+  const activities = {
     /**
      * The sandbox acquirer's OTP check for this deposit (SANDBOX_OTP, constant time). The password arrives sealed
      * (`sealDepositPassword`) and is opened only here; never logged. A seal that does not open is a wrong password.
@@ -58,51 +59,16 @@ export function createDepositActivities(deps: PlatformDeps) {
       const found = await requireDeposit(deps, input.reference);
       const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
       if (found.state !== 'pending') return answered(found);
-      // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
-      const preorder = found.pre_order_token
-        ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
-            | { merchant_id: string; seller_code: string }
-            | undefined)
-        : undefined;
-      const credit = await creditAccountId(deps, found, preorder);
-      const settlement = await deps.ledger.platformAccount('settlement', found.currency);
-      return deps.database.transaction(async (trx) => {
-        const deposit = (await getDeposit(trx, input.reference, { forUpdate: true }))!;
-        if (deposit.state !== 'pending') return answered(deposit);
-        const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
-        let transactionId: string;
-        if (deposit.pre_order_token) {
-          const paid = await payPreorder(deps, trx, {
-            preOrderToken: deposit.pre_order_token,
-            sourceAccountId: settlement.id,
-            sellerAccountId: credit,
-            reference: deposit.reference,
-            idempotencyKey: deposit.reference,
-            paidByUserId: deposit.user_id,
-          });
-          if (paid.status === 'already_paid') {
-            await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.preorderPaid });
-            return { state: 'failed' as const };
-          }
-          transactionId = paid.transactionId;
-        } else {
-          const posted = await deps.ledger.transfer(
-            {
-              idempotency_key: deposit.reference,
-              description: `deposit ${deposit.reference}`,
-              postings: [
-                { account_id: settlement.id, amount_units: -deposit.amount_units },
-                { account_id: credit, amount_units: deposit.amount_units },
-              ],
-              metadata,
-            },
-            trx,
-          );
-          transactionId = posted.id;
-        }
-        await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
-        return { state: 'completed' as const };
-      });
+      try {
+        return await postDeposit(found, answered);
+      } catch (error) {
+        // A business refusal (the seller or user is gone, a ledger rule) will not pass on a retry: the deposit fails
+        // and nothing moves. Anything else (database down) is retried by the workflow's activity policy.
+        if (!(error instanceof DomainError)) throw error;
+        deps.logger.warn({ reference: found.reference, reason: error.reason }, 'deposit failed at completion');
+        await finishDeposit(deps.database, found.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.failed });
+        return { state: 'failed' };
+      }
     },
 
     /** Ends a pending deposit without moving money: declined (card), cancelled (passwords) or expired. Repeats are no-ops. */
@@ -112,4 +78,54 @@ export function createDepositActivities(deps: PlatformDeps) {
       await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
     },
   };
+  return activities;
+
+  /** The money step of completeDeposit: one database transaction (see there). */
+  async function postDeposit(found: Deposit, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
+    // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
+    const preorder = found.pre_order_token
+      ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
+          | { merchant_id: string; seller_code: string }
+          | undefined)
+      : undefined;
+    const credit = await creditAccountId(deps, found, preorder);
+    const settlement = await deps.ledger.platformAccount('settlement', found.currency);
+    return deps.database.transaction(async (trx) => {
+      const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
+      if (deposit.state !== 'pending') return answered(deposit);
+      const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
+      let transactionId: string;
+      if (deposit.pre_order_token) {
+        const paid = await payPreorder(deps, trx, {
+          preOrderToken: deposit.pre_order_token,
+          sourceAccountId: settlement.id,
+          sellerAccountId: credit,
+          reference: deposit.reference,
+          idempotencyKey: deposit.reference,
+          paidByUserId: deposit.user_id,
+        });
+        if (paid.status === 'already_paid') {
+          await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.preorderPaid });
+          return { state: 'failed' as const };
+        }
+        transactionId = paid.transactionId;
+      } else {
+        const posted = await deps.ledger.transfer(
+          {
+            idempotency_key: deposit.reference,
+            description: `deposit ${deposit.reference}`,
+            postings: [
+              { account_id: settlement.id, amount_units: -deposit.amount_units },
+              { account_id: credit, amount_units: deposit.amount_units },
+            ],
+            metadata,
+          },
+          trx,
+        );
+        transactionId = posted.id;
+      }
+      await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
+      return { state: 'completed' as const };
+    });
+  }
 }
