@@ -5,7 +5,7 @@
  * Lives under bench/support/ so the runner (bench/run.ts) does not take it for a bench.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -89,6 +89,7 @@ export async function startBenchDatabaseServer(name: string): Promise<BenchDatab
     where = url.host;
   } else {
     const directory = mkdtempSync(path.join(os.tmpdir(), `bench-${name}-`));
+    chmodSync(directory, 0o755); // as root, PostgreSQL runs as the postgres user, which must enter this directory
     const embedded = await startEmbeddedPostgres({ directory: path.join(directory, 'postgres'), persistent: false });
     serverUrl = embedded.serverUrl;
     where = 'embedded PostgreSQL';
