@@ -13,18 +13,11 @@ import type Router from '@koa/router';
 import { readCardForm } from '../../src/deposits/contract';
 import { faultPage } from '../../src/deposits/html';
 import type { FacadeContext, FacadeState } from '../app';
+import { sendHtml } from '../html-response';
 
-/** No scripts, nothing loaded from elsewhere; forms may post (and be redirected) anywhere. */
-const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'";
-
-function sendHtml(ctx: FacadeContext, page: { statusCode: number; html: string } | undefined): void {
-  ctx.status = page?.statusCode || 500;
-  ctx.type = 'text/html; charset=utf-8';
-  ctx.set('Cache-Control', 'no-store');
-  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'no-referrer');
-  ctx.body = page?.html ?? faultPage();
+/** Passes a page the service rendered through (a missing page is a fault). */
+function sendPage(ctx: FacadeContext, page: { statusCode: number; html: string } | undefined): void {
+  sendHtml(ctx, page?.statusCode || 500, page?.html ?? faultPage());
 }
 
 async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<void> {
@@ -32,7 +25,7 @@ async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<
     await render();
   } catch (error) {
     ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'deposit page failed');
-    sendHtml(ctx, { statusCode: 500, html: faultPage() });
+    sendHtml(ctx, 500, faultPage());
   }
 }
 
@@ -43,7 +36,7 @@ export function registerPaymentPages(router: Router<FacadeState>): void {
   router.get('/visa-master/confirm/:token', (ctx) =>
     answer(ctx, async () => {
       const reply = await ctx.state.clients.deposit.getVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
-      sendHtml(ctx, reply.page);
+      sendPage(ctx, reply.page);
     }),
   );
 
@@ -57,14 +50,14 @@ export function registerPaymentPages(router: Router<FacadeState>): void {
         ctx.redirect(reply.outcome.value);
         return;
       }
-      sendHtml(ctx, reply.outcome.value);
+      sendPage(ctx, reply.outcome.value);
     }),
   );
 
   router.get('/pre-order/:token', (ctx) =>
     answer(ctx, async () => {
       const reply = await ctx.state.clients.deposit.getPreOrderPage({ preOrderToken: ctx.params.token ?? '' }, options(ctx));
-      sendHtml(ctx, reply.page);
+      sendPage(ctx, reply.page);
     }),
   );
 
@@ -76,7 +69,7 @@ export function registerPaymentPages(router: Router<FacadeState>): void {
         { preOrderToken: ctx.params.token ?? '', ...readCardForm(form) },
         options(ctx),
       );
-      sendHtml(ctx, reply.page);
+      sendPage(ctx, reply.page);
     }),
   );
 }

@@ -4,6 +4,7 @@
  * `webhook_events` tables, reads balances from the ledger, and drives the PayinWorkflow (id = invoice_reference)
  * and the WebhookDeliveryWorkflow (id = webhook id) through Temporal.
  */
+import { LRUCache } from 'lru-cache';
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { randomInt } from 'node:crypto';
@@ -18,7 +19,7 @@ import { findMerchantByApiKey, type Merchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform';
 import { PAYIN_LIMITS, PAYIN_REASONS } from './contract';
 import { PAYIN_OUTBOX_TABLE, payinWorkflowInputOf, wakePayinOutbox } from './outbox';
-import { renderQrPng } from './qr-image';
+import { renderQrPng } from '../web/qr-png';
 import { forwardPayin, UpstreamUnavailableError } from './upstream-client';
 
 export type PayinStatus = 'waiting' | 'success' | 'expired' | 'close' | 'failed';
@@ -60,25 +61,20 @@ function unauthenticated(): DomainError {
 /**
  * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (per process, per deps). Only active
  * merchants are kept: an unknown or suspended key is looked up every time, and a suspension (or a fee change)
- * reaches Area B within AUTH_CACHE_SECONDS. Bounded: cleared when it holds 10,000 keys.
+ * reaches Area B within AUTH_CACHE_SECONDS. Bounded: at most 10,000 keys, least recently used evicted (lru-cache).
  */
-const apiKeyCaches = new WeakMap<PlatformDeps, Map<string, { merchant: Merchant; until_ms: number }>>();
+const apiKeyCaches = new WeakMap<PlatformDeps, LRUCache<string, Merchant>>();
 
 async function merchantOfApiKey(deps: PlatformDeps, api_key: string): Promise<Merchant | undefined> {
   const ttl_ms = deps.config.AUTH_CACHE_SECONDS * 1000;
   if (ttl_ms <= 0) return findMerchantByApiKey(deps.database, api_key);
   let cache = apiKeyCaches.get(deps);
-  if (!cache) apiKeyCaches.set(deps, (cache = new Map()));
+  if (!cache) apiKeyCaches.set(deps, (cache = new LRUCache<string, Merchant>({ max: 10_000, ttl: ttl_ms })));
   const key = sha256Hex(api_key);
   const hit = cache.get(key);
-  if (hit && hit.until_ms > Date.now()) return hit.merchant;
+  if (hit) return hit;
   const merchant = await findMerchantByApiKey(deps.database, api_key);
-  if (merchant?.status === 'active') {
-    if (cache.size >= 10_000) cache.clear();
-    cache.set(key, { merchant, until_ms: Date.now() + ttl_ms });
-  } else {
-    cache.delete(key);
-  }
+  if (merchant?.status === 'active') cache.set(key, merchant);
   return merchant;
 }
 

@@ -6,6 +6,7 @@
  * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → signature (400 on
  * `sign` / `sign_type`) → the service's own fields.
  */
+import { LRUCache } from 'lru-cache';
 import type { Knex } from 'knex';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
@@ -80,23 +81,18 @@ export function verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope):
  * Successful lookups of /do-action authentication, reused for `cacheSeconds` per process (AUTH_CACHE_SECONDS):
  * merchants by (merchant id, SHA-256 of the secret key presented), active ones only, and sessions by token hash.
  * The signature is verified and the session expiry compared on every call; a suspension, a new secret key or a
- * deleted session applies within `cacheSeconds`. Each map is cleared when it reaches 10,000 entries.
+ * deleted session applies within `cacheSeconds`. Each holds at most 10,000 entries, least recently used evicted.
  */
 interface AuthCache {
-  merchants: Map<string, { merchant: Merchant; until_ms: number }>;
-  sessions: Map<string, { row: SessionRow; until_ms: number }>;
+  merchants: LRUCache<string, Merchant>;
+  sessions: LRUCache<string, SessionRow>;
 }
 const authCaches = new WeakMap<Knex, AuthCache>();
 
 function authCacheOf(database: Knex): AuthCache {
   let cache = authCaches.get(database);
-  if (!cache) authCaches.set(database, (cache = { merchants: new Map(), sessions: new Map() }));
+  if (!cache) authCaches.set(database, (cache = { merchants: new LRUCache({ max: 10_000 }), sessions: new LRUCache({ max: 10_000 }) }));
   return cache;
-}
-
-function remember<T>(map: Map<string, { until_ms: number } & T>, key: string, entry: T, cacheSeconds: number): void {
-  if (map.size >= 10_000) map.clear();
-  map.set(key, { ...entry, until_ms: Date.now() + cacheSeconds * 1000 });
 }
 
 async function authenticateEnvelopeCached(database: Knex, envelope: Envelope | undefined, cacheSeconds: number): Promise<Merchant> {
@@ -104,9 +100,9 @@ async function authenticateEnvelopeCached(database: Knex, envelope: Envelope | u
   const { merchants } = authCacheOf(database);
   const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
   const hit = merchants.get(key);
-  if (hit && hit.until_ms > Date.now()) return hit.merchant;
+  if (hit) return hit;
   const merchant = await authenticateEnvelope(database, envelope);
-  remember(merchants, key, { merchant }, cacheSeconds);
+  merchants.set(key, merchant, { ttl: cacheSeconds * 1000 });
   return merchant;
 }
 
@@ -163,13 +159,10 @@ export async function checkSession(database: Knex, merchantId: string, token: st
   if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_MESSAGES.tokenMissing] });
   const token_hash = sha256Hex(token);
   const { sessions } = authCacheOf(database);
-  const hit = cacheSeconds > 0 ? sessions.get(token_hash) : undefined;
-  let row: SessionRow | undefined;
-  if (hit && hit.until_ms > Date.now()) {
-    row = hit.row;
-  } else {
+  let row = cacheSeconds > 0 ? sessions.get(token_hash) : undefined;
+  if (!row) {
     row = (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined;
-    if (row && cacheSeconds > 0) remember(sessions, token_hash, { row }, cacheSeconds);
+    if (row && cacheSeconds > 0) sessions.set(token_hash, row, { ttl: cacheSeconds * 1000 });
   }
   if (!row || row.merchant_id !== merchantId) {
     throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_MESSAGES.tokenInvalid] });

@@ -28,17 +28,22 @@ async function wallet(currency: Currency = 'USD', kind: AccountKind = 'wallet'):
   return ledger.openAccount({ owner_type: 'user', owner_id: `user-${randomUUID()}`, currency, kind });
 }
 
+/** One transfer of `amount` from one account to another (two postings), under a fresh idempotency key. */
+function move(fromAccountId: string, toAccountId: string, amount: bigint, description = 'x') {
+  return ledger.transfer({
+    idempotency_key: key(),
+    description,
+    postings: [
+      { account_id: fromAccountId, amount_units: -amount },
+      { account_id: toAccountId, amount_units: amount },
+    ],
+  });
+}
+
 /** Credits `account` from the platform's settlement account (outside money). */
 async function fund(account: Account, amount: bigint): Promise<void> {
   const settlement = await ledger.platformAccount('settlement', account.currency);
-  await ledger.transfer({
-    idempotency_key: key('fund'),
-    description: 'fund',
-    postings: [
-      { account_id: settlement.id, amount_units: -amount },
-      { account_id: account.id, amount_units: amount },
-    ],
-  });
+  await move(settlement.id, account.id, amount, 'fund');
 }
 
 async function balance(account: Account): Promise<{ posted: bigint; held: bigint; available: bigint }> {
@@ -178,15 +183,7 @@ describe('transfer', () => {
       'UNBALANCED_POSTINGS',
     );
     await expectRefused(
-      () =>
-        ledger.transfer({
-          idempotency_key: key(),
-          description: 'cross currency',
-          postings: [
-            { account_id: usd.id, amount_units: -100n },
-            { account_id: khr.id, amount_units: 100n },
-          ],
-        }),
+      () => move(usd.id, khr.id, 100n, 'cross currency'),
       'invalid_argument',
       'UNBALANCED_POSTINGS',
     );
@@ -202,15 +199,7 @@ describe('transfer', () => {
     const b = await wallet();
     for (const amount of [0n, 10n ** 15n + 1n, 1.5 as unknown as bigint]) {
       await expectRefused(
-        () =>
-          ledger.transfer({
-            idempotency_key: key(),
-            description: 'x',
-            postings: [
-              { account_id: a.id, amount_units: -amount },
-              { account_id: b.id, amount_units: amount },
-            ],
-          }),
+        () => move(a.id, b.id, amount),
         'invalid_argument',
         'INVALID_AMOUNT',
       );
@@ -222,15 +211,7 @@ describe('transfer', () => {
     await fund(a, 100n);
     const missing = randomUUID();
     await expectRefused(
-      () =>
-        ledger.transfer({
-          idempotency_key: key(),
-          description: 'x',
-          postings: [
-            { account_id: a.id, amount_units: -10n },
-            { account_id: missing, amount_units: 10n },
-          ],
-        }),
+      () => move(a.id, missing, 10n),
       'not_found',
       'ACCOUNT_NOT_FOUND',
     );
@@ -241,27 +222,12 @@ describe('transfer', () => {
     const b = await wallet();
     await fund(a, 100n);
     await expectRefused(
-      () =>
-        ledger.transfer({
-          idempotency_key: key(),
-          description: 'x',
-          postings: [
-            { account_id: a.id, amount_units: -101n },
-            { account_id: b.id, amount_units: 101n },
-          ],
-        }),
+      () => move(a.id, b.id, 101n),
       'failed_precondition',
       'INSUFFICIENT_FUNDS',
     );
     // Exactly the balance is fine.
-    await ledger.transfer({
-      idempotency_key: key(),
-      description: 'all',
-      postings: [
-        { account_id: a.id, amount_units: -100n },
-        { account_id: b.id, amount_units: 100n },
-      ],
-    });
+    await move(a.id, b.id, 100n, 'all');
     expect((await balance(a)).available).toBe(0n);
     const settlement = await ledger.platformAccount('settlement', 'USD');
     expect((await ledger.getAccount(settlement.id)).posted_units < 0n).toBe(true);
@@ -274,15 +240,7 @@ describe('transfer', () => {
     await ledger.createPendingTransfer({ idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 700n, description: 'hold' });
     expect(await balance(a)).toEqual({ posted: 1000n, held: 700n, available: 300n });
     await expectRefused(
-      () =>
-        ledger.transfer({
-          idempotency_key: key(),
-          description: 'x',
-          postings: [
-            { account_id: a.id, amount_units: -301n },
-            { account_id: b.id, amount_units: 301n },
-          ],
-        }),
+      () => move(a.id, b.id, 301n),
       'failed_precondition',
       'INSUFFICIENT_FUNDS',
     );

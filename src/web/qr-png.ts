@@ -1,6 +1,7 @@
 /**
- * The QR code PNG of a payin (`qrcode.image` of B1, interface Area B), rendered by the `qrcode` library: one
- * byte-mode segment (a payment URI is byte mode almost throughout; this skips the library's mode-splitting search,
+ * QR code PNGs: a payin's `qrcode.image` (B1, interface Area B) and a bank account's activation QR (`qr_image`,
+ * Area C tokenize_bank_account), rendered by the `qrcode` library: one
+ * byte-mode segment (a payment URI or URL is byte mode almost throughout; this skips the library's mode-splitting search,
  * a third of its cost), error correction M, 4 pixels per module, a 4-module quiet zone, black on white.
  * The PNG is written by the library's renderer (pngjs) as 8-bit grayscale with scanline filter 0: the default RGBA
  * image with adaptive filtering costs twice the CPU (about 8 ms against 4 ms per payin, bench `payins`, issue 5) for

@@ -1,11 +1,11 @@
 /**
- * The B1 QR PNG (src/payins/qr-image.ts): a valid PNG that a QR reader decodes back to the content, black on white,
+ * The B1 QR PNG (src/web/qr-png.ts): a valid PNG that a QR reader decodes back to the content, black on white,
  * 4 pixels per module with a 4-module quiet zone; content too long for a QR code throws.
  */
 import jsQR from 'jsqr';
 import { PNG } from 'pngjs';
 import QRCode from 'qrcode';
-import { QR_PIXELS_PER_MODULE, QR_QUIET_ZONE_MODULES, renderQrPng } from '../../src/payins/qr-image';
+import { QR_PIXELS_PER_MODULE, QR_QUIET_ZONE_MODULES, renderQrPng } from '../../src/web/qr-png';
 
 const uri = 'tron:TJRabPrwbZy45sbavfcjinPJC18kjpRTv8?amount=12.345678&token=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
 
