@@ -61,7 +61,7 @@ export function payinRouter(): Router<FacadeState> {
   router.post('/api/v1/payins/status', async (ctx) => {
     try {
       const { payin } = await ctx.state.clients.payin.getPayinStatus(
-        { apiKey: apiKeyOf(ctx, true), rawBody: Buffer.from(ctx.state.rawBody, 'utf8') },
+        { apiKey: apiKeyOf(ctx, false), rawBody: Buffer.from(ctx.state.rawBody, 'utf8') },
         { timeoutMs: RPC_TIMEOUT_MS },
       );
       const currency = currencyOf(payin!.currency);
@@ -85,7 +85,7 @@ export function payinRouter(): Router<FacadeState> {
 
   router.get('/api/v1/balance', async (ctx) => {
     try {
-      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, true) }, { timeoutMs: RPC_TIMEOUT_MS });
+      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) }, { timeoutMs: RPC_TIMEOUT_MS });
       sendJson(ctx, 200, {
         success: true,
         code: 200,

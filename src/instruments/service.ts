@@ -15,6 +15,7 @@ import type { InstrumentService } from '../gen/payments/instrument/v1/instrument
 import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import type { PlatformDeps } from '../platform';
 import { MESSAGES } from '../wallet/contract';
+import { isHttpUrl } from '../web/url';
 import { merchantUser } from '../wallet/movements';
 import { AUTH_MESSAGES, authenticateAction } from '../wallet/sessions';
 import { activationCode, activationCodeSha256, activationUrl, notifyActivated, qrImageUrl } from './activation';
@@ -150,13 +151,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const numberText = await decrypt('bank_number', request.bankNumber, problems);
       const number = numberText === undefined ? undefined : normalizeAccountNumber(numberText);
       if (numberText !== undefined && !number) add(problems, 'bank_number', CARD_MESSAGES.accountNumber('bank_number'));
-      let callBack: URL | undefined;
-      try {
-        callBack = new URL(request.callBack);
-      } catch {
-        callBack = undefined;
-      }
-      if (!callBack || (callBack.protocol !== 'http:' && callBack.protocol !== 'https:')) add(problems, 'call_back', MESSAGES.url('call_back'));
+      if (!isHttpUrl(request.callBack)) add(problems, 'call_back', MESSAGES.url('call_back'));
       finish(problems);
       const token = newInstrumentToken();
       const instrument = await insertInstrument(deps, {

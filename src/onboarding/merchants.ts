@@ -21,6 +21,7 @@ import {
 } from '../crypto/secrets';
 import type { Currency } from '../money';
 import type { PlatformDeps } from '../platform';
+import { isHttpUrl } from '../web/url';
 import { normalizeRsaPublicKey, notFound, requireText } from './common';
 
 /** The currencies every merchant holds a wallet in. */
@@ -93,13 +94,7 @@ function hmacContext(merchant_id: string): string {
 
 function validateCallbackUrl(text: string | undefined): string {
   const value = requireText(text, 'callback_url', 2048);
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
+  if (!isHttpUrl(value)) throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
   return value;
 }
 

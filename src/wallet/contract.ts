@@ -4,6 +4,7 @@
  * field under its own name. Shared by the façade (translation) and the service (business checks use the same
  * messages). No I/O.
  */
+import { isHttpUrl } from '../web/url';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import { isLosslessNumber, readAmount, type Currency } from '../money';
 
@@ -165,13 +166,7 @@ export class FieldReader {
   url(field: string): string | undefined {
     const text = this.string(field);
     if (text === undefined) return undefined;
-    try {
-      const url = new URL(text);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return this.fail(field, MESSAGES.url(field));
-    } catch {
-      return this.fail(field, MESSAGES.url(field));
-    }
-    return text;
+    return isHttpUrl(text) ? text : this.fail(field, MESSAGES.url(field));
   }
 
   /** A percent 0..100 with at most 6 decimals, returned as decimal text ("2.5"). */

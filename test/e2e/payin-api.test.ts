@@ -220,6 +220,10 @@ describe('B2 POST /api/v1/payins/status', () => {
       expect(response.status).toBe(401);
       expect(response.json).toEqual({ success: false, message: 'Unauthorized', errors: null });
     }
+    // Api-Key is B1's alternative header only (interface "Authentication / Area B").
+    const otherHeader = await post(base(), '/api/v1/payins/status', '{"out_trade_no": "x"}', { 'Api-Key': merchant.api_key });
+    expect(otherHeader.status).toBe(401);
+    expect(otherHeader.json).toEqual({ success: false, message: 'Unauthorized', errors: null });
     const blocked = await status('{"out_trade_no": "x"}', suspended.api_key);
     expect(blocked.status).toBe(403);
     expect(blocked.json).toEqual({ success: false, message: 'Merchant account is suspended', errors: null });
@@ -258,7 +262,8 @@ describe('B3 GET /api/v1/balance', () => {
   });
 
   it('answers 401 Unauthenticated and 403 suspended with errors null', async () => {
-    for (const headers of [{}, { 'X-API-Key': 'pk_bad' }] as Array<Record<string, string>>) {
+    // Api-Key is B1's alternative header only (interface "Authentication / Area B").
+    for (const headers of [{}, { 'X-API-Key': 'pk_bad' }, { 'Api-Key': merchant.api_key }] as Array<Record<string, string>>) {
       const response = await fetch(`${base()}/api/v1/balance`, { headers });
       expect(response.status).toBe(401);
       expect(await response.json()).toEqual({ success: false, message: 'Unauthenticated. Please provide valid credentials.', errors: null });
