@@ -1,9 +1,14 @@
 /**
- * One error model for every capability (architecture guide, "One error model").
+ * One error model for every capability (docs/architecture.md, "One error model").
  *
- * Services throw `DomainError` with a stable `reason` (e.g. `PRE_TRANSFER_USED`) and optional field violations.
- * The RPC error interceptor maps it to a `ConnectError` whose code comes from `kind`, and whose `ErrorDetail`
- * carries `reason` and `fields`; each façade router maps `reason` to its area's documented code and message.
+ * Every reason a service can fail with is listed once, with its kind, in a reason table: the flows' tables live in
+ * their `contract.ts` (so workflows use the same names as `ApplicationFailure.type`), the platform-wide ones below,
+ * and `src/reasons.ts` merges them into the registry. Services throw `DomainError` built with `reasonError(table,
+ * reason, detail)`; the RPC error interceptor maps `kind` to a Connect `Code` and sends `reason` and `fields` in an
+ * `ErrorDetail`; each façade area maps `reason` to its documented code and message in one exhaustive table.
+ *
+ * `message` is a short internal detail for logs and RPC callers, never the interface's documented wording: that
+ * belongs to the façade area contracts.
  */
 
 /** How a domain error maps onto RPC codes. */
@@ -14,22 +19,62 @@ export type DomainErrorKind =
   | 'failed_precondition' // state forbids the operation (used, expired, insufficient funds)
   | 'unauthenticated'
   | 'permission_denied'
-  | 'unavailable' // an outside dependency failed (upstream provider)
+  | 'resource_exhausted' // a rate limit or lockout
+  | 'unavailable' // an outside dependency failed (upstream provider, Temporal)
+  | 'deadline_exceeded'
   | 'internal';
+
+/** A reason table: every reason of one capability with its kind. */
+export type ReasonKinds = Readonly<Record<string, DomainErrorKind>>;
+
+/** Reasons any service may answer (request-level validation, authentication, infrastructure). */
+export const COMMON_REASONS = {
+  VALIDATION_FAILED: 'invalid_argument',
+  UNAUTHENTICATED: 'unauthenticated',
+  PERMISSION_DENIED: 'permission_denied',
+  RATE_LIMITED: 'resource_exhausted',
+  UNAVAILABLE: 'unavailable',
+  DEADLINE_EXCEEDED: 'deadline_exceeded',
+  INTERNAL: 'internal',
+} as const satisfies ReasonKinds;
+export type CommonReason = keyof typeof COMMON_REASONS;
 
 /** Field name to human-readable messages, as the Area B and C envelopes list them. */
 export type FieldViolations = Record<string, string[]>;
 
-export class DomainError extends Error {
+export class DomainError<R extends string = string> extends Error {
   constructor(
     readonly kind: DomainErrorKind,
-    readonly reason: string,
+    readonly reason: R,
     message: string,
     readonly fields: FieldViolations = {},
   ) {
     super(message);
     this.name = 'DomainError';
   }
+
+  /** True when this error's reason is one of `table`'s (narrows `reason`). */
+  isIn<T extends ReasonKinds>(table: T): this is DomainError<keyof T & string> {
+    return Object.hasOwn(table, this.reason);
+  }
+}
+
+/**
+ * The error of one reason of `table`, its kind read from the table.
+ * @param detail short internal detail (defaults to the reason); not the interface's wording.
+ */
+export function reasonError<T extends ReasonKinds, R extends keyof T & string>(
+  table: T,
+  reason: R,
+  detail?: string,
+  fields: FieldViolations = {},
+): DomainError<R> {
+  return new DomainError(table[reason] as DomainErrorKind, reason, detail ?? reason.toLowerCase().replace(/_/g, ' '), fields);
+}
+
+/** True when `reason` is a key of `table` (narrows it). */
+export function isReasonOf<T extends ReasonKinds>(table: T, reason: string): reason is keyof T & string {
+  return Object.hasOwn(table, reason);
 }
 
 /** A bad-input error listing every failing field. */

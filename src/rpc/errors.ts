@@ -14,7 +14,9 @@ const codeByKind: Record<DomainErrorKind, Code> = {
   failed_precondition: Code.FailedPrecondition,
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
+  resource_exhausted: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
   internal: Code.Internal,
 };
 

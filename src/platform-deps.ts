@@ -1,0 +1,22 @@
+/**
+ * The dependencies every service and activity receives, built once per process by the composition root
+ * (`src/platform.ts`). A leaf module: it imports only types, so any module may depend on it without a cycle
+ * through the composition root.
+ */
+import type { Config } from './config';
+import type { PlatformKeys } from './crypto/platform-keys';
+import type { Knex } from './db/knex';
+import type { Ledger } from './ledger/types';
+import type { Logger } from './logger';
+import type { TemporalHandle } from './temporal/client';
+
+/** What services and activities are built from. One instance per process. */
+export interface PlatformDeps {
+  config: Config;
+  database: Knex;
+  temporal: TemporalHandle;
+  logger: Logger;
+  /** The only writer of balances (docs/architecture.md, "money moves only through src/ledger"). */
+  ledger: Ledger;
+  keys: PlatformKeys;
+}
