@@ -1,12 +1,12 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { Activities } from '../src/activities';
+import type { DiagnosticsActivities, WorkerDiagnostics } from '../src/health/contract';
 
-const { readWorkerDiagnostics } = proxyActivities<Activities>({ startToCloseTimeout: '10 seconds' });
+const { readWorkerDiagnostics } = proxyActivities<DiagnosticsActivities>({ startToCloseTimeout: '10 seconds' });
 
 /**
  * DiagnosticsWorkflow: one activity round trip (client → server → worker → database and back). Used by the
  * foundation tests to prove a worker serves the task queue.
  */
-export async function diagnosticsWorkflow(): Promise<{ database_time: string; worker_pid: number }> {
+export async function diagnosticsWorkflow(): Promise<WorkerDiagnostics> {
   return readWorkerDiagnostics();
 }
