@@ -49,6 +49,15 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_GRACE_SECONDS: seconds.default(10),
+  /** Server-side `statement_timeout` of every database connection; 0 = none. */
+  DATABASE_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
+  /** Server-side `idle_in_transaction_session_timeout` of every database connection; 0 = none. */
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
+  /**
+   * Deadline of one request through the platform: façade → RPC calls and Temporal Updates give up after it and answer
+   * the area's system error, safe to retry.
+   */
+  REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
 });
 
 /** The typed configuration. Durations are in seconds, ports are numbers. */

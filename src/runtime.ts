@@ -60,7 +60,10 @@ export async function runRoles(
     let deps: PlatformDeps | undefined;
     if (roles.includes('api') || roles.includes('worker')) {
       if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
-      const database = createDatabase(config.DATABASE_URL);
+      const database = createDatabase(config.DATABASE_URL, undefined, {
+        statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
+        idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
+      });
       stops.push(() => database.destroy());
       const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
       const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);

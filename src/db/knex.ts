@@ -12,11 +12,27 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => BigInt(value))
 /** Pool limits per process. */
 export const DATABASE_POOL_MAX = 20;
 
-/** Creates a knex instance for a postgres:// URL. */
-export function createDatabase(databaseUrl: string, poolMax = DATABASE_POOL_MAX): Knex {
+/**
+ * Server-side limits set on every connection, so no statement runs unbounded and no transaction holds row locks
+ * and a pool connection while its process waits on something else (a network call, a crash mid-transaction).
+ * Seconds; 0 disables a limit (migrations of a large table may need that).
+ */
+export interface SessionLimits {
+  statement_timeout_seconds: number;
+  idle_in_transaction_timeout_seconds: number;
+}
+
+export const DEFAULT_SESSION_LIMITS: SessionLimits = { statement_timeout_seconds: 30, idle_in_transaction_timeout_seconds: 60 };
+
+/** Creates a knex instance for a postgres:// URL, with `limits` on every connection of its pool. */
+export function createDatabase(databaseUrl: string, poolMax = DATABASE_POOL_MAX, limits: SessionLimits = DEFAULT_SESSION_LIMITS): Knex {
   return knexFactory({
     client: 'pg',
-    connection: databaseUrl,
+    connection: {
+      connectionString: databaseUrl,
+      statement_timeout: limits.statement_timeout_seconds * 1000,
+      idle_in_transaction_session_timeout: limits.idle_in_transaction_timeout_seconds * 1000,
+    },
     pool: { min: 0, max: poolMax },
     migrations: { migrationSource, tableName: 'knex_migrations' },
     // Connection failures surface through the caller (health check, RPC error); knex itself stays quiet.
