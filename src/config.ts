@@ -58,6 +58,8 @@ const schema = z.object({
    * the area's system error, safe to retry.
    */
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  /** How long a client's Idempotency-Key answers repeats with the first answer (at least a day in production). */
+  IDEMPOTENCY_RETENTION_SECONDS: seconds.default(86_400),
 });
 
 /** The typed configuration. Durations are in seconds, ports are numbers. */

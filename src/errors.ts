@@ -20,6 +20,7 @@ export type DomainErrorKind =
   | 'unauthenticated'
   | 'permission_denied'
   | 'resource_exhausted' // a rate limit or lockout
+  | 'aborted' // a concurrent request holds the resource; retry later
   | 'unavailable' // an outside dependency failed (upstream provider, Temporal)
   | 'deadline_exceeded'
   | 'internal';

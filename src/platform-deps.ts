@@ -6,6 +6,7 @@
 import type { Config } from './config';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
+import type { IdempotencyStore } from './idempotency';
 import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
 import type { TemporalHandle } from './temporal/client';
@@ -19,4 +20,6 @@ export interface PlatformDeps {
   /** The only writer of balances (docs/architecture.md, "money moves only through src/ledger"). */
   ledger: Ledger;
   keys: PlatformKeys;
+  /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
+  idempotency: IdempotencyStore;
 }

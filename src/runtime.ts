@@ -10,6 +10,7 @@ import { createFacadeApp, startFacade } from '../rest-facade/app';
 import type { Config } from './config';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
+import { createIdempotencyStore } from './idempotency';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './payins/outbox';
@@ -68,7 +69,19 @@ export async function runRoles(
       const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
       const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
       stops.push(() => temporal.close());
-      deps = { config, database, temporal, logger, ledger: createLedger(database), keys: loadPlatformKeys(config.PLATFORM_KEY_DIR) };
+      deps = {
+        config,
+        database,
+        temporal,
+        logger,
+        ledger: createLedger(database),
+        keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
+        idempotency: createIdempotencyStore(database, {
+          retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
+          // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
+          lock_seconds: config.REQUEST_TIMEOUT_SECONDS + 30,
+        }),
+      };
     }
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {

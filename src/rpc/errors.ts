@@ -15,6 +15,7 @@ const codeByKind: Record<DomainErrorKind, Code> = {
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
   resource_exhausted: Code.ResourceExhausted,
+  aborted: Code.Aborted,
   unavailable: Code.Unavailable,
   deadline_exceeded: Code.DeadlineExceeded,
   internal: Code.Internal,

@@ -13,6 +13,7 @@ import * as instruments from './007_instruments';
 import * as instrumentVault from './008_instruments';
 import * as deposits from './009_deposits';
 import * as payinOutbox from './010_payin_outbox';
+import * as idempotencyKeys from './016_idempotency_keys';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -30,6 +31,7 @@ const migrations: Array<[string, Migration]> = [
   ['008_instruments', instrumentVault],
   ['009_deposits', deposits],
   ['010_payin_outbox', payinOutbox],
+  ['016_idempotency_keys', idempotencyKeys],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

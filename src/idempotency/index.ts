@@ -1,0 +1,188 @@
+/**
+ * Request idempotency for money-moving operations, with Stripe's semantics (docs/idempotency.md):
+ *
+ * - A client sends `Idempotency-Key` (1–255 visible ASCII characters) with a money-moving request. The key is
+ *   scoped to its owner (a merchant) and kept at least `retention_seconds` (24 h by default).
+ * - The same key with the same parameters (same operation, same fingerprint) → the first answer, replayed: the stored
+ *   protobuf bytes of the RPC response, so the façade renders the same envelope byte for byte; or the first business
+ *   refusal (a `DomainError`), raised again.
+ * - The same key with other parameters, or for another operation → `IDEMPOTENCY_KEY_REUSED`.
+ * - A repeat while the first request is still running → `IDEMPOTENCY_KEY_IN_PROGRESS` (retry later).
+ * - An infrastructure failure (anything but a DomainError) releases the key, so a retry runs again.
+ *
+ * Crash safety: a claim whose process died stays `running` until `locked_until` (the request deadline plus a
+ * margin), then a retry takes it over and runs the operation again. Every operation therefore derives its own
+ * downstream idempotency (ledger idempotency key, workflow id) from `ownKey` (scope + key), so a re-run after a
+ * crash finds the money already moved instead of moving it twice.
+ */
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import { DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
+
+export const IDEMPOTENCY_REASONS = {
+  IDEMPOTENCY_KEY_REUSED: 'invalid_argument',
+  IDEMPOTENCY_KEY_IN_PROGRESS: 'aborted',
+  IDEMPOTENCY_KEY_INVALID: 'invalid_argument',
+} as const;
+export type IdempotencyReason = keyof typeof IDEMPOTENCY_REASONS;
+
+/** Longest key accepted (Stripe's limit). */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
+
+export interface IdempotencyOptions {
+  /** How long a completed key answers repeats, in seconds (at least 24 h in production). */
+  retention_seconds: number;
+  /** How long a running claim is honoured before a retry may take it over, in seconds. */
+  lock_seconds: number;
+}
+
+export interface IdempotentRequest {
+  /** Who owns the key, e.g. `merchant:42`. */
+  scope: string;
+  /** The client's Idempotency-Key. */
+  key: string;
+  /** What the request does, e.g. `area-c.transfer`: a key is bound to one operation. */
+  operation: string;
+  /** The request's parameters in a stable order (see `fingerprintOf`). */
+  parameters: unknown[];
+}
+
+/** Encodes a response for storage and decodes it on replay (e.g. protobuf `toBinary` / `fromBinary`). */
+export interface ResponseCodec<T> {
+  encode(value: T): Uint8Array;
+  decode(bytes: Uint8Array): T;
+}
+
+interface KeyRow {
+  scope: string;
+  key: string;
+  operation: string;
+  fingerprint: string;
+  state: 'running' | 'completed';
+  response: Buffer | null;
+  error: { reason: string; kind: DomainErrorKind; message: string; fields: FieldViolations } | null;
+  locked_until: Date;
+  expires_at: Date;
+}
+
+/** Hex SHA-256 of the parameters (bigints as decimal strings), the identity of "the same request". */
+export function fingerprintOf(parameters: unknown[]): string {
+  const text = JSON.stringify(parameters, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value));
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * Checks a client's key: 1–255 visible ASCII characters.
+ * @throws DomainError IDEMPOTENCY_KEY_INVALID on the field `Idempotency-Key`.
+ */
+export function checkIdempotencyKey(key: string): void {
+  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH || !VISIBLE_ASCII.test(key)) {
+    throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_INVALID', 'bad idempotency key', {
+      'Idempotency-Key': [`must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`],
+    });
+  }
+}
+
+export interface IdempotencyStore {
+  /**
+   * Runs `execute` once per (scope, key) and answers every repeat with its first result.
+   * `execute` receives `ownKey`, a stable string derived from scope and key, to build its downstream idempotency
+   * keys from.
+   * @throws DomainError IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS, or the first
+   *   run's business refusal (replayed).
+   */
+  run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T>;
+  /** Deletes keys past their retention; returns how many. */
+  purgeExpired(): Promise<number>;
+}
+
+const MAX_CLAIM_TRIES = 3;
+
+export function createIdempotencyStore(database: Knex, options: IdempotencyOptions): IdempotencyStore {
+  const table = () => database<KeyRow>('idempotency_keys');
+
+  /** Inserts a running claim; true when this call owns the key now. */
+  async function claim(request: IdempotentRequest, fingerprint: string): Promise<boolean> {
+    const inserted = await database.raw(
+      `INSERT INTO idempotency_keys (scope, key, operation, fingerprint, state, locked_until, expires_at)
+       VALUES (?, ?, ?, ?, 'running', now() + make_interval(secs => ?), now() + make_interval(secs => ?))
+       ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
+      [request.scope, request.key, request.operation, fingerprint, options.lock_seconds, options.retention_seconds],
+    );
+    return inserted.rows.length === 1;
+  }
+
+  /** Takes over a key whose claim is stale (its process died) or whose retention is over; true when taken. */
+  async function takeOver(request: IdempotentRequest, fingerprint: string): Promise<boolean> {
+    const updated = await database.raw(
+      `UPDATE idempotency_keys SET operation = ?, fingerprint = ?, state = 'running', response = NULL, error = NULL,
+         locked_until = now() + make_interval(secs => ?), expires_at = now() + make_interval(secs => ?)
+       WHERE scope = ? AND key = ? AND (expires_at <= now() OR (state = 'running' AND locked_until <= now()))
+       RETURNING key`,
+      [request.operation, fingerprint, options.lock_seconds, options.retention_seconds, request.scope, request.key],
+    );
+    return updated.rows.length === 1;
+  }
+
+  function replay<T>(row: KeyRow, codec: ResponseCodec<T>): T {
+    if (row.error) throw new DomainError(row.error.kind, row.error.reason, row.error.message, row.error.fields);
+    if (!row.response) throw new Error(`idempotency key ${row.scope}/${row.key} completed without an answer`);
+    return codec.decode(new Uint8Array(row.response));
+  }
+
+  return {
+    async run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T> {
+      checkIdempotencyKey(request.key);
+      const fingerprint = fingerprintOf(request.parameters);
+      const ownKey = `${request.scope}:${request.key}`;
+      let owned = false;
+      for (let attempt = 0; attempt < MAX_CLAIM_TRIES && !owned; attempt++) {
+        if (await claim(request, fingerprint)) {
+          owned = true;
+          break;
+        }
+        const row = await table().where({ scope: request.scope, key: request.key }).first();
+        if (!row) continue; // purged meanwhile: claim again
+        const live = row.expires_at.getTime() > Date.now();
+        if (live && (row.operation !== request.operation || row.fingerprint !== fingerprint)) {
+          throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_REUSED', 'key used with other parameters', {
+            'Idempotency-Key': ['was already used with other parameters'],
+          });
+        }
+        if (live && row.state === 'completed') return replay(row, codec);
+        if (live && row.locked_until.getTime() > Date.now()) {
+          throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
+        }
+        owned = await takeOver(request, fingerprint);
+      }
+      if (!owned) throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
+
+      let result: T;
+      try {
+        result = await execute(ownKey);
+      } catch (error) {
+        if (error instanceof DomainError && error.kind !== 'internal' && error.kind !== 'unavailable' && error.kind !== 'deadline_exceeded') {
+          await table()
+            .where({ scope: request.scope, key: request.key, state: 'running' })
+            .update({
+              state: 'completed',
+              error: JSON.stringify({ reason: error.reason, kind: error.kind, message: error.message, fields: error.fields }) as never,
+            });
+        } else {
+          // An infrastructure fault: the outcome is unknown to the client, so a retry must be able to run again.
+          await table().where({ scope: request.scope, key: request.key, state: 'running' }).delete();
+        }
+        throw error;
+      }
+      await table()
+        .where({ scope: request.scope, key: request.key, state: 'running' })
+        .update({ state: 'completed', response: Buffer.from(codec.encode(result)) });
+      return result;
+    },
+
+    async purgeExpired() {
+      return table().where('expires_at', '<=', database.fn.now()).delete();
+    },
+  };
+}
