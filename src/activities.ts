@@ -4,14 +4,14 @@
  */
 import type { PlatformDeps } from './platform';
 import { createDiagnosticsActivities } from './health/activities';
-import { createTransferActivities } from './transfers/activities';
+import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './payins/activities';
 import { createDepositActivities } from './deposits/activities';
 
 export function createActivities(deps: PlatformDeps) {
   return {
     ...createDiagnosticsActivities(deps),
-    ...createTransferActivities(deps),
+    ...createPreTransferActivities(deps),
     ...createPayinActivities(deps),
     ...createDepositActivities(deps),
   };

@@ -2,7 +2,7 @@
  * Composition root: the dependencies every capability receives, and the construction of every Connect service.
  * Add a capability by listing its service in `rpc/services.ts` and building it here.
  */
-import { createTransferService } from './transfers/service';
+import { createTransferService } from './flows/pre-transfer/service';
 import { createPayinService } from './payins/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';

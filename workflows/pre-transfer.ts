@@ -3,54 +3,47 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  defineQuery,
-  defineUpdate,
   proxyActivities,
   setHandler,
   sleep,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../src/activities';
+import {
+  confirmPreTransferUpdate,
+  preTransferIdempotencyKey,
+  preTransferStateQuery,
+  type ConfirmPreTransferUpdateInput,
+  type PreTransferActivities,
+  type PreTransferReason,
+  type PreTransferWorkflowInput,
+  type PreTransferWorkflowResult,
+  type PreTransferWorkflowState,
+} from '../src/flows/pre-transfer/contract';
 
-const { postPreTransfer, voidPreTransfer } = proxyActivities<Activities>({
+const { postPreTransfer, voidPreTransfer } = proxyActivities<PreTransferActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
 });
 
-/** pending → confirming (an accepted confirm Update is posting) → confirmed; pending → expired at the timer. */
-export type PreTransferWorkflowState = 'pending' | 'confirming' | 'confirmed' | 'expired';
-
-export interface PreTransferWorkflowInput {
-  pre_transfer_id: string;
-  /** Lifetime in seconds, counted from creation (PRE_TRANSFER_TTL_SECONDS at creation). */
-  ttl_seconds: number;
+function refuse(reason: PreTransferReason, detail: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(detail, reason);
 }
 
-export interface ConfirmPreTransferUpdateInput {
-  partner_transaction_id: string;
+/** The failure type an activity rejected with, if any. */
+function refusalOf(error: unknown): string | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
 }
-
-export interface ConfirmPreTransferUpdateResult {
-  fund_transfer_id: string;
-}
-
-/** Failure types the confirm Update rejects with (ApplicationFailure.type = the domain reason). */
-export const PRE_TRANSFER_USED = 'PRE_TRANSFER_USED';
-export const PRE_TRANSFER_EXPIRED = 'PRE_TRANSFER_EXPIRED';
-export const DUPLICATE_PARTNER_TRANSACTION_ID = 'DUPLICATE_PARTNER_TRANSACTION_ID';
-
-export const confirmPreTransferUpdate = defineUpdate<ConfirmPreTransferUpdateResult, [ConfirmPreTransferUpdateInput]>('confirm');
-export const preTransferStateQuery = defineQuery<{ state: PreTransferWorkflowState; fund_transfer_id: string | null }>('state');
 
 /**
  * PreTransferWorkflow (workflow id = pre_transfer_id; Area A, platform decisions §6). The hold on the partner float
  * already exists when it starts. It waits for a `confirm` Update or the `ttl_seconds` timer, whichever comes first:
- * confirm posts the hold to the receiver (activity `postPreTransfer`, idempotency key = workflow id + ":post"),
- * expiry voids it (`voidPreTransfer`, key = workflow id + ":void"). The validator refuses a used or expired
- * pre-transfer, so of many concurrent confirms exactly one is accepted. Query `state` gives the state.
+ * confirm posts the hold to the receiver (activity `postPreTransfer`), expiry voids it (`voidPreTransfer`), each under
+ * its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
+ * exactly one is accepted. Query `state` gives the state.
  */
-export async function preTransferWorkflow(input: PreTransferWorkflowInput): Promise<{ state: PreTransferWorkflowState }> {
+export async function preTransferWorkflow(input: PreTransferWorkflowInput): Promise<PreTransferWorkflowResult> {
   const workflowId = workflowInfo().workflowId;
   let state: PreTransferWorkflowState = 'pending';
   let timedOut = false;
@@ -67,28 +60,26 @@ export async function preTransferWorkflow(input: PreTransferWorkflowInput): Prom
           pre_transfer_id: input.pre_transfer_id,
           partner_transaction_id,
           fund_transfer_id: candidate,
-          idempotency_key: `${workflowId}:post`,
+          idempotency_key: preTransferIdempotencyKey(workflowId, 'post'),
         });
         fundTransferId = result.fund_transfer_id;
         state = 'confirmed';
         return { fund_transfer_id: result.fund_transfer_id };
       } catch (error) {
         state = 'pending';
-        const cause = error instanceof ActivityFailure ? error.cause : error;
-        if (cause instanceof ApplicationFailure && cause.type === DUPLICATE_PARTNER_TRANSACTION_ID) {
-          throw ApplicationFailure.nonRetryable('duplicate partner_transaction_id', DUPLICATE_PARTNER_TRANSACTION_ID);
-        }
-        if (cause instanceof ApplicationFailure && cause.type === PRE_TRANSFER_EXPIRED) {
+        const reason = refusalOf(error);
+        if (reason === 'DUPLICATE_PARTNER_TRANSACTION_ID') throw refuse(reason, 'duplicate partner_transaction_id');
+        if (reason === 'PRE_TRANSFER_EXPIRED') {
           timedOut = true;
-          throw ApplicationFailure.nonRetryable('pre-transfer expired', PRE_TRANSFER_EXPIRED);
+          throw refuse(reason, 'pre-transfer expired');
         }
         throw error;
       }
     },
     {
       validator: (_input: ConfirmPreTransferUpdateInput) => {
-        if (state === 'confirming' || state === 'confirmed') throw ApplicationFailure.nonRetryable('pre-transfer already used', PRE_TRANSFER_USED);
-        if (state === 'expired' || timedOut) throw ApplicationFailure.nonRetryable('pre-transfer expired', PRE_TRANSFER_EXPIRED);
+        if (state === 'confirming' || state === 'confirmed') throw refuse('PRE_TRANSFER_USED', 'pre-transfer already used');
+        if (state === 'expired' || timedOut) throw refuse('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
       },
     },
   );
@@ -100,7 +91,7 @@ export async function preTransferWorkflow(input: PreTransferWorkflowInput): Prom
   await condition(() => state === 'confirmed' || (timedOut && state === 'pending'));
   if (state === 'pending') {
     state = 'expired';
-    await voidPreTransfer({ pre_transfer_id: input.pre_transfer_id, idempotency_key: `${workflowId}:void` });
+    await voidPreTransfer({ pre_transfer_id: input.pre_transfer_id, idempotency_key: preTransferIdempotencyKey(workflowId, 'void') });
   }
   await condition(allHandlersFinished);
   return { state };

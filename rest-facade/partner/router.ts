@@ -19,54 +19,23 @@ import { verifyBody } from '../../src/crypto/rsa2-json';
 import { DomainError } from '../../src/errors';
 import { PreTransferState, type PreTransfer } from '../../src/gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, parseJsonLossless, readAmount, stringifyJson, type Currency } from '../../src/money';
-import { readRpcFailure, type RpcFailure } from '../../src/rpc/errors';
+import { readRpcFailure } from '../../src/rpc/errors';
+import type { FacadeContext, FacadeState } from '../app';
 import {
-  AREA_A_ERRORS,
   AREA_A_LIMITS,
   AREA_A_SERVICES,
-  checkField,
+  AreaAFailure,
+  areaAErrorOf,
+  GatewayAnswer,
+  INVALID_SIGN_ERROR,
+  requireFields,
   SYSTEM_ERROR,
+  UNAUTHENTICATED_ERROR,
   validationError,
-  type AreaAError,
   type AreaAService,
-} from '../../src/transfers/contract';
-import type { FacadeContext, FacadeState } from '../app';
-
-const UNAUTHENTICATED_BODY = { success: false, error_code: 'UNAUTHENTICATED', error_desc: 'Unauthorized' };
+} from './contract';
 
 type Body = Record<string, unknown>;
-
-/** A gateway answer before signing. */
-class GatewayAnswer {
-  constructor(
-    readonly status: number,
-    readonly body: Body,
-  ) {}
-  static error(error: AreaAError): GatewayAnswer {
-    return new GatewayAnswer(error.status, { success: false, error_code: error.error_code, error_desc: error.error_desc });
-  }
-  static ok(data: Body): GatewayAnswer {
-    return new GatewayAnswer(200, { success: true, code: 200, message: 'OK', data });
-  }
-}
-
-/** Thrown inside a handler to answer with an Area A error. */
-class AreaAFailure extends Error {
-  constructor(readonly error: AreaAError) {
-    super(error.error_desc);
-  }
-}
-
-/** The Area A error of an RPC failure (one table: src/transfers/contract.ts). */
-export function areaAErrorOf(failure: RpcFailure): AreaAError {
-  const known = AREA_A_ERRORS[failure.reason];
-  if (known) return known;
-  if (failure.code === Code.InvalidArgument) {
-    const [field, messages] = Object.entries(failure.fields)[0] ?? [];
-    return validationError(field && messages?.[0] ? `${field} ${messages[0]}` : 'invalid request');
-  }
-  return SYSTEM_ERROR;
-}
 
 const publicKeys = new Map<string, KeyObject>();
 function publicKeyOf(pem: string): KeyObject {
@@ -77,13 +46,6 @@ function publicKeyOf(pem: string): KeyObject {
     publicKeys.set(pem, key);
   }
   return key;
-}
-
-function requireFields(body: Body, checks: Array<[string, 'alpha' | 'string' | 'char3' | 'receiver', number]>): void {
-  for (const [field, kind, max] of checks) {
-    const problem = checkField(body, field, kind, max);
-    if (problem) throw new AreaAFailure(validationError(problem));
-  }
 }
 
 function transferData(transfer: PreTransfer, fields: string[]): Body {
@@ -177,8 +139,8 @@ async function sendSigned(ctx: FacadeContext, answer: GatewayAnswer): Promise<vo
 }
 
 function unauthorized(ctx: FacadeContext): void {
-  ctx.status = 401;
-  ctx.body = UNAUTHENTICATED_BODY;
+  ctx.status = UNAUTHENTICATED_ERROR.status;
+  ctx.body = GatewayAnswer.error(UNAUTHENTICATED_ERROR).body;
 }
 
 function parseObject(raw: string): Body | undefined {
@@ -248,7 +210,7 @@ export function partnerRouter(): Router<FacadeState> {
       const body = parseObject(ctx.state.rawBody);
       if (!body) throw new AreaAFailure(validationError('the body must be a JSON object'));
       if (body.sign_type !== undefined && body.sign_type !== 'RSA2') throw new AreaAFailure(validationError('sign_type must be RSA2'));
-      if (!verifyBody(body, publicKeyOf(publicKeyPem))) throw new AreaAFailure(AREA_A_ERRORS.INVALID_SIGN!);
+      if (!verifyBody(body, publicKeyOf(publicKeyPem))) throw new AreaAFailure(INVALID_SIGN_ERROR);
       requireFields(body, [['service', 'string', AREA_A_LIMITS.service]]);
       const service = body.service as string;
       if (!(AREA_A_SERVICES as readonly string[]).includes(service)) throw new AreaAFailure(validationError('unknown service'));

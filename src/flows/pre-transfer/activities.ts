@@ -1,0 +1,113 @@
+/**
+ * The pre-transfer flow's money movements (platform decisions §6), the flow's only caller of the ledger: the hold
+ * placed at creation (called by the TransferService inside its transaction), and the PreTransferWorkflow's
+ * activities that post or void it. Each passes the step's idempotency key (`preTransferIdempotencyKey`) to the
+ * ledger and updates the `pre_transfers` row in the same database transaction, so a retried step never moves money
+ * twice.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { DomainError, reasonError } from '../../errors';
+import type { Knex } from '../../db/knex';
+import type { Account, PendingTransfer } from '../../ledger/types';
+import type { PlatformDeps } from '../../platform-deps';
+import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
+import { findPartnerTransactionClash, lockPreTransfer, markConfirmed, markExpired } from './store';
+
+function nonRetryable(reason: PreTransferReason, detail: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(detail, reason);
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string }).code === '23505';
+}
+
+/** The receiver's USD wallet, or undefined when the user has none (then it is not eligible). */
+export function findReceiverWallet(deps: Pick<PlatformDeps, 'ledger'>, receiver_user_id: string): Promise<Account | undefined> {
+  return deps.ledger.findAccount({ owner_type: 'user', owner_id: receiver_user_id, currency: 'USD', kind: 'wallet' });
+}
+
+/**
+ * Holds `amount_units` (minor units) on the partner float for the receiver's wallet, inside `trx`, expiring with the
+ * pre-transfer.
+ * @throws DomainError INSUFFICIENT_PARTNER_BALANCE when the available float is below the amount.
+ */
+export async function holdPreTransfer(
+  deps: Pick<PlatformDeps, 'ledger'>,
+  trx: Knex.Transaction,
+  input: {
+    pre_transfer_id: string;
+    partner_id: string;
+    out_trade_no: string;
+    float_account_id: string;
+    wallet_account_id: string;
+    amount_units: bigint;
+    ttl_seconds: number;
+  },
+): Promise<PendingTransfer> {
+  try {
+    return await deps.ledger.createPendingTransfer(
+      {
+        idempotency_key: preTransferIdempotencyKey(input.pre_transfer_id, 'hold'),
+        debit_account_id: input.float_account_id,
+        credit_account_id: input.wallet_account_id,
+        amount_units: input.amount_units,
+        timeout_seconds: input.ttl_seconds,
+        description: `Area A pre-transfer ${input.pre_transfer_id}`,
+        metadata: { pre_transfer_id: input.pre_transfer_id, partner_id: input.partner_id, out_trade_no: input.out_trade_no },
+      },
+      trx,
+    );
+  } catch (error) {
+    if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
+      throw reasonError(PRE_TRANSFER_REASONS, 'INSUFFICIENT_PARTNER_BALANCE', 'partner float below the amount');
+    }
+    throw error;
+  }
+}
+
+export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' | 'ledger'>): PreTransferActivities {
+  return {
+    async postPreTransfer(input) {
+      try {
+        return await deps.database.transaction(async (trx) => {
+          const row = await lockPreTransfer(trx, input.pre_transfer_id);
+          if (!row) throw nonRetryable('PRE_TRANSFER_NOT_FOUND', `unknown pre-transfer ${input.pre_transfer_id}`);
+          // The workflow's validator owns "used" and "expired"; these re-checks under the row lock guard the race
+          // with a retried activity and with the ledger's own expiry of the hold.
+          if (row.state === 'confirmed') return { fund_transfer_id: row.fund_transfer_id as string };
+          if (row.state === 'expired') throw nonRetryable('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
+          if (await findPartnerTransactionClash(trx, row.partner_id, input.partner_transaction_id, row.id)) {
+            throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
+          }
+          try {
+            await deps.ledger.postPendingTransfer({ pending_transfer_id: row.pending_transfer_id, idempotency_key: input.idempotency_key }, trx);
+          } catch (error) {
+            if (error instanceof DomainError && error.reason === 'PENDING_TRANSFER_EXPIRED') {
+              throw nonRetryable('PRE_TRANSFER_EXPIRED', 'the hold expired');
+            }
+            throw error;
+          }
+          await markConfirmed(trx, row.id, { partner_transaction_id: input.partner_transaction_id, fund_transfer_id: input.fund_transfer_id });
+          return { fund_transfer_id: input.fund_transfer_id };
+        });
+      } catch (error) {
+        // The unique index on (partner_id, partner_transaction_id) guards the race between two pre-transfers.
+        if (isUniqueViolation(error)) throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
+        throw error;
+      }
+    },
+
+    async voidPreTransfer(input) {
+      await deps.database.transaction(async (trx) => {
+        const row = await lockPreTransfer(trx, input.pre_transfer_id);
+        if (!row || row.state !== 'pending') return;
+        try {
+          await deps.ledger.voidPendingTransfer({ pending_transfer_id: row.pending_transfer_id, idempotency_key: input.idempotency_key }, trx);
+        } catch (error) {
+          if (!(error instanceof DomainError && error.reason === 'PENDING_TRANSFER_ALREADY_VOIDED')) throw error;
+        }
+        await markExpired(trx, row.id);
+      });
+    },
+  };
+}

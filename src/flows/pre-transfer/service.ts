@@ -1,0 +1,210 @@
+/**
+ * TransferService (Area A, platform decisions §6): partner access tokens, pre-transfers held on the partner float,
+ * their confirmation through the PreTransferWorkflow's `confirm` Update, queries answered from the `pre_transfers`
+ * table, and the platform's RSA2 signatures of gateway responses.
+ *
+ * Errors: the reasons of PRE_TRANSFER_REASONS (contract.ts), UNAUTHENTICATED and VALIDATION_FAILED. The Area A
+ * façade turns them into the documented error_code / error_desc (rest-facade/partner/contract.ts).
+ */
+import { create } from '@bufbuild/protobuf';
+import type { ServiceImpl } from '@connectrpc/connect';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { createHash, randomBytes } from 'node:crypto';
+import { signRsa2 } from '../../crypto/rsa2';
+import { canonicalJson } from '../../crypto/rsa2-json';
+import { COMMON_REASONS, invalidFields, reasonError } from '../../errors';
+import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
+import { isCurrency, parseJsonLossless } from '../../money';
+import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type User } from '../../onboarding';
+import type { PlatformDeps } from '../../platform-deps';
+import { domainErrorFromFailure } from '../../temporal/failures';
+import { preTransferWorkflow } from '../../../workflows/pre-transfer';
+import { findReceiverWallet, holdPreTransfer } from './activities';
+import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
+import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-tokens';
+import { findPartnerTransactionClash, findPreTransfer, insertPreTransfer, isExpired, type PreTransferRow } from './store';
+
+const ALPHANUMERIC_64 = /^[A-Za-z0-9]{1,64}$/;
+/** User ids are PostgreSQL bigserial values. */
+const MAX_USER_ID = 9_223_372_036_854_775_807n;
+
+const unauthenticated = () => reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no valid partner credential');
+const refuse = (reason: PreTransferReason, detail?: string, fields?: Record<string, string[]>) =>
+  reasonError(PRE_TRANSFER_REASONS, reason, detail, fields);
+
+function toPreTransfer(row: PreTransferRow): PreTransfer {
+  const state =
+    row.state === 'confirmed' ? PreTransferState.CONFIRMED : isExpired(row) ? PreTransferState.EXPIRED : PreTransferState.PENDING;
+  return create(PreTransferSchema, {
+    preTransferId: row.id,
+    outTradeNo: row.out_trade_no,
+    receiverId: row.receiver_id,
+    receiverName: row.receiver_name,
+    amountUnits: BigInt(row.amount_units),
+    currency: row.currency,
+    expireInSeconds: BigInt(row.ttl_seconds),
+    fundTransferId: row.fund_transfer_id ?? '',
+    state,
+  });
+}
+
+function fingerprint(input: { receiver_id: string; sender_name: string; amount_units: bigint; currency: string }): string {
+  return createHash('sha256')
+    .update(JSON.stringify([input.receiver_id, input.sender_name, input.amount_units.toString(), input.currency]))
+    .digest('hex');
+}
+
+/** Receiver by platform user id, else by phone in local or international form (§6). */
+async function findReceiver(deps: PlatformDeps, receiver_id: string): Promise<User | undefined> {
+  if (/^[1-9]\d{0,18}$/.test(receiver_id) && BigInt(receiver_id) <= MAX_USER_ID) {
+    const user = await getUser(deps.database, receiver_id);
+    if (user) return user;
+  }
+  const phone = normalizePhone(receiver_id);
+  return phone ? findUserByPhone(deps.database, phone) : undefined;
+}
+
+export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof TransferService> {
+  const key = accessTokenKey(deps.keys.dataKey);
+
+  return {
+    async issueAccessToken(request) {
+      if (!request.partnerId || !request.partnerSecretKey || !request.userName || !request.password) throw unauthenticated();
+      const partner = await authenticatePartner(deps.database, {
+        partner_id: request.partnerId,
+        partner_secret_key: request.partnerSecretKey,
+        user_name: request.userName,
+        password: request.password,
+      });
+      if (!partner) throw unauthenticated();
+      const expireIn = deps.config.ACCESS_TOKEN_TTL_SECONDS;
+      return { accessToken: await issueAccessToken(key, partner.id, expireIn), expireInSeconds: BigInt(expireIn) };
+    },
+
+    async authorizeGatewayRequest(request) {
+      if (!request.accessToken) throw unauthenticated();
+      const partnerId = await verifyAccessToken(key, request.accessToken);
+      const partner = partnerId ? await getPartner(deps.database, partnerId) : undefined;
+      if (!partner || partner.status !== 'active') throw unauthenticated();
+      return { partnerId: partner.id, partnerPublicKeyPem: partner.public_key_pem };
+    },
+
+    async signGatewayResponse(request) {
+      let body: unknown;
+      try {
+        body = parseJsonLossless(request.bodyJson);
+      } catch {
+        throw invalidFields({ body_json: ['must be JSON'] });
+      }
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidFields({ body_json: ['must be an object'] });
+      const keys = Object.keys(body).sort().join(',');
+      if (keys !== 'code,data,message,success' && keys !== 'error_code,error_desc,success') {
+        throw invalidFields({ body_json: ['must hold success, code, message, data or success, error_code, error_desc'] });
+      }
+      return { sign: signRsa2(canonicalJson(body as Record<string, unknown>), deps.keys.privateKey), signType: 'RSA2' };
+    },
+
+    async createPreTransfer(request) {
+      const currency = request.currency;
+      if (currency !== 'USD' || !isCurrency(currency)) throw refuse('CURRENCY_NOT_ALLOWED', 'only USD', { currency: ['only USD is allowed'] });
+      const amountUnits = request.amountUnits;
+      const print = fingerprint({ receiver_id: request.receiverId, sender_name: request.senderName, amount_units: amountUnits, currency });
+      const duplicate = () => refuse('DUPLICATE_OUT_TRADE_NO', 'out_trade_no sent before with other fields', { out_trade_no: ['duplicate'] });
+      const existing = await findPreTransfer(deps.database, { partner_id: request.partnerId, out_trade_no: request.outTradeNo });
+      if (existing) {
+        if (existing.request_fingerprint !== print) throw duplicate();
+        return { preTransfer: toPreTransfer(existing) };
+      }
+
+      const receiver = await findReceiver(deps, request.receiverId);
+      if (!receiver || receiver.status !== 'active' || !receiver.eligible) throw refuse('RECEIVER_NOT_ELIGIBLE');
+      const wallet = await findReceiverWallet(deps, receiver.id);
+      if (!wallet) throw refuse('RECEIVER_NOT_ELIGIBLE', 'receiver has no USD wallet');
+      const partner = await getPartner(deps.database, request.partnerId);
+      if (!partner || partner.status !== 'active') throw unauthenticated();
+
+      const id = `PT${randomBytes(16).toString('hex').toUpperCase()}`;
+      const ttl = deps.config.PRE_TRANSFER_TTL_SECONDS;
+      try {
+        const row = await deps.database.transaction(async (trx) => {
+          const pending = await holdPreTransfer(deps, trx, {
+            pre_transfer_id: id,
+            partner_id: partner.id,
+            out_trade_no: request.outTradeNo,
+            float_account_id: partner.float_account_id,
+            wallet_account_id: wallet.id,
+            amount_units: amountUnits,
+            ttl_seconds: ttl,
+          });
+          const inserted = await insertPreTransfer(trx, {
+            id,
+            partner_id: partner.id,
+            out_trade_no: request.outTradeNo,
+            request_fingerprint: print,
+            receiver_id: request.receiverId,
+            receiver_user_id: receiver.id,
+            receiver_name: receiver.full_name.slice(0, 96),
+            sender_name: request.senderName,
+            amount_units: amountUnits,
+            currency,
+            pending_transfer_id: pending.id,
+            ttl_seconds: ttl,
+          });
+          // Started inside the transaction: when the start fails nothing is written; when the commit fails the
+          // workflow finds no row at expiry and its void is a no-op.
+          await deps.temporal.client.workflow.start(preTransferWorkflow, {
+            taskQueue: deps.temporal.taskQueue,
+            workflowId: id,
+            args: [{ pre_transfer_id: id, ttl_seconds: ttl }],
+          });
+          return inserted;
+        });
+        return { preTransfer: toPreTransfer(row) };
+      } catch (error) {
+        if ((error as { code?: string }).code === '23505') {
+          // A concurrent create with the same out_trade_no won the race: answer as for a repeat.
+          const winner = await findPreTransfer(deps.database, { partner_id: request.partnerId, out_trade_no: request.outTradeNo });
+          if (winner && winner.request_fingerprint === print) return { preTransfer: toPreTransfer(winner) };
+          throw duplicate();
+        }
+        throw error;
+      }
+    },
+
+    async confirmPreTransfer(request) {
+      if (!ALPHANUMERIC_64.test(request.preTransferId)) throw refuse('PRE_TRANSFER_NOT_FOUND');
+      const row = await findPreTransfer(deps.database, { id: request.preTransferId, partner_id: request.partnerId });
+      if (!row) throw refuse('PRE_TRANSFER_NOT_FOUND');
+      // Answered from the row without a Temporal round trip; the workflow's validator re-checks both under its lock.
+      if (row.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
+      if (isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
+      if (await findPartnerTransactionClash(deps.database, request.partnerId, request.partnerTransactionId)) {
+        throw refuse('DUPLICATE_PARTNER_TRANSACTION_ID', 'partner_transaction_id used before', { partner_transaction_id: ['duplicate'] });
+      }
+      const handle = deps.temporal.client.workflow.getHandle(row.id);
+      try {
+        await handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: request.partnerTransactionId }] });
+      } catch (error) {
+        const refused = domainErrorFromFailure(error, PRE_TRANSFER_REASONS);
+        if (refused) throw refused;
+        if (!(error instanceof WorkflowUpdateFailedError)) {
+          // The workflow may have completed meanwhile (confirmed by another call, or expired): answer from the row.
+          const now = await findPreTransfer(deps.database, { id: row.id });
+          if (now?.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
+          if (now && isExpired(now)) throw refuse('PRE_TRANSFER_EXPIRED');
+        }
+        throw error;
+      }
+      const confirmed = await findPreTransfer(deps.database, { id: row.id });
+      if (!confirmed || confirmed.state !== 'confirmed') throw new Error(`pre-transfer ${row.id} not confirmed after its update`);
+      return { preTransfer: toPreTransfer(confirmed) };
+    },
+
+    async queryTransfer(request) {
+      const row = await findPreTransfer(deps.database, { partner_id: request.partnerId, out_trade_no: request.outTradeNo });
+      if (!row) throw refuse('TRANSFER_NOT_FOUND');
+      if (row.state !== 'confirmed' && isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
+      return { preTransfer: toPreTransfer(row) };
+    },
+  };
+}
