@@ -21,6 +21,7 @@ import { createMerchant } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
 import { startSandboxUpstream } from '../src/sandbox/upstream';
 import { startMerchantReceiver } from '../test/support/merchant-receiver';
+import { payinWorkflow } from '../workflows/payin';
 import type { BenchResult } from './run';
 import { measure, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
 
@@ -86,7 +87,7 @@ export async function run(): Promise<BenchResult> {
     invoices.length = 0;
     // The Temporal floor inside every creation: starting one PayinWorkflow (same worker, same task queue).
     const floor = async (index: number) => {
-      await platform.deps!.temporal.client.workflow.start('payinWorkflow', {
+      await platform.deps!.temporal.client.workflow.start(payinWorkflow, {
         taskQueue: config.TEMPORAL_TASK_QUEUE,
         workflowId: `PAYIN-FLOOR${runId}${String(index).padStart(9, '0')}`,
         args: [{ invoice_reference: `PAYIN-FLOOR${runId}${index}`, ttl_seconds: 3600 }],

@@ -2,10 +2,11 @@
  * Every capability's activities, merged for the one worker. Workflows see them only as types
  * (`proxyActivities<Activities>`).
  */
-import type { PlatformDeps } from './platform';
+import type { PlatformDeps } from './platform-deps';
 import { createDiagnosticsActivities } from './health/activities';
 import { createPreTransferActivities } from './flows/pre-transfer/activities';
-import { createPayinActivities } from './payins/activities';
+import { createPayinActivities } from './flows/payin/activities';
+import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './deposits/activities';
 
 export function createActivities(deps: PlatformDeps) {
@@ -13,6 +14,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createDiagnosticsActivities(deps),
     ...createPreTransferActivities(deps),
     ...createPayinActivities(deps),
+    ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
   };
 }

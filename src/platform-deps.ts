@@ -20,6 +20,8 @@ export interface PlatformDeps {
   /** The only writer of balances (docs/architecture.md, "money moves only through src/ledger"). */
   ledger: Ledger;
   keys: PlatformKeys;
+  /** The payin workflow-start outbox of an api-role process (absent elsewhere): B1 wakes it after a commit. */
+  payinOutbox?: { wake(): void };
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
 }

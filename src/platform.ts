@@ -3,7 +3,7 @@
  * Add a capability by listing its service in `rpc/services.ts` and building it here.
  */
 import { createTransferService } from './flows/pre-transfer/service';
-import { createPayinService } from './payins/service';
+import { createPayinService } from './flows/payin/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';
 import { createWalletService } from './wallet/service';

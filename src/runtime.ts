@@ -13,7 +13,7 @@ import { createDatabase } from './db/knex';
 import { createIdempotencyStore } from './idempotency';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
-import { startPayinOutboxDispatcher } from './payins/outbox';
+import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { createServices, type PlatformDeps } from './platform';
 import { createPlatformClients } from './rpc/clients';
 import { createRoutes } from './rpc/routes';
@@ -94,6 +94,7 @@ export async function runRoles(
     if (roles.includes('api') && deps) {
       // Starts the PayinWorkflows of committed payins (transactional outbox); stopped after the RPC server drained.
       const outbox = startPayinOutboxDispatcher(deps);
+      deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
       const rpc = await startRpcServer({
         routes: (routes = createRoutes(createServices(deps))),

@@ -1,34 +1,23 @@
-import { condition, defineSignal, ParentClosePolicy, patched, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
-import type { Activities } from '../src/activities';
+import { condition, ParentClosePolicy, patched, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
+import {
+  closedSignal,
+  settledSignal,
+  WEBHOOK_START_BY_ACTIVITY,
+  type PayinActivities,
+  type PayinWorkflowInput,
+  type PayinWorkflowResult,
+  type SettledSignalInput,
+} from '../src/flows/payin/contract';
 import { webhookDeliveryWorkflow } from './webhook-delivery';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
-const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<Activities>({
+const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<PayinActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-/** Patch id: WebhookDeliveryWorkflows are started by a local activity instead of as abandoned children. */
-export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';
-
-export interface PayinWorkflowInput {
-  invoice_reference: string;
-  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (runs started before it existed). */
-  ttl_seconds: number;
-  /**
-   * ISO 8601 instant the payin expires (its creation + PAYIN_TTL_SECONDS). The timer runs to it, so a workflow
-   * started late by the outbox dispatcher (src/payins/outbox.ts) still expires the payin on time.
-   */
-  expires_at?: string;
-}
-
-/** The upstream reported the payment (amount in USDT minor units, as a decimal string). */
-export const settledSignal = defineSignal<[{ amount_units: string; trx_ref: string }]>('settled');
-/** The upstream closed (cancelled) the payin. */
-export const closedSignal = defineSignal<[{ trx_ref: string }]>('closed');
-
 /**
- * PayinWorkflow (issue 5, platform decisions §4), id = invoice_reference. Waits in `waiting` until a `settled`
+ * PayinWorkflow (platform decisions §4), id = invoice_reference. Waits in `waiting` until a `settled`
  * signal, a `closed` signal or the expiry timer (to `expires_at`, else PAYIN_TTL_SECONDS), applies the transition
  * through one activity (the settlement credits the paid amount and charges the fee in one ledger transaction) and
  * starts the WebhookDeliveryWorkflow of the resulting event (id = webhook id) from a second local activity; it
@@ -37,8 +26,8 @@ export const closedSignal = defineSignal<[{ trx_ref: string }]>('closed');
  * A success that arrives after expiry reaches a new run of this workflow through signal-with-start; the
  * settlement activity then marks it late and still credits it.
  */
-export async function payinWorkflow(input: PayinWorkflowInput): Promise<{ outcome: string; webhook_ids: string[] }> {
-  let settled: { amount_units: string; trx_ref: string } | undefined;
+export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWorkflowResult> {
+  let settled: SettledSignalInput | undefined;
   let closed: { trx_ref: string } | undefined;
   setHandler(settledSignal, (payment) => {
     settled ??= payment;

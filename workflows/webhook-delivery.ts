@@ -1,20 +1,20 @@
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
-import type { Activities } from '../src/activities';
+import type { WebhookDeliveryActivities, WebhookDeliveryInput, WebhookDeliveryResult } from '../src/webhooks/contract';
 
 // Local activities (recorded with the workflow task: fewer Temporal round trips per attempt). One attempt is bounded
 // by WEBHOOK_TIMEOUT_SECONDS (≤ 300 s); activity retries cover only infrastructure faults.
-const { attemptWebhookDelivery, markWebhookFailed } = proxyLocalActivities<Activities>({
+const { attemptWebhookDelivery, markWebhookFailed } = proxyLocalActivities<WebhookDeliveryActivities>({
   startToCloseTimeout: '6 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
 /**
- * WebhookDeliveryWorkflow (issue 5, platform decisions §5), one per event, id = webhook id. Attempts delivery;
- * on anything but a 2xx sleeps with exponential backoff (WEBHOOK_RETRY_INITIAL_SECONDS, factor 2, capped at
+ * WebhookDeliveryWorkflow (platform decisions §5), one per event, id = webhook id. Attempts delivery; on anything
+ * but a 2xx sleeps with exponential backoff (WEBHOOK_RETRY_INITIAL_SECONDS, factor 2, capped at
  * WEBHOOK_RETRY_MAX_INTERVAL_SECONDS) and tries again until WEBHOOK_RETRY_WINDOW_SECONDS of waiting have passed,
  * then marks the event failed. Every attempt is recorded by the activity.
  */
-export async function webhookDeliveryWorkflow(input: { webhook_id: string }): Promise<{ delivered: boolean; attempts: number }> {
+export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   let waited_seconds = 0;
   let delay_seconds: number | undefined;
   let attempts = 0;

@@ -1,14 +1,16 @@
 /**
  * Area B router (interface "Area B", platform decisions §4, §8): B1 `POST /api/v1/payins`, B2
  * `POST /api/v1/payins/status`, B3 `GET /api/v1/balance` and the upstream's `POST /api/v1/upstream/notifications`.
- * Translation only: headers and raw body go to the PayinService over Connect; answers and failures come back
- * through the Area B envelope and the one error table in src/payins/contract.ts.
+ * Translation only: the Area B contract (./contract.ts) reads and checks the documented fields, the typed fields go
+ * to the PayinService over Connect, and answers and failures come back through the Area B envelope and its one
+ * error table.
  */
 import Router from '@koa/router';
 import { amountJson, formatAmount, isCurrency, stringifyJson, type Currency } from '../../src/money';
-import { payinErrorFor, type PayinRoute } from '../../src/payins/contract';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../app';
+import { payinErrorFor, readCreatePayin, readPayinStatus, type PayinRoute } from './contract';
+import type { FieldViolations } from '../../src/errors';
 
 const RPC_TIMEOUT_MS = 60_000;
 
@@ -29,15 +31,39 @@ function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): voi
   sendJson(ctx, status, body);
 }
 
+/**
+ * Answers fields the contract refused: 422 for a caller whose key is valid, else the key's own refusal (401/403),
+ * so a caller without a valid key learns nothing about its fields.
+ */
+async function sendFieldErrors(ctx: FacadeContext, route: PayinRoute, apiKey: string, errors: FieldViolations): Promise<void> {
+  try {
+    await ctx.state.clients.payin.authenticateApiKey({ apiKey }, { timeoutMs: RPC_TIMEOUT_MS });
+  } catch (error) {
+    return sendFailure(ctx, route, error);
+  }
+  const { status, body } = payinErrorFor(route, 'VALIDATION_FAILED', errors);
+  sendJson(ctx, status, body);
+}
+
 const currencyOf = (text: string): Currency => (isCurrency(text) ? text : 'USDT');
 
 export function payinRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
 
   router.post('/api/v1/payins', async (ctx) => {
+    const apiKey = apiKeyOf(ctx, true);
+    const read = readCreatePayin(ctx.state.rawBody);
+    if ('errors' in read) return sendFieldErrors(ctx, 'payins', apiKey, read.errors);
     try {
       const answer = await ctx.state.clients.payin.createPayin(
-        { apiKey: apiKeyOf(ctx, true), rawBody: Buffer.from(ctx.state.rawBody, 'utf8') },
+        {
+          apiKey,
+          amountUnits: read.fields.amount_units,
+          currency: read.fields.currency,
+          memo: read.fields.memo,
+          outTradeNo: read.fields.out_trade_no,
+          upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
+        },
         { timeoutMs: RPC_TIMEOUT_MS },
       );
       const currency = currencyOf(answer.currency);
@@ -59,11 +85,11 @@ export function payinRouter(): Router<FacadeState> {
   });
 
   router.post('/api/v1/payins/status', async (ctx) => {
+    const apiKey = apiKeyOf(ctx, false);
+    const read = readPayinStatus(ctx.state.rawBody);
+    if ('errors' in read) return sendFieldErrors(ctx, 'status', apiKey, read.errors);
     try {
-      const { payin } = await ctx.state.clients.payin.getPayinStatus(
-        { apiKey: apiKeyOf(ctx, false), rawBody: Buffer.from(ctx.state.rawBody, 'utf8') },
-        { timeoutMs: RPC_TIMEOUT_MS },
-      );
+      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no }, { timeoutMs: RPC_TIMEOUT_MS });
       const currency = currencyOf(payin!.currency);
       sendJson(ctx, 200, {
         success: true,
@@ -106,7 +132,7 @@ export function payinRouter(): Router<FacadeState> {
   router.post('/api/v1/upstream/notifications', async (ctx) => {
     try {
       const answer = await ctx.state.clients.payin.applyUpstreamNotification(
-        { rawBody: Buffer.from(ctx.state.rawBody, 'utf8'), signature: ctx.get('X-Upstream-Signature') },
+        { signedBody: Buffer.from(ctx.state.rawBody, 'utf8'), signature: ctx.get('X-Upstream-Signature') },
         { timeoutMs: RPC_TIMEOUT_MS },
       );
       sendJson(ctx, 200, {

@@ -3,7 +3,7 @@
  * table, authentication on every route, upstream faults, notifications and webhook delivery.
  */
 import { hmacSha256Hex } from '../../src/crypto/hmac';
-import { PAYIN_MESSAGES } from '../../src/payins/contract';
+import { PAYIN_MESSAGES } from '../../rest-facade/payin/contract';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 import { startTestPlatform, type TestPlatform } from '../support/platform';

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { setMerchantStatus, type MerchantCredentials } from '../../src/onboarding/merchants';
-import { PAYIN_OUTBOX_TABLE } from '../../src/payins/outbox';
-import { newInvoiceReference } from '../../src/payins/service';
+import { PAYIN_OUTBOX_TABLE } from '../../src/flows/payin/store';
+import { newInvoiceReference } from '../../src/flows/payin/service';
 import { startWorker } from '../../src/worker';
 import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 

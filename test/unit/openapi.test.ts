@@ -12,7 +12,7 @@ import { parse } from 'yaml';
 import { MERCHANT_SERVICE_TABLES } from '../../rest-facade/merchant/service-tables';
 import { AUTH_MESSAGES } from '../../src/wallet/sessions';
 import { MESSAGES } from '../../src/wallet/contract';
-import { PAYIN_MESSAGES } from '../../src/payins/contract';
+import { PAYIN_MESSAGES } from '../../rest-facade/payin/contract';
 import { AREA_A_ERRORS, AREA_A_SERVICES, SYSTEM_ERROR } from '../../rest-facade/partner/contract';
 import { INTERNAL_ERROR_MESSAGE } from '../../rest-facade/merchant/envelope';
 import { DEPOSIT_MESSAGES } from '../../src/deposits/contract';

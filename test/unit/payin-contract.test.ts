@@ -4,9 +4,10 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { hmacSha256Hex, verifyHmacSha256Hex } from '../../src/crypto/hmac';
-import { INVOICE_REFERENCE_PATTERN, PAYIN_MESSAGES, payinErrorFor } from '../../src/payins/contract';
-import { webhookBody, webhookIdOf } from '../../src/payins/activities';
-import { newInvoiceReference, type PayinRow } from '../../src/payins/service';
+import { INVOICE_REFERENCE_PATTERN, PAYIN_MESSAGES, payinErrorFor } from '../../rest-facade/payin/contract';
+import { webhookBody, webhookIdOf } from '../../src/flows/payin/activities';
+import { newInvoiceReference } from '../../src/flows/payin/service';
+import type { PayinRow } from '../../src/flows/payin/store';
 
 describe('hmac', () => {
   it('matches the RFC 4231 test case 2 and verifies in either case', () => {

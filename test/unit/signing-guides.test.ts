@@ -14,8 +14,8 @@ import { decryptField, tryDecryptField } from '../../src/crypto/field-decryption
 import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
 import { canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
-import { webhookBody, webhookIdOf } from '../../src/payins/activities';
-import type { PayinRow } from '../../src/payins/service';
+import { webhookBody, webhookIdOf } from '../../src/flows/payin/activities';
+import type { PayinRow } from '../../src/flows/payin/store';
 import { createPrivateKey } from 'node:crypto';
 
 const ROOT = path.join(__dirname, '..', '..');

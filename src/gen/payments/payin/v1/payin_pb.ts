@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/payin/v1/payin.proto.
  */
 export const file_payments_payin_v1_payin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50cy9wYXlpbi92MS9wYXlpbi5wcm90bxIRcGF5bWVudHMucGF5aW4udjEiNwoSQ3JlYXRlUGF5aW5SZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEAoIcmF3X2JvZHkYAiABKAwipwEKE0NyZWF0ZVBheWluUmVzcG9uc2USGQoRaW52b2ljZV9yZWZlcmVuY2UYASABKAkSFAoMYW1vdW50X3VuaXRzGAIgASgDEhAKCGN1cnJlbmN5GAMgASgJEhEKCWZlZV91bml0cxgEIAEoAxISCgpxcl9jb250ZW50GAUgASgJEhAKCHFyX2ltYWdlGAYgASgJEhQKDG91dF90cmFkZV9ubxgHIAEoCSI6ChVHZXRQYXlpblN0YXR1c1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIQCghyYXdfYm9keRgCIAEoDCLbAQoFUGF5aW4SGQoRaW52b2ljZV9yZWZlcmVuY2UYASABKAkSFAoMb3V0X3RyYWRlX25vGAIgASgJEhQKDGFtb3VudF91bml0cxgDIAEoAxIZChFwYWlkX2Ftb3VudF91bml0cxgEIAEoAxIRCglmZWVfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSDgoGc3RhdHVzGAcgASgJEg8KB3RyeF9yZWYYCCABKAkSDAoEbGF0ZRgJIAEoCBIcChRwYXltZW50X21hdGNoX3N0YXR1cxgKIAEoCSJBChZHZXRQYXlpblN0YXR1c1Jlc3BvbnNlEicKBXBheWluGAEgASgLMhgucGF5bWVudHMucGF5aW4udjEuUGF5aW4iJQoSR2V0QmFsYW5jZXNSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiYgoNV2FsbGV0QmFsYW5jZRIQCghjdXJyZW5jeRgBIAEoCRIXCg9hdmFpbGFibGVfdW5pdHMYAiABKAMSEAoIZGVjaW1hbHMYAyABKAUSFAoMcG9zdGVkX3VuaXRzGAQgASgDIkgKE0dldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLnBheWluLnYxLldhbGxldEJhbGFuY2UiRwogQXBwbHlVcHN0cmVhbU5vdGlmaWNhdGlvblJlcXVlc3QSEAoIcmF3X2JvZHkYASABKAwSEQoJc2lnbmF0dXJlGAIgASgJIl8KIUFwcGx5VXBzdHJlYW1Ob3RpZmljYXRpb25SZXNwb25zZRIPCgdhcHBsaWVkGAEgASgIEhkKEWludm9pY2VfcmVmZXJlbmNlGAIgASgJEg4KBnN0YXR1cxgDIAEoCSIzChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJIncKFldlYmhvb2tEZWxpdmVyeUF0dGVtcHQSDwoHYXR0ZW1wdBgBIAEoBRIUCgxhdHRlbXB0ZWRfYXQYAiABKAkSEwoLc3RhdHVzX2NvZGUYAyABKAUSEgoKbGF0ZW5jeV9tcxgEIAEoBRINCgVlcnJvchgFIAEoCSLxAQoPV2ViaG9va0RlbGl2ZXJ5EhIKCndlYmhvb2tfaWQYASABKAkSEwoLbWVyY2hhbnRfaWQYAiABKAkSGQoRaW52b2ljZV9yZWZlcmVuY2UYAyABKAkSDQoFZXZlbnQYBCABKAkSDgoGc3RhdHVzGAUgASgJEhQKDGNhbGxiYWNrX3VybBgGIAEoCRISCgpjcmVhdGVkX2F0GAcgASgJEhQKDGRlbGl2ZXJlZF9hdBgIIAEoCRI7CghhdHRlbXB0cxgJIAMoCzIpLnBheW1lbnRzLnBheWluLnYxLldlYmhvb2tEZWxpdmVyeUF0dGVtcHQiVwodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USNgoKZGVsaXZlcmllcxgBIAMoCzIiLnBheW1lbnRzLnBheWluLnYxLldlYmhvb2tEZWxpdmVyeSItChdSZWRlbGl2ZXJXZWJob29rUmVxdWVzdBISCgp3ZWJob29rX2lkGAEgASgJIlAKGFJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRI0CghkZWxpdmVyeRgBIAEoCzIiLnBheW1lbnRzLnBheWluLnYxLldlYmhvb2tEZWxpdmVyeTKvBQoMUGF5aW5TZXJ2aWNlEl4KC0NyZWF0ZVBheWluEiUucGF5bWVudHMucGF5aW4udjEuQ3JlYXRlUGF5aW5SZXF1ZXN0GiYucGF5bWVudHMucGF5aW4udjEuQ3JlYXRlUGF5aW5SZXNwb25zZSIAEmcKDkdldFBheWluU3RhdHVzEigucGF5bWVudHMucGF5aW4udjEuR2V0UGF5aW5TdGF0dXNSZXF1ZXN0GikucGF5bWVudHMucGF5aW4udjEuR2V0UGF5aW5TdGF0dXNSZXNwb25zZSIAEl4KC0dldEJhbGFuY2VzEiUucGF5bWVudHMucGF5aW4udjEuR2V0QmFsYW5jZXNSZXF1ZXN0GiYucGF5bWVudHMucGF5aW4udjEuR2V0QmFsYW5jZXNSZXNwb25zZSIAEogBChlBcHBseVVwc3RyZWFtTm90aWZpY2F0aW9uEjMucGF5bWVudHMucGF5aW4udjEuQXBwbHlVcHN0cmVhbU5vdGlmaWNhdGlvblJlcXVlc3QaNC5wYXltZW50cy5wYXlpbi52MS5BcHBseVVwc3RyZWFtTm90aWZpY2F0aW9uUmVzcG9uc2UiABJ8ChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSLy5wYXltZW50cy5wYXlpbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjAucGF5bWVudHMucGF5aW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiABJtChBSZWRlbGl2ZXJXZWJob29rEioucGF5bWVudHMucGF5aW4udjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaKy5wYXltZW50cy5wYXlpbi52MS5SZWRlbGl2ZXJXZWJob29rUmVzcG9uc2UiAGIGcHJvdG8z");
+  fileDesc("Ch1wYXltZW50cy9wYXlpbi92MS9wYXlpbi5wcm90bxIRcGF5bWVudHMucGF5aW4udjEipgEKEkNyZWF0ZVBheWluUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhQKDGFtb3VudF91bml0cxgDIAEoAxIQCghjdXJyZW5jeRgEIAEoCRIRCgRtZW1vGAUgASgJSACIAQESFAoMb3V0X3RyYWRlX25vGAYgASgJEhUKDXVwc3RyZWFtX2JvZHkYByABKAxCBwoFX21lbW9KBAgCEANSCHJhd19ib2R5IqcBChNDcmVhdGVQYXlpblJlc3BvbnNlEhkKEWludm9pY2VfcmVmZXJlbmNlGAEgASgJEhQKDGFtb3VudF91bml0cxgCIAEoAxIQCghjdXJyZW5jeRgDIAEoCRIRCglmZWVfdW5pdHMYBCABKAMSEgoKcXJfY29udGVudBgFIAEoCRIQCghxcl9pbWFnZRgGIAEoCRIUCgxvdXRfdHJhZGVfbm8YByABKAkiTgoVR2V0UGF5aW5TdGF0dXNSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSFAoMb3V0X3RyYWRlX25vGAMgASgJSgQIAhADUghyYXdfYm9keSLbAQoFUGF5aW4SGQoRaW52b2ljZV9yZWZlcmVuY2UYASABKAkSFAoMb3V0X3RyYWRlX25vGAIgASgJEhQKDGFtb3VudF91bml0cxgDIAEoAxIZChFwYWlkX2Ftb3VudF91bml0cxgEIAEoAxIRCglmZWVfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSDgoGc3RhdHVzGAcgASgJEg8KB3RyeF9yZWYYCCABKAkSDAoEbGF0ZRgJIAEoCBIcChRwYXltZW50X21hdGNoX3N0YXR1cxgKIAEoCSJBChZHZXRQYXlpblN0YXR1c1Jlc3BvbnNlEicKBXBheWluGAEgASgLMhgucGF5bWVudHMucGF5aW4udjEuUGF5aW4iLAoZQXV0aGVudGljYXRlQXBpS2V5UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIhwKGkF1dGhlbnRpY2F0ZUFwaUtleVJlc3BvbnNlIiUKEkdldEJhbGFuY2VzUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJImIKDVdhbGxldEJhbGFuY2USEAoIY3VycmVuY3kYASABKAkSFwoPYXZhaWxhYmxlX3VuaXRzGAIgASgDEhAKCGRlY2ltYWxzGAMgASgFEhQKDHBvc3RlZF91bml0cxgEIAEoAyJIChNHZXRCYWxhbmNlc1Jlc3BvbnNlEjEKB3dhbGxldHMYASADKAsyIC5wYXltZW50cy5wYXlpbi52MS5XYWxsZXRCYWxhbmNlIkoKIEFwcGx5VXBzdHJlYW1Ob3RpZmljYXRpb25SZXF1ZXN0EhMKC3NpZ25lZF9ib2R5GAEgASgMEhEKCXNpZ25hdHVyZRgCIAEoCSJfCiFBcHBseVVwc3RyZWFtTm90aWZpY2F0aW9uUmVzcG9uc2USDwoHYXBwbGllZBgBIAEoCBIZChFpbnZvaWNlX3JlZmVyZW5jZRgCIAEoCRIOCgZzdGF0dXMYAyABKAkiMwocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCSJ3ChZXZWJob29rRGVsaXZlcnlBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAki8QEKD1dlYmhvb2tEZWxpdmVyeRISCgp3ZWJob29rX2lkGAEgASgJEhMKC21lcmNoYW50X2lkGAIgASgJEhkKEWludm9pY2VfcmVmZXJlbmNlGAMgASgJEg0KBWV2ZW50GAQgASgJEg4KBnN0YXR1cxgFIAEoCRIUCgxjYWxsYmFja191cmwYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoCRIUCgxkZWxpdmVyZWRfYXQYCCABKAkSOwoIYXR0ZW1wdHMYCSADKAsyKS5wYXltZW50cy5wYXlpbi52MS5XZWJob29rRGVsaXZlcnlBdHRlbXB0IlcKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEjYKCmRlbGl2ZXJpZXMYASADKAsyIi5wYXltZW50cy5wYXlpbi52MS5XZWJob29rRGVsaXZlcnkiLQoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSEgoKd2ViaG9va19pZBgBIAEoCSJQChhSZWRlbGl2ZXJXZWJob29rUmVzcG9uc2USNAoIZGVsaXZlcnkYASABKAsyIi5wYXltZW50cy5wYXlpbi52MS5XZWJob29rRGVsaXZlcnkypAYKDFBheWluU2VydmljZRJeCgtDcmVhdGVQYXlpbhIlLnBheW1lbnRzLnBheWluLnYxLkNyZWF0ZVBheWluUmVxdWVzdBomLnBheW1lbnRzLnBheWluLnYxLkNyZWF0ZVBheWluUmVzcG9uc2UiABJnCg5HZXRQYXlpblN0YXR1cxIoLnBheW1lbnRzLnBheWluLnYxLkdldFBheWluU3RhdHVzUmVxdWVzdBopLnBheW1lbnRzLnBheWluLnYxLkdldFBheWluU3RhdHVzUmVzcG9uc2UiABJzChJBdXRoZW50aWNhdGVBcGlLZXkSLC5wYXltZW50cy5wYXlpbi52MS5BdXRoZW50aWNhdGVBcGlLZXlSZXF1ZXN0Gi0ucGF5bWVudHMucGF5aW4udjEuQXV0aGVudGljYXRlQXBpS2V5UmVzcG9uc2UiABJeCgtHZXRCYWxhbmNlcxIlLnBheW1lbnRzLnBheWluLnYxLkdldEJhbGFuY2VzUmVxdWVzdBomLnBheW1lbnRzLnBheWluLnYxLkdldEJhbGFuY2VzUmVzcG9uc2UiABKIAQoZQXBwbHlVcHN0cmVhbU5vdGlmaWNhdGlvbhIzLnBheW1lbnRzLnBheWluLnYxLkFwcGx5VXBzdHJlYW1Ob3RpZmljYXRpb25SZXF1ZXN0GjQucGF5bWVudHMucGF5aW4udjEuQXBwbHlVcHN0cmVhbU5vdGlmaWNhdGlvblJlc3BvbnNlIgASfAoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEi8ucGF5bWVudHMucGF5aW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBowLnBheW1lbnRzLnBheWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIgASbQoQUmVkZWxpdmVyV2ViaG9vaxIqLnBheW1lbnRzLnBheWluLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0GisucGF5bWVudHMucGF5aW4udjEuUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlIgBiBnByb3RvMw");
 
 /**
  * @generated from message payments.payin.v1.CreatePayinRequest
@@ -24,11 +24,40 @@ export type CreatePayinRequest = Message<"payments.payin.v1.CreatePayinRequest">
   apiKey: string;
 
   /**
-   * The request body exactly as received; forwarded upstream byte for byte.
+   * Requested amount, minor units of USDT (at least 0.01 USDT).
    *
-   * @generated from field: bytes raw_body = 2;
+   * @generated from field: int64 amount_units = 3;
    */
-  rawBody: Uint8Array;
+  amountUnits: bigint;
+
+  /**
+   * USDT.
+   *
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * At most 255 characters; absent when the merchant sent none.
+   *
+   * @generated from field: optional string memo = 5;
+   */
+  memo?: string | undefined;
+
+  /**
+   * The merchant's order id, at most 255 characters.
+   *
+   * @generated from field: string out_trade_no = 6;
+   */
+  outTradeNo: string;
+
+  /**
+   * The merchant's request body exactly as received, extra fields included: platform decisions §4 forwards it to the
+   * upstream byte for byte. Opaque to the service, which decides only on the typed fields above (read from it).
+   *
+   * @generated from field: bytes upstream_body = 7;
+   */
+  upstreamBody: Uint8Array;
 };
 
 /**
@@ -101,11 +130,9 @@ export type GetPayinStatusRequest = Message<"payments.payin.v1.GetPayinStatusReq
   apiKey: string;
 
   /**
-   * The B2 body as received ({"out_trade_no": ...}).
-   *
-   * @generated from field: bytes raw_body = 2;
+   * @generated from field: string out_trade_no = 3;
    */
-  rawBody: Uint8Array;
+  outTradeNo: string;
 };
 
 /**
@@ -205,6 +232,36 @@ export const GetPayinStatusResponseSchema: GenMessage<GetPayinStatusResponse> = 
   messageDesc(file_payments_payin_v1_payin, 4);
 
 /**
+ * @generated from message payments.payin.v1.AuthenticateApiKeyRequest
+ */
+export type AuthenticateApiKeyRequest = Message<"payments.payin.v1.AuthenticateApiKeyRequest"> & {
+  /**
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+};
+
+/**
+ * Describes the message payments.payin.v1.AuthenticateApiKeyRequest.
+ * Use `create(AuthenticateApiKeyRequestSchema)` to create a new message.
+ */
+export const AuthenticateApiKeyRequestSchema: GenMessage<AuthenticateApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_payments_payin_v1_payin, 5);
+
+/**
+ * @generated from message payments.payin.v1.AuthenticateApiKeyResponse
+ */
+export type AuthenticateApiKeyResponse = Message<"payments.payin.v1.AuthenticateApiKeyResponse"> & {
+};
+
+/**
+ * Describes the message payments.payin.v1.AuthenticateApiKeyResponse.
+ * Use `create(AuthenticateApiKeyResponseSchema)` to create a new message.
+ */
+export const AuthenticateApiKeyResponseSchema: GenMessage<AuthenticateApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_payments_payin_v1_payin, 6);
+
+/**
  * @generated from message payments.payin.v1.GetBalancesRequest
  */
 export type GetBalancesRequest = Message<"payments.payin.v1.GetBalancesRequest"> & {
@@ -219,7 +276,7 @@ export type GetBalancesRequest = Message<"payments.payin.v1.GetBalancesRequest">
  * Use `create(GetBalancesRequestSchema)` to create a new message.
  */
 export const GetBalancesRequestSchema: GenMessage<GetBalancesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 5);
+  messageDesc(file_payments_payin_v1_payin, 7);
 
 /**
  * WalletBalance is one wallet of the merchant.
@@ -255,7 +312,7 @@ export type WalletBalance = Message<"payments.payin.v1.WalletBalance"> & {
  * Use `create(WalletBalanceSchema)` to create a new message.
  */
 export const WalletBalanceSchema: GenMessage<WalletBalance> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 6);
+  messageDesc(file_payments_payin_v1_payin, 8);
 
 /**
  * @generated from message payments.payin.v1.GetBalancesResponse
@@ -272,19 +329,22 @@ export type GetBalancesResponse = Message<"payments.payin.v1.GetBalancesResponse
  * Use `create(GetBalancesResponseSchema)` to create a new message.
  */
 export const GetBalancesResponseSchema: GenMessage<GetBalancesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 7);
+  messageDesc(file_payments_payin_v1_payin, 9);
 
 /**
  * @generated from message payments.payin.v1.ApplyUpstreamNotificationRequest
  */
 export type ApplyUpstreamNotificationRequest = Message<"payments.payin.v1.ApplyUpstreamNotificationRequest"> & {
   /**
-   * @generated from field: bytes raw_body = 1;
+   * The notification's body exactly as received: the upstream's HMAC covers these bytes, so the service verifies
+   * the signature first and reads the fields only from verified bytes (platform decisions §4).
+   *
+   * @generated from field: bytes signed_body = 1;
    */
-  rawBody: Uint8Array;
+  signedBody: Uint8Array;
 
   /**
-   * X-Upstream-Signature: hex HMAC-SHA256 of raw_body with UPSTREAM_WEBHOOK_SECRET.
+   * X-Upstream-Signature: hex HMAC-SHA256 of signed_body with UPSTREAM_WEBHOOK_SECRET.
    *
    * @generated from field: string signature = 2;
    */
@@ -296,7 +356,7 @@ export type ApplyUpstreamNotificationRequest = Message<"payments.payin.v1.ApplyU
  * Use `create(ApplyUpstreamNotificationRequestSchema)` to create a new message.
  */
 export const ApplyUpstreamNotificationRequestSchema: GenMessage<ApplyUpstreamNotificationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 8);
+  messageDesc(file_payments_payin_v1_payin, 10);
 
 /**
  * @generated from message payments.payin.v1.ApplyUpstreamNotificationResponse
@@ -325,7 +385,7 @@ export type ApplyUpstreamNotificationResponse = Message<"payments.payin.v1.Apply
  * Use `create(ApplyUpstreamNotificationResponseSchema)` to create a new message.
  */
 export const ApplyUpstreamNotificationResponseSchema: GenMessage<ApplyUpstreamNotificationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 9);
+  messageDesc(file_payments_payin_v1_payin, 11);
 
 /**
  * @generated from message payments.payin.v1.ListWebhookDeliveriesRequest
@@ -342,7 +402,7 @@ export type ListWebhookDeliveriesRequest = Message<"payments.payin.v1.ListWebhoo
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 10);
+  messageDesc(file_payments_payin_v1_payin, 12);
 
 /**
  * WebhookDeliveryAttempt is one POST to the merchant's callback URL.
@@ -385,7 +445,7 @@ export type WebhookDeliveryAttempt = Message<"payments.payin.v1.WebhookDeliveryA
  * Use `create(WebhookDeliveryAttemptSchema)` to create a new message.
  */
 export const WebhookDeliveryAttemptSchema: GenMessage<WebhookDeliveryAttempt> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 11);
+  messageDesc(file_payments_payin_v1_payin, 13);
 
 /**
  * WebhookDelivery is one webhook event and its delivery attempts.
@@ -446,7 +506,7 @@ export type WebhookDelivery = Message<"payments.payin.v1.WebhookDelivery"> & {
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 12);
+  messageDesc(file_payments_payin_v1_payin, 14);
 
 /**
  * @generated from message payments.payin.v1.ListWebhookDeliveriesResponse
@@ -463,7 +523,7 @@ export type ListWebhookDeliveriesResponse = Message<"payments.payin.v1.ListWebho
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 13);
+  messageDesc(file_payments_payin_v1_payin, 15);
 
 /**
  * @generated from message payments.payin.v1.RedeliverWebhookRequest
@@ -480,7 +540,7 @@ export type RedeliverWebhookRequest = Message<"payments.payin.v1.RedeliverWebhoo
  * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
  */
 export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 14);
+  messageDesc(file_payments_payin_v1_payin, 16);
 
 /**
  * @generated from message payments.payin.v1.RedeliverWebhookResponse
@@ -497,20 +557,20 @@ export type RedeliverWebhookResponse = Message<"payments.payin.v1.RedeliverWebho
  * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
  */
 export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payin_v1_payin, 15);
+  messageDesc(file_payments_payin_v1_payin, 17);
 
 /**
- * PayinService carries Area B (crypto payin portal, issue 5, platform decisions §4, §5): payin creation with
- * byte-for-byte forwarding to the upstream provider, status, balances, upstream notifications and webhook
- * delivery records. The façade only translates HTTP to these calls; every fact comes from here.
+ * PayinService carries Area B (crypto payin portal, platform decisions §4, §5): payin creation with byte-for-byte
+ * forwarding to the upstream provider, status, balances, upstream notifications and webhook delivery records. The
+ * façade reads and checks the documented fields (Area B contract) and sends them typed; every fact comes from here.
  *
  * @generated from service payments.payin.v1.PayinService
  */
 export const PayinService: GenService<{
   /**
-   * CreatePayin authenticates the API key, validates the raw JSON body (B1 order), records the payin, forwards the
-   * body unchanged upstream and starts the PayinWorkflow. Reasons: UNAUTHENTICATED, MERCHANT_SUSPENDED,
-   * VALIDATION_FAILED (fields), UPSTREAM_UNAVAILABLE, PAYIN_FAILED.
+   * CreatePayin authenticates the API key, records the payin (out_trade_no unique per merchant among live payins),
+   * forwards the merchant's body unchanged upstream and starts the PayinWorkflow. Reasons: UNAUTHENTICATED,
+   * MERCHANT_SUSPENDED, OUT_TRADE_NO_TAKEN, UPSTREAM_NOT_CONFIGURED, UPSTREAM_UNAVAILABLE, PAYIN_FAILED.
    *
    * @generated from rpc payments.payin.v1.PayinService.CreatePayin
    */
@@ -520,8 +580,7 @@ export const PayinService: GenService<{
     output: typeof CreatePayinResponseSchema;
   },
   /**
-   * GetPayinStatus answers B2 from the database. Reasons: UNAUTHENTICATED, MERCHANT_SUSPENDED, VALIDATION_FAILED,
-   * PAYIN_NOT_FOUND.
+   * GetPayinStatus answers B2 from the database. Reasons: UNAUTHENTICATED, MERCHANT_SUSPENDED, PAYIN_NOT_FOUND.
    *
    * @generated from rpc payments.payin.v1.PayinService.GetPayinStatus
    */
@@ -529,6 +588,18 @@ export const PayinService: GenService<{
     methodKind: "unary";
     input: typeof GetPayinStatusRequestSchema;
     output: typeof GetPayinStatusResponseSchema;
+  },
+  /**
+   * AuthenticateApiKey checks a merchant API key without doing anything else: the façade asks it before it answers
+   * a request whose fields it refused, so a caller without a valid key learns nothing about its fields. Reasons:
+   * UNAUTHENTICATED, MERCHANT_SUSPENDED.
+   *
+   * @generated from rpc payments.payin.v1.PayinService.AuthenticateApiKey
+   */
+  authenticateApiKey: {
+    methodKind: "unary";
+    input: typeof AuthenticateApiKeyRequestSchema;
+    output: typeof AuthenticateApiKeyResponseSchema;
   },
   /**
    * GetBalances answers B3: every wallet of the merchant with its available balance.

@@ -1,23 +1,23 @@
 /**
- * Transactional outbox of PayinWorkflow starts (issue 5, docs/payins.md "Workflow start: transactional outbox").
+ * Transactional outbox of PayinWorkflow starts (docs/payins.md "Workflow start: transactional outbox").
  *
- * B1 writes the payin and its `payin_workflow_outbox` row in one database transaction and answers without waiting
- * for Temporal. The dispatcher (one per api-role process) starts the workflows: it takes up to `batch_size` rows
- * with `FOR UPDATE SKIP LOCKED` (so several api processes share the work and never start the same payin twice at
- * once), starts their PayinWorkflows concurrently, deletes the rows it started and commits. It runs when B1 wakes
- * it after a commit and otherwise every `poll_interval_ms` (rows left by a crashed process, or by a failed start).
+ * B1 writes the payin and its `payin_workflow_outbox` row in one statement and answers without waiting for
+ * Temporal. The dispatcher (one per api-role process, built by the composition root) starts the workflows: it takes
+ * up to `batch_size` rows with `FOR UPDATE SKIP LOCKED` (so several api processes share the work and never start
+ * the same payin twice at once), starts their PayinWorkflows concurrently, deletes the rows it started and commits.
+ * It runs when B1 wakes it after a commit and otherwise every `poll_interval_ms` (rows left by a crashed process, or
+ * by a failed start).
  *
  * Idempotent by workflow id (= invoice_reference, `WorkflowIdReusePolicy.REJECT_DUPLICATE`): a workflow that
  * already exists or existed (started by an earlier dispatch or by an upstream notification's signal-with-start)
- * counts as started. The PayinWorkflow's expiry timer runs to the payin's `expires_at` (created_at +
- * PAYIN_TTL_SECONDS), so a late start does not lengthen the payin's life. A payin already `failed` (upstream
- * refused it) gets no workflow.
+ * counts as started. The PayinWorkflow's expiry timer runs to the payin's `expires_at`, so a late start does not
+ * lengthen the payin's life. A payin already `failed` (upstream refused it) gets no workflow.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { payinWorkflow, PayinWorkflowInput } from '../../workflows/payin';
-import type { PlatformDeps } from '../platform';
-
-export const PAYIN_OUTBOX_TABLE = 'payin_workflow_outbox';
+import type { PlatformDeps } from '../../platform-deps';
+import { payinWorkflow } from '../../../workflows/payin';
+import type { PayinWorkflowInput } from './contract';
+import { deleteOutboxRows, takeOutboxBatch, type OutboxRow } from './store';
 
 export interface PayinOutboxOptions {
   /** Rows taken per transaction (default 200). */
@@ -38,7 +38,10 @@ export interface PayinOutboxDispatcher {
 }
 
 /** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
-export function payinWorkflowInputOf(deps: PlatformDeps, row: { invoice_reference: string; expires_at?: Date | null }): PayinWorkflowInput {
+export function payinWorkflowInputOf(
+  deps: Pick<PlatformDeps, 'config'>,
+  row: { invoice_reference: string; expires_at?: Date | null },
+): PayinWorkflowInput {
   return {
     invoice_reference: row.invoice_reference,
     ttl_seconds: deps.config.PAYIN_TTL_SECONDS,
@@ -46,14 +49,7 @@ export function payinWorkflowInputOf(deps: PlatformDeps, row: { invoice_referenc
   };
 }
 
-const dispatchers = new WeakMap<PlatformDeps, PayinOutboxDispatcher>();
-
-/** Wakes the dispatcher running with these deps, if any (B1 after its commit). */
-export function wakePayinOutbox(deps: PlatformDeps): void {
-  dispatchers.get(deps)?.wake();
-}
-
-/** Starts the outbox dispatcher of this process (api role, src/runtime.ts). */
+/** Starts the outbox dispatcher of this process (api role, built by the composition root). */
 export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOutboxOptions = {}): PayinOutboxDispatcher {
   const batchSize = options.batch_size ?? 200;
   const concurrency = options.concurrency ?? 32;
@@ -65,23 +61,17 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
   /** One transaction: take a batch, start its workflows, delete what was started. Returns [taken, done, started]. */
   async function sweepOnce(): Promise<[number, number, number]> {
     return deps.database.transaction(async (trx) => {
-      const rows = (await trx(`${PAYIN_OUTBOX_TABLE} as outbox`)
-        .join('payins', 'payins.invoice_reference', 'outbox.invoice_reference')
-        .select('outbox.id', 'outbox.invoice_reference', 'payins.status', 'payins.expires_at')
-        .orderBy('outbox.id')
-        .limit(batchSize)
-        .forUpdate('outbox')
-        .skipLocked()) as Array<{ id: string; invoice_reference: string; status: string; expires_at: Date | null }>;
+      const rows = await takeOutboxBatch(trx, batchSize);
       const done: string[] = [];
       let started = 0;
       let next = 0;
-      const startOne = async (row: (typeof rows)[number]) => {
+      const startOne = async (row: OutboxRow) => {
         if (row.status === 'failed') {
           done.push(row.id);
           return;
         }
         try {
-          await deps.temporal.client.workflow.start<typeof payinWorkflow>('payinWorkflow', {
+          await deps.temporal.client.workflow.start(payinWorkflow, {
             taskQueue: deps.temporal.taskQueue,
             workflowId: row.invoice_reference,
             workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
@@ -102,7 +92,7 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
           while (next < rows.length) await startOne(rows[next++]!);
         }),
       );
-      if (done.length > 0) await trx(PAYIN_OUTBOX_TABLE).whereIn('id', done).delete();
+      await deleteOutboxRows(trx, done);
       return [rows.length, done.length, started];
     });
   }
@@ -140,7 +130,7 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
     }
   })();
 
-  const dispatcher: PayinOutboxDispatcher = {
+  return {
     wake() {
       woken = true;
       wakeUp?.();
@@ -153,9 +143,6 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
       stopped = true;
       wakeUp?.();
       await loop;
-      dispatchers.delete(deps);
     },
   };
-  dispatchers.set(deps, dispatcher);
-  return dispatcher;
 }

@@ -1,0 +1,117 @@
+/**
+ * The PayinWorkflow's activities (Area B, platform decisions §4, §5), the payin flow's only caller of the ledger:
+ * settle, expire and close a payin (each records its webhook event in the same database transaction), and start the
+ * events' deliveries. Idempotent: the settlement passes the ledger `payinSettlementIdempotencyKey`, webhook ids are
+ * derived from the invoice and the event.
+ */
+import type { Knex } from '../../db/knex';
+import { amountJson, percentOf, stringifyJson } from '../../money';
+import type { PlatformDeps } from '../../platform-deps';
+import { recordWebhookEvent, startWebhookDeliveries } from '../../webhooks';
+import { payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
+import { lockPayin, markSettled, setPayinStatus, type PayinRow } from './store';
+
+/** Stable webhook id (X-Webhook-Id, also the WebhookDeliveryWorkflow id) of one event of one payin. */
+export function webhookIdOf(invoice_reference: string, event: PayinEvent): string {
+  return `WH-${invoice_reference.replace(/^PAYIN-/, '')}-${event.split('.')[1]!.toUpperCase()}`;
+}
+
+/**
+ * The webhook body (platform decisions §5): `{"success": true, "code": 200, "event", "data": {...}}`, data keys
+ * in the interface's order. For expired/closed payins nothing was received: amount and fee are 0 and
+ * original_amount is the requested amount.
+ */
+export function webhookBody(payin: PayinRow, event: PayinEvent): string {
+  const paid = payin.status === 'success' ? (payin.paid_amount_units ?? 0n) : 0n;
+  const data: Record<string, unknown> = {
+    trx_ref: payin.trx_ref,
+    amount: amountJson(paid, payin.currency),
+    currency: payin.currency,
+    fee: amountJson(payin.status === 'success' ? payin.fee_units : 0n, payin.currency),
+    invoice_reference: payin.invoice_reference,
+    out_trade_no: payin.out_trade_no,
+    status: payin.status,
+  };
+  if (paid !== payin.amount_units) data.original_amount = amountJson(payin.amount_units, payin.currency);
+  if (payin.status === 'success' && payin.payment_match_status) data.payment_match_status = payin.payment_match_status;
+  return stringifyJson({ success: true, code: 200, event, data });
+}
+
+function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinEvent): Promise<string> {
+  return recordWebhookEvent(trx, {
+    id: webhookIdOf(payin.invoice_reference, event),
+    merchant_id: payin.merchant_id,
+    invoice_reference: payin.invoice_reference,
+    event,
+    body: webhookBody(payin, event),
+  });
+}
+
+/** Credits `paid` to the merchant's wallet and charges `fee`, in one ledger transaction; returns its id. */
+async function postSettlement(deps: Pick<PlatformDeps, 'ledger'>, trx: Knex.Transaction, payin: PayinRow, paid: bigint, fee: bigint): Promise<string> {
+  const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: payin.merchant_id, currency: payin.currency, kind: 'wallet' }, trx);
+  const settlement = await deps.ledger.platformAccount('settlement', payin.currency, trx);
+  // settlement → merchant wallet: the paid amount; merchant wallet → fee_revenue: the fee. One transaction.
+  const postings = [
+    { account_id: settlement.id, amount_units: -paid },
+    { account_id: wallet.id, amount_units: paid },
+  ];
+  if (fee > 0n) {
+    const revenue = await deps.ledger.platformAccount('fee_revenue', payin.currency, trx);
+    postings.push({ account_id: wallet.id, amount_units: -fee }, { account_id: revenue.id, amount_units: fee });
+  }
+  const transaction = await deps.ledger.transfer(
+    {
+      idempotency_key: payinSettlementIdempotencyKey(payin.invoice_reference),
+      description: `payin ${payin.invoice_reference} settled (paid ${paid}, fee ${fee})`,
+      postings: postings.filter((posting) => posting.amount_units !== 0n),
+      metadata: { invoice_reference: payin.invoice_reference, paid_units: paid.toString(), fee_units: fee.toString() },
+    },
+    trx,
+  );
+  return transaction.id;
+}
+
+export function createPayinActivities(deps: PlatformDeps): PayinActivities {
+  /** waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing. */
+  async function transition(invoice_reference: string, status: 'expired' | 'close', event: PayinEvent): Promise<PayinTransition> {
+    return deps.database.transaction(async (trx) => {
+      const payin = await lockPayin(trx, invoice_reference);
+      if (!payin) return { webhook_id: null };
+      if (payin.status === status) return { webhook_id: webhookIdOf(invoice_reference, event) };
+      if (payin.status !== 'waiting') return { webhook_id: null };
+      await setPayinStatus(trx, invoice_reference, status);
+      return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
+    });
+  }
+
+  return {
+    async settlePayin(input) {
+      return deps.database.transaction(async (trx) => {
+        const payin = await lockPayin(trx, input.invoice_reference);
+        if (!payin || payin.status === 'failed') return { webhook_id: null };
+        if (payin.status === 'success') return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
+        const paid = BigInt(input.amount_units);
+        const fee = percentOf(paid, payin.payin_fee_percent);
+        const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee);
+        const settled: PayinRow = {
+          ...payin,
+          status: 'success',
+          late: payin.status !== 'waiting',
+          paid_amount_units: paid,
+          fee_units: fee,
+          payment_match_status: paid === payin.amount_units ? 'exact' : paid > payin.amount_units ? 'overpaid' : 'underpaid',
+          trx_ref: input.trx_ref || payin.trx_ref,
+        };
+        await markSettled(trx, settled, ledger_transaction_id);
+        return { webhook_id: await recordPayinEvent(trx, settled, 'payin.success') };
+      });
+    },
+
+    expirePayin: (input) => transition(input.invoice_reference, 'expired', 'payin.expired'),
+
+    closePayin: (input) => transition(input.invoice_reference, 'close', 'payin.closed'),
+
+    startWebhookDeliveries: (input) => startWebhookDeliveries(deps, input.webhook_ids),
+  };
+}

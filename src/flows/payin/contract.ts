@@ -1,0 +1,95 @@
+/**
+ * The payin flow's contract (Area B, payment-services-interface.md "Payin status", platform decisions §4, §5): what
+ * the PayinWorkflow, its activities, the PayinService and the Area B façade share. Imports nothing but
+ * `@temporalio/workflow`, so the workflow bundle can use it.
+ *
+ * Lifetime: B1 records the payin (status `waiting`) with a workflow-start outbox row; the PayinWorkflow (id =
+ * invoice_reference) waits for the upstream's `settled` or `closed` signal or its expiry timer, applies the
+ * transition through one activity, and starts the webhook delivery of the resulting event.
+ */
+import { defineSignal } from '@temporalio/workflow';
+
+/**
+ * Every reason the PayinService, the PayinWorkflow and its activities fail with, and its kind (`DomainErrorKind`
+ * of src/errors.ts).
+ */
+export const PAYIN_REASONS = {
+  /** The merchant's account is suspended. */
+  MERCHANT_SUSPENDED: 'permission_denied',
+  /** Another live payin of the merchant holds this out_trade_no. */
+  OUT_TRADE_NO_TAKEN: 'already_exists',
+  /** No upstream payin server is configured. */
+  UPSTREAM_NOT_CONFIGURED: 'failed_precondition',
+  /** The upstream did not answer, or answered other than the contract's 200. */
+  UPSTREAM_UNAVAILABLE: 'unavailable',
+  /** The payin could not be recorded after the upstream accepted it. */
+  PAYIN_FAILED: 'internal',
+  /** No payin with this out_trade_no or invoice_reference. */
+  PAYIN_NOT_FOUND: 'not_found',
+  /** A notification's X-Upstream-Signature does not match its body. */
+  INVALID_SIGNATURE: 'unauthenticated',
+  /** An amount the ledger refused (zero, negative). */
+  INVALID_AMOUNT: 'invalid_argument',
+} as const;
+export type PayinReason = keyof typeof PAYIN_REASONS;
+
+/** A payin's lifecycle; `failed` = the upstream refused it (kept for audit, does not hold its out_trade_no). */
+export type PayinStatus = 'waiting' | 'success' | 'expired' | 'close' | 'failed';
+
+/** The webhook events of a payin (platform decisions §5). */
+export type PayinEvent = 'payin.success' | 'payin.expired' | 'payin.closed';
+
+export interface PayinWorkflowInput {
+  invoice_reference: string;
+  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (runs started before it existed). */
+  ttl_seconds: number;
+  /**
+   * ISO 8601 instant the payin expires (its creation + PAYIN_TTL_SECONDS). The timer runs to it, so a workflow
+   * started late by the outbox dispatcher still expires the payin on time.
+   */
+  expires_at?: string;
+}
+
+export interface PayinWorkflowResult {
+  outcome: string;
+  webhook_ids: string[];
+}
+
+/** The upstream reported the payment (amount in USDT minor units, as a decimal string). */
+export interface SettledSignalInput {
+  amount_units: string;
+  trx_ref: string;
+}
+
+export const settledSignal = defineSignal<[SettledSignalInput]>('settled');
+/** The upstream closed (cancelled) the payin. */
+export const closedSignal = defineSignal<[{ trx_ref: string }]>('closed');
+
+/** Patch id: WebhookDeliveryWorkflows are started by a local activity instead of as abandoned children. */
+export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';
+
+/** The ledger idempotency key of a payin's settlement: a retried settlement never credits twice. */
+export function payinSettlementIdempotencyKey(invoice_reference: string): string {
+  return `payin:${invoice_reference}:settle`;
+}
+
+/** Result of a payin transition: the webhook event to deliver, or null when nothing changed. */
+export interface PayinTransition {
+  webhook_id: string | null;
+}
+
+/** The PayinWorkflow's activities (src/flows/payin/activities.ts); local activities, short database transactions. */
+export interface PayinActivities {
+  /**
+   * Credits the paid amount to the merchant's wallet and charges the fee in one ledger transaction, marks the
+   * payin success (late when it had expired or closed) and records the payin.success webhook. Repeats return the
+   * same webhook.
+   */
+  settlePayin(input: { invoice_reference: string } & SettledSignalInput): Promise<PayinTransition>;
+  /** waiting → expired and the payin.expired webhook; anything else: no change. */
+  expirePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
+  /** waiting → close and the payin.closed webhook; anything else: no change. */
+  closePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
+  /** Starts the durable delivery of each recorded webhook event (once per event, ever). */
+  startWebhookDeliveries(input: { webhook_ids: string[] }): Promise<void>;
+}

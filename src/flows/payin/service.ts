@@ -1,0 +1,271 @@
+/**
+ * PayinService (Area B, platform decisions §4, §5, §8): the business rules of the crypto payin portal. Payins are
+ * recorded with a workflow-start outbox row and forwarded upstream; status and balances are answered from the
+ * database and the ledger; upstream notifications are verified, recorded once and signalled to the PayinWorkflow
+ * (id = invoice_reference) by reference.
+ *
+ * Errors: the reasons of PAYIN_REASONS and WEBHOOK_REASONS, UNAUTHENTICATED and VALIDATION_FAILED. The Area B
+ * façade turns them into the documented messages (rest-facade/payin/contract.ts).
+ */
+import { LRUCache } from 'lru-cache';
+import type { ServiceImpl } from '@connectrpc/connect';
+import { randomInt } from 'node:crypto';
+import { verifyHmacSha256Hex } from '../../crypto/hmac';
+import { sha256Hex } from '../../crypto/secrets';
+import { COMMON_REASONS, invalidFields, reasonError, type FieldViolations } from '../../errors';
+import type { PayinService } from '../../gen/payments/payin/v1/payin_pb';
+import { AmountError, CURRENCIES, decimalsOf, parseJsonLossless, percentOf, readAmount } from '../../money';
+import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
+import type { PlatformDeps } from '../../platform-deps';
+import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
+import { renderQrPng } from '../../web/qr-png';
+import { payinWorkflow } from '../../../workflows/payin';
+import { closedSignal, PAYIN_REASONS, settledSignal, type PayinReason } from './contract';
+import { payinWorkflowInputOf } from './outbox';
+import {
+  findLatestPayin,
+  findPayin,
+  insertNotification,
+  insertPayinWithOutbox,
+  markPayinFailed,
+  recordForwarded,
+  setNotificationOutcome,
+  type PayinRow,
+} from './store';
+import { forwardPayin, UpstreamUnavailableError } from './upstream-client';
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+/** Most API keys remembered by one process. */
+const API_KEY_CACHE_MAX = 10_000;
+
+/** `PAYIN-` + 20 random uppercase letters and digits (platform decisions §4). */
+export function newInvoiceReference(): string {
+  let suffix = '';
+  for (let index = 0; index < 20; index += 1) suffix += ALPHABET[randomInt(ALPHABET.length)];
+  return `PAYIN-${suffix}`;
+}
+
+const refuse = (reason: PayinReason, detail?: string, fields?: FieldViolations) => reasonError(PAYIN_REASONS, reason, detail, fields);
+const unauthenticated = () => reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'invalid or missing API key');
+
+function payinMessage(row: PayinRow) {
+  return {
+    invoiceReference: row.invoice_reference,
+    outTradeNo: row.out_trade_no,
+    amountUnits: row.amount_units,
+    paidAmountUnits: row.paid_amount_units ?? 0n,
+    feeUnits: row.fee_units,
+    currency: row.currency,
+    status: row.status,
+    trxRef: row.trx_ref ?? '',
+    late: row.late,
+    paymentMatchStatus: row.payment_match_status ?? '',
+  };
+}
+
+/** A notification's fields, read from verified bytes; each refused field names its problem. */
+function readNotification(signed_body: Uint8Array) {
+  let body: Record<string, unknown> | undefined;
+  try {
+    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+  } catch {
+    body = undefined;
+  }
+  if (!body) throw invalidFields({ body: ['The request body must be a JSON object.'] });
+  const fields: FieldViolations = {};
+  const invoice_reference = body.invoice_reference;
+  if (typeof invoice_reference !== 'string' || invoice_reference === '') fields.invoice_reference = ['required'];
+  const status = body.status;
+  if (status !== 'success' && status !== 'close') fields.status = ['invalid'];
+  let amount_units = 0n;
+  if (status === 'success') {
+    try {
+      amount_units = readAmount(body.amount, 'USDT');
+    } catch (error) {
+      if (!(error instanceof AmountError)) throw error;
+      fields.amount = [error.problem];
+    }
+  }
+  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
+  const trx_ref = typeof body.trx_ref === 'string' ? body.trx_ref : '';
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref };
+}
+
+export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
+  /**
+   * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (this service's own cache). Only active
+   * merchants are kept: an unknown or suspended key is looked up every time, and a suspension (or a fee change)
+   * reaches Area B within AUTH_CACHE_SECONDS. Bounded, least recently used evicted.
+   */
+  const ttl_ms = deps.config.AUTH_CACHE_SECONDS * 1000;
+  const apiKeys = ttl_ms > 0 ? new LRUCache<string, Merchant>({ max: API_KEY_CACHE_MAX, ttl: ttl_ms }) : undefined;
+
+  async function merchantOfApiKey(api_key: string): Promise<Merchant | undefined> {
+    if (!apiKeys) return findMerchantByApiKey(deps.database, api_key);
+    const key = sha256Hex(api_key);
+    const hit = apiKeys.get(key);
+    if (hit) return hit;
+    const merchant = await findMerchantByApiKey(deps.database, api_key);
+    if (merchant?.status === 'active') apiKeys.set(key, merchant);
+    return merchant;
+  }
+
+  /** The merchant owning `api_key`. @throws UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED. */
+  async function authenticate(api_key: string): Promise<Merchant> {
+    if (!api_key) throw unauthenticated();
+    const merchant = await merchantOfApiKey(api_key);
+    if (!merchant) throw unauthenticated();
+    if (merchant.status !== 'active') throw refuse('MERCHANT_SUSPENDED');
+    return merchant;
+  }
+
+  return {
+    async authenticateApiKey(request) {
+      await authenticate(request.apiKey);
+      return {};
+    },
+
+    async createPayin(request) {
+      const merchant = await authenticate(request.apiKey);
+      if (!deps.config.UPSTREAM_PAYIN_URL) throw refuse('UPSTREAM_NOT_CONFIGURED', 'no upstream payin server', { upstream: ['not configured'] });
+      const out_trade_no = request.outTradeNo;
+      const invoice_reference = newInvoiceReference();
+      const amount_units = request.amountUnits;
+      const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
+      const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: ['taken'] });
+      try {
+        // The payin and its workflow-start outbox row commit together: a committed payin always gets its
+        // PayinWorkflow, and B1 does not wait for Temporal.
+        await insertPayinWithOutbox(deps.database, {
+          invoice_reference,
+          merchant_id: merchant.id,
+          out_trade_no,
+          amount_units,
+          fee_units,
+          payin_fee_percent: merchant.payin_fee_percent,
+          currency: 'USDT',
+          memo: request.memo ?? null,
+          expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
+        });
+      } catch (error) {
+        // The unique index payins_merchant_out_trade_no_live owns "taken".
+        if ((error as { code?: string }).code === '23505') throw taken();
+        throw error;
+      }
+      let answer;
+      try {
+        answer = await forwardPayin(deps.config.UPSTREAM_PAYIN_URL, request.upstreamBody, {
+          api_key: deps.config.UPSTREAM_API_KEY,
+          invoice_reference,
+          notify_url: `${deps.config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
+          timeout_seconds: deps.config.UPSTREAM_TIMEOUT_SECONDS,
+        });
+      } catch (error) {
+        await markPayinFailed(deps.database, invoice_reference, (error as Error).message);
+        if (error instanceof UpstreamUnavailableError) {
+          deps.logger.warn({ invoice_reference, err: error.message }, 'upstream payin server unavailable');
+          throw refuse('UPSTREAM_UNAVAILABLE');
+        }
+        deps.logger.error({ invoice_reference, err: error }, 'payin forwarding failed');
+        throw refuse('PAYIN_FAILED', 'payin forwarding failed');
+      }
+      deps.payinOutbox?.wake();
+      try {
+        const qr_image = answer.qr_image ?? (await renderQrPng(answer.qr_content)).toString('base64');
+        await recordForwarded(deps.database, invoice_reference, { qr_content: answer.qr_content, trx_ref: answer.trx_ref ?? null });
+        return {
+          invoiceReference: invoice_reference,
+          amountUnits: amount_units,
+          currency: 'USDT',
+          feeUnits: fee_units,
+          qrContent: answer.qr_content,
+          qrImage: qr_image,
+          outTradeNo: out_trade_no,
+        };
+      } catch (error) {
+        await markPayinFailed(deps.database, invoice_reference, (error as Error).message).catch(() => undefined);
+        deps.logger.error({ invoice_reference, err: error }, 'payin creation failed after forwarding');
+        throw refuse('PAYIN_FAILED', 'payin creation failed');
+      }
+    },
+
+    async getPayinStatus(request) {
+      const merchant = await authenticate(request.apiKey);
+      const row = await findLatestPayin(deps.database, merchant.id, request.outTradeNo);
+      if (!row) throw refuse('PAYIN_NOT_FOUND');
+      return { payin: payinMessage(row) };
+    },
+
+    async getBalances(request) {
+      const merchant = await authenticate(request.apiKey);
+      const accounts = (await deps.ledger.accountsOf('merchant', merchant.id)).filter((account) => account.kind === 'wallet');
+      accounts.sort((a, b) => CURRENCIES.indexOf(a.currency) - CURRENCIES.indexOf(b.currency));
+      return {
+        wallets: accounts.map((account) => ({
+          currency: account.currency,
+          availableUnits: account.available_units,
+          postedUnits: account.posted_units,
+          decimals: decimalsOf(account.currency),
+        })),
+      };
+    },
+
+    /**
+     * Verifies `X-Upstream-Signature`, records the notification once (key: invoice, status, trx_ref, amount) and
+     * signals the PayinWorkflow with signal-with-start, so a success after expiry starts a new run that credits it
+     * late. Repeats and no-longer-applicable notifications answer `applied: false` and change nothing.
+     */
+    async applyUpstreamNotification(request) {
+      const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
+      if (!secret || !verifyHmacSha256Hex(secret, request.signedBody, request.signature)) {
+        throw refuse('INVALID_SIGNATURE', 'invalid upstream signature');
+      }
+      const notification = readNotification(request.signedBody);
+      const { invoice_reference, status, amount_units, trx_ref } = notification;
+      const payin = await findPayin(deps.database, invoice_reference);
+      if (!payin || payin.status === 'failed') throw refuse('PAYIN_NOT_FOUND');
+      const idempotency_key = `${invoice_reference}|${status}|${trx_ref}|${amount_units}`;
+      const recorded = await insertNotification(deps.database, {
+        idempotency_key,
+        invoice_reference,
+        status,
+        amount_units: status === 'success' ? amount_units : null,
+        trx_ref: trx_ref || null,
+        raw_body: Buffer.from(request.signedBody).toString('utf8'),
+      });
+      if (!recorded) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      // A success is applied to a waiting, expired (late) or closed payin; a close only to a waiting one.
+      const applies = status === 'success' ? payin.status !== 'success' : payin.status === 'waiting';
+      await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
+      if (!applies) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      const start = { taskQueue: deps.temporal.taskQueue, workflowId: invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as const };
+      if (status === 'success') {
+        await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+          ...start,
+          args: [...start.args],
+          signal: settledSignal,
+          signalArgs: [{ amount_units: amount_units.toString(), trx_ref }],
+        });
+      } else {
+        await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+          ...start,
+          args: [...start.args],
+          signal: closedSignal,
+          signalArgs: [{ trx_ref }],
+        });
+      }
+      return { applied: true, invoiceReference: invoice_reference, status };
+    },
+
+    async listWebhookDeliveries(request) {
+      if (!request.merchantId) throw invalidFields({ merchant_id: ['required'] });
+      return { deliveries: await listWebhookDeliveries(deps, request.merchantId) };
+    },
+
+    async redeliverWebhook(request) {
+      return { delivery: await redeliverWebhook(deps, request.webhookId) };
+    },
+  };
+}

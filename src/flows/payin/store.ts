@@ -1,0 +1,134 @@
+/**
+ * The payin flow's SQL: `payins`, `upstream_notifications` (migration 005) and `payin_workflow_outbox`
+ * (migration 010). One copy of each query and lock.
+ */
+import type { Knex } from '../../db/knex';
+import type { PayinStatus } from './contract';
+
+/** A row of `payins`. Amounts in minor units of `currency`. */
+export interface PayinRow {
+  invoice_reference: string;
+  merchant_id: string;
+  out_trade_no: string;
+  amount_units: bigint;
+  paid_amount_units: bigint | null;
+  fee_units: bigint;
+  payin_fee_percent: string;
+  currency: 'USDT';
+  memo: string | null;
+  status: PayinStatus;
+  late: boolean;
+  payment_match_status: 'exact' | 'overpaid' | 'underpaid' | null;
+  trx_ref: string | null;
+  qr_content: string | null;
+  /** created_at + PAYIN_TTL_SECONDS: where the PayinWorkflow's expiry timer ends. */
+  expires_at?: Date | null;
+  created_at: Date;
+}
+
+export const PAYIN_OUTBOX_TABLE = 'payin_workflow_outbox';
+
+export type NewPayinRow = Pick<
+  PayinRow,
+  'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'payin_fee_percent' | 'currency' | 'memo'
+> & { expires_at: Date };
+
+/**
+ * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed
+ * payin always gets its PayinWorkflow.
+ * @throws the database's unique violation (23505) when a live payin of the merchant holds the out_trade_no.
+ */
+export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow): Promise<void> {
+  const insertPayin = database('payins')
+    .insert({ ...row, status: 'waiting' })
+    .returning('invoice_reference');
+  await database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference) SELECT invoice_reference FROM payin', [insertPayin, PAYIN_OUTBOX_TABLE]);
+}
+
+export async function markPayinFailed(database: Knex, invoice_reference: string, reason: string): Promise<void> {
+  await database('payins')
+    .where({ invoice_reference })
+    .update({ status: 'failed', failure_reason: reason.slice(0, 255), updated_at: database.fn.now() });
+}
+
+/** Stores what the upstream answered to the forwarded payin. */
+export async function recordForwarded(database: Knex, invoice_reference: string, answer: { qr_content: string; trx_ref: string | null }): Promise<void> {
+  await database('payins').where({ invoice_reference }).update({ ...answer, updated_at: database.fn.now() });
+}
+
+/** B2: the latest live payin of the merchant with this out_trade_no. */
+export function findLatestPayin(database: Knex, merchant_id: string, out_trade_no: string): Promise<PayinRow | undefined> {
+  return database<PayinRow>('payins').where({ merchant_id, out_trade_no }).whereNot({ status: 'failed' }).orderBy('created_at', 'desc').first();
+}
+
+export function findPayin(database: Knex, invoice_reference: string): Promise<PayinRow | undefined> {
+  return database<PayinRow>('payins').where({ invoice_reference }).first();
+}
+
+/** Locks the payin's row for the rest of `trx`: the transitions of one payin serialise on it. */
+export function lockPayin(trx: Knex.Transaction, invoice_reference: string): Promise<PayinRow | undefined> {
+  return trx<PayinRow>('payins').where({ invoice_reference }).forUpdate().first();
+}
+
+export async function markSettled(trx: Knex.Transaction, settled: PayinRow, ledger_transaction_id: string): Promise<void> {
+  await trx('payins').where({ invoice_reference: settled.invoice_reference }).update({
+    status: settled.status,
+    late: settled.late,
+    paid_amount_units: settled.paid_amount_units,
+    fee_units: settled.fee_units,
+    payment_match_status: settled.payment_match_status,
+    trx_ref: settled.trx_ref,
+    ledger_transaction_id,
+    settled_at: trx.fn.now(),
+    updated_at: trx.fn.now(),
+  });
+}
+
+export async function setPayinStatus(trx: Knex.Transaction, invoice_reference: string, status: PayinStatus): Promise<void> {
+  await trx('payins').where({ invoice_reference }).update({ status, updated_at: trx.fn.now() });
+}
+
+export interface NewNotification {
+  idempotency_key: string;
+  invoice_reference: string;
+  status: 'success' | 'close';
+  amount_units: bigint | null;
+  trx_ref: string | null;
+  raw_body: string;
+}
+
+/** Records a notification once; false when its idempotency key was recorded before (a repeat). */
+export async function insertNotification(database: Knex, notification: NewNotification): Promise<boolean> {
+  const inserted = await database('upstream_notifications')
+    .insert({ ...notification, outcome: 'received' })
+    .onConflict('idempotency_key')
+    .ignore()
+    .returning('id');
+  return inserted.length > 0;
+}
+
+export async function setNotificationOutcome(database: Knex, idempotency_key: string, outcome: 'applied' | 'ignored'): Promise<void> {
+  await database('upstream_notifications').where({ idempotency_key }).update({ outcome });
+}
+
+export interface OutboxRow {
+  id: string;
+  invoice_reference: string;
+  status: string;
+  expires_at: Date | null;
+}
+
+/** Takes up to `limit` outbox rows for the rest of `trx`, skipping rows another dispatcher holds. */
+export function takeOutboxBatch(trx: Knex.Transaction, limit: number): Promise<OutboxRow[]> {
+  return trx(`${PAYIN_OUTBOX_TABLE} as outbox`)
+    .join('payins', 'payins.invoice_reference', 'outbox.invoice_reference')
+    .select('outbox.id', 'outbox.invoice_reference', 'payins.status', 'payins.expires_at')
+    .orderBy('outbox.id')
+    .limit(limit)
+    .forUpdate('outbox')
+    .skipLocked() as unknown as Promise<OutboxRow[]>;
+}
+
+export async function deleteOutboxRows(trx: Knex.Transaction, ids: string[]): Promise<void> {
+  if (ids.length > 0) await trx(PAYIN_OUTBOX_TABLE).whereIn('id', ids).delete();
+}

@@ -1,0 +1,62 @@
+/**
+ * The WebhookDeliveryWorkflow's activities (platform decisions §5): one signed delivery attempt, recorded; and the
+ * final "failed" mark. Attempt numbers continue across every run of one event (X-Webhook-Attempt 1, 2, …).
+ */
+import { request } from 'undici';
+import { hmacSha256Hex } from '../crypto/hmac';
+import { merchantHmacSecret } from '../onboarding/merchants';
+import type { PlatformDeps } from '../platform-deps';
+import type { WebhookDeliveryActivities } from './contract';
+import { findEventForAttempt, markEventFailed, recordAttempt } from './store';
+
+const MAX_ERROR_LENGTH = 500;
+
+export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActivities {
+  return {
+    async attemptWebhookDelivery(input) {
+      const retry = {
+        initial_seconds: deps.config.WEBHOOK_RETRY_INITIAL_SECONDS,
+        max_interval_seconds: deps.config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
+        window_seconds: deps.config.WEBHOOK_RETRY_WINDOW_SECONDS,
+      };
+      const event = await findEventForAttempt(deps.database, input.webhook_id);
+      if (!event) throw new Error(`webhook ${input.webhook_id} not found`);
+      const attempt = event.last_attempt + 1;
+      const secret = await merchantHmacSecret(deps, event.merchant_id);
+      const timeoutMs = Math.round(deps.config.WEBHOOK_TIMEOUT_SECONDS * 1000);
+      const attempted_at = new Date();
+      const started = performance.now();
+      let status_code: number | null = null;
+      let error: string | null = null;
+      try {
+        const response = await request(event.callback_url, {
+          method: 'POST',
+          body: event.body,
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+          signal: AbortSignal.timeout(timeoutMs),
+          headers: {
+            'content-type': 'application/json',
+            [event.signature_header]: hmacSha256Hex(secret, event.body),
+            'x-webhook-id': event.id,
+            'x-webhook-event': event.event,
+            'x-webhook-attempt': String(attempt),
+          },
+        });
+        status_code = response.statusCode;
+        await response.body.dump();
+        if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
+      } catch (failure) {
+        error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
+      }
+      const latency_ms = Math.round(performance.now() - started);
+      const delivered = error === null;
+      await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error }, delivered);
+      return { delivered, attempt, retry };
+    },
+
+    async markWebhookFailed(input) {
+      await markEventFailed(deps.database, input.webhook_id);
+    },
+  };
+}

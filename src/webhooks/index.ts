@@ -1,0 +1,116 @@
+/**
+ * Outbound webhooks (platform decisions §5): one durable, recorded, signed sender for every event the platform
+ * announces to a merchant. A capability records its event inside its own database transaction
+ * (`recordWebhookEvent`), then starts its delivery (`startWebhookDeliveries`); the WebhookDeliveryWorkflow (id =
+ * webhook id, the X-Webhook-Id) retries with backoff and records every attempt. Operators list and redeliver events.
+ */
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { Knex } from '../db/knex';
+import { reasonError } from '../errors';
+import { getMerchant } from '../onboarding/merchants';
+import type { PlatformDeps } from '../platform-deps';
+import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
+import { WEBHOOK_REASONS } from './contract';
+import { attemptsOf, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
+
+/** The default signature header of a merchant that configured none (payment-services-interface.md "Area B"). */
+export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
+const MAX_LISTED_EVENTS = 500;
+
+export interface OutboundWebhook {
+  /** Stable id: X-Webhook-Id, and the id of its delivery workflow. */
+  id: string;
+  merchant_id: string;
+  /** The record the event is about (a payin's invoice_reference). */
+  invoice_reference: string;
+  event: string;
+  /** The JSON body, exactly as it will be signed and sent. */
+  body: string;
+}
+
+/**
+ * Records `webhook` for delivery to the merchant's callback URL with its signature header, inside the caller's
+ * transaction (so the event exists if and only if the change it announces committed). A repeat is ignored.
+ * @throws Error when the merchant does not exist (a programming error).
+ */
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string> {
+  const merchant = await getMerchant(trx, webhook.merchant_id);
+  if (!merchant) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
+  await insertWebhookEvent(trx, {
+    ...webhook,
+    callback_url: merchant.callback_url,
+    signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
+  });
+  return webhook.id;
+}
+
+/**
+ * Starts the delivery workflow of each recorded event, unless one was ever started for it (`REJECT_DUPLICATE`: a
+ * retried call never delivers twice; redelivery is an explicit operator action).
+ */
+export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
+  for (const webhook_id of webhook_ids) {
+    try {
+      await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
+        taskQueue: deps.temporal.taskQueue,
+        workflowId: webhook_id,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args: [{ webhook_id }],
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+  }
+}
+
+async function deliveryRecords(deps: PlatformDeps, events: WebhookEventRow[]) {
+  const attempts = await attemptsOf(
+    deps.database,
+    events.map((event) => event.id),
+  );
+  return events.map((event) => ({
+    webhookId: event.id,
+    merchantId: event.merchant_id,
+    invoiceReference: event.invoice_reference,
+    event: event.event,
+    status: event.status,
+    callbackUrl: event.callback_url,
+    createdAt: event.created_at.toISOString(),
+    deliveredAt: event.delivered_at ? event.delivered_at.toISOString() : '',
+    attempts: attempts
+      .filter((attempt) => attempt.webhook_id === event.id)
+      .map((attempt) => ({
+        attempt: attempt.attempt,
+        attemptedAt: attempt.attempted_at.toISOString(),
+        statusCode: attempt.status_code ?? 0,
+        latencyMs: attempt.latency_ms,
+        error: attempt.error ?? '',
+      })),
+  }));
+}
+
+/** The merchant's webhook events, newest first (at most 500), each with every delivery attempt. */
+export async function listWebhookDeliveries(deps: PlatformDeps, merchant_id: string) {
+  return deliveryRecords(deps, await listMerchantEvents(deps.database, merchant_id, MAX_LISTED_EVENTS));
+}
+
+/**
+ * Starts a new delivery run for an event (same webhook id, attempt numbers continue). A run still retrying is left
+ * alone. @throws DomainError WEBHOOK_NOT_FOUND
+ */
+export async function redeliverWebhook(deps: PlatformDeps, webhook_id: string) {
+  const event = await findWebhookEvent(deps.database, webhook_id);
+  if (!event) throw reasonError(WEBHOOK_REASONS, 'WEBHOOK_NOT_FOUND');
+  try {
+    await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
+      taskQueue: deps.temporal.taskQueue,
+      workflowId: event.id,
+      args: [{ webhook_id: event.id }],
+    });
+    await markEventPending(deps.database, event.id);
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+  const [delivery] = await deliveryRecords(deps, [(await findWebhookEvent(deps.database, event.id))!]);
+  return delivery!;
+}
