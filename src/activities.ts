@@ -7,7 +7,7 @@ import { createDiagnosticsActivities } from './health/activities';
 import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
-import { createDepositActivities } from './deposits/activities';
+import { createDepositActivities } from './flows/deposit/activities';
 
 export function createActivities(deps: PlatformDeps) {
   return {

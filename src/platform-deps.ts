@@ -3,12 +3,14 @@
  * (`src/platform.ts`). A leaf module: it imports only types, so any module may depend on it without a cycle
  * through the composition root.
  */
+import type { Acquirer } from './acquirers';
 import type { Config } from './config';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
 import type { IdempotencyStore } from './idempotency';
 import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
+import type { MerchantAuth } from './merchant-auth';
 import type { TemporalHandle } from './temporal/client';
 
 /** What services and activities are built from. One instance per process. */
@@ -22,6 +24,10 @@ export interface PlatformDeps {
   keys: PlatformKeys;
   /** The payin workflow-start outbox of an api-role process (absent elsewhere): B1 wakes it after a commit. */
   payinOutbox?: { wake(): void };
+  /** Merchant authentication of every Area C service (its caches live as long as the process). */
+  merchantAuth: MerchantAuth;
+  /** The card acquirer deposits authorize with (the sandbox in test mode), chosen by the composition root. */
+  acquirer: Acquirer;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
 }

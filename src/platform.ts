@@ -6,10 +6,10 @@ import { createTransferService } from './flows/pre-transfer/service';
 import { createPayinService } from './flows/payin/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';
-import { createWalletService } from './wallet/service';
+import { createWalletService } from './flows/wallet/service';
 import { createAdminService } from './onboarding/admin-service';
 import { createInstrumentService } from './instruments/service';
-import { createDepositService } from './deposits/service';
+import { createDepositService } from './flows/deposit/service';
 import type { PlatformServices } from './rpc/services';
 
 import type { PlatformDeps } from './platform-deps';

@@ -11,6 +11,8 @@ import type { Config } from './config';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { createIdempotencyStore } from './idempotency';
+import { createMerchantAuth } from './merchant-auth';
+import { createSandboxAcquirer } from './sandbox/acquirer';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
@@ -76,6 +78,8 @@ export async function runRoles(
         logger,
         ledger: createLedger(database),
         keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
+        merchantAuth: createMerchantAuth({ database, config }),
+        acquirer: createSandboxAcquirer(config),
         idempotency: createIdempotencyStore(database, {
           retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
           // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.

@@ -1,79 +1,34 @@
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import {
-  allHandlersFinished,
-  ApplicationFailure,
-  condition,
-  defineQuery,
-  defineUpdate,
-  proxyActivities,
-  proxyLocalActivities,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
-import type { Activities } from '../src/activities';
+  confirmWithPasswordUpdate,
+  depositStateQuery,
+  submitCardConfirmationUpdate,
+  type DepositActivities,
+  type DepositConfirmation,
+  type DepositRejection,
+  type DepositWorkflowInput,
+  type DepositWorkflowState,
+  type SealedPassword,
+} from '../src/flows/deposit/contract';
 
 // Acquirer steps. The card authorization is attempted once: a retried authorization could charge twice at a real
 // acquirer; when it fails the deposit stays pending and the payer may submit again.
-const { verifyDepositPassword } = proxyActivities<Activities>({
+const { verifyDepositPassword } = proxyActivities<DepositActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '5 seconds', maximumAttempts: 5 },
 });
-const { authorizeDepositCard } = proxyActivities<Activities>({
+const { authorizeDepositCard } = proxyActivities<DepositActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 },
 });
 // Short database transactions (idempotent), recorded with the workflow task.
-const { completeDeposit, closeDeposit } = proxyLocalActivities<Activities>({
+const { completeDeposit, closeDeposit } = proxyLocalActivities<DepositActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
-/** pending → completed | declined | failed | cancelled | expired; the same names as the deposits row. */
-export type DepositWorkflowState = 'pending' | 'completed' | 'declined' | 'failed' | 'cancelled' | 'expired';
-
-export interface DepositWorkflowInput {
-  /** The deposit reference (DEP…), also this workflow's id. */
-  reference: string;
-  /** How the payer confirms: an OTP / soft token (local card, bank account) or the card confirmation form. */
-  confirmation: 'password' | 'card_form';
-  /** Lifetime in seconds from creation (DEPOSIT_TTL_SECONDS at creation). */
-  ttl_seconds: number;
-  /** Wrong passwords accepted before the deposit is cancelled (DEPOSIT_MAX_OTP_ATTEMPTS at creation). */
-  max_password_attempts: number;
-}
-
-/** What a confirmation did. `attempts_left` counts the wrong passwords still allowed. */
-export interface DepositConfirmation {
-  outcome: 'completed' | 'wrong_password' | 'cancelled' | 'declined' | 'failed';
-  attempts_left: number;
-}
-
 /**
- * Why a confirmation was refused before anything ran (ApplicationFailure.type): the deposit is already in an end
- * state, its lifetime ran out, or it is confirmed the other way.
- */
-export type DepositRejection =
-  | 'DEPOSIT_COMPLETED'
-  | 'DEPOSIT_DECLINED'
-  | 'DEPOSIT_FAILED'
-  | 'DEPOSIT_CANCELLED'
-  | 'DEPOSIT_EXPIRED'
-  | 'DEPOSIT_CONFIRMED_BY_FORM'
-  | 'DEPOSIT_CONFIRMED_BY_PASSWORD';
-
-/**
- * The payer's password travels sealed (AES-256-GCM under the platform data key, the deposit reference as associated
- * data): workflow history keeps every Update and activity argument, and a password must never be readable there.
- */
-export interface SealedPassword {
-  sealed_password: string;
-}
-
-export const confirmWithPasswordUpdate = defineUpdate<DepositConfirmation, [SealedPassword]>('confirmWithPassword');
-export const submitCardConfirmationUpdate = defineUpdate<DepositConfirmation, []>('submitCardConfirmation');
-export const depositStateQuery = defineQuery<{ state: DepositWorkflowState; wrong_passwords: number }>('state');
-
-/**
- * DepositWorkflow (issue 7, Area C; docs/area-c.md "Deposits and confirmations"), id = deposit reference. The
+ * DepositWorkflow (Area C; docs/area-c.md "Deposits and confirmations"), id = deposit reference. The
  * deposit row exists (pending) when it starts. It waits for the payer's confirmation or the lifetime timer:
  *
  *   password (confirmWithPassword Update, sealed): the acquirer checks the OTP; a wrong one counts, and the

@@ -11,7 +11,7 @@
  * src/instruments/html.ts.
  */
 import type Router from '@koa/router';
-import { activatedPage, activationNotFoundPage, activationPage } from '../../src/instruments/html';
+import { activatedPage, activationNotFoundPage, activationPage } from '../../src/web/activation-pages';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { renderQrPng } from '../../src/web/qr-png';
 import type { FacadeContext, FacadeState } from '../app';

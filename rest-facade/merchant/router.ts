@@ -15,7 +15,7 @@ import Router from '@koa/router';
 import { canonicalQueryString } from '../../src/crypto/rsa2-query';
 import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
-import { readLogin } from '../../src/wallet/contract';
+import { readLogin } from '../../src/flows/wallet/fields';
 import type { FacadeContext, FacadeState } from '../app';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './envelope';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';

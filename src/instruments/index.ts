@@ -3,4 +3,4 @@ export * from './store';
 export * from './cards';
 export { createInstrumentService, readSourceOfFunds, TOKENIZE_MESSAGES } from './service';
 export { activationCode, activationUrl, qrImageUrl, notifyActivated, ACTIVATED_EVENT } from './activation';
-export { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './contract';
+export { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './fields';

@@ -12,12 +12,10 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { decryptField } from '../crypto/field-decryption';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
-import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
-import type { PlatformDeps } from '../platform';
-import { MESSAGES } from '../wallet/contract';
+import type { PlatformDeps } from '../platform-deps';
+import { MESSAGES } from '../flows/wallet/fields';
 import { isHttpUrl } from '../web/url';
-import { merchantUser } from '../wallet/movements';
-import { AUTH_MESSAGES, authenticateAction } from '../wallet/sessions';
+import { merchantUser } from '../flows/wallet/activities';
 import { activationCode, activationCodeSha256, activationUrl, notifyActivated, qrImageUrl } from './activation';
 import { CARD_MESSAGES, cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
 import { checkHolderName, findBankAccountByToken, findByActivationCodeHash, insertInstrument, markActivated, newInstrumentToken, type Instrument } from './store';
@@ -77,11 +75,7 @@ export function readSourceOfFunds(plaintext: string, problems: FieldViolations):
 export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof InstrumentService> {
   const { database, keys } = deps;
 
-  async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
-    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken);
-    if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
-    return request.merchantId;
-  }
+  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
 
   async function checkBank(bankId: string, problems: FieldViolations): Promise<string | undefined> {
     const bank = /^\d{1,18}$/.test(bankId) ? await database('banks').where({ id: bankId }).first('id') : undefined;

@@ -1,15 +1,18 @@
 /**
- * Sandbox acquirers (test mode, platform decisions §7; /tmp/area-c-instruments.md): the card authorizer the
- * Visa/Master deposit consults, and the OTP check of local-card and bank-account deposits.
+ * The sandbox card acquirer (test mode, platform decisions §7), one implementation of the acquirer port
+ * (src/acquirers): the card authorizer the Visa/Master deposit consults, and the OTP check of local-card and
+ * bank-account deposits.
  *
- *   authorizeCard("4242424242424242")  approved
- *   authorizeCard("4000000000000002")  declined ("The card was declined.")
- *   any other number                   approved when it is 12–19 digits and Luhn valid (so any test card of the
- *                                      usual brands works on the hosted page), declined otherwise
- *   verifyOtp(config, password)        password === SANDBOX_OTP, compared in constant time
+ *   authorize "4242424242424242"  approved
+ *   authorize "4000000000000002"  declined ("The card was declined.")
+ *   any other number              approved when it is 12–19 digits and Luhn valid (so any test card of the usual
+ *                                 brands works on the hosted page), declined otherwise
+ *   verifyOtp                     password === SANDBOX_OTP, compared in constant time
  *
  * The expiry is checked when the card is vaulted (src/instruments/cards.ts), not here.
  */
+import { createHash } from 'node:crypto';
+import type { Acquirer, CardAuthorization } from '../acquirers';
 import type { Config } from '../config';
 import { constantTimeEqual } from '../crypto/secrets';
 import { normalizeCardNumber } from '../instruments/cards';
@@ -38,4 +41,20 @@ export function authorizeCard(number: string): Authorization {
 /** True when `password` is the sandbox OTP (constant-time comparison). */
 export function verifyOtp(config: Pick<Config, 'SANDBOX_OTP'>, password: string): boolean {
   return typeof password === 'string' && constantTimeEqual(password, config.SANDBOX_OTP);
+}
+
+/** The sandbox as an acquirer: deterministic decisions, authorization ids derived from the idempotency key. */
+export function createSandboxAcquirer(config: Pick<Config, 'SANDBOX_OTP'>): Acquirer {
+  return {
+    async authorize(input): Promise<CardAuthorization> {
+      const decision = authorizeCard(input.card_number);
+      const authorization_id = `SBX${createHash('sha256').update(input.idempotency_key).digest('hex').slice(0, 24).toUpperCase()}`;
+      return { ...decision, authorization_id };
+    },
+    async capture() {},
+    async reverse() {},
+    async verifyOtp(input) {
+      return verifyOtp(config, input.password);
+    },
+  };
 }

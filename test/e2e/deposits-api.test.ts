@@ -6,8 +6,8 @@
  * balances before/after. Real PostgreSQL, Temporal, RPC and façade; `stop()` checks the ledger balances.
  */
 import { insertInstrument } from '../../src/instruments/store';
-import { DEPOSIT_MESSAGES } from '../../src/deposits/contract';
-import { MESSAGES } from '../../src/wallet/contract';
+import { DEPOSIT_MESSAGES } from '../../src/flows/deposit/fields';
+import { MESSAGES } from '../../src/flows/wallet/fields';
 import {
   activateBankAccount,
   decodeResult,

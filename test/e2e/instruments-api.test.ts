@@ -13,7 +13,7 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import { activationCode } from '../../src/instruments/activation';
 import { findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard } from '../../src/instruments/store';
-import { MESSAGES } from '../../src/wallet/contract';
+import { MESSAGES } from '../../src/flows/wallet/fields';
 import { encryptField, sourceOfFundsJson, type FieldPadding } from '../support/field-encryption';
 import { activationPageUrl, tokenizeBankAccount, tokenizeLocalCard, tokenizeVisaMaster } from '../support/instruments';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';

@@ -7,7 +7,7 @@ import {
   readTransfer,
   readGeneratePreOrderToken,
   MESSAGES,
-} from '../../src/wallet/contract';
+} from '../../src/flows/wallet/fields';
 
 function body(text: string): Record<string, unknown> {
   return parseJsonLossless(text) as Record<string, unknown>;

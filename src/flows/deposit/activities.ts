@@ -1,23 +1,24 @@
 /**
- * DepositWorkflow activities (issue 7, Area C; docs/area-c.md "Deposits and confirmations"). The acquirer steps
- * (OTP check, card authorization) go to the sandbox acquirer; the money step (`completeDeposit`) writes the ledger
+ * DepositWorkflow activities (Area C; docs/area-c.md "Deposits and confirmations"), the deposit flow's only caller
+ * of the ledger. The acquirer steps (OTP check, card authorization) go to the configured acquirer (`deps.acquirer`);
+ * the money step (`completeDeposit`) writes the ledger
  * transaction, the deposit row and the preorder's paid flag in ONE database transaction with the ledger
  * idempotency key = the deposit reference, so a retried activity never moves money twice.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { DomainError } from '../errors';
-import { findInstrumentByToken, revealCardNumber } from '../instruments/store';
-import type { PlatformDeps } from '../platform';
-import { authorizeCard, verifyOtp } from '../sandbox/acquirer';
-import { payPreorder, sellerAccountId } from '../wallet/movements';
-import { getUser } from '../onboarding';
-import { DEPOSIT_MESSAGES } from './contract';
+import { DomainError } from '../../errors';
+import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
+import type { PlatformDeps } from '../../platform-deps';
+import { payPreorder, sellerAccountId } from '../../preorders';
+import { getUser } from '../../onboarding';
+import { depositIdempotencyKey, type DepositActivities, type DepositReason } from './contract';
+import { DEPOSIT_MESSAGES } from './fields';
 import { openDepositPassword } from './sealing';
 import { finishDeposit, getDeposit, type Deposit } from './store';
 
 async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: string): Promise<Deposit> {
   const deposit = await getDeposit(deps.database, reference);
-  if (!deposit) throw ApplicationFailure.nonRetryable(`unknown deposit ${reference}`, 'DEPOSIT_NOT_FOUND');
+  if (!deposit) throw ApplicationFailure.nonRetryable(`unknown deposit ${reference}`, 'DEPOSIT_NOT_FOUND' satisfies DepositReason);
   return deposit;
 }
 
@@ -25,28 +26,36 @@ async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: s
 async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
   if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
   const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
-  if (!user) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} has no user`, 'DEPOSIT_USER_NOT_FOUND');
+  if (!user) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} has no user`, 'DEPOSIT_USER_NOT_FOUND' satisfies DepositReason);
   return user.wallet_account_id;
 }
 
-export function createDepositActivities(deps: PlatformDeps) {
-  const activities = {
+export function createDepositActivities(deps: PlatformDeps): DepositActivities {
+  const activities: DepositActivities = {
     /**
-     * The sandbox acquirer's OTP check for this deposit (SANDBOX_OTP, constant time). The password arrives sealed
-     * (`sealDepositPassword`) and is opened only here; never logged. A seal that does not open is a wrong password.
+     * The acquirer's OTP check for this deposit. The password arrives sealed (`sealDepositPassword`) and is opened
+     * only here; never logged. A seal that does not open is a wrong password.
      */
-    async verifyDepositPassword(input: { reference: string; sealed_password: string }): Promise<{ valid: boolean }> {
+    async verifyDepositPassword(input) {
       await requireDeposit(deps, input.reference);
       const password = openDepositPassword(deps.keys.dataKey, input.reference, input.sealed_password);
-      return { valid: password !== undefined && verifyOtp(deps.config, password) };
+      return { valid: password !== undefined && (await deps.acquirer.verifyOtp({ reference: input.reference, password })) };
     },
 
-    /** The sandbox acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
-    async authorizeDepositCard(input: { reference: string }): Promise<{ approved: boolean }> {
+    /** The acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
+    async authorizeDepositCard(input) {
       const deposit = await requireDeposit(deps, input.reference);
       const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
-      if (!instrument) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND');
-      return { approved: authorizeCard(await revealCardNumber(deps, instrument)).approved };
+      if (!instrument) {
+        throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
+      }
+      const authorization = await deps.acquirer.authorize({
+        idempotency_key: depositIdempotencyKey(deposit.reference),
+        card_number: await revealCardNumber(deps, instrument),
+        amount_units: deposit.amount_units,
+        currency: deposit.currency,
+      });
+      return { approved: authorization.approved };
     },
 
     /**
@@ -55,7 +64,7 @@ export function createDepositActivities(deps: PlatformDeps) {
      * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock). A preorder paid meanwhile
      * fails the deposit and moves nothing. A repeat answers the deposit's end state.
      */
-    async completeDeposit(input: { reference: string }): Promise<{ state: 'completed' | 'failed' }> {
+    async completeDeposit(input) {
       const found = await requireDeposit(deps, input.reference);
       const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
       if (found.state !== 'pending') return answered(found);
@@ -72,7 +81,7 @@ export function createDepositActivities(deps: PlatformDeps) {
     },
 
     /** Ends a pending deposit without moving money: declined (card), cancelled (passwords) or expired. Repeats are no-ops. */
-    async closeDeposit(input: { reference: string; state: 'declined' | 'cancelled' | 'expired' }): Promise<void> {
+    async closeDeposit(input) {
       const message =
         input.state === 'declined' ? DEPOSIT_MESSAGES.declined : input.state === 'cancelled' ? DEPOSIT_MESSAGES.cancelled : DEPOSIT_MESSAGES.expired;
       await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
@@ -101,7 +110,7 @@ export function createDepositActivities(deps: PlatformDeps) {
           sourceAccountId: settlement.id,
           sellerAccountId: credit,
           reference: deposit.reference,
-          idempotencyKey: deposit.reference,
+          idempotencyKey: depositIdempotencyKey(deposit.reference),
           paidByUserId: deposit.user_id,
         });
         if (paid.status === 'already_paid') {
@@ -112,7 +121,7 @@ export function createDepositActivities(deps: PlatformDeps) {
       } else {
         const posted = await deps.ledger.transfer(
           {
-            idempotency_key: deposit.reference,
+            idempotency_key: depositIdempotencyKey(deposit.reference),
             description: `deposit ${deposit.reference}`,
             postings: [
               { account_id: settlement.id, amount_units: -deposit.amount_units },

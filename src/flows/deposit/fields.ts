@@ -4,8 +4,8 @@
  * field under its own name (same FieldReader as src/wallet/contract.ts). Shared by the façade and the service.
  * No I/O.
  */
-import type { Currency } from '../money';
-import { FieldReader } from '../wallet/contract';
+import type { Currency } from '../../money';
+import { FieldReader } from '../wallet/fields';
 
 export const DEPOSIT_MESSAGES = {
   preorderInvalid: 'The selected pre_order_token is invalid.',

@@ -3,7 +3,7 @@
  * activity input are kept in workflow history, so the password is carried as AES-256-GCM ciphertext under the
  * platform data key with the deposit reference as associated data (a seal cannot be replayed on another deposit).
  */
-import { decryptSecret, encryptSecret } from '../crypto/secrets';
+import { decryptSecret, encryptSecret } from '../../crypto/secrets';
 
 /** Seals `password` for the deposit `reference`; the result is opaque base64 text. */
 export function sealDepositPassword(dataKey: Buffer, reference: string, password: string): string {

@@ -4,9 +4,9 @@
  * field under its own name. Shared by the façade (translation) and the service (business checks use the same
  * messages). No I/O.
  */
-import { isHttpUrl } from '../web/url';
-import { DomainError, invalidFields, type FieldViolations } from '../errors';
-import { isLosslessNumber, readAmount, type Currency } from '../money';
+import { isHttpUrl } from '../../web/url';
+import { DomainError, invalidFields, type FieldViolations } from '../../errors';
+import { isLosslessNumber, readAmount, type Currency } from '../../money';
 
 /** Currencies Area C services accept (interface: "currency string R (USD)"). */
 export const WALLET_CURRENCIES: readonly Currency[] = ['USD'];

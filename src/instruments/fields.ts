@@ -4,7 +4,7 @@
  * InstrumentService request, in the style of src/wallet/contract.ts (every failing field at once). Encrypted fields
  * are only checked for presence and type here; InstrumentService decrypts and checks their content.
  */
-import { FieldReader, MESSAGES } from '../wallet/contract';
+import { FieldReader, MESSAGES } from '../flows/wallet/fields';
 import { isLosslessNumber } from '../money';
 
 /** Longest accepted encrypted field (base64 of a ciphertext of up to a 16384-bit key, plus line breaks). */

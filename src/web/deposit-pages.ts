@@ -4,7 +4,7 @@
  * page with its card form, and small error pages. Pure functions, no I/O.
  * Layout and escaping: src/web/html.ts.
  */
-import { html, messagePage, page, SafeHtml } from '../web/html';
+import { html, messagePage, page, SafeHtml } from './html';
 
 export interface ConfirmationView {
   /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */

@@ -5,11 +5,11 @@
  * of a Visa/Master confirmation.
  */
 import type { Knex } from 'knex';
-import { randomToken, sha256Hex } from '../crypto/secrets';
-import type { InstrumentKind } from '../instruments/store';
-import type { Currency } from '../money';
-import { newReference } from '../wallet/movements';
-import { DEPOSIT_MESSAGES } from './contract';
+import { randomToken, sha256Hex } from '../../crypto/secrets';
+import type { InstrumentKind } from '../../instruments/store';
+import type { Currency } from '../../money';
+import { newReference } from '../wallet/activities';
+import { DEPOSIT_MESSAGES } from './fields';
 
 /** pending → completed | declined | failed | cancelled | expired (every end state is final). */
 export type DepositState = 'pending' | 'completed' | 'declined' | 'failed' | 'cancelled' | 'expired';

@@ -1,7 +1,9 @@
 /**
- * Area C authentication (interface "Authentication / Area C", platform decisions §7): merchant headers, the RSA2
- * request signature verified with the merchant's stored public key, the API login, and opaque session tokens
- * (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS).
+ * Merchant authentication, shared by every Area C service (interface "Authentication / Area C", platform decisions
+ * §7): merchant headers, the RSA2 request signature verified with the merchant's stored public key, the API login,
+ * opaque session tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one
+ * `requireMerchant` every service calls. No service acts for a merchant id the caller merely asserts: the merchant
+ * is the one whose headers, session and signature verify.
  *
  * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → signature (400 on
  * `sign` / `sign_type`) → the service's own fields.
@@ -12,7 +14,22 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { DomainError } from '../errors';
+import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import { authenticateMerchant, type Merchant } from '../onboarding';
+
+/** Every reason merchant authentication fails with (`DomainErrorKind` of src/errors.ts). */
+export const MERCHANT_AUTH_REASONS = {
+  MERCHANT_UNAUTHENTICATED: 'unauthenticated',
+  SESSION_MISSING: 'unauthenticated',
+  SESSION_INVALID: 'unauthenticated',
+  SESSION_EXPIRED: 'unauthenticated',
+  INVALID_SIGNATURE: 'invalid_argument',
+  LOGIN_FAILED: 'invalid_argument',
+} as const;
+export type MerchantAuthReason = keyof typeof MERCHANT_AUTH_REASONS;
+
+/** Most merchants and sessions one process remembers. */
+const AUTH_CACHE_MAX = 10_000;
 
 export const AUTH_MESSAGES = {
   merchant: 'The merchant-id or merchant-secret-key is invalid.',
@@ -77,61 +94,6 @@ export function verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope):
   }
 }
 
-/**
- * Successful lookups of /do-action authentication, reused for `cacheSeconds` per process (AUTH_CACHE_SECONDS):
- * merchants by (merchant id, SHA-256 of the secret key presented), active ones only, and sessions by token hash.
- * The signature is verified and the session expiry compared on every call; a suspension, a new secret key or a
- * deleted session applies within `cacheSeconds`. Each holds at most 10,000 entries, least recently used evicted.
- */
-interface AuthCache {
-  merchants: LRUCache<string, Merchant>;
-  sessions: LRUCache<string, SessionRow>;
-}
-const authCaches = new WeakMap<Knex, AuthCache>();
-
-function authCacheOf(database: Knex): AuthCache {
-  let cache = authCaches.get(database);
-  if (!cache) authCaches.set(database, (cache = { merchants: new LRUCache({ max: 10_000 }), sessions: new LRUCache({ max: 10_000 }) }));
-  return cache;
-}
-
-async function authenticateEnvelopeCached(database: Knex, envelope: Envelope | undefined, cacheSeconds: number): Promise<Merchant> {
-  if (cacheSeconds <= 0 || !envelope?.merchantId) return authenticateEnvelope(database, envelope);
-  const { merchants } = authCacheOf(database);
-  const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
-  const hit = merchants.get(key);
-  if (hit) return hit;
-  const merchant = await authenticateEnvelope(database, envelope);
-  merchants.set(key, merchant, { ttl: cacheSeconds * 1000 });
-  return merchant;
-}
-
-/**
- * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence;
- * the two lookups run in parallel, each reused for up to `cacheSeconds`, see AuthCache). @returns the merchant id.
- */
-export async function authenticateAction(
-  database: Knex,
-  envelope: Envelope | undefined,
-  sessionToken: string,
-  cacheSeconds = 0,
-): Promise<string> {
-  const [merchant, session] = await Promise.all([
-    authenticateEnvelopeCached(database, envelope, cacheSeconds).then(
-      (value) => ({ value }),
-      (error: unknown) => ({ error }),
-    ),
-    (envelope?.merchantId ? checkSession(database, envelope.merchantId, sessionToken, cacheSeconds) : Promise.resolve(undefined)).then(
-      (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),
-      (error: unknown) => ({ error }),
-    ),
-  ]);
-  if ('error' in merchant) throw merchant.error;
-  if ('error' in session) throw session.error;
-  verifyEnvelopeSignature(merchant.value, envelope!);
-  return merchant.value.id;
-}
-
 
 interface SessionRow {
   merchant_id: string;
@@ -155,14 +117,19 @@ export async function openSession(database: Knex, merchantId: string, ttlSeconds
  * The session must exist, belong to `merchantId` and not be expired. @returns its expiry.
  * @throws DomainError unauthenticated SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED (field `token`)
  */
-export async function checkSession(database: Knex, merchantId: string, token: string, cacheSeconds = 0): Promise<Date> {
+async function checkSession(
+  database: Knex,
+  merchantId: string,
+  token: string,
+  sessions: LRUCache<string, SessionRow> | undefined,
+  cacheSeconds: number,
+): Promise<Date> {
   if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_MESSAGES.tokenMissing] });
   const token_hash = sha256Hex(token);
-  const { sessions } = authCacheOf(database);
-  let row = cacheSeconds > 0 ? sessions.get(token_hash) : undefined;
+  let row = sessions?.get(token_hash);
   if (!row) {
     row = (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined;
-    if (row && cacheSeconds > 0) sessions.set(token_hash, row, { ttl: cacheSeconds * 1000 });
+    if (row && sessions) sessions.set(token_hash, row, { ttl: cacheSeconds * 1000 });
   }
   if (!row || row.merchant_id !== merchantId) {
     throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_MESSAGES.tokenInvalid] });
@@ -195,4 +162,68 @@ export async function merchantApiUser(database: Knex, merchantId: string): Promi
     .onConflict('merchant_id')
     .ignore();
   return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
+}
+
+export interface MerchantAuth {
+  /**
+   * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence; the
+   * two lookups run in parallel). @returns the merchant id.
+   * @throws DomainError MERCHANT_UNAUTHENTICATED, SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED,
+   *   INVALID_SIGNATURE
+   */
+  authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string>;
+  /**
+   * The merchant an Area C service request acts for: the one its ActionAuth proves. A request without one is
+   * refused whatever merchant id it names. @throws as `authenticateAction`.
+   */
+  requireMerchant(request: { auth?: ActionAuth }): Promise<string>;
+}
+
+/**
+ * Builds the process's merchant authentication (at the composition root). Successful lookups are reused for
+ * AUTH_CACHE_SECONDS: merchants by (merchant id, SHA-256 of the secret key presented), active ones only, and sessions
+ * by token hash; the signature is verified and the session expiry compared on every call, so a suspension, a new
+ * secret key or a deleted session applies within that time. Each cache holds at most 10,000 entries.
+ */
+export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_SECONDS: number } }): MerchantAuth {
+  const cacheSeconds = deps.config.AUTH_CACHE_SECONDS;
+  const merchants = cacheSeconds > 0 ? new LRUCache<string, Merchant>({ max: AUTH_CACHE_MAX }) : undefined;
+  const sessions = cacheSeconds > 0 ? new LRUCache<string, SessionRow>({ max: AUTH_CACHE_MAX }) : undefined;
+
+  async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
+    if (!merchants || !envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
+    const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
+    const hit = merchants.get(key);
+    if (hit) return hit;
+    const merchant = await authenticateEnvelope(deps.database, envelope);
+    merchants.set(key, merchant, { ttl: cacheSeconds * 1000 });
+    return merchant;
+  }
+
+  async function authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string> {
+    const [merchant, session] = await Promise.all([
+      merchantOf(envelope).then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+      (envelope?.merchantId ? checkSession(deps.database, envelope.merchantId, sessionToken, sessions, cacheSeconds) : Promise.resolve(undefined)).then(
+        (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),
+        (error: unknown) => ({ error }),
+      ),
+    ]);
+    if ('error' in merchant) throw merchant.error;
+    if ('error' in session) throw session.error;
+    verifyEnvelopeSignature(merchant.value, envelope!);
+    return merchant.value.id;
+  }
+
+  return {
+    authenticateAction,
+    async requireMerchant(request) {
+      if (!request.auth) {
+        throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_MESSAGES.merchant] });
+      }
+      return authenticateAction(request.auth.envelope, request.auth.sessionToken);
+    },
+  };
 }

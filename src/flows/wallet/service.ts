@@ -1,19 +1,20 @@
 /**
- * WalletService (issue 6, Area C of payment-services-interface.md, platform decisions §7 and §8): merchant login
- * and per-call authentication, and one RPC per /do-action service. Every service RPC receives the merchant id that
- * AuthenticateAction returned; business rules live here and in sessions.ts / catalog.ts / movements.ts, money
- * moves only through the ledger.
+ * WalletService (Area C of payment-services-interface.md, platform decisions §7 and §8): merchant login and
+ * per-call authentication, and one RPC per /do-action wallet service. Every service RPC acts for the merchant its
+ * ActionAuth proves (src/merchant-auth); business rules live here and in catalog.ts; money moves only through
+ * activities.ts.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
-import { DomainError, invalidFields } from '../errors';
-import type { ActionAuth, WalletService } from '../gen/payments/wallet/v1/wallet_pb';
-import { isCurrency, type Currency } from '../money';
-import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../onboarding';
-import type { PlatformDeps } from '../platform';
+import { DomainError, invalidFields } from '../../errors';
+import type { WalletService } from '../../gen/payments/wallet/v1/wallet_pb';
+import { isCurrency, type Currency } from '../../money';
+import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
+import type { PlatformDeps } from '../../platform-deps';
 import { listBanks, listFees } from './catalog';
-import { MESSAGES, WALLET_CURRENCIES } from './contract';
-import { blockMoney, cancelBlockMoney, generatePreOrder, merchantUser, payByToken, transfer } from './movements';
-import { AUTH_MESSAGES, authenticateAction, authenticateEnvelope, merchantApiUser, openSession, verifyEnvelopeSignature } from './sessions';
+import { AUTH_MESSAGES, authenticateEnvelope, merchantApiUser, openSession, verifyEnvelopeSignature } from '../../merchant-auth';
+import { generatePreOrder } from '../../preorders';
+import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer } from './activities';
+import { MESSAGES, WALLET_CURRENCIES } from './fields';
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC (interface "User record"). */
 export function formatDateTime(date: Date): string {
@@ -62,13 +63,7 @@ function phoneOrFail(text: string | undefined): string | undefined {
 
 export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof WalletService> {
   const { database } = deps;
-
-  /** The merchant a service request acts for: its ActionAuth when present, else the trusted merchant_id. */
-  async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
-    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken, deps.config.AUTH_CACHE_SECONDS);
-    if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
-    return request.merchantId;
-  }
+  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
   return {
     async login(request) {
       const envelope = request.envelope;
@@ -100,7 +95,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async authenticateAction(request) {
-      return { merchantId: await authenticateAction(database, request.envelope, request.sessionToken, deps.config.AUTH_CACHE_SECONDS) };
+      return { merchantId: await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken) };
     },
 
     async listFees(request) {

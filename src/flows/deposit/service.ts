@@ -6,22 +6,29 @@
  * same database transaction; confirmations are Updates of that workflow, which alone moves the money.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/client';
-import { decryptField } from '../crypto/field-decryption';
-import { DomainError, invalidFields, type FieldViolations } from '../errors';
-import type { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
-import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
-import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../instruments/cards';
-import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../instruments/store';
-import { formatAmount, isCurrency, type Currency } from '../money';
-import { getMerchant, getUser } from '../onboarding';
-import type { PlatformDeps } from '../platform';
-import { MESSAGES, WALLET_CURRENCIES } from '../wallet/contract';
-import { merchantUser } from '../wallet/movements';
-import { AUTH_MESSAGES, authenticateAction, merchantApiUser } from '../wallet/sessions';
-import type { depositWorkflow, DepositConfirmation, DepositRejection, DepositWorkflowInput, SealedPassword } from '../../workflows/deposit';
-import { DEPOSIT_MESSAGES, type CardFormFields } from './contract';
-import { confirmationPage, notFoundPage, preorderPage, resultPage } from './html';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { decryptField } from '../../crypto/field-decryption';
+import { DomainError, invalidFields, type FieldViolations } from '../../errors';
+import type { DepositService } from '../../gen/payments/deposit/v1/deposit_pb';
+import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
+import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../../instruments/store';
+import { formatAmount, isCurrency, type Currency } from '../../money';
+import { getMerchant, getUser } from '../../onboarding';
+import type { PlatformDeps } from '../../platform-deps';
+import { failureType } from '../../temporal/failures';
+import { MESSAGES, WALLET_CURRENCIES } from '../wallet/fields';
+import { merchantUser } from '../wallet/activities';
+import { merchantApiUser } from '../../merchant-auth';
+import { depositWorkflow } from '../../../workflows/deposit';
+import {
+  confirmWithPasswordUpdate,
+  submitCardConfirmationUpdate,
+  type DepositConfirmation,
+  type DepositRejection,
+  type DepositWorkflowInput,
+} from './contract';
+import { DEPOSIT_MESSAGES, type CardFormFields } from './fields';
+import { confirmationPage, notFoundPage, preorderPage, resultPage } from '../../web/deposit-pages';
 import { sealDepositPassword } from './sealing';
 import {
   encodeResult,
@@ -56,14 +63,20 @@ function notPending(deposit: Deposit): DomainError {
   }
 }
 
+const REJECTIONS: ReadonlySet<string> = new Set<DepositRejection>([
+  'DEPOSIT_COMPLETED',
+  'DEPOSIT_DECLINED',
+  'DEPOSIT_FAILED',
+  'DEPOSIT_CANCELLED',
+  'DEPOSIT_EXPIRED',
+  'DEPOSIT_CONFIRMED_BY_FORM',
+  'DEPOSIT_CONFIRMED_BY_PASSWORD',
+]);
+
 /** The typed rejection of a DepositWorkflow Update, if that is what `error` is. */
 function rejectionOf(error: unknown): DepositRejection | undefined {
-  let cause: unknown = error;
-  for (let depth = 0; depth < 5 && cause; depth++) {
-    if (cause instanceof ApplicationFailure && cause.type?.startsWith('DEPOSIT_')) return cause.type as DepositRejection;
-    cause = (cause as { cause?: unknown }).cause;
-  }
-  return undefined;
+  const type = failureType(error);
+  return type && REJECTIONS.has(type) ? (type as DepositRejection) : undefined;
 }
 
 const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
@@ -95,11 +108,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   const confirmUrl = (depositToken: string) => `${baseUrl}/visa-master/confirm/${encodeURIComponent(depositToken)}`;
   const preorderPayUrl = (preOrderToken: string) => `${baseUrl}/pre-order/${encodeURIComponent(preOrderToken)}/pay`;
 
-  async function requireMerchantId(request: { merchantId: string; auth?: ActionAuth }): Promise<string> {
-    if (request.auth) return authenticateAction(database, request.auth.envelope, request.auth.sessionToken);
-    if (!request.merchantId) throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant missing', { merchant: [AUTH_MESSAGES.merchant] });
-    return request.merchantId;
-  }
+  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
 
   /** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
   async function checkPreorder(merchantId: string, input: StartInput, problems: FieldViolations): Promise<PreorderForDeposit | undefined> {
@@ -171,7 +180,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         ttl_seconds: ttl,
         max_password_attempts: config.DEPOSIT_MAX_OTP_ATTEMPTS,
       };
-      await deps.temporal.client.workflow.start<typeof depositWorkflow>('depositWorkflow', {
+      await deps.temporal.client.workflow.start(depositWorkflow, {
         taskQueue: deps.temporal.taskQueue,
         workflowId: reference,
         args: [input],
@@ -290,7 +299,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       try {
         confirmation = await deps.temporal.client.workflow
           .getHandle<typeof depositWorkflow>(deposit.reference)
-          .executeUpdate<DepositConfirmation, [SealedPassword]>('confirmWithPassword', {
+          .executeUpdate(confirmWithPasswordUpdate, {
             args: [{ sealed_password: sealDepositPassword(deps.keys.dataKey, deposit.reference, request.password) }],
           });
       } catch (error) {
@@ -340,7 +349,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         try {
           await deps.temporal.client.workflow
             .getHandle<typeof depositWorkflow>(found.reference)
-            .executeUpdate<DepositConfirmation, []>('submitCardConfirmation');
+            .executeUpdate(submitCardConfirmationUpdate);
         } catch (error) {
           // Refused because the deposit ended meanwhile, or the workflow closed: the row tells the outcome.
           if (!rejectionOf(error) && !(error instanceof WorkflowNotFoundError)) {

@@ -4,7 +4,7 @@
  * `setExchangeRate` (or plain SQL on `fee_schedule` / `exchange_rates`).
  */
 import type { Knex } from 'knex';
-import { LosslessNumber, parseJsonLossless, stringifyJson } from '../money';
+import { LosslessNumber, parseJsonLossless, stringifyJson } from '../../money';
 
 /** `{FEE: {channel: {...}}, EXCHANGE_RATE: {USD_KHR, KHR_USD}}` as JSON text (exact numbers). */
 export async function listFees(database: Knex): Promise<{ feeJson: string; exchangeRateJson: string }> {

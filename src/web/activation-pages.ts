@@ -3,7 +3,7 @@
  * with an "Activate account" button posting back to the same URL, its answer, and the unknown-link page. Pure
  * functions, no I/O; layout and escaping: src/web/html.ts. Only the last 4 digits of the account are ever shown.
  */
-import { html, messagePage, page, type SafeHtml } from '../web/html';
+import { html, messagePage, page, type SafeHtml } from './html';
 
 /** What an activation page shows of the account. */
 export interface ActivationView {

@@ -1,0 +1,136 @@
+/**
+ * Preorders (payment-services-interface.md "Area C" generate_pre_order_token, pay_by_token, deposits with a
+ * preorder; platform decisions §7): a merchant's request to be paid an amount into a seller's wallet, paid exactly
+ * once by whichever path pays it first (a wallet via pay_by_token, a card or bank account via a deposit, or the
+ * hosted page).
+ */
+import type { Knex } from '../db/knex';
+import { randomAlphanumeric } from '../crypto/secrets';
+import { DomainError } from '../errors';
+import { MESSAGES } from '../flows/wallet/fields';
+import { merchantApiUser } from '../merchant-auth';
+import { getUser } from '../onboarding';
+import type { PlatformDeps } from '../platform-deps';
+import { percentOf, type Currency } from '../money';
+
+export interface PreorderRow {
+  token: string;
+  merchant_id: string;
+  out_trade_no: string;
+  seller_code: string;
+  amount_units: bigint;
+  currency: Currency;
+  commission_rate: string | null;
+  status: 'pending' | 'paid';
+  payment_reference: string | null;
+}
+
+/**
+ * The wallet account a preorder's seller_code pays into: the merchant's own id (or its API user's wallet_ref) →
+ * the merchant's wallet in the currency; a wallet_ref of one of the merchant's users → that user's wallet.
+ * @throws DomainError not_found SELLER_NOT_FOUND on seller_code
+ */
+export async function sellerAccountId(deps: PlatformDeps, merchantId: string, sellerCode: string, currency: Currency): Promise<string> {
+  const unknown = new DomainError('not_found', 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [MESSAGES.userNotFound('seller_code')] });
+  const apiUser = await merchantApiUser(deps.database, merchantId);
+  if (sellerCode === merchantId || sellerCode === apiUser.wallet_ref) {
+    const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchantId, currency, kind: 'wallet' });
+    if (!account) throw unknown;
+    return account.id;
+  }
+  const row = (await deps.database('users').where({ wallet_ref: sellerCode }).first('id')) as { id: bigint | string } | undefined;
+  const user = row ? await getUser(deps.database, String(row.id)) : undefined;
+  if (!user || user.merchant_id !== merchantId || user.currency !== currency) throw unknown;
+  return user.wallet_account_id;
+}
+
+/**
+ * generate_pre_order_token: records a pending preorder. The seller must resolve (see `sellerAccountId`).
+ * @throws DUPLICATE_OUT_TRADE_NO (already_exists, on out_trade_no), SELLER_NOT_FOUND
+ */
+export async function generatePreOrder(
+  deps: PlatformDeps,
+  input: {
+    merchantId: string; outTradeNo: string; sellerCode: string; description: string; amountUnits: bigint; currency: Currency;
+    redirectUrl: string; commissionRate: string; callBackUrl: string;
+  },
+): Promise<{ token: string; url: string }> {
+  await sellerAccountId(deps, input.merchantId, input.sellerCode, input.currency);
+  const token = `PO${randomAlphanumeric(30)}`;
+  const inserted = await deps.database('preorders')
+    .insert({
+      token,
+      merchant_id: input.merchantId,
+      out_trade_no: input.outTradeNo,
+      seller_code: input.sellerCode,
+      description: input.description,
+      amount_units: input.amountUnits,
+      currency: input.currency,
+      commission_rate: input.commissionRate || null,
+      redirect_url: input.redirectUrl || null,
+      call_back_url: input.callBackUrl || null,
+    })
+    .onConflict(['merchant_id', 'out_trade_no'])
+    .ignore()
+    .returning('token');
+  if (inserted.length === 0) {
+    throw new DomainError('already_exists', 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
+      out_trade_no: ['The out_trade_no has already been taken.'],
+    });
+  }
+  return { token, url: `${deps.config.PUBLIC_BASE_URL}${deps.config.MERCHANT_PREFIX}/pre-order/${token}` };
+}
+
+/** The commission of paying a preorder: commission_rate % of the amount, half-up; 0 without a rate. */
+export function preorderCommission(preorder: { amount_units: bigint | string; commission_rate: string | null }): bigint {
+  return preorder.commission_rate ? percentOf(BigInt(preorder.amount_units), preorder.commission_rate) : 0n;
+}
+
+export type PreorderPayment = { status: 'paid'; transactionId: string } | { status: 'already_paid' };
+
+/**
+ * Pays a preorder inside `trx`, exactly once across every path that pays preorders (pay_by_token, deposits): locks
+ * the preorder row (FOR UPDATE); a paid one answers `already_paid` and writes nothing; otherwise one ledger
+ * transaction source −amount, seller +(amount − commission), platform fee_revenue +commission
+ * (`preorderCommission`), and the row marked paid with `reference`.
+ * @param input.paidByUserId the paying user, null for a guest card. @throws ledger errors (INSUFFICIENT_FUNDS…)
+ */
+export async function payPreorder(
+  deps: PlatformDeps,
+  trx: Knex.Transaction,
+  input: {
+    preOrderToken: string; sourceAccountId: string; sellerAccountId: string; reference: string; idempotencyKey: string;
+    paidByUserId: string | null;
+  },
+): Promise<PreorderPayment> {
+  const preorder = (await trx('preorders').where({ token: input.preOrderToken }).forUpdate().first()) as PreorderRow;
+  if (preorder.status !== 'pending') return { status: 'already_paid' };
+  const amount = BigInt(preorder.amount_units);
+  const commission = preorderCommission(preorder);
+  const revenue = await deps.ledger.platformAccount('fee_revenue', preorder.currency, trx);
+  const postings = [
+    { account_id: input.sourceAccountId, amount_units: -amount },
+    { account_id: input.sellerAccountId, amount_units: amount - commission },
+  ];
+  if (commission > 0n) postings.push({ account_id: revenue.id, amount_units: commission });
+  const posted = await deps.ledger.transfer(
+    {
+      idempotency_key: input.idempotencyKey,
+      description: `preorder ${preorder.out_trade_no} paid`,
+      postings: postings.filter((posting) => posting.amount_units !== 0n),
+      metadata: {
+        merchant_id: preorder.merchant_id, pre_order_token: preorder.token, reference: input.reference, payer_user_id: input.paidByUserId,
+      },
+    },
+    trx,
+  );
+  await trx('preorders').where({ token: preorder.token }).update({
+    status: 'paid',
+    paid_transaction_id: posted.id,
+    paid_by_user_id: input.paidByUserId,
+    payment_reference: input.reference,
+    paid_at: trx.fn.now(),
+  });
+  return { status: 'paid', transactionId: posted.id };
+}
+
