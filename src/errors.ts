@@ -31,6 +31,8 @@ export type ReasonKinds = Readonly<Record<string, DomainErrorKind>>;
 /** Reasons any service may answer (request-level validation, authentication, infrastructure). */
 export const COMMON_REASONS = {
   VALIDATION_FAILED: 'invalid_argument',
+  /** An amount the money module refused (not a number, too many decimals, not positive). */
+  INVALID_AMOUNT: 'invalid_argument',
   UNAUTHENTICATED: 'unauthenticated',
   PERMISSION_DENIED: 'permission_denied',
   RATE_LIMITED: 'resource_exhausted',

@@ -2,7 +2,7 @@
  * The /do-action deposit services of Area C (issue 7, docs/area-c.md "Deposits and confirmations"): each reads its
  * fields (src/deposits/contract.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
  */
-import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from '../../src/flows/deposit/fields';
+import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './contract';
 import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import type { MerchantServiceTable } from './services';
 

@@ -10,7 +10,7 @@
  *   POST /pre-order/:token/pay           the card form (application/x-www-form-urlencoded) → the confirmation page
  */
 import type Router from '@koa/router';
-import { readCardForm } from '../../src/flows/deposit/fields';
+import { readCardForm } from './contract';
 import { faultPage } from '../../src/web/deposit-pages';
 import type { FacadeContext, FacadeState } from '../app';
 import { sendHtml } from '../html-response';

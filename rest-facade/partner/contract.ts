@@ -68,6 +68,7 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   DUPLICATE_PARTNER_TRANSACTION_ID: validationError('duplicate partner_transaction_id'),
   CURRENCY_NOT_ALLOWED: validationError('currency only USD is allowed'),
   VALIDATION_FAILED: validationError('invalid request'),
+  INVALID_AMOUNT: validationError('invalid request'),
   // The façade's own credential or the platform's health, never the partner's doing.
   PERMISSION_DENIED: SYSTEM_ERROR,
   RATE_LIMITED: SYSTEM_ERROR,
@@ -78,7 +79,7 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
 
 /** The Area A error of an RPC failure; a reason outside the table (or none) is a SYSTEMERROR. */
 export function areaAErrorOf(failure: RpcFailure): AreaAError {
-  if (failure.reason === 'VALIDATION_FAILED' || (failure.code === Code.InvalidArgument && !Object.hasOwn(AREA_A_ERRORS, failure.reason))) {
+  if (failure.reason === 'VALIDATION_FAILED' || failure.reason === 'INVALID_AMOUNT' || (failure.code === Code.InvalidArgument && !Object.hasOwn(AREA_A_ERRORS, failure.reason))) {
     const [field, messages] = Object.entries(failure.fields)[0] ?? [];
     return field && messages?.[0] ? validationError(`${field} ${messages[0]}`) : AREA_A_ERRORS.VALIDATION_FAILED;
   }

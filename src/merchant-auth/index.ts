@@ -17,16 +17,7 @@ import { DomainError } from '../errors';
 import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import { authenticateMerchant, type Merchant } from '../onboarding';
 
-/** Every reason merchant authentication fails with (`DomainErrorKind` of src/errors.ts). */
-export const MERCHANT_AUTH_REASONS = {
-  MERCHANT_UNAUTHENTICATED: 'unauthenticated',
-  SESSION_MISSING: 'unauthenticated',
-  SESSION_INVALID: 'unauthenticated',
-  SESSION_EXPIRED: 'unauthenticated',
-  INVALID_SIGNATURE: 'invalid_argument',
-  LOGIN_FAILED: 'invalid_argument',
-} as const;
-export type MerchantAuthReason = keyof typeof MERCHANT_AUTH_REASONS;
+export * from './reasons';
 
 /** Most merchants and sessions one process remembers. */
 const AUTH_CACHE_MAX = 10_000;

@@ -13,6 +13,8 @@ import { getUser } from '../onboarding';
 import type { PlatformDeps } from '../platform-deps';
 import { percentOf, type Currency } from '../money';
 
+export * from './reasons';
+
 export interface PreorderRow {
   token: string;
   merchant_id: string;

@@ -1,6 +1,6 @@
 /** Area C error table (rest-facade/merchant/envelope.ts): statuses, envelopes, the 500 that hides internals. */
 import { Code, ConnectError } from '@connectrpc/connect';
-import { answerForError } from '../../rest-facade/merchant/envelope';
+import { answerForError } from '../../rest-facade/merchant/contract';
 import { DomainError, invalidFields } from '../../src/errors';
 import { toConnectError } from '../../src/rpc/errors';
 

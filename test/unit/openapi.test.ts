@@ -14,7 +14,7 @@ import { AUTH_MESSAGES } from '../../src/merchant-auth';
 import { MESSAGES } from '../../src/flows/wallet/fields';
 import { PAYIN_MESSAGES } from '../../rest-facade/payin/contract';
 import { AREA_A_ERRORS, AREA_A_SERVICES, SYSTEM_ERROR } from '../../rest-facade/partner/contract';
-import { INTERNAL_ERROR_MESSAGE } from '../../rest-facade/merchant/envelope';
+import { INTERNAL_ERROR_MESSAGE } from '../../rest-facade/merchant/contract';
 import { DEPOSIT_MESSAGES } from '../../src/flows/deposit/fields';
 import { CARD_MESSAGES } from '../../src/instruments/cards';
 import { TOKENIZE_MESSAGES } from '../../src/instruments/service';

@@ -28,8 +28,6 @@ export const PAYIN_REASONS = {
   PAYIN_NOT_FOUND: 'not_found',
   /** A notification's X-Upstream-Signature does not match its body. */
   INVALID_SIGNATURE: 'unauthenticated',
-  /** An amount the ledger refused (zero, negative). */
-  INVALID_AMOUNT: 'invalid_argument',
 } as const;
 export type PayinReason = keyof typeof PAYIN_REASONS;
 

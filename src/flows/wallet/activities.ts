@@ -14,6 +14,7 @@ import { findUserByToken, getUser, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import type { Currency } from '../../money';
 import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
+import { walletMovementIdempotencyKey } from './contract';
 import { MESSAGES } from './fields';
 
 function userNotFound(field: string): DomainError {
@@ -93,7 +94,7 @@ export async function transfer(
   }
   try {
     await deps.ledger.transfer({
-      idempotency_key: `wallet-transfer:${reference}`,
+      idempotency_key: walletMovementIdempotencyKey('wallet-transfer', reference),
       description: `wallet transfer ${reference}`,
       postings,
       metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
@@ -167,7 +168,7 @@ export async function blockMoney(
     try {
       const pending = await deps.ledger.createPendingTransfer(
         {
-          idempotency_key: `block-money:${transactionRef}`,
+          idempotency_key: walletMovementIdempotencyKey('block-money', transactionRef),
           debit_account_id: user.wallet_account_id,
           credit_account_id: holds.id,
           amount_units: input.amountUnits,
@@ -213,7 +214,7 @@ export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: 
       });
     }
     await deps.ledger.voidPendingTransfer(
-      { pending_transfer_id: row.pending_transfer_id, idempotency_key: `cancel-block-money:${input.transactionRef}` },
+      { pending_transfer_id: row.pending_transfer_id, idempotency_key: walletMovementIdempotencyKey('cancel-block-money', input.transactionRef) },
       trx,
     );
     await trx('blocked_money').where({ transaction_ref: input.transactionRef }).update({ state: 'cancelled', cancelled_at: trx.fn.now() });

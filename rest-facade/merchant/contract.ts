@@ -1,0 +1,160 @@
+/**
+ * Area C contract (interface "Area C" and "Errors / Area C", platform decisions §7 and §8): the envelopes, the
+ * /do-action field readers (re-exported from the flows that share their messages with the services), and the one
+ * exhaustive error table of the area.
+ *
+ *   success  200 {"success":true,"code":200,"message":"OK","data":…}
+ *   failure  400 {"success":false,"code":400,"message":"Bad Request","error":{field:[messages]}}
+ *   auth     401 {"success":false,"code":401,"message":"Unauthorized","error":{"token"|"merchant":[…]}}
+ *   fault    500 {"success":false,"code":500,"message":"Internal Server Error","error":{"server":[…]}}
+ */
+import { Code } from '@connectrpc/connect';
+import { DomainError, type CommonReason, type FieldViolations } from '../../src/errors';
+import type { DepositReason } from '../../src/flows/deposit/contract';
+import type { WalletReason } from '../../src/flows/wallet/contract';
+import type { InstrumentReason } from '../../src/instruments/reasons';
+import type { MerchantAuthReason } from '../../src/merchant-auth/reasons';
+import type { PreorderReason } from '../../src/preorders/reasons';
+import { readRpcFailure } from '../../src/rpc/errors';
+
+export { readLogin, readGeneratePreOrderToken, readCreateUser, readUpdateUser, readPayByToken, readTransfer, readListBanks, readBlockMoney, readCancelBlockMoney } from '../../src/flows/wallet/fields';
+export { readDeposit, readVisaMasterDeposit, readConfirmPayments, readCardForm } from '../../src/flows/deposit/fields';
+export { readTokenizeLocalCard, readTokenizeBankAccount, readTokenizeVisaMaster } from '../../src/instruments/fields';
+
+export interface AreaCAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export function ok(data: unknown): AreaCAnswer {
+  return { status: 200, body: { success: true, code: 200, message: 'OK', data } };
+}
+
+function failure(status: number, message: string, error: FieldViolations): AreaCAnswer {
+  return { status, body: { success: false, code: status, message, error } };
+}
+
+export const INTERNAL_ERROR_MESSAGE = 'An unexpected error occurred. Please try again later.';
+
+/** Every reason the Area C RPCs can answer. */
+export type AreaCReason = WalletReason | PreorderReason | DepositReason | InstrumentReason | MerchantAuthReason | CommonReason;
+
+interface AreaCError {
+  status: number;
+  message: string;
+  /** The field a failure without field violations is reported under. */
+  field: string;
+}
+
+const BAD_REQUEST = (field: string): AreaCError => ({ status: 400, message: 'Bad Request', field });
+const UNAUTHORIZED = (field: string): AreaCError => ({ status: 401, message: 'Unauthorized', field });
+/** A fault that is never the caller's doing: the 500 envelope, nothing internal shown. */
+const FAULT: AreaCError = { status: 500, message: 'Internal Server Error', field: 'server' };
+
+/** Reason → Area C answer. Exhaustive: a reason added to a contract without a line here does not compile. */
+export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
+  MERCHANT_UNAUTHENTICATED: UNAUTHORIZED('merchant'),
+  SESSION_MISSING: UNAUTHORIZED('token'),
+  SESSION_INVALID: UNAUTHORIZED('token'),
+  SESSION_EXPIRED: UNAUTHORIZED('token'),
+  UNAUTHENTICATED: UNAUTHORIZED('merchant'),
+  INVALID_SIGNATURE: BAD_REQUEST('sign'),
+  LOGIN_FAILED: BAD_REQUEST('user_name_password'),
+  VALIDATION_FAILED: BAD_REQUEST('request'),
+  INVALID_AMOUNT: BAD_REQUEST('amount'),
+  USER_NOT_FOUND: BAD_REQUEST('user_id'),
+  CURRENCY_MISMATCH: BAD_REQUEST('currency'),
+  INSUFFICIENT_FUNDS: BAD_REQUEST('amount'),
+  BLOCKED_MONEY_NOT_FOUND: BAD_REQUEST('transaction_ref'),
+  BLOCKED_MONEY_ALREADY_CANCELLED: BAD_REQUEST('transaction_ref'),
+  PAYER_IS_SELLER: BAD_REQUEST('user_id'),
+  DUPLICATE_PHONE_NUMBER: BAD_REQUEST('phone_number'),
+  DUPLICATE_EMAIL: BAD_REQUEST('email'),
+  PREORDER_NOT_FOUND: BAD_REQUEST('pre_order_token'),
+  PREORDER_ALREADY_PAID: BAD_REQUEST('pre_order_token'),
+  SELLER_NOT_FOUND: BAD_REQUEST('seller_code'),
+  DUPLICATE_OUT_TRADE_NO: BAD_REQUEST('out_trade_no'),
+  DEPOSIT_COMPLETED: BAD_REQUEST('token'),
+  DEPOSIT_DECLINED: BAD_REQUEST('token'),
+  DEPOSIT_FAILED: BAD_REQUEST('token'),
+  DEPOSIT_CANCELLED: BAD_REQUEST('token'),
+  DEPOSIT_EXPIRED: BAD_REQUEST('token'),
+  DEPOSIT_CONFIRMED_BY_FORM: BAD_REQUEST('token'),
+  DEPOSIT_CONFIRMED_BY_PASSWORD: BAD_REQUEST('token'),
+  DEPOSIT_NOT_FOUND: BAD_REQUEST('token'),
+  DEPOSIT_USER_NOT_FOUND: BAD_REQUEST('user_id'),
+  PASSWORD_INCORRECT: BAD_REQUEST('password'),
+  CARD_EXPIRED: BAD_REQUEST('token'),
+  INSTRUMENT_NOT_FOUND: BAD_REQUEST('token'),
+  INSTRUMENT_NOT_ACTIVATED: BAD_REQUEST('token'),
+  ACTIVATION_NOT_FOUND: BAD_REQUEST('token'),
+  FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
+  ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
+  PERMISSION_DENIED: FAULT,
+  RATE_LIMITED: FAULT,
+  UNAVAILABLE: FAULT,
+  DEADLINE_EXCEEDED: FAULT,
+  INTERNAL: FAULT,
+};
+
+/**
+ * RPC code → HTTP status and message, for a reason outside the table (a shared module's own reason, e.g. the
+ * ledger's): anything absent (Internal, Unknown, Unavailable, …) is a 500.
+ */
+export const AREA_C_ERRORS: Partial<Record<Code, { status: number; message: string }>> = {
+  [Code.Unauthenticated]: { status: 401, message: 'Unauthorized' },
+  [Code.InvalidArgument]: { status: 400, message: 'Bad Request' },
+  [Code.NotFound]: { status: 400, message: 'Bad Request' },
+  [Code.AlreadyExists]: { status: 400, message: 'Bad Request' },
+  [Code.FailedPrecondition]: { status: 400, message: 'Bad Request' },
+  [Code.PermissionDenied]: { status: 400, message: 'Bad Request' },
+  [Code.OutOfRange]: { status: 400, message: 'Bad Request' },
+};
+
+
+export const UNAUTHORIZED_TOKEN_MISSING = failure(401, 'Unauthorized', { token: ['The token is required.'] });
+
+export function badRequest(fields: FieldViolations): AreaCAnswer {
+  return failure(400, 'Bad Request', fields);
+}
+
+export function internalError(): AreaCAnswer {
+  return failure(500, 'Internal Server Error', { server: [INTERNAL_ERROR_MESSAGE] });
+}
+
+/**
+ * Any error thrown while handling a request → its Area C answer. `isFault` is true for the 500 case (log it).
+ */
+export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean } {
+  const failureInfo =
+    error instanceof DomainError
+      ? { code: codeOfKind(error.kind), reason: error.reason, message: error.message, fields: error.fields }
+      : readRpcFailure(error);
+  const known = Object.hasOwn(AREA_C_REASON_ERRORS, failureInfo.reason) ? AREA_C_REASON_ERRORS[failureInfo.reason as AreaCReason] : undefined;
+  const entry = known ?? AREA_C_ERRORS[failureInfo.code];
+  if (!entry || entry.status === 500) return { ...internalError(), isFault: true };
+  let fields = failureInfo.fields;
+  if (Object.keys(fields).length === 0) fields = { [known?.field ?? 'request']: [failureInfo.message] };
+  return { ...failure(entry.status, entry.message, fields), isFault: false };
+}
+
+function codeOfKind(kind: DomainError['kind']): Code {
+  switch (kind) {
+    case 'invalid_argument':
+      return Code.InvalidArgument;
+    case 'not_found':
+      return Code.NotFound;
+    case 'already_exists':
+      return Code.AlreadyExists;
+    case 'failed_precondition':
+      return Code.FailedPrecondition;
+    case 'unauthenticated':
+      return Code.Unauthenticated;
+    case 'permission_denied':
+      return Code.PermissionDenied;
+    case 'unavailable':
+      return Code.Unavailable;
+    default:
+      return Code.Internal;
+  }
+}

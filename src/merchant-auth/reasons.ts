@@ -1,0 +1,10 @@
+/** Every reason merchant authentication fails with (`DomainErrorKind` of src/errors.ts). */
+export const MERCHANT_AUTH_REASONS = {
+  MERCHANT_UNAUTHENTICATED: 'unauthenticated',
+  SESSION_MISSING: 'unauthenticated',
+  SESSION_INVALID: 'unauthenticated',
+  SESSION_EXPIRED: 'unauthenticated',
+  INVALID_SIGNATURE: 'invalid_argument',
+  LOGIN_FAILED: 'invalid_argument',
+} as const;
+export type MerchantAuthReason = keyof typeof MERCHANT_AUTH_REASONS;
