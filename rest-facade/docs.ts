@@ -58,15 +58,6 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-const cache = new Map<string, Buffer>();
-function cached(file: string): Buffer {
-  let content = cache.get(file);
-  if (!content) {
-    content = readFileSync(file);
-    cache.set(file, content);
-  }
-  return content;
-}
 
 function swaggerUiDirectory(): string {
   return path.dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -75,6 +66,13 @@ function swaggerUiDirectory(): string {
 /** The /docs routes (mounted at the root of the façade, like /healthz). */
 export function docsRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
+  // The document and the Swagger UI assets, read once per router (a handful of files; they never change at run time).
+  const files = new Map<string, Buffer>();
+  const cached = (file: string): Buffer => {
+    let content = files.get(file);
+    if (!content) files.set(file, (content = readFileSync(file)));
+    return content;
+  };
   router.get('/docs', (ctx) => {
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = PAGE;

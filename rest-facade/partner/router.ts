@@ -13,6 +13,7 @@
  * fields (400 VALIDATIONERROR naming the first bad field) → the operation.
  */
 import Router from '@koa/router';
+import { LRUCache } from 'lru-cache';
 import { Code } from '@connectrpc/connect';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { verifyBody } from '../../src/crypto/rsa2-json';
@@ -36,17 +37,6 @@ import {
 } from './contract';
 
 type Body = Record<string, unknown>;
-
-const publicKeys = new Map<string, KeyObject>();
-function publicKeyOf(pem: string): KeyObject {
-  let key = publicKeys.get(pem);
-  if (!key) {
-    key = createPublicKey(pem);
-    if (publicKeys.size > 1000) publicKeys.clear();
-    publicKeys.set(pem, key);
-  }
-  return key;
-}
 
 function transferData(transfer: PreTransfer, fields: string[]): Body {
   const currency = (isCurrency(transfer.currency) ? transfer.currency : 'USD') as Currency;
@@ -156,8 +146,18 @@ function within(value: string, max: number): boolean {
   return value.length > 0 && value.length <= max;
 }
 
+/** Most parsed partner public keys one router remembers. */
+const PUBLIC_KEY_CACHE_MAX = 1000;
+
 export function partnerRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
+  // Parsed partner public keys by PEM, for this router (parsing a PEM costs more than verifying).
+  const publicKeys = new LRUCache<string, KeyObject>({ max: PUBLIC_KEY_CACHE_MAX });
+  const publicKeyOf = (pem: string): KeyObject => {
+    let key = publicKeys.get(pem);
+    if (!key) publicKeys.set(pem, (key = createPublicKey(pem)));
+    return key;
+  };
 
   router.post('/partnerapi/v1/token', async (ctx) => {
     const partnerId = ctx.get('partner-id');

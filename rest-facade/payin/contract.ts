@@ -101,7 +101,7 @@ const SERVICE_FIELD_MESSAGES: Partial<Record<AreaBReason, FieldViolations>> = {
  */
 const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolations) => AreaBError> = {
   UNAUTHENTICATED: (route) => failure(401, route === 'balance' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
-  INVALID_SIGNATURE: () => failure(401, PAYIN_MESSAGES.invalidSignature),
+  UPSTREAM_SIGNATURE_INVALID: () => failure(401, PAYIN_MESSAGES.invalidSignature),
   MERCHANT_SUSPENDED: () => failure(403, PAYIN_MESSAGES.suspended),
   VALIDATION_FAILED: validation,
   INVALID_AMOUNT: validation,

@@ -55,25 +55,28 @@ export async function authenticateEnvelope(database: Knex, envelope: Envelope | 
   return merchant;
 }
 
-const publicKeys = new Map<string, KeyObject>();
+/** Most parsed merchant public keys one process remembers. */
+const PUBLIC_KEY_CACHE_MAX = 1000;
 
-/** Parsed public keys by PEM (bounded cache: parsing a PEM costs more than verifying). */
-function publicKeyOf(pem: string): KeyObject | string {
-  let key = publicKeys.get(pem);
-  if (!key) {
-    try {
-      key = createPublicKey(pem);
-    } catch {
-      return pem; // verifyRsa2 answers false
+/** Parsed public keys by PEM, for one MerchantAuth (parsing a PEM costs more than verifying). */
+function publicKeyCache(): (pem: string) => KeyObject | string {
+  const keys = new LRUCache<string, KeyObject>({ max: PUBLIC_KEY_CACHE_MAX });
+  return (pem) => {
+    let key = keys.get(pem);
+    if (!key) {
+      try {
+        key = createPublicKey(pem);
+      } catch {
+        return pem; // verifyRsa2 answers false
+      }
+      keys.set(pem, key);
     }
-    if (publicKeys.size >= 1000) publicKeys.clear();
-    publicKeys.set(pem, key);
-  }
-  return key;
+    return key;
+  };
 }
 
 /** Verifies sign_type and sign over the canonical string with the merchant's public key. */
-export function verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope): void {
+function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merchant: Merchant, envelope: Envelope): void {
   if (envelope.signType !== SIGN_TYPE_RSA2) {
     throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign_type', {
       sign_type: [AUTH_MESSAGES.signType],
@@ -168,6 +171,11 @@ export interface MerchantAuth {
    * refused whatever merchant id it names. @throws as `authenticateAction`.
    */
   requireMerchant(request: { auth?: ActionAuth }): Promise<string>;
+  /**
+   * Verifies sign_type and sign over the canonical string with the merchant's public key.
+   * @throws DomainError INVALID_SIGNATURE (field `sign` or `sign_type`)
+   */
+  verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope): void;
 }
 
 /**
@@ -180,6 +188,7 @@ export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_
   const cacheSeconds = deps.config.AUTH_CACHE_SECONDS;
   const merchants = cacheSeconds > 0 ? new LRUCache<string, Merchant>({ max: AUTH_CACHE_MAX }) : undefined;
   const sessions = cacheSeconds > 0 ? new LRUCache<string, SessionRow>({ max: AUTH_CACHE_MAX }) : undefined;
+  const publicKeyOf = publicKeyCache();
 
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
     if (!merchants || !envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
@@ -204,12 +213,13 @@ export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_
     ]);
     if ('error' in merchant) throw merchant.error;
     if ('error' in session) throw session.error;
-    verifyEnvelopeSignature(merchant.value, envelope!);
+    verifySignature(publicKeyOf, merchant.value, envelope!);
     return merchant.value.id;
   }
 
   return {
     authenticateAction,
+    verifyEnvelopeSignature: (merchant, envelope) => verifySignature(publicKeyOf, merchant, envelope),
     async requireMerchant(request) {
       if (!request.auth) {
         throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_MESSAGES.merchant] });

@@ -27,7 +27,7 @@ export const PAYIN_REASONS = {
   /** No payin with this out_trade_no or invoice_reference. */
   PAYIN_NOT_FOUND: 'not_found',
   /** A notification's X-Upstream-Signature does not match its body. */
-  INVALID_SIGNATURE: 'unauthenticated',
+  UPSTREAM_SIGNATURE_INVALID: 'unauthenticated',
 } as const;
 export type PayinReason = keyof typeof PAYIN_REASONS;
 

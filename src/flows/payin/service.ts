@@ -220,7 +220,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     async applyUpstreamNotification(request) {
       const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
       if (!secret || !verifyHmacSha256Hex(secret, request.signedBody, request.signature)) {
-        throw refuse('INVALID_SIGNATURE', 'invalid upstream signature');
+        throw refuse('UPSTREAM_SIGNATURE_INVALID', 'invalid upstream signature');
       }
       const notification = readNotification(request.signedBody);
       const { invoice_reference, status, amount_units, trx_ref } = notification;

@@ -53,7 +53,7 @@ async function transferParties(database: Knex, merchantId: string, fromUserId: s
 
 function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, field: string): void {
   if (user.currency !== currency) {
-    throw new DomainError('failed_precondition', 'CURRENCY_MISMATCH', 'wallet currency differs', {
+    throw new DomainError('failed_precondition', 'WALLET_CURRENCY_MISMATCH', 'wallet currency differs', {
       [field]: [`The user's wallet does not hold ${currency}.`],
     });
   }
@@ -74,7 +74,7 @@ export function newReference(prefix: string): string {
 
 /**
  * transfer: `from` pays `amount_units` to `to` and `fees_amount_units` (may be 0) to the platform, one ledger
- * transaction. @returns the reference. @throws USER_NOT_FOUND, CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
+ * transaction. @returns the reference. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
  */
 export async function transfer(
   deps: PlatformDeps,

@@ -9,7 +9,7 @@ export const WALLET_REASONS = {
   /** The user id, token or phone is not one of the merchant's active users (answered like an unknown id). */
   USER_NOT_FOUND: 'not_found',
   /** The user's wallet does not hold the currency. */
-  CURRENCY_MISMATCH: 'failed_precondition',
+  WALLET_CURRENCY_MISMATCH: 'failed_precondition',
   /** The paying wallet's available balance is below the amount. */
   INSUFFICIENT_FUNDS: 'failed_precondition',
   /** No blocked money of the merchant with this transaction_ref. */

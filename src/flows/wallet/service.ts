@@ -11,7 +11,7 @@ import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { listBanks, listFees } from './catalog';
-import { AUTH_MESSAGES, authenticateEnvelope, merchantApiUser, openSession, verifyEnvelopeSignature } from '../../merchant-auth';
+import { AUTH_MESSAGES, authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
 import { generatePreOrder } from '../../preorders';
 import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer } from './activities';
 import { MESSAGES, WALLET_CURRENCIES } from './fields';
@@ -68,7 +68,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     async login(request) {
       const envelope = request.envelope;
       const merchant = await authenticateEnvelope(database, envelope);
-      verifyEnvelopeSignature(merchant, envelope!);
+      deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
       const ok = await verifyMerchantApiLogin(database, merchant.id, { user_name: request.userName, password: request.password });
       if (!ok) {
         throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });

@@ -1,0 +1,65 @@
+/**
+ * The registry of every reason a service can fail with, and its kind (docs/architecture.md, "One error model"):
+ * each capability's reason table merged into one. A reason named by two tables has the same kind in both
+ * (`mergeReasonTables` throws otherwise, at start-up and in the unit test that also checks every reason the code
+ * throws is registered here).
+ */
+import { COMMON_REASONS, type DomainErrorKind, type ReasonKinds } from './errors';
+import { DEPOSIT_REASONS } from './flows/deposit/contract';
+import { PAYIN_REASONS } from './flows/payin/contract';
+import { PRE_TRANSFER_REASONS } from './flows/pre-transfer/contract';
+import { WALLET_REASONS } from './flows/wallet/contract';
+import { IDEMPOTENCY_REASONS } from './idempotency';
+import { INSTRUMENT_REASONS } from './instruments/reasons';
+import { LEDGER_REASONS } from './ledger/reasons';
+import { MERCHANT_AUTH_REASONS } from './merchant-auth/reasons';
+import { ONBOARDING_REASONS } from './onboarding/reasons';
+import { PREORDER_REASONS } from './preorders/reasons';
+import { WEBHOOK_REASONS } from './webhooks/contract';
+
+/** Every reason table, by the capability that owns it. */
+export const REASON_TABLES = {
+  common: COMMON_REASONS,
+  ledger: LEDGER_REASONS,
+  onboarding: ONBOARDING_REASONS,
+  idempotency: IDEMPOTENCY_REASONS,
+  preTransfer: PRE_TRANSFER_REASONS,
+  payin: PAYIN_REASONS,
+  webhooks: WEBHOOK_REASONS,
+  wallet: WALLET_REASONS,
+  preorders: PREORDER_REASONS,
+  merchantAuth: MERCHANT_AUTH_REASONS,
+  deposit: DEPOSIT_REASONS,
+  instruments: INSTRUMENT_REASONS,
+} as const satisfies Record<string, ReasonKinds>;
+
+type Tables = typeof REASON_TABLES;
+/** Every reason of the platform. */
+export type Reason = { [K in keyof Tables]: keyof Tables[K] }[keyof Tables] & string;
+
+/**
+ * Merges reason tables into one.
+ * @throws Error naming the reason when two tables give it different kinds.
+ */
+export function mergeReasonTables(tables: Record<string, ReasonKinds>): Record<string, DomainErrorKind> {
+  const merged: Record<string, DomainErrorKind> = {};
+  const owner: Record<string, string> = {};
+  for (const [name, table] of Object.entries(tables)) {
+    for (const [reason, kind] of Object.entries(table)) {
+      if (Object.hasOwn(merged, reason) && merged[reason] !== kind) {
+        throw new Error(`reason ${reason} is ${merged[reason]} in ${owner[reason]} but ${kind} in ${name}`);
+      }
+      merged[reason] = kind;
+      owner[reason] = name;
+    }
+  }
+  return merged;
+}
+
+/** The registry: reason → kind. */
+export const REASONS: Readonly<Record<Reason, DomainErrorKind>> = mergeReasonTables(REASON_TABLES) as Record<Reason, DomainErrorKind>;
+
+/** The kind of a registered reason, or undefined. */
+export function kindOfReason(reason: string): DomainErrorKind | undefined {
+  return Object.hasOwn(REASONS, reason) ? REASONS[reason as Reason] : undefined;
+}
