@@ -1,5 +1,5 @@
 /**
- * Bank-account QR activation (issue 7; /tmp/area-c-instruments.md "Tokenize"): a tokenized bank account stays
+ * Bank-account QR activation (docs/area-c.md "Tokenization"): a tokenized bank account stays
  * `pending_activation` until someone opens the activation URL its QR image encodes and presses "Activate account".
  *
  *   activation code  base64url HMAC-SHA256(dataKey, "bank-account-activation:" + token): derived, never stored;
@@ -7,17 +7,16 @@
  *   activation URL   PUBLIC_BASE_URL + MERCHANT_PREFIX + /instruments/bank-accounts/activate/<code>
  *   QR image URL     PUBLIC_BASE_URL + MERCHANT_PREFIX + /instruments/bank-accounts/<token>/activation-qr.png
  *
- * Activating (once) POSTs `{"event":"bank_account.activated","token","bank_number":"<last 4>","user_id"}` to the
- * account's call_back, best effort: one attempt, WEBHOOK_TIMEOUT_SECONDS, signed like Area B webhooks (the
- * merchant's signature header, hex HMAC-SHA256 of the body under its hmac_secret), outcome logged (never the
- * number); a failure changes nothing.
+ * Activating (once) announces `{"event":"bank_account.activated","token","bank_number":"<last 4>","user_id"}` to the
+ * account's call_back through the platform's durable webhook sender (src/webhooks): recorded with the activation,
+ * signed like Area B webhooks (the merchant's signature header, hex HMAC-SHA256 of the body under its hmac_secret,
+ * X-Webhook-Id, X-Webhook-Attempt), retried with backoff and every attempt recorded (never the number).
  */
 import { createHmac } from 'node:crypto';
-import { request } from 'undici';
-import { hmacSha256Hex } from '../crypto/hmac';
+import type { Knex } from '../db/knex';
 import { sha256Hex } from '../crypto/secrets';
-import { getMerchant, merchantHmacSecret } from '../onboarding';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
+import { recordWebhookEvent } from '../webhooks';
 import type { Instrument } from './store';
 
 export const ACTIVATED_EVENT = 'bank_account.activated';
@@ -46,34 +45,28 @@ export function qrImageUrl(deps: Pick<PlatformDeps, 'config'>, token: string): s
   return `${base(deps)}/instruments/bank-accounts/${token}/activation-qr.png`;
 }
 
+/** The stable webhook id of a bank account's activation call-back (one per account, ever). */
+export function activationWebhookId(token: string): string {
+  return `WH-ACT-${token}`;
+}
+
 /**
- * Notifies the account's call_back that it was activated. Never throws; resolves once the attempt is over.
- * @returns the HTTP status received, or undefined when the attempt failed.
+ * Records the activation call-back of `instrument` to `callBackUrl` inside the activation's transaction; returns the
+ * webhook id whose delivery to start after the commit.
  */
-export async function notifyActivated(deps: PlatformDeps, instrument: Instrument, callBackUrl: string): Promise<number | undefined> {
-  const body = JSON.stringify({ event: ACTIVATED_EVENT, token: instrument.token, bank_number: instrument.last4, user_id: instrument.userId === null ? null : Number(instrument.userId) });
-  const timeoutMs = Math.round(deps.config.WEBHOOK_TIMEOUT_SECONDS * 1000);
-  const log = { instrument_id: instrument.id, merchant_id: instrument.merchantId, bank_number_last4: instrument.last4 };
-  try {
-    const merchant = await getMerchant(deps.database, instrument.merchantId);
-    const secret = await merchantHmacSecret(deps, instrument.merchantId);
-    const response = await request(callBackUrl, {
-      method: 'POST',
-      body,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: {
-        'content-type': 'application/json',
-        [merchant?.signature_header ?? 'X-Signature']: hmacSha256Hex(secret, body),
-        'x-webhook-event': ACTIVATED_EVENT,
-      },
-    });
-    await response.body.dump();
-    deps.logger.info({ ...log, status_code: response.statusCode }, 'bank account activation call_back sent');
-    return response.statusCode;
-  } catch (error) {
-    deps.logger.warn({ ...log, error: ((error as Error).message || String(error)).slice(0, 200) }, 'bank account activation call_back failed');
-    return undefined;
-  }
+export function recordActivationCallBack(trx: Knex.Transaction, instrument: Instrument, callBackUrl: string): Promise<string> {
+  const body = JSON.stringify({
+    event: ACTIVATED_EVENT,
+    token: instrument.token,
+    bank_number: instrument.last4,
+    user_id: instrument.userId === null ? null : Number(instrument.userId),
+  });
+  return recordWebhookEvent(trx, {
+    id: activationWebhookId(instrument.token),
+    merchant_id: instrument.merchantId,
+    subject_reference: instrument.token,
+    event: ACTIVATED_EVENT,
+    body,
+    url: callBackUrl,
+  });
 }

@@ -2,5 +2,5 @@
 export * from './store';
 export * from './cards';
 export { createInstrumentService, readSourceOfFunds, TOKENIZE_MESSAGES } from './service';
-export { activationCode, activationUrl, qrImageUrl, notifyActivated, ACTIVATED_EVENT } from './activation';
+export { activationCode, activationUrl, qrImageUrl, recordActivationCallBack, ACTIVATED_EVENT } from './activation';
 export { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './fields';

@@ -16,7 +16,8 @@ import type { PlatformDeps } from '../platform-deps';
 import { MESSAGES } from '../flows/wallet/fields';
 import { isHttpUrl } from '../web/url';
 import { merchantUser } from '../flows/wallet/activities';
-import { activationCode, activationCodeSha256, activationUrl, notifyActivated, qrImageUrl } from './activation';
+import { startWebhookDeliveriesAfterCommit } from '../webhooks';
+import { activationCode, activationCodeSha256, activationUrl, qrImageUrl, recordActivationCallBack } from './activation';
 import { CARD_MESSAGES, cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
 import { checkHolderName, findBankAccountByToken, findByActivationCodeHash, insertInstrument, markActivated, newInstrumentToken, type Instrument } from './store';
 
@@ -207,10 +208,15 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const hash = activationCodeSha256(request.activationCode);
       const instrument = hash ? await findByActivationCodeHash(database, hash) : undefined;
       if (!instrument) throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [TOKENIZE_MESSAGES.activationNotFound] });
-      const activatedNow = await markActivated(database, instrument.id);
+      // The activation and its call-back event commit together; the event's durable delivery starts after.
+      const { activatedNow, webhookIds } = await database.transaction(async (trx) => {
+        if (!(await markActivated(trx, instrument.id))) return { activatedNow: false, webhookIds: [] };
+        const callBack = instrument.callBackUrl ? await recordActivationCallBack(trx, { ...instrument, status: 'active' }, instrument.callBackUrl) : undefined;
+        return { activatedNow: true, webhookIds: callBack ? [callBack] : [] };
+      });
       if (activatedNow) {
         deps.logger.info({ instrument_id: instrument.id, merchant_id: instrument.merchantId, last4: instrument.last4 }, 'bank account activated');
-        if (instrument.callBackUrl) void notifyActivated(deps, { ...instrument, status: 'active' }, instrument.callBackUrl);
+        await startWebhookDeliveriesAfterCommit(deps, webhookIds);
       }
       const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
       return { bankNumberLast4: instrument.last4, bankName: (bank as { name?: string } | undefined)?.name ?? '', activatedNow };

@@ -11,7 +11,8 @@ import { MESSAGES } from '../flows/wallet/fields';
 import { merchantApiUser } from '../merchant-auth';
 import { getUser } from '../onboarding';
 import type { PlatformDeps } from '../platform-deps';
-import { percentOf, type Currency } from '../money';
+import { amountJson, percentOf, stringifyJson, type Currency } from '../money';
+import { recordWebhookEvent } from '../webhooks';
 
 export * from './reasons';
 
@@ -25,6 +26,7 @@ export interface PreorderRow {
   commission_rate: string | null;
   status: 'pending' | 'paid';
   payment_reference: string | null;
+  call_back_url: string | null;
 }
 
 /**
@@ -88,13 +90,45 @@ export function preorderCommission(preorder: { amount_units: bigint | string; co
   return preorder.commission_rate ? percentOf(BigInt(preorder.amount_units), preorder.commission_rate) : 0n;
 }
 
-export type PreorderPayment = { status: 'paid'; transactionId: string } | { status: 'already_paid' };
+/** A payment's outcome; `webhookId` names the recorded preorder.paid call-back, whose delivery starts after commit. */
+export type PreorderPayment = { status: 'paid'; transactionId: string; webhookId: string | null } | { status: 'already_paid' };
+
+/** The event a preorder's call_back_url receives once it is paid (docs/area-c.md "Preorders"). */
+export const PREORDER_PAID_EVENT = 'preorder.paid';
+
+/** The stable webhook id of a preorder's paid call-back (one per preorder, ever). */
+export function preorderWebhookId(token: string): string {
+  return `WH-PO-${token}`;
+}
+
+/** Records the preorder.paid call-back inside the payment's transaction; null without a call_back_url. */
+async function recordPaidCallBack(trx: Knex.Transaction, preorder: PreorderRow, reference: string): Promise<string | null> {
+  if (!preorder.call_back_url) return null;
+  const body = stringifyJson({
+    event: PREORDER_PAID_EVENT,
+    pre_order_token: preorder.token,
+    out_trade_no: preorder.out_trade_no,
+    amount: amountJson(BigInt(preorder.amount_units), preorder.currency),
+    currency: preorder.currency,
+    reference,
+    status: 'paid',
+  });
+  return recordWebhookEvent(trx, {
+    id: preorderWebhookId(preorder.token),
+    merchant_id: preorder.merchant_id,
+    subject_reference: preorder.token,
+    event: PREORDER_PAID_EVENT,
+    body,
+    url: preorder.call_back_url,
+  });
+}
 
 /**
  * Pays a preorder inside `trx`, exactly once across every path that pays preorders (pay_by_token, deposits): locks
  * the preorder row (FOR UPDATE); a paid one answers `already_paid` and writes nothing; otherwise one ledger
  * transaction source −amount, seller +(amount − commission), platform fee_revenue +commission
- * (`preorderCommission`), and the row marked paid with `reference`.
+ * (`preorderCommission`), the row marked paid with `reference`, and the preorder.paid call-back recorded when the
+ * preorder has a call_back_url (the caller starts its delivery after the commit).
  * @param input.paidByUserId the paying user, null for a guest card. @throws ledger errors (INSUFFICIENT_FUNDS…)
  */
 export async function payPreorder(
@@ -133,6 +167,6 @@ export async function payPreorder(
     payment_reference: input.reference,
     paid_at: trx.fn.now(),
   });
-  return { status: 'paid', transactionId: posted.id };
+  return { status: 'paid', transactionId: posted.id, webhookId: await recordPaidCallBack(trx, preorder, input.reference) };
 }
 

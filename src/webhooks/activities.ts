@@ -11,6 +11,13 @@ import { findEventForAttempt, markEventFailed, recordAttempt } from './store';
 
 const MAX_ERROR_LENGTH = 500;
 
+/** How an operator reads a failed attempt of each kind of event in the log. */
+function describe(event: string): string {
+  if (event === 'bank_account.activated') return 'bank account activation call_back';
+  if (event.startsWith('preorder.')) return 'preorder call_back';
+  return 'webhook';
+}
+
 export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActivities {
   return {
     async attemptWebhookDelivery(input) {
@@ -51,6 +58,9 @@ export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActi
       }
       const latency_ms = Math.round(performance.now() - started);
       const delivered = error === null;
+      if (!delivered) {
+        deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
+      }
       await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error }, delivered);
       return { delivered, attempt, retry };
     },

@@ -21,27 +21,49 @@ export interface OutboundWebhook {
   /** Stable id: X-Webhook-Id, and the id of its delivery workflow. */
   id: string;
   merchant_id: string;
-  /** The record the event is about (a payin's invoice_reference). */
-  invoice_reference: string;
+  /** The record the event is about: a payin's invoice_reference, a bank-account or preorder token (≤ 128). */
+  subject_reference: string;
   event: string;
   /** The JSON body, exactly as it will be signed and sent. */
   body: string;
+  /** Where to POST it: the record's own call-back URL; absent = the merchant's callback_url. */
+  url?: string;
 }
 
 /**
- * Records `webhook` for delivery to the merchant's callback URL with its signature header, inside the caller's
- * transaction (so the event exists if and only if the change it announces committed). A repeat is ignored.
+ * Records `webhook` for delivery (to its own URL, else the merchant's callback URL) signed under the merchant's
+ * HMAC secret with its signature header, inside the caller's transaction: the event exists if and only if the change
+ * it announces committed. A repeat with the same id is ignored. Start its delivery after the commit with
+ * `startWebhookDeliveries`.
  * @throws Error when the merchant does not exist (a programming error).
  */
 export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string> {
   const merchant = await getMerchant(trx, webhook.merchant_id);
   if (!merchant) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
   await insertWebhookEvent(trx, {
-    ...webhook,
-    callback_url: merchant.callback_url,
+    id: webhook.id,
+    merchant_id: webhook.merchant_id,
+    invoice_reference: webhook.subject_reference,
+    event: webhook.event,
+    body: webhook.body,
+    callback_url: webhook.url ?? merchant.callback_url,
     signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
   });
   return webhook.id;
+}
+
+/**
+ * Starts the deliveries of events recorded by a transaction that has committed; a failure to reach Temporal is
+ * logged, not thrown (the change itself stands, and the pending event is delivered by a later redelivery or by
+ * reconciliation).
+ */
+export async function startWebhookDeliveriesAfterCommit(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
+  if (webhook_ids.length === 0) return;
+  try {
+    await startWebhookDeliveries(deps, webhook_ids);
+  } catch (error) {
+    deps.logger.warn({ webhook_ids, err: (error as Error).message }, 'webhook delivery not started; left pending');
+  }
 }
 
 /**

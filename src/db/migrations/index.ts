@@ -14,6 +14,7 @@ import * as instrumentVault from './008_instruments';
 import * as deposits from './009_deposits';
 import * as payinOutbox from './010_payin_outbox';
 import * as idempotencyKeys from './016_idempotency_keys';
+import * as webhookSubjects from './017_webhook_subjects';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const migrations: Array<[string, Migration]> = [
   ['009_deposits', deposits],
   ['010_payin_outbox', payinOutbox],
   ['016_idempotency_keys', idempotencyKeys],
+  ['017_webhook_subjects', webhookSubjects],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

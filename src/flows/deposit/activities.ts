@@ -10,6 +10,7 @@ import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
 import { payPreorder, sellerAccountId } from '../../preorders';
+import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
 import { depositIdempotencyKey, type DepositActivities, type DepositReason } from './contract';
 import { DEPOSIT_MESSAGES } from './fields';
@@ -99,7 +100,8 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
       : undefined;
     const credit = await creditAccountId(deps, found, preorder);
     const settlement = await deps.ledger.platformAccount('settlement', found.currency);
-    return deps.database.transaction(async (trx) => {
+    let webhookId: string | null = null;
+    const outcome = await deps.database.transaction(async (trx) => {
       const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
       if (deposit.state !== 'pending') return answered(deposit);
       const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
@@ -118,6 +120,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
           return { state: 'failed' as const };
         }
         transactionId = paid.transactionId;
+        webhookId = paid.webhookId;
       } else {
         const posted = await deps.ledger.transfer(
           {
@@ -136,5 +139,8 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
       await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
       return { state: 'completed' as const };
     });
+    // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed.
+    await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
+    return outcome;
   }
 }

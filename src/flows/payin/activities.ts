@@ -41,7 +41,7 @@ function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinEv
   return recordWebhookEvent(trx, {
     id: webhookIdOf(payin.invoice_reference, event),
     merchant_id: payin.merchant_id,
-    invoice_reference: payin.invoice_reference,
+    subject_reference: payin.invoice_reference,
     event,
     body: webhookBody(payin, event),
   });

@@ -16,6 +16,7 @@ import type { Currency } from '../../money';
 import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
 import { walletMovementIdempotencyKey } from './contract';
 import { MESSAGES } from './fields';
+import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 
 function userNotFound(field: string): DomainError {
   return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [MESSAGES.userNotFound(field)] });
@@ -129,7 +130,7 @@ export async function payByToken(deps: PlatformDeps, input: { merchantId: string
     throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: ['The payer must differ from the seller.'] });
   }
   const reference = newReference('PAY');
-  return deps.database.transaction(async (trx) => {
+  const webhookId = await deps.database.transaction(async (trx) => {
     let paid: PreorderPayment;
     try {
       paid = await payPreorder(deps, trx, {
@@ -144,8 +145,10 @@ export async function payByToken(deps: PlatformDeps, input: { merchantId: string
       mapLedgerError(error);
     }
     if (paid.status === 'already_paid') throw alreadyPaid();
-    return reference;
+    return paid.webhookId;
   });
+  await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
+  return reference;
 }
 
 // ---- blocked money ----
