@@ -1,5 +1,5 @@
 /**
- * Benchmark `ledger` (issue 3): transfers per second and p50/p99 latency through `ledger.transfer` at concurrency
+ * Benchmark `ledger`: transfers per second and p50/p99 latency through `ledger.transfer` at concurrency
  * 1, 8 and 32, beside a raw-SQL baseline doing the same row work on the same tables in the same run (per transfer:
  * one statement inserting the transaction and its two postings, two balance UPDATEs in id order, one database
  * transaction). Then again with 1,000,000 existing postings (bulk-inserted with generate_series).

@@ -1,5 +1,5 @@
 /**
- * Benchmark `payins` (issue 5): payin creations per second and p50/p99 through the façade (API key → PayinService
+ * Benchmark `payins`: payin creations per second and p50/p99 through the façade (API key → PayinService
  * → record + workflow-start outbox row → byte-for-byte forward to a local sandbox upstream → QR PNG; the outbox
  * dispatcher starts the PayinWorkflows beside it, and the run reports how long after the last creation every
  * workflow had started), beside the same

@@ -1,5 +1,5 @@
 /**
- * Benchmark `transfers` (issue 4): completed Area A transfers per second — create.unified.fundTransfer then
+ * Benchmark `transfers`: completed Area A transfers per second — create.unified.fundTransfer then
  * confirm.fundTransfer through the façade, RSA2 signed by the client and every response verified, one token
  * reused — at concurrency 32 with p50/p99, beside the bare Temporal floor measured in the same run (start a
  * workflow, one Update that runs one no-op activity: bench/workflows/noop.ts on its own task queue and worker).

@@ -1,5 +1,5 @@
 /**
- * Benchmark `wallet` (issue 6): Area C `transfer` actions per second and p50/p99 latency through the façade
+ * Benchmark `wallet`: Area C `transfer` actions per second and p50/p99 latency through the façade
  * (merchant headers, session and RSA2 signature verified, one Transfer RPC, one ledger transaction) at concurrency 32,
  * beside the ledger's own transfer rate (direct `ledger.transfer`, same concurrency) measured in the same run.
  * Goal: façade rate ≥ 0.5 × ledger rate.

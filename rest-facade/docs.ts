@@ -1,5 +1,5 @@
 /**
- * The façade's reference documentation (issue 8): `GET /docs` renders `docs/openapi.yaml` with Swagger UI, served
+ * The façade's reference documentation: `GET /docs` renders `docs/openapi.yaml` with Swagger UI, served
  * from the `swagger-ui-dist` package on this host (no CDN: works offline).
  *
  *   GET /docs                      HTML page (Swagger UI)

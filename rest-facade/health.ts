@@ -1,5 +1,5 @@
 /**
- * `GET /healthz` (issue 2): 200 `{"status":"ok","checks":{"database":"ok","temporal":"ok"}}`, or 503 with
+ * `GET /healthz`: 200 `{"status":"ok","checks":{"database":"ok","temporal":"ok"}}`, or 503 with
  * `status` "degraded" and the failing check's error. Travels façade → HealthService RPC → database and Temporal.
  */
 import Router from '@koa/router';

@@ -1,5 +1,5 @@
 /**
- * The benchmark report (issue 8): reads every bench result in bench/results/<name>.json (written by bench/run.ts)
+ * The benchmark report: reads every bench result in bench/results/<name>.json (written by bench/run.ts)
  * and writes, next to them,
  *
  *   report.json   { generated_at, machine, benches: [{ name, finished_at, seconds, machine?, ratios: [{label,

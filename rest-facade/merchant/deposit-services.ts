@@ -1,5 +1,5 @@
 /**
- * The /do-action deposit services of Area C (issue 7, docs/area-c.md "Deposits and confirmations"): each reads its
+ * The /do-action deposit services of Area C (docs/area-c.md "Deposits and confirmations"): each reads its
  * fields (src/deposits/contract.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
  */
 import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './contract';

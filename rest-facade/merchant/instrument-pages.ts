@@ -1,5 +1,5 @@
 /**
- * Public pages of bank-account activation (issue 7; docs/area-c.md "Tokenization"), under MERCHANT_PREFIX:
+ * Public pages of bank-account activation (docs/area-c.md "Tokenization"), under MERCHANT_PREFIX:
  *
  *   GET  /instruments/bank-accounts/:token/activation-qr.png  PNG QR code (library `qrcode`) of the activation URL;
  *                                                             404 for an unknown token

@@ -1,5 +1,5 @@
 /**
- * The /do-action tokenize services of Area C (issue 7; interface "Area C"; docs/area-c.md "Tokenization"): each
+ * The /do-action tokenize services of Area C (interface "Area C"; docs/area-c.md "Tokenization"): each
  * reads its fields (src/instruments/contract.ts), calls one InstrumentService RPC with the call's ActionAuth and
  * shapes `data`. Encrypted fields are passed on as received; only the service decrypts them.
  */

@@ -1,5 +1,5 @@
 /**
- * The browser pages of Area C deposits (issue 7, docs/area-c.md "Deposits and confirmations"): translation only.
+ * The browser pages of Area C deposits (docs/area-c.md "Deposits and confirmations"): translation only.
  * Every page is an HTML document rendered by DepositService; the façade passes it through with its status, or
  * answers the service's redirect.
  *

@@ -1,5 +1,5 @@
 /**
- * The /do-action service table of Area C (issue 6). Each entry reads its fields from the body (field rules in
+ * The /do-action service table of Area C. Each entry reads its fields from the body (field rules in
  * src/wallet/contract.ts), calls one WalletService RPC and shapes `data`. Another engineer adds services (e.g.
  * tokenization, deposits, confirm_payments) by exporting a table of the same type from their own file and listing
  * it in `service-tables.ts`.
@@ -61,7 +61,7 @@ export function userRecordJson(user: UserRecord | undefined): Record<string, unk
   };
 }
 
-/** The services of issue 6. */
+/** The core wallet services. */
 export const coreMerchantServices: MerchantServiceTable = {
   async list_fees({ caller, clients, callOptions }) {
     const answer = await clients.wallet.listFees({ ...caller }, callOptions);

@@ -1,5 +1,5 @@
 /**
- * Platform keys (issue 3, platform decisions §1 PLATFORM_KEY_DIR): an RSA-2048 key pair that signs Area A
+ * Platform keys (platform decisions §1 PLATFORM_KEY_DIR): an RSA-2048 key pair that signs Area A
  * responses and decrypts Area C encrypted fields, and a 32-byte data-encryption key (AES-256-GCM) for secrets at
  * rest and the card vault. Created on first start with mode 0600; every process of one deployment must share
  * the directory (or its contents).

@@ -1,5 +1,5 @@
 /**
- * Secrets at rest (issue 3, DEVELOPERS.md "Secrets"): scrypt password hashing, SHA-256 hashing of high-entropy keys,
+ * Secrets at rest: scrypt password hashing, SHA-256 hashing of high-entropy keys,
  * constant-time comparison, random credential generation, and AES-256-GCM encryption of short secrets under the
  * platform data key (`PlatformKeys.dataKey`). Pure functions over bytes; nothing here logs.
  */

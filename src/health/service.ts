@@ -1,5 +1,5 @@
 /**
- * HealthService (issue 2): pings PostgreSQL and Temporal. Answers `{status: "ok" | "degraded", checks}`;
+ * HealthService: pings PostgreSQL and Temporal. Answers `{status: "ok" | "degraded", checks}`;
  * never throws, so the façade can turn a degraded answer into a 503 naming the failing check.
  */
 import type { ServiceImpl } from '@connectrpc/connect';

@@ -1,5 +1,5 @@
 /**
- * Card and account number rules (issue 7; platform decisions §7; /tmp/area-c-instruments.md "Vault and card rules").
+ * Card and account number rules (platform decisions §7; docs/area-c.md "Tokenization").
  * Pure functions, no I/O, no logging.
  *
  *   card number     12–19 digits (spaces and hyphens between digits are dropped first), Luhn valid

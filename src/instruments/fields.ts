@@ -1,5 +1,5 @@
 /**
- * Area C tokenize field readers (issue 7; interface "Area C" tokenize_local_card, tokenize_bank_account,
+ * Area C tokenize field readers (interface "Area C" tokenize_local_card, tokenize_bank_account,
  * tokenize_visa_master): pure readers from a losslessly parsed /do-action body to the fields of an
  * InstrumentService request, in the style of src/wallet/contract.ts (every failing field at once). Encrypted fields
  * are only checked for presence and type here; InstrumentService decrypts and checks their content.

@@ -1,4 +1,4 @@
-/** Instruments (issue 7): the card and bank-account vault, tokenization, bank-account QR activation. */
+/** Instruments: the card and bank-account vault, tokenization, bank-account QR activation. */
 export * from './store';
 export * from './cards';
 export { createInstrumentService, readSourceOfFunds, TOKENIZE_MESSAGES } from './service';

@@ -1,6 +1,6 @@
 /**
- * InstrumentService (issue 7; interface "Area C" tokenize_local_card, tokenize_bank_account, tokenize_visa_master;
- * platform decisions §7; /tmp/area-c-instruments.md): decrypts the encrypted fields with the platform private key
+ * InstrumentService (interface "Area C" tokenize_local_card, tokenize_bank_account, tokenize_visa_master;
+ * platform decisions §7): decrypts the encrypted fields with the platform private key
  * (src/crypto/field-decryption.ts), checks them, and vaults the instrument (store.ts). Tokenize calls are
  * authenticated with `authenticateAction` exactly like WalletService; the user must be one of the calling
  * merchant's users (else 400 `user_id` "The selected user_id is invalid.", as for any unknown user).

@@ -1,5 +1,5 @@
 /**
- * The instrument vault's table (`instruments`, migration 008; issue 7, platform decisions §7): tokenized local
+ * The instrument vault's table (`instruments`, migration 008; platform decisions §7): tokenized local
  * cards, bank accounts and Visa/Master cards. Numbers are stored only AES-256-GCM encrypted (vault.ts) with their
  * last 4 digits; security codes are never stored. Tokens are opaque: `tok_` + 32 base64url characters.
  *

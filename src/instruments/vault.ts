@@ -1,5 +1,5 @@
 /**
- * The vault primitive (issue 7; platform decisions §7): card and account numbers AES-256-GCM encrypted under the
+ * The vault primitive (platform decisions §7): card and account numbers AES-256-GCM encrypted under the
  * platform data key (`PlatformKeys.dataKey`) with `encryptSecret` of src/crypto/secrets.ts (the same primitive that
  * protects merchant HMAC secrets), bound to the instrument's token as associated data so a ciphertext copied onto
  * another row does not decrypt. Stored form `v1.<iv>.<ciphertext>.<tag>` (base64url parts).

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL ledger (issue 3, platform decisions §3). See types.ts for the contract.
+ * The PostgreSQL ledger (platform decisions §3). See types.ts for the contract.
  *
  * How it stays right under concurrency:
  * - Every write runs in one database transaction (its own, or a savepoint inside the caller's `trx`), so an

@@ -1,5 +1,5 @@
 /**
- * LedgerService (issue 3): the ledger over Connect. Translation only — every rule lives in `ledger.ts`; its
+ * LedgerService: the ledger over Connect. Translation only — every rule lives in `ledger.ts`; its
  * DomainErrors (ACCOUNT_NOT_FOUND, INSUFFICIENT_FUNDS, IDEMPOTENCY_CONFLICT, …) reach the client through the
  * error interceptor as a ConnectError with an ErrorDetail `reason`.
  *

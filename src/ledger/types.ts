@@ -1,5 +1,5 @@
 /**
- * The ledger contract every capability posts to (issue 3, platform decisions §3). Double-entry, in PostgreSQL,
+ * The ledger contract every capability posts to (platform decisions §3). Double-entry, in PostgreSQL,
  * modelled on TigerBeetle's two-phase transfers: pending (a hold) → posted or voided, exactly once.
  *
  * Sign convention: a posting's `amount_units` is signed from the account holder's view: positive credits the

@@ -1,5 +1,5 @@
 /**
- * AdminService (issue 3 item 6, platform decisions §2): onboarding and operator actions behind the `payments admin`
+ * AdminService (platform decisions §2): onboarding and operator actions behind the `payments admin`
  * CLI. Translates between proto messages and the onboarding functions; money moves only through the ledger.
  */
 import type { ServiceImpl } from '@connectrpc/connect';

@@ -1,4 +1,4 @@
-/** Shared validation helpers of the onboarding records (issue 3). */
+/** Shared validation helpers of the onboarding records. */
 import { createPublicKey } from 'node:crypto';
 import { DomainError, invalidFields } from '../errors';
 

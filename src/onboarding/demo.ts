@@ -1,5 +1,5 @@
 /**
- * Demo data for `npm start` (issue 3 item 6, platform decisions §1): a partner, a merchant and two users with USD
+ * Demo data for `npm start` (platform decisions §1): a partner, a merchant and two users with USD
  * balances, created once through the same onboarding functions as the AdminService, their credentials written to
  * `<DATA_DIR>/demo-credentials.json` (mode 0600). Remembered in platform_settings under `demo_data`, so a restart
  * creates nothing new (the credentials cannot be shown again: only hashes are stored).

@@ -1,4 +1,4 @@
-/** Onboarding (issue 3): partners, merchants, users and their credentials; the AdminService (docs/onboarding.md). */
+/** Onboarding: partners, merchants, users and their credentials; the AdminService (docs/onboarding.md). */
 export * from './partners';
 export * from './merchants';
 export * from './users';

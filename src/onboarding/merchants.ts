@@ -1,5 +1,5 @@
 /**
- * Merchants (issue 3 item 4): one record holding the Area B credentials (API key stored as SHA-256 hex, HMAC
+ * Merchants: one record holding the Area B credentials (API key stored as SHA-256 hex, HMAC
  * webhook secret AES-256-GCM encrypted under the platform data key, callback URL, signature header, payin fee
  * percent) and the Area C credentials (merchant id, secret key as SHA-256 hex, API user name and scrypt-hashed
  * password, RSA public key supplied or generated). Every merchant gets wallets in USD, KHR and USDT.

@@ -1,5 +1,5 @@
 /**
- * Partners (Area A callers; issue 3 item 4). A partner authenticates with four credentials: `partner-id` and
+ * Partners (Area A callers). A partner authenticates with four credentials: `partner-id` and
  * `partner-secret-key` headers plus `user_name` and `password` in the A1 body. The secret key is stored as SHA-256
  * hex, the password as salted scrypt; the RSA public key (2048 bits or more) verifies the partner's request
  * signatures. Each partner has one USD `partner_float` ledger account that A transfers are paid from.

@@ -1,5 +1,5 @@
 /**
- * Users (issue 3 item 4; Area A receivers, Area C wallet holders). Phone numbers are normalized to E.164 with
+ * Users (Area A receivers, Area C wallet holders). Phone numbers are normalized to E.164 with
  * libphonenumber-js (default region KH) and unique; emails are unique ignoring case. Each user gets a wallet in its
  * currency (ledger account kind `wallet`), an opaque `user_token` (Area C block_money) and a unique `wallet_ref`.
  */

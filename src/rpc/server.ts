@@ -29,7 +29,7 @@ export function rpcInterceptors(logger: Logger): Interceptor[] {
 /**
  * A Connect transport to the platform routes in this process (the façade when the api role runs beside it):
  * the same Connect protocol, binary messages, interceptors and error details as the network server, without the
- * loopback HTTP/2 hop (bench `wallet`, issue 6: the hop cost about a third of the façade process's CPU).
+ * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU).
  */
 export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger): Transport {
   return createRouterTransport(routes, { router: { interceptors: rpcInterceptors(logger) } });

@@ -1,5 +1,5 @@
 /**
- * Makes the Temporal CLI (dev server + Web UI) available, in this order (issue 2, DEVELOPERS.md):
+ * Makes the Temporal CLI (dev server + Web UI) available, in this order :
  *   1. `TEMPORAL_CLI_PATH`, 2. `temporal` on PATH, 3. the per-user cache
  *   (`$XDG_CACHE_HOME/payments-platform/temporal-cli-v1.5.1/temporal`), 4. `go install …@v1.5.1` into that cache
  *   (minutes, once per machine), 5. nothing: callers fall back to the SDK's own download where internet exists.

@@ -13,7 +13,7 @@ export async function connectTemporal(address: string, namespace: string, taskQu
   const connection = await Connection.connect({ address, connectTimeout: '10s' });
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
   // promise hook for every promise the process creates from then on: about a tenth of the api role's CPU (bench
-  // `wallet`, issue 6). Nothing here calls withDeadline/withMetadata/withAbortSignal, the only users of that
+  // `wallet`). Nothing here calls withDeadline/withMetadata/withAbortSignal, the only users of that
   // storage; a later call would simply switch it on again.
   connection.callContextStorage.disable();
   const client = new Client({ connection, namespace });

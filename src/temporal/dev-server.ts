@@ -17,7 +17,7 @@ export interface TemporalDevServer {
 /**
  * Persistence settings of the dev server's SQLite file. By default every Temporal write (a workflow start, each
  * workflow task, timer and signal) is a rollback-journal transaction with two fsyncs, which capped the dev server at
- * about 36 workflow starts per second (bench `payins`, issue 5). WAL with synchronous=NORMAL fsyncs only at
+ * about 36 workflow starts per second (bench `payins`). WAL with synchronous=NORMAL fsyncs only at
  * checkpoints: a crash of the process loses nothing; a power loss may lose the last transactions but never corrupts
  * the file — the right trade for a development stack. busy_timeout lets its connections wait instead of failing.
  */

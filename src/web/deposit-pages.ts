@@ -1,5 +1,5 @@
 /**
- * The HTML documents of Area C deposits (issue 7, docs/area-c.md "Deposits and confirmations"): the Visa/Master
+ * The HTML documents of Area C deposits (docs/area-c.md "Deposits and confirmations"): the Visa/Master
  * confirmation page (html_confirm_payment), the result page with the hidden input `result`, the hosted preorder
  * page with its card form, and small error pages. Pure functions, no I/O.
  * Layout and escaping: src/web/html.ts.

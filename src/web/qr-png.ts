@@ -4,7 +4,7 @@
  * byte-mode segment (a payment URI or URL is byte mode almost throughout; this skips the library's mode-splitting search,
  * a third of its cost), error correction M, 4 pixels per module, a 4-module quiet zone, black on white.
  * The PNG is written by the library's renderer (pngjs) as 8-bit grayscale with scanline filter 0: the default RGBA
- * image with adaptive filtering costs twice the CPU (about 8 ms against 4 ms per payin, bench `payins`, issue 5) for
+ * image with adaptive filtering costs twice the CPU (about 8 ms against 4 ms per payin, bench `payins`) for
  * a smaller file of the same picture. It stays in the library on purpose (no PNG encoder of our own).
  */
 import QRCode from 'qrcode';

@@ -1,5 +1,5 @@
 /**
- * Area C deposits over HTTP (issue 7; docs/area-c.md "Deposits and confirmations"): deposit_by_local_card,
+ * Area C deposits over HTTP (docs/area-c.md "Deposits and confirmations"): deposit_by_local_card,
  * deposit_by_bank_account and deposit_by_visa_master with and without a preorder, confirm_payments (OTP right,
  * wrong, attempts limit, twice, concurrently, after expiry), the Visa/Master confirmation form (approve, decline,
  * redirect, hidden input), the hosted preorder page over plain HTTP, instruments of another user or merchant, and

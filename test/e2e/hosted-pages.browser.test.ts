@@ -1,5 +1,5 @@
 /**
- * The hosted preorder page and the Visa/Master confirmation in a real browser (issue 7; docs/area-c.md "Deposits
+ * The hosted preorder page and the Visa/Master confirmation in a real browser (docs/area-c.md "Deposits
  * and confirmations"): playwright-core drives Debian's chromium (/usr/bin/chromium, headless). The payer opens
  * pre_order_url, sees seller, description and amount, types a card, confirms, and lands on the preorder's
  * redirect_url (a local HTTP server of this test) with `result`; without a redirect_url the result page carries the

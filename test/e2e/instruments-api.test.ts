@@ -1,6 +1,6 @@
 /**
- * Area C tokenization over HTTP (issue 7; interface "Area C" tokenize_*; platform decisions §7;
- * /tmp/area-c-instruments.md): every service's success and documented failure, identical decryption errors for
+ * Area C tokenization over HTTP (interface "Area C" tokenize_*; platform decisions §7;
+ *docs/area-c.md): every service's success and documented failure, identical decryption errors for
  * every cause, tenant isolation, the bank-account QR activation with its call_back, and a check that no full card
  * or account number reaches the database or the logs (LOG_LEVEL debug). Real PostgreSQL, Temporal, RPC and façade.
  */

@@ -1,5 +1,5 @@
 /**
- * Area C over HTTP (issue 6; interface "Area C"; platform decisions §7 and §8): login, the signed /do-action route
+ * Area C over HTTP (interface "Area C"; platform decisions §7 and §8): login, the signed /do-action route
  * and its services, every documented failure, tenant isolation. Real PostgreSQL, Temporal, RPC and façade.
  */
 import { getUser } from '../../src/onboarding';

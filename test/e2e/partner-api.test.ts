@@ -1,5 +1,5 @@
 /**
- * Area A over HTTP (issue 4, payment-services-interface.md "Area A", platform decisions §6): A1 token, A2 gateway
+ * Area A over HTTP (payment-services-interface.md "Area A", platform decisions §6): A1 token, A2 gateway
  * with RSA2 both ways, every row of the Area A error table, concurrency, worker restart and expiry.
  *
  * The platform runs roles api + facade; the worker is started here, so a test can stop it and start a new one.

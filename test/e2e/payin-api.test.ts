@@ -1,5 +1,5 @@
 /**
- * Area B over HTTP (issue 5; interface Area B; platform decisions §4, §5, §8): every row of the Area B error
+ * Area B over HTTP (interface Area B; platform decisions §4, §5, §8): every row of the Area B error
  * table, authentication on every route, upstream faults, notifications and webhook delivery.
  */
 import { hmacSha256Hex } from '../../src/crypto/hmac';

@@ -1,5 +1,5 @@
 /**
- * DepositWorkflow durability (issue 7; docs/area-c.md "Deposits and confirmations"): deposits waiting for their
+ * DepositWorkflow durability (docs/area-c.md "Deposits and confirmations"): deposits waiting for their
  * OTP survive a worker restart; the wrong-OTP count lives in the workflow and carries over the restart (the limit
  * is reached across both workers), and a right OTP after the restart completes the deposit once. Passwords are
  * sealed on their way through Temporal: workflow history never holds one readable.

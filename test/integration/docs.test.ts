@@ -1,5 +1,5 @@
 /**
- * The reference documentation of the façade (issue 8): every route the façade registers is in docs/openapi.yaml
+ * The reference documentation of the façade: every route the façade registers is in docs/openapi.yaml
  * (and every documented JSON route is registered), and /docs serves a Swagger UI page, rendered in Chromium, with
  * the document at /docs/openapi.yaml — from this host only (no CDN).
  */

@@ -1,5 +1,5 @@
 /**
- * Keeps the sample clients in examples/ honest (issue 8): what they sign, encrypt and verify is checked against the
+ * Keeps the sample clients in examples/ honest: what they sign, encrypt and verify is checked against the
  * platform's own implementations in src/crypto (and the HTML pages of src/deposits), in both directions.
  *
  * The examples are plain ES modules with no dependency; jest runs CommonJS, so each check runs them in a child

@@ -1,4 +1,4 @@
-/** Foundation (issue 2): health through façade → RPC → PostgreSQL and Temporal, and a workflow round trip. */
+/** Foundation: health through façade → RPC → PostgreSQL and Temporal, and a workflow round trip. */
 import { diagnosticsWorkflow } from '../../workflows/diagnostics';
 import { startTestPlatform, testConfig, type TestPlatform } from '../support/platform';
 import { createLogger } from '../../src/logger';

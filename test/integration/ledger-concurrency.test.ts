@@ -1,5 +1,5 @@
 /**
- * Ledger under concurrency (issue 3): 50 parallel clients doing transfers, holds, posts and voids (and repeating
+ * Ledger under concurrency: 50 parallel clients doing transfers, holds, posts and voids (and repeating
  * idempotency keys, also across clients) on a few hot accounts. Afterwards every currency sums to zero, no wallet
  * is negative, holds match open pending transfers, each idempotency key was applied once, and every balance equals
  * what the successful results add up to.

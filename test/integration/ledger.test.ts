@@ -1,5 +1,5 @@
 /**
- * Ledger (issue 3, platform decisions §3) on real PostgreSQL: every rule and every error reason of
+ * Ledger (platform decisions §3) on real PostgreSQL: every rule and every error reason of
  * src/ledger/types.ts, through the Ledger and (for the error mapping) through the LedgerService RPC client.
  */
 import { randomUUID } from 'node:crypto';

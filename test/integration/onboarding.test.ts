@@ -1,5 +1,5 @@
 /**
- * Onboarding (issue 3 items 4 and 6): partners, merchants and users through the AdminService RPC client and the
+ * Onboarding: partners, merchants and users through the AdminService RPC client and the
  * onboarding functions, on real PostgreSQL. Every failure path asserts its RPC code, reason and fields.
  */
 import { createSign, createVerify, generateKeyPairSync } from 'node:crypto';

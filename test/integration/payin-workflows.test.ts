@@ -1,5 +1,5 @@
 /**
- * PayinWorkflow and WebhookDeliveryWorkflow against real PostgreSQL and Temporal (issue 5, platform decisions
+ * PayinWorkflow and WebhookDeliveryWorkflow against real PostgreSQL and Temporal (platform decisions
  * §4, §5): expiry with a short PAYIN_TTL_SECONDS sends payin.expired; a success after expiry is still credited,
  * flagged late; the retry window ends in a failed delivery; a payin keeps its course across a worker restart.
  * The workflow-start outbox: a committed payin whose workflow was never started still expires at its expires_at;

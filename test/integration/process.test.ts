@@ -1,5 +1,5 @@
 /**
- * `payments serve` as a real child process (issue 2 item 5): SIGTERM drains an in-flight request before exit,
+ * `payments serve` as a real child process: SIGTERM drains an in-flight request before exit,
  * exits 0, and a bad configuration value stops start-up with one line naming the variable.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * What deposit tests need (issue 7): a logged-in merchant client, users, instruments tokenized through the façade
+ * What deposit tests need: a logged-in merchant client, users, instruments tokenized through the façade
  * (encrypted fields under the platform public key), bank-account activation through its public URL, preorders,
  * and balance readers over the ledger.
  */

@@ -1,5 +1,5 @@
 /**
- * Tokenizing instruments in tests (issue 7), through the real façade: each helper encrypts the fields with the
+ * Tokenizing instruments in tests, through the real façade: each helper encrypts the fields with the
  * platform public key (default padding OAEP SHA-256), calls the /do-action service and expects 200.
  *
  *   const token = await tokenizeVisaMaster(merchant, platform, userId);                // 4242… approves

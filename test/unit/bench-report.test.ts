@@ -1,4 +1,4 @@
-/** The benchmark report's pure parts (bench/support/report.ts, issue 8): met/missed, markdown tables, chart data. */
+/** The benchmark report's pure parts (bench/support/report.ts): met/missed, markdown tables, chart data. */
 import { buildReport, chartSpec, formatRatio, markdownTable, renderMarkdown, type MachineInfo } from '../../bench/support/report';
 
 const machine: MachineInfo = {

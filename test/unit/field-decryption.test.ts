@@ -1,5 +1,5 @@
 /**
- * src/crypto/field-decryption.ts (issue 7; platform decisions §7): the three accepted paddings decrypt, and every
+ * src/crypto/field-decryption.ts (platform decisions §7): the three accepted paddings decrypt, and every
  * failure (not base64, wrong key, wrong padding, truncated, empty, not UTF-8, not a string) gives the identical error.
  */
 import { constants, generateKeyPairSync, publicEncrypt } from 'node:crypto';

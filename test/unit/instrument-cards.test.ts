@@ -1,4 +1,4 @@
-/** src/instruments/cards.ts and src/sandbox/acquirer.ts (issue 7): Luhn, brands, expiry, account numbers, sandbox. */
+/** src/instruments/cards.ts and src/sandbox/acquirer.ts: Luhn, brands, expiry, account numbers, sandbox. */
 import fc from 'fast-check';
 import {
   cardBrand,

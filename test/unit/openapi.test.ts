@@ -1,5 +1,5 @@
 /**
- * docs/openapi.yaml (issue 8): a valid OpenAPI 3.1 document (@readme/openapi-parser), every example valid against
+ * docs/openapi.yaml: a valid OpenAPI 3.1 document (@readme/openapi-parser), every example valid against
  * its own schema (Ajv, JSON Schema 2020-12), and in step with the contract tables the façade answers from: the
  * Area A services and error table, the Area B messages, the Area C services and messages.
  * The façade's routes are compared with the document by test/integration/docs.test.ts.
@@ -119,7 +119,7 @@ describe('docs/openapi.yaml', () => {
       MESSAGES.percent('commission_rate'),
       MESSAGES.userNotFound('from_user_id'),
       MESSAGES.maxValue('per_page', 100),
-      // Area C instruments and deposits (/tmp/area-c-instruments.md decisions); `declined` is a page's result.
+      // Area C instruments and deposits (docs/area-c.md); `declined` is a page's result.
       ...Object.values(DEPOSIT_MESSAGES).filter((message) => message !== DEPOSIT_MESSAGES.declined),
       ...Object.values(CARD_MESSAGES).map((message) => (typeof message === 'function' ? message('bank_number') : message)),
       ...Object.values(TOKENIZE_MESSAGES).filter((message) => message !== TOKENIZE_MESSAGES.activationNotFound),

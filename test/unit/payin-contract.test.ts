@@ -1,4 +1,4 @@
-/** Area B pure parts (issue 5): HMAC-SHA256 hex signatures, the error table, invoice references, webhook bodies. */
+/** Area B pure parts: HMAC-SHA256 hex signatures, the error table, invoice references, webhook bodies. */
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';

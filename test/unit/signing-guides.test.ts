@@ -1,5 +1,5 @@
 /**
- * The worked vectors of the signing guides (issue 8): docs/signing-area-c.md, docs/webhooks.md and the openssl
+ * The worked vectors of the signing guides: docs/signing-area-c.md, docs/webhooks.md and the openssl
  * commands of docs/signing-area-a.md. Each value shown in a guide is recomputed with the platform's own code
  * (src/crypto, webhookBody) and every shell command a guide shows is run with `openssl` (bash, from the
  * repository root) and its output compared with the guide.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 002_ledger (issue 3): the double-entry ledger.
+ * 002_ledger: the double-entry ledger.
  *
  * - ledger_accounts: one row per (owner_type, owner_id, currency, kind) with its balances in minor units.
  *   `posted_units` = sum of posted postings, `held_units` = sum of open pending transfers debiting it.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 003_onboarding (issue 3): partners, merchants and users.
+ * 003_onboarding: partners, merchants and users.
  *
  * Secrets are never stored in plaintext: partner and merchant secret keys and the merchant API key as SHA-256 hex
  * (indexed for lookup), passwords as salted scrypt strings, the merchant HMAC secret AES-256-GCM encrypted under the

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 004_transfers (issue 4, Area A): pre-transfers. One row per pre-transfer; the PreTransferWorkflow (id =
+ * 004_transfers (Area A): pre-transfers. One row per pre-transfer; the PreTransferWorkflow (id =
  * pre_transfer_id) drives state pending → confirmed | expired, and query.fundTransfer answers from this row.
  * Money columns are minor units (bigint).
  */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 005_payins (issue 5, Area B): payins (top-up records), upstream notifications (idempotency of the provider's
+ * 005_payins (Area B): payins (top-up records), upstream notifications (idempotency of the provider's
  * callbacks), webhook events (one per event sent to a merchant) and every webhook delivery attempt.
  */
 export async function up(knex: Knex): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 006_wallet (issue 6, Area C): merchant sessions (token stored as SHA-256 hex), the merchant API user profile
+ * 006_wallet (Area C): merchant sessions (token stored as SHA-256 hex), the merchant API user profile
  * shown by /login, the fee schedule and exchange rates (operator-editable rows), the bank list (seeded with
  * Cambodian banks), preorders and blocked money.
  */

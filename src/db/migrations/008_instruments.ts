@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 008_instruments (issue 7, Area C tokenization; platform decisions §7): the card and bank-account vault.
+ * 008_instruments (Area C tokenization; platform decisions §7): the card and bank-account vault.
  *
  * One row per tokenized instrument: the opaque token (`tok_` + 32 base64url characters), the owning merchant, the
  * user (null for a guest card vaulted by the hosted preorder page), the kind, the holder name, the number

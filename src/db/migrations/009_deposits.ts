@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 009_deposits (issue 7, Area C deposits; docs/area-c.md "Deposits and confirmations"):
+ * 009_deposits (Area C deposits; docs/area-c.md "Deposits and confirmations"):
  * one row per deposit (`reference` `DEP…`, also the DepositWorkflow id and the ledger idempotency key of its
  * posting). The deposit token (`dtk_…`, the bearer of confirm_payments and of the Visa/Master confirmation URL) is
  * stored only as SHA-256 hex. `user_id` is null for a guest card deposit from the hosted preorder page.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * 010_payin_outbox (issue 5, docs/payins.md "Workflow start: transactional outbox"): one row per payin whose
+ * 010_payin_outbox (docs/payins.md "Workflow start: transactional outbox"): one row per payin whose
  * PayinWorkflow has not been started yet. B1 inserts it in the same transaction as the payin, so a committed payin
  * always gets its workflow; the dispatcher of the api role (src/payins/outbox.ts) starts the workflows in batches
  * (idempotent by workflow id = invoice_reference) and deletes the rows.

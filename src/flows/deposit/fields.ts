@@ -1,5 +1,5 @@
 /**
- * Area C deposit field rules and messages (issue 7, docs/area-c.md "Deposits and confirmations"): pure readers
+ * Area C deposit field rules and messages (docs/area-c.md "Deposits and confirmations"): pure readers
  * turning a losslessly parsed /do-action body into the typed fields of a DepositService request, every failing
  * field under its own name (same FieldReader as src/wallet/contract.ts). Shared by the façade and the service.
  * No I/O.

@@ -1,5 +1,5 @@
 /**
- * DepositService (issue 7, Area C deposits; docs/area-c.md "Deposits and confirmations"; platform decisions §7):
+ * DepositService (Area C deposits; docs/area-c.md "Deposits and confirmations"; platform decisions §7):
  * deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master, confirm_payments, the Visa/Master
  * confirmation form and the hosted preorder page. Merchant calls are verified with `authenticateAction` like
  * WalletService. A deposit is a pending `deposits` row plus its DepositWorkflow (id = reference), started in the

@@ -1,5 +1,5 @@
 /**
- * The `deposits` table (migration 009; issue 7, docs/area-c.md "Deposits and confirmations") and the values a
+ * The `deposits` table (migration 009; docs/area-c.md "Deposits and confirmations") and the values a
  * deposit shows: its reference (`DEP` + 18 uppercase letters/digits, also the DepositWorkflow id and the ledger
  * idempotency key), its token (`dtk_` + 32 base64url characters, stored as SHA-256 hex only) and the result object
  * of a Visa/Master confirmation.
