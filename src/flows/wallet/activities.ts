@@ -15,6 +15,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import type { Currency } from '../../money';
 import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
 import { walletMovementIdempotencyKey } from './contract';
+import { findTransferParties, insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled, USER_ID, type TransferParty } from './store';
 import { MESSAGES } from './fields';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 
@@ -29,23 +30,14 @@ export async function merchantUser(database: Knex, merchantId: string, userId: s
   return user;
 }
 
-/** What a transfer needs of each party. */
-type TransferParty = Pick<User, 'id' | 'merchant_id' | 'status' | 'currency' | 'wallet_account_id'>;
-
 /**
  * Both parties of a transfer in one query (one database round trip instead of two per /do-action transfer,
  * bench `wallet`); each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first).
  */
 async function transferParties(database: Knex, merchantId: string, fromUserId: string, toUserId: string): Promise<[TransferParty, TransferParty]> {
-  // Same ids as getUser accepts: 1 to 18 decimal digits.
-  const ids = [fromUserId, toUserId].filter((id) => /^\d{1,18}$/.test(id));
-  const rows = (ids.length
-    ? await database('users')
-        .whereIn('id', ids)
-        .select(database.raw('id::text as id'), 'merchant_id', 'status', 'currency', 'wallet_account_id')
-    : []) as TransferParty[];
+  const rows = await findTransferParties(database, [fromUserId, toUserId]);
   const party = (userId: string, field: string): TransferParty => {
-    const user = /^\d{1,18}$/.test(userId) ? rows.find((row) => row.id === BigInt(userId).toString()) : undefined;
+    const user = USER_ID.test(userId) ? rows.find((row) => row.id === BigInt(userId).toString()) : undefined;
     if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
     return user;
   };
@@ -184,7 +176,7 @@ export async function blockMoney(
     } catch (error) {
       mapLedgerError(error);
     }
-    await trx('blocked_money').insert({
+    await insertBlockedMoney(trx, {
       transaction_ref: transactionRef,
       merchant_id: input.merchantId,
       user_id: user.id,
@@ -203,9 +195,7 @@ export async function blockMoney(
  */
 export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: string; transactionRef: string }): Promise<void> {
   await deps.database.transaction(async (trx) => {
-    const row = (await trx('blocked_money').where({ transaction_ref: input.transactionRef }).forUpdate().first()) as
-      | { merchant_id: string; pending_transfer_id: string; state: string }
-      | undefined;
+    const row = await lockBlockedMoney(trx, input.transactionRef);
     if (!row || row.merchant_id !== input.merchantId) {
       throw new DomainError('not_found', 'BLOCKED_MONEY_NOT_FOUND', 'blocked money not found', {
         transaction_ref: ['The selected transaction_ref is invalid.'],
@@ -220,6 +210,6 @@ export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: 
       { pending_transfer_id: row.pending_transfer_id, idempotency_key: walletMovementIdempotencyKey('cancel-block-money', input.transactionRef) },
       trx,
     );
-    await trx('blocked_money').where({ transaction_ref: input.transactionRef }).update({ state: 'cancelled', cancelled_at: trx.fn.now() });
+    await markBlockedMoneyCancelled(trx, input.transactionRef);
   });
 }
