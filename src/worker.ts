@@ -3,7 +3,7 @@
  * `TEMPORAL_TASK_QUEUE` (platform decisions §1).
  */
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createActivities } from './activities';
+import { createActivities, type Activities } from './activities';
 import type { PlatformDeps } from './platform';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
@@ -31,7 +31,12 @@ export interface RunningWorker {
 
 export async function startWorker(
   deps: PlatformDeps,
-  options: { address: string; bundle?: WorkflowBundle },
+  options: {
+    address: string;
+    bundle?: WorkflowBundle;
+    /** Wraps the activities before they are registered (fault-injection tests slow one step down). */
+    wrapActivities?: (activities: Activities) => Activities;
+  },
 ): Promise<RunningWorker> {
   if (!runtimeInstalled) {
     Runtime.install({
@@ -52,7 +57,7 @@ export async function startWorker(
     namespace: deps.config.TEMPORAL_NAMESPACE,
     taskQueue: deps.temporal.taskQueue,
     ...(options.bundle ? { workflowBundle: options.bundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(deps),
+    activities: (options.wrapActivities ?? ((activities: Activities) => activities))(createActivities(deps)),
     shutdownGraceTime: `${deps.config.SHUTDOWN_GRACE_SECONDS}s`,
   });
   const running = worker.run();

@@ -110,6 +110,7 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   UPSTREAM_UNAVAILABLE: () => failure(502, PAYIN_MESSAGES.upstreamUnavailable),
   PAYIN_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.topUpNotFound),
   PAYIN_FAILED: systemError,
+  SETTLEMENT_NOT_AUTHORIZED: systemError,
   // Operator-only or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,
   PERMISSION_DENIED: systemError,

@@ -8,8 +8,9 @@ import type { Knex } from '../../db/knex';
 import { amountJson, percentOf, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { recordWebhookEvent, startWebhookDeliveries } from '../../webhooks';
-import { payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
-import { lockPayin, markSettled, setPayinStatus, type PayinRow } from './store';
+import { ApplicationFailure } from '@temporalio/common';
+import { payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
+import { hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, type PayinRow } from './store';
 
 /** Stable webhook id (X-Webhook-Id, also the WebhookDeliveryWorkflow id) of one event of one payin. */
 export function webhookIdOf(invoice_reference: string, event: PayinEvent): string {
@@ -92,6 +93,10 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
         if (!payin || payin.status === 'failed') return { webhook_id: null };
         if (payin.status === 'success') return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
         const paid = BigInt(input.amount_units);
+        // The signal's amount is not authority: the applied upstream notification recorded by the service is.
+        if (!(await hasAppliedSettlement(trx, payin.invoice_reference, { amount_units: paid, trx_ref: input.trx_ref }))) {
+          throw ApplicationFailure.nonRetryable(`no applied notification of ${paid} for ${payin.invoice_reference}`, 'SETTLEMENT_NOT_AUTHORIZED' satisfies PayinReason);
+        }
         const fee = percentOf(paid, payin.payin_fee_percent);
         const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee);
         const settled: PayinRow = {

@@ -26,6 +26,11 @@ export const PAYIN_REASONS = {
   PAYIN_FAILED: 'internal',
   /** No payin with this out_trade_no or invoice_reference. */
   PAYIN_NOT_FOUND: 'not_found',
+  /**
+   * A settlement with no applied upstream notification of that amount and trx_ref: workflows never trust an amount
+   * a signal carries, so the settlement moves nothing.
+   */
+  SETTLEMENT_NOT_AUTHORIZED: 'failed_precondition',
   /** A notification's X-Upstream-Signature does not match its body. */
   UPSTREAM_SIGNATURE_INVALID: 'unauthenticated',
 } as const;

@@ -107,6 +107,22 @@ export async function insertNotification(database: Knex, notification: NewNotifi
   return inserted.length > 0;
 }
 
+/**
+ * True when an applied success notification of the payin carries exactly this amount (minor units) and trx_ref: the
+ * authority a settlement needs before it moves money.
+ */
+export async function hasAppliedSettlement(
+  trx: Knex.Transaction,
+  invoice_reference: string,
+  payment: { amount_units: bigint; trx_ref: string },
+): Promise<boolean> {
+  const row = await trx('upstream_notifications')
+    .where({ invoice_reference, status: 'success', outcome: 'applied', amount_units: payment.amount_units.toString() })
+    .andWhere((query) => (payment.trx_ref ? query.where({ trx_ref: payment.trx_ref }) : query.whereNull('trx_ref')))
+    .first('id');
+  return row !== undefined;
+}
+
 export async function setNotificationOutcome(database: Knex, idempotency_key: string, outcome: 'applied' | 'ignored'): Promise<void> {
   await database('upstream_notifications').where({ idempotency_key }).update({ outcome });
 }
