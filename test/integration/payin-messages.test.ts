@@ -118,4 +118,51 @@ describe('PayinWorkflow messages', () => {
     expect(await walletUnits()).toBe(before);
     expect((await harness.platform.deps.ledger.check()).ok).toBe(true);
   }, 40_000);
+
+  it('re-drives the signal of an applied notification when its repeat arrives and the payin does not show it', async () => {
+    const before = await walletUnits();
+    const invoice_reference = await create('6');
+    const trx_ref = `TRX-REDRIVE-${invoice_reference}`;
+    const body = JSON.stringify({ invoice_reference, status: 'success', amount: 6, currency: 'USDT', trx_ref });
+    // The notification was recorded and marked applied, then its signal never reached Temporal (it was down, or the
+    // process died right after the commit): exactly the row the first delivery leaves behind.
+    await harness.platform.deps.database('upstream_notifications').insert({
+      idempotency_key: `${invoice_reference}|success|${trx_ref}|6000000`,
+      invoice_reference,
+      status: 'success',
+      amount_units: '6000000',
+      trx_ref,
+      raw_body: body,
+      outcome: 'applied',
+    });
+    const repeat = await post(harness.platform.facadeUrl, '/api/v1/upstream/notifications', body, {
+      'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, body),
+    });
+    expect(repeat.status).toBe(200);
+    expect(repeat.json.data).toMatchObject({ applied: false });
+    const settled = await eventually(async () => ((await payin(invoice_reference))?.status === 'success' ? payin(invoice_reference) : undefined), 20_000);
+    expect(settled).toMatchObject({ paid_amount_units: 6_000_000n, trx_ref });
+    expect((await walletUnits()) - before).toBe(6_000_000n - 60_000n);
+  }, 40_000);
+
+  it('credits and announces a second payment to a settled payin, once', async () => {
+    const invoice_reference = await create('7');
+    expect((await notify(invoice_reference, '7', `TRX-FIRST-${invoice_reference}`)).json.data).toMatchObject({ applied: true });
+    await eventually(async () => (await payin(invoice_reference))?.status === 'success', 20_000);
+    const before = await walletUnits();
+    const second = await notify(invoice_reference, '2', `TRX-SECOND-${invoice_reference}`);
+    expect(second.json.data).toMatchObject({ applied: true });
+    const [announced] = await harness.receiver.waitFor(
+      (received) => received.some((item) => item.json.event === 'payin.additional_payment' && item.json.data.invoice_reference === invoice_reference),
+      20_000,
+    ).then((received) => received.filter((item) => item.json.event === 'payin.additional_payment' && item.json.data.invoice_reference === invoice_reference));
+    expect(announced!.json.data).toMatchObject({ amount: 2, fee: 0.02, trx_ref: `TRX-SECOND-${invoice_reference}`, status: 'success' });
+    expect(announced!.signature_valid).toBe(true);
+    expect((await walletUnits()) - before).toBe(2_000_000n - 20_000n);
+    // The provider repeats the second notification: nothing moves again.
+    expect((await notify(invoice_reference, '2', `TRX-SECOND-${invoice_reference}`)).json.data).toMatchObject({ applied: false });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await walletUnits()) - before).toBe(2_000_000n - 20_000n);
+    expect(await payin(invoice_reference)).toMatchObject({ status: 'success', paid_amount_units: 7_000_000n });
+  }, 40_000);
 });

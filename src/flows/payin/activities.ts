@@ -9,12 +9,43 @@ import { amountJson, percentOf, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { recordWebhookEvent, startWebhookDeliveries } from '../../webhooks';
 import { ApplicationFailure } from '@temporalio/common';
-import { payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
+import { createHash } from 'node:crypto';
+import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
 import { hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, type PayinRow } from './store';
 
+/** The events that announce a change of the payin's status. */
+type PayinStatusEvent = Exclude<PayinEvent, 'payin.additional_payment'>;
+
 /** Stable webhook id (X-Webhook-Id, also the WebhookDeliveryWorkflow id) of one event of one payin. */
-export function webhookIdOf(invoice_reference: string, event: PayinEvent): string {
+export function webhookIdOf(invoice_reference: string, event: PayinStatusEvent): string {
   return `WH-${invoice_reference.replace(/^PAYIN-/, '')}-${event.split('.')[1]!.toUpperCase()}`;
+}
+
+/** Stable webhook id of the announcement of one additional payment (by its upstream trx_ref and amount). */
+export function additionalPaymentWebhookId(invoice_reference: string, payment: { trx_ref: string; amount_units: bigint }): string {
+  const digest = createHash('sha256').update(`${payment.trx_ref}|${payment.amount_units}`).digest('hex').slice(0, 16).toUpperCase();
+  return `WH-${invoice_reference.replace(/^PAYIN-/, '')}-ADDITIONAL-${digest}`;
+}
+
+/**
+ * The body announcing an additional payment: the payin as settled, with `amount`, `fee` and `trx_ref` of this
+ * payment (minor units formatted in the currency).
+ */
+export function additionalPaymentBody(payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }): string {
+  return stringifyJson({
+    success: true,
+    code: 200,
+    event: 'payin.additional_payment',
+    data: {
+      trx_ref: payment.trx_ref || null,
+      amount: amountJson(payment.amount_units, payin.currency),
+      currency: payin.currency,
+      fee: amountJson(payment.fee_units, payin.currency),
+      invoice_reference: payin.invoice_reference,
+      out_trade_no: payin.out_trade_no,
+      status: payin.status,
+    },
+  });
 }
 
 /**
@@ -22,7 +53,7 @@ export function webhookIdOf(invoice_reference: string, event: PayinEvent): strin
  * in the interface's order. For expired/closed payins nothing was received: amount and fee are 0 and
  * original_amount is the requested amount.
  */
-export function webhookBody(payin: PayinRow, event: PayinEvent): string {
+export function webhookBody(payin: PayinRow, event: PayinStatusEvent): string {
   const paid = payin.status === 'success' ? (payin.paid_amount_units ?? 0n) : 0n;
   const data: Record<string, unknown> = {
     trx_ref: payin.trx_ref,
@@ -38,7 +69,7 @@ export function webhookBody(payin: PayinRow, event: PayinEvent): string {
   return stringifyJson({ success: true, code: 200, event, data });
 }
 
-function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinEvent): Promise<string> {
+function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinStatusEvent): Promise<string> {
   return recordWebhookEvent(trx, {
     id: webhookIdOf(payin.invoice_reference, event),
     merchant_id: payin.merchant_id,
@@ -48,8 +79,15 @@ function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinEv
   });
 }
 
-/** Credits `paid` to the merchant's wallet and charges `fee`, in one ledger transaction; returns its id. */
-async function postSettlement(deps: Pick<PlatformDeps, 'ledger'>, trx: Knex.Transaction, payin: PayinRow, paid: bigint, fee: bigint): Promise<string> {
+/** Credits `paid` to the merchant's wallet and charges `fee`, in one ledger transaction under `idempotency_key`. */
+async function postSettlement(
+  deps: Pick<PlatformDeps, 'ledger'>,
+  trx: Knex.Transaction,
+  payin: PayinRow,
+  paid: bigint,
+  fee: bigint,
+  idempotency_key: string,
+): Promise<string> {
   const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: payin.merchant_id, currency: payin.currency, kind: 'wallet' }, trx);
   const settlement = await deps.ledger.platformAccount('settlement', payin.currency, trx);
   // settlement → merchant wallet: the paid amount; merchant wallet → fee_revenue: the fee. One transaction.
@@ -63,7 +101,7 @@ async function postSettlement(deps: Pick<PlatformDeps, 'ledger'>, trx: Knex.Tran
   }
   const transaction = await deps.ledger.transfer(
     {
-      idempotency_key: payinSettlementIdempotencyKey(payin.invoice_reference),
+      idempotency_key,
       description: `payin ${payin.invoice_reference} settled (paid ${paid}, fee ${fee})`,
       postings: postings.filter((posting) => posting.amount_units !== 0n),
       metadata: { invoice_reference: payin.invoice_reference, paid_units: paid.toString(), fee_units: fee.toString() },
@@ -75,7 +113,7 @@ async function postSettlement(deps: Pick<PlatformDeps, 'ledger'>, trx: Knex.Tran
 
 export function createPayinActivities(deps: PlatformDeps): PayinActivities {
   /** waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing. */
-  async function transition(invoice_reference: string, status: 'expired' | 'close', event: PayinEvent): Promise<PayinTransition> {
+  async function transition(invoice_reference: string, status: 'expired' | 'close', event: PayinStatusEvent): Promise<PayinTransition> {
     return deps.database.transaction(async (trx) => {
       const payin = await lockPayin(trx, invoice_reference);
       if (!payin) return { webhook_id: null };
@@ -91,14 +129,28 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
       return deps.database.transaction(async (trx) => {
         const payin = await lockPayin(trx, input.invoice_reference);
         if (!payin || payin.status === 'failed') return { webhook_id: null };
-        if (payin.status === 'success') return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
         const paid = BigInt(input.amount_units);
+        const sameAsSettled = payin.status === 'success' && payin.paid_amount_units === paid && (payin.trx_ref ?? '') === (input.trx_ref || (payin.trx_ref ?? ''));
+        if (sameAsSettled) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
         // The signal's amount is not authority: the applied upstream notification recorded by the service is.
         if (!(await hasAppliedSettlement(trx, payin.invoice_reference, { amount_units: paid, trx_ref: input.trx_ref }))) {
           throw ApplicationFailure.nonRetryable(`no applied notification of ${paid} for ${payin.invoice_reference}`, 'SETTLEMENT_NOT_AUTHORIZED' satisfies PayinReason);
         }
         const fee = percentOf(paid, payin.payin_fee_percent);
-        const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee);
+        if (payin.status === 'success') {
+          // Money received for a payin already settled is credited and announced, never dropped (§4).
+          await postSettlement(deps, trx, payin, paid, fee, additionalPaymentIdempotencyKey(payin.invoice_reference, input));
+          return {
+            webhook_id: await recordWebhookEvent(trx, {
+              id: additionalPaymentWebhookId(payin.invoice_reference, { trx_ref: input.trx_ref, amount_units: paid }),
+              merchant_id: payin.merchant_id,
+              subject_reference: payin.invoice_reference,
+              event: 'payin.additional_payment',
+              body: additionalPaymentBody(payin, { trx_ref: input.trx_ref, amount_units: paid, fee_units: fee }),
+            }),
+          };
+        }
+        const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, payinSettlementIdempotencyKey(payin.invoice_reference));
         const settled: PayinRow = {
           ...payin,
           status: 'success',

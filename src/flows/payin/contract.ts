@@ -39,8 +39,11 @@ export type PayinReason = keyof typeof PAYIN_REASONS;
 /** A payin's lifecycle; `failed` = the upstream refused it (kept for audit, does not hold its out_trade_no). */
 export type PayinStatus = 'waiting' | 'success' | 'expired' | 'close' | 'failed';
 
-/** The webhook events of a payin (platform decisions §5). */
-export type PayinEvent = 'payin.success' | 'payin.expired' | 'payin.closed';
+/**
+ * The webhook events of a payin (platform decisions §5). `payin.additional_payment` announces money received for a
+ * payin that was already settled (a second payment, or another amount): it is credited too, never dropped.
+ */
+export type PayinEvent = 'payin.success' | 'payin.expired' | 'payin.closed' | 'payin.additional_payment';
 
 export interface PayinWorkflowInput {
   invoice_reference: string;
@@ -74,6 +77,11 @@ export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';
 /** The ledger idempotency key of a payin's settlement: a retried settlement never credits twice. */
 export function payinSettlementIdempotencyKey(invoice_reference: string): string {
   return `payin:${invoice_reference}:settle`;
+}
+
+/** The ledger idempotency key of a payment received after the payin was settled (one per upstream payment). */
+export function additionalPaymentIdempotencyKey(invoice_reference: string, payment: SettledSignalInput): string {
+  return `payin:${invoice_reference}:additional:${payment.trx_ref}:${payment.amount_units}`;
 }
 
 /** Result of a payin transition: the webhook event to deliver, or null when nothing changed. */

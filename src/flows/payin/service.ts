@@ -20,11 +20,12 @@ import type { PlatformDeps } from '../../platform-deps';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, PAYIN_REASONS, settledSignal, type PayinReason } from './contract';
+import { closedSignal, PAYIN_REASONS, settledSignal, type PayinReason, type PayinWorkflowInput } from './contract';
 import { payinWorkflowInputOf } from './outbox';
 import {
   findLatestPayin,
   findPayin,
+  findNotificationOutcome,
   insertNotification,
   insertPayinWithOutbox,
   markPayinFailed,
@@ -93,7 +94,30 @@ function readNotification(signed_body: Uint8Array) {
   return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref };
 }
 
+/** True when the payin already shows this notification's effect (settled by this payment, or closed). */
+function shows(payin: PayinRow, notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string }): boolean {
+  if (notification.status === 'close') return payin.status !== 'waiting';
+  return payin.status === 'success' && payin.paid_amount_units === notification.amount_units && (!notification.trx_ref || payin.trx_ref === notification.trx_ref);
+}
+
 export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
+  /**
+   * Signals the payin's workflow with signal-with-start: a payin whose run completed (expired, or settled by another
+   * payment) gets a new run, which credits the payment late.
+   */
+  async function signalPayin(payin: PayinRow, notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string }): Promise<void> {
+    const start = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+    if (notification.status === 'success') {
+      await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+        ...start,
+        signal: settledSignal,
+        signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+      });
+    } else {
+      await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...start, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+    }
+  }
+
   /**
    * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (this service's own cache). Only active
    * merchants are kept: an unknown or suspended key is looked up every time, and a suspension (or a fee change)
@@ -235,27 +259,20 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
         trx_ref: trx_ref || null,
         raw_body: Buffer.from(request.signedBody).toString('utf8'),
       });
-      if (!recorded) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
-      // A success is applied to a waiting, expired (late) or closed payin; a close only to a waiting one.
-      const applies = status === 'success' ? payin.status !== 'success' : payin.status === 'waiting';
+      const outcome = recorded ? 'received' : await findNotificationOutcome(deps.database, idempotency_key);
+      if (outcome === 'ignored') return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      if (outcome === 'applied') {
+        // A repeat of an applied notification changes nothing, but its signal may never have reached the workflow
+        // (Temporal down, or this process died after the commit): re-drive it while the payin does not show it.
+        if (!shows(payin, { status, amount_units, trx_ref })) await signalPayin(payin, { status, amount_units, trx_ref });
+        return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      }
+      // Money received is never dropped: a success applies to any live payin, even one settled by another payment
+      // (credited as an additional payment); a close only to a waiting one.
+      const applies = status === 'success' || payin.status === 'waiting';
       await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
       if (!applies) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
-      const start = { taskQueue: deps.temporal.taskQueue, workflowId: invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as const };
-      if (status === 'success') {
-        await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-          ...start,
-          args: [...start.args],
-          signal: settledSignal,
-          signalArgs: [{ amount_units: amount_units.toString(), trx_ref }],
-        });
-      } else {
-        await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-          ...start,
-          args: [...start.args],
-          signal: closedSignal,
-          signalArgs: [{ trx_ref }],
-        });
-      }
+      await signalPayin(payin, { status, amount_units, trx_ref });
       return { applied: true, invoiceReference: invoice_reference, status };
     },
 

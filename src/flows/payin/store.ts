@@ -107,6 +107,12 @@ export async function insertNotification(database: Knex, notification: NewNotifi
   return inserted.length > 0;
 }
 
+/** The recorded outcome of a notification by its idempotency key, or undefined. */
+export async function findNotificationOutcome(database: Knex, idempotency_key: string): Promise<'received' | 'applied' | 'ignored' | undefined> {
+  const row = await database('upstream_notifications').where({ idempotency_key }).first('outcome');
+  return row?.outcome;
+}
+
 /**
  * True when an applied success notification of the payin carries exactly this amount (minor units) and trx_ref: the
  * authority a settlement needs before it moves money.
