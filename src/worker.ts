@@ -4,7 +4,7 @@
  */
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type Activities } from './activities';
-import type { PlatformDeps } from './platform';
+import type { PlatformDeps } from './platform-deps';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 

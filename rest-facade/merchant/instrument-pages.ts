@@ -26,6 +26,8 @@ function notFoundOr(ctx: FacadeContext, error: unknown, answer: () => void): voi
 /** Adds the activation routes to the Area C router. */
 export function registerInstrumentPages(router: Router<FacadeState>): void {
   router.get('/instruments/bank-accounts/:token/activation-qr.png', async (ctx) => {
+    // A token that cannot be one is answered like an unknown one, before any RPC.
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(ctx.params.token ?? '')) return sendHtml(ctx, 404, activationNotFoundPage());
     const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
     try {
       const answer = await ctx.state.clients.instrument.getBankAccountActivation({ token: ctx.params.token }, callOptions);
@@ -34,11 +36,7 @@ export function registerInstrumentPages(router: Router<FacadeState>): void {
       ctx.set('Cache-Control', 'no-store');
       ctx.body = await renderQrPng(answer.activationUrl);
     } catch (error) {
-      notFoundOr(ctx, error, () => {
-        ctx.status = 404;
-        ctx.type = 'text/plain';
-        ctx.body = 'Not Found';
-      });
+      notFoundOr(ctx, error, () => sendHtml(ctx, 404, activationNotFoundPage()));
     }
   });
 

@@ -11,9 +11,12 @@
  */
 import type Router from '@koa/router';
 import { readCardForm } from './contract';
-import { faultPage } from '../../src/web/deposit-pages';
+import { faultPage, notFoundPage } from '../../src/web/deposit-pages';
 import type { FacadeContext, FacadeState } from '../app';
 import { sendHtml } from '../html-response';
+
+/** A page token as the platform issues them (deposit and preorder tokens); anything else is an unknown page. */
+const PAGE_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** Passes a page the service rendered through (a missing page is a fault). */
 function sendPage(ctx: FacadeContext, page: { statusCode: number; html: string } | undefined): void {
@@ -21,6 +24,8 @@ function sendPage(ctx: FacadeContext, page: { statusCode: number; html: string }
 }
 
 async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<void> {
+  // The hosted pages' gate: a token that cannot be one is answered like an unknown one, before any RPC.
+  if (!PAGE_TOKEN.test(ctx.params.token ?? '')) return sendHtml(ctx, 404, notFoundPage());
   try {
     await render();
   } catch (error) {

@@ -8,6 +8,7 @@ import { Code } from '@connectrpc/connect';
 import type { CommonReason } from '../../src/errors';
 import type { PreTransferReason } from '../../src/flows/pre-transfer/contract';
 import type { RpcFailure } from '../../src/rpc/errors';
+import { hasControlCharacters } from '../../src/text';
 
 /** Field sizes of the interface's Limits table. */
 export const AREA_A_LIMITS = {
@@ -123,6 +124,7 @@ export function checkField(body: Body, field: string, kind: FieldKind, maxLength
   const value = body[field];
   if (value === undefined || value === null || value === '') return `${field} is required`;
   if (typeof value !== 'string') return `${field} must be a string`;
+  if (hasControlCharacters(value)) return `${field} must not contain control characters`;
   if (value.length > maxLength) return `${field} must be at most ${maxLength} characters`;
   if (kind === 'alpha' && !ALPHA.test(value)) return `${field} must contain only letters and digits`;
   if (kind === 'receiver' && !/^\+?[A-Za-z0-9]+$/.test(value)) return `${field} must be a user id or a phone number`;

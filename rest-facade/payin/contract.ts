@@ -8,6 +8,7 @@ import type { CommonReason, FieldViolations } from '../../src/errors';
 import type { PayinReason } from '../../src/flows/payin/contract';
 import type { WebhookReason } from '../../src/webhooks/contract';
 import { AmountError, parseJsonLossless, readAmount, type AmountProblem } from '../../src/money';
+import { hasControlCharacters } from '../../src/text';
 
 /** Area B route names used in the messages table. */
 export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications';
@@ -69,7 +70,8 @@ const AMOUNT_MESSAGES: Record<AmountProblem, string> = {
  * problem); these are their messages (platform decisions §4).
  */
 const NOTIFICATION_FIELD_MESSAGES: Record<string, Record<string, string>> = {
-  invoice_reference: { required: 'The invoice reference field is required.' },
+  invoice_reference: { required: 'The invoice reference field is required.', invalid: 'The selected invoice reference is invalid.' },
+  trx_ref: { required: 'The trx ref field is required.', invalid: 'The trx ref must be a string of at most 255 characters without control characters.' },
   status: { invalid: 'The selected status is invalid.' },
   currency: { invalid: 'The selected currency is invalid.' },
   amount: AMOUNT_MESSAGES,
@@ -180,6 +182,7 @@ export function readCreatePayin(raw: string): { fields: CreatePayinFields } | { 
   let memo: string | undefined;
   if (body.memo !== undefined && body.memo !== null) {
     if (typeof body.memo !== 'string') errors.memo = ['The memo must be a string.'];
+    else if (hasControlCharacters(body.memo)) errors.memo = ['The memo must not contain control characters.'];
     else if (characters(body.memo) > PAYIN_LIMITS.memoMaxLength) errors.memo = ['The memo must not be greater than 255 characters.'];
     else memo = body.memo;
   }
@@ -188,6 +191,8 @@ export function readCreatePayin(raw: string): { fields: CreatePayinFields } | { 
     errors.out_trade_no = ['The out trade no field is required.'];
   } else if (typeof body.out_trade_no !== 'string') {
     errors.out_trade_no = ['The out trade no must be a string.'];
+  } else if (hasControlCharacters(body.out_trade_no)) {
+    errors.out_trade_no = ['The out trade no must not contain control characters.'];
   } else if (characters(body.out_trade_no) > PAYIN_LIMITS.outTradeNoMaxLength) {
     errors.out_trade_no = ['The out trade no must not be greater than 255 characters.'];
   } else {
@@ -205,6 +210,10 @@ export function readPayinStatus(raw: string): { out_trade_no: string } | { error
     return { errors: { out_trade_no: ['The out trade no field is required.'] } };
   }
   if (typeof out_trade_no !== 'string') return { errors: { out_trade_no: ['The out trade no must be a string.'] } };
+  if (hasControlCharacters(out_trade_no)) return { errors: { out_trade_no: ['The out trade no must not contain control characters.'] } };
+  if (characters(out_trade_no) > PAYIN_LIMITS.outTradeNoMaxLength) {
+    return { errors: { out_trade_no: ['The out trade no must not be greater than 255 characters.'] } };
+  }
   return { out_trade_no };
 }
 

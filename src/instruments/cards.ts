@@ -20,9 +20,10 @@ export const CARD_MESSAGES = {
 } as const;
 
 /** Drops spaces and hyphens; returns the digits when only digits remain, else undefined. */
+/** The digits of a number written with optional spaces or dashes between digit groups (never a sign). */
 function digitsOf(text: string): string | undefined {
-  const compact = text.replace(/[\s-]/g, '');
-  return /^\d+$/.test(compact) ? compact : undefined;
+  if (!/^\d(?:[\d -]*\d)?$/.test(text)) return undefined;
+  return text.replace(/[ -]/g, '');
 }
 
 /** Luhn (mod 10) check of a digit string. */

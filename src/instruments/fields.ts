@@ -20,7 +20,7 @@ function encrypted(reader: FieldReader, field: string): string | undefined {
 function bankId(reader: FieldReader): string | undefined {
   const value = reader.body.bank_id;
   if (value === undefined || value === null || value === '') return reader.fail('bank_id', MESSAGES.required('bank_id'));
-  const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value.trim() : undefined;
+  const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
   if (text === undefined || !/^[1-9]\d{0,17}$/.test(text)) return reader.fail('bank_id', BANK_ID_INVALID);
   return text;
 }

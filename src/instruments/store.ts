@@ -11,7 +11,8 @@
 import type { Knex } from 'knex';
 import { randomToken } from '../crypto/secrets';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
+import { hasControlCharacters } from '../text';
 import { CARD_MESSAGES, cardBrand, isExpired, lastFour, normalizeCardNumber, type Expiry } from './cards';
 import { openNumber, sealNumber } from './vault';
 
@@ -43,6 +44,7 @@ export const INSTRUMENT_MESSAGES = {
   tokenInvalid: 'The selected token is invalid.',
   notActivated: 'The bank account is not activated yet.',
   holderName: 'The holder_name field is required.',
+  holderNameInvalid: 'The holder_name is invalid.',
   holderNameMax: (max: number) => `The holder_name may not be greater than ${max} characters.`,
 } as const;
 
@@ -194,6 +196,7 @@ export async function insertInstrument(
 export function checkHolderName(value: string, problems: FieldViolations, field = 'holder_name'): string {
   const name = value.trim();
   if (!name) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderName);
+  else if (hasControlCharacters(name)) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderNameInvalid);
   else if (name.length > HOLDER_NAME_MAX) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderNameMax(HOLDER_NAME_MAX));
   return name;
 }

@@ -7,7 +7,7 @@ import { DomainError, invalidFields } from '../errors';
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
 import { notFound } from './common';
 import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
 import { createPartner, getPartner } from './partners';

@@ -8,7 +8,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatAmount } from '../money';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
 import { createMerchant } from './merchants';
 import { createPartner } from './partners';
 import { createUser } from './users';

@@ -20,7 +20,7 @@ import {
   verifyPassword,
 } from '../crypto/secrets';
 import type { Currency } from '../money';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
 import { isHttpUrl } from '../web/url';
 import { normalizeRsaPublicKey, notFound, requireText } from './common';
 

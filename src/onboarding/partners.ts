@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import { DomainError } from '../errors';
 import { constantTimeEqual, hashPassword, matchesSha256, randomAlphanumeric, randomToken, sha256Hex, verifyPassword } from '../crypto/secrets';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
 import { MAX_AMOUNT_UNITS } from '../money';
 import { normalizeRsaPublicKey, requireText } from './common';
 

@@ -8,7 +8,7 @@ import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import { randomAlphanumeric, randomToken } from '../crypto/secrets';
 import { isCurrency, type Currency } from '../money';
-import type { PlatformDeps } from '../platform';
+import type { PlatformDeps } from '../platform-deps';
 import { isUniqueViolation, notFound } from './common';
 
 export type UserStatus = 'active' | 'inactive';
@@ -77,8 +77,11 @@ function toUser(row: UserRow): User {
  */
 export function normalizePhone(text: string): string | undefined {
   if (typeof text !== 'string') return undefined;
-  const compact = text.trim().replace(/[\s().-]/g, '');
-  if (!/^\+?\d{6,17}$/.test(compact)) return undefined;
+  // Separators only between digits: a sign, a leading or trailing separator or a control character is no phone.
+  if (!/^\+?\d(?:[\d ().-]*\d)?$/.test(text)) return undefined;
+  const compact = text.replace(/[\s().-]/g, '');
+  // The documented forms (platform decisions §6): local 0…, international 855… or +…; nothing else is guessed.
+  if (!/^(?:0\d{5,16}|855\d{3,14}|\+\d{6,17})$/.test(compact)) return undefined;
   const candidate = compact.startsWith('855') ? `+${compact}` : compact;
   const parsed = parsePhoneNumberFromString(candidate, 'KH');
   return parsed && parsed.isValid() ? parsed.number : undefined;

@@ -294,7 +294,12 @@ describe('upstream notifications and webhooks', () => {
     expect(response.json).toEqual({
       success: false,
       message: 'Validation errors',
-      errors: { invoice_reference: ['The invoice reference field is required.'], status: ['The selected status is invalid.'] },
+      errors: {
+        invoice_reference: ['The invoice reference field is required.'],
+        status: ['The selected status is invalid.'],
+        // platform decisions §4: every notification carries its trx_ref string.
+        trx_ref: ['The trx ref field is required.'],
+      },
     });
   });
 

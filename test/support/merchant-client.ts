@@ -6,7 +6,7 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
 import { createMerchant, type Merchant, type MerchantCredentials } from '../../src/onboarding';
-import type { PlatformDeps } from '../../src/platform';
+import type { PlatformDeps } from '../../src/platform-deps';
 
 export interface MerchantClientOptions {
   baseUrl: string;

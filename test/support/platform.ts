@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
-import type { PlatformDeps } from '../../src/platform';
+import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { runRoles, type Role } from '../../src/runtime';
 

@@ -36,6 +36,12 @@ export const PAYIN_REASONS = {
 } as const;
 export type PayinReason = keyof typeof PAYIN_REASONS;
 
+/** Field limits of an upstream notification (platform decisions §4; the columns are at least this wide). */
+export const NOTIFICATION_LIMITS = {
+  invoice_reference: 32,
+  trx_ref: 255,
+} as const;
+
 /** A payin's lifecycle; `failed` = the upstream refused it (kept for audit, does not hold its out_trade_no). */
 export type PayinStatus = 'waiting' | 'success' | 'expired' | 'close' | 'failed';
 

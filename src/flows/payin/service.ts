@@ -14,13 +14,14 @@ import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import type { PayinService } from '../../gen/payments/payin/v1/payin_pb';
-import { AmountError, CURRENCIES, decimalsOf, parseJsonLossless, percentOf, readAmount } from '../../money';
+import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
+import { hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, PAYIN_REASONS, settledSignal, type PayinReason, type PayinWorkflowInput } from './contract';
+import { closedSignal, NOTIFICATION_LIMITS, PAYIN_REASONS, settledSignal, type PayinReason, type PayinWorkflowInput } from './contract';
 import { payinWorkflowInputOf } from './outbox';
 import {
   findLatestPayin,
@@ -64,6 +65,7 @@ function payinMessage(row: PayinRow) {
   };
 }
 
+
 /** A notification's fields, read from verified bytes; each refused field names its problem. */
 function readNotification(signed_body: Uint8Array) {
   let body: Record<string, unknown> | undefined;
@@ -74,24 +76,34 @@ function readNotification(signed_body: Uint8Array) {
     body = undefined;
   }
   if (!body) throw invalidFields({ body: ['The request body must be a JSON object.'] });
+  // Field by field, before anything is recorded: a validly signed body is still checked against §4's shape.
   const fields: FieldViolations = {};
   const invoice_reference = body.invoice_reference;
-  if (typeof invoice_reference !== 'string' || invoice_reference === '') fields.invoice_reference = ['required'];
+  if (invoice_reference === undefined || invoice_reference === null || invoice_reference === '') fields.invoice_reference = ['required'];
+  else if (typeof invoice_reference !== 'string' || invoice_reference.length > NOTIFICATION_LIMITS.invoice_reference || hasControlCharacters(invoice_reference)) {
+    fields.invoice_reference = ['invalid'];
+  }
   const status = body.status;
   if (status !== 'success' && status !== 'close') fields.status = ['invalid'];
   let amount_units = 0n;
   if (status === 'success') {
-    try {
-      amount_units = readAmount(body.amount, 'USDT');
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      fields.amount = [error.problem];
+    if (!isLosslessNumber(body.amount)) {
+      fields.amount = ['not_a_number'];
+    } else {
+      try {
+        amount_units = readAmount(body.amount, 'USDT');
+      } catch (error) {
+        if (!(error instanceof AmountError)) throw error;
+        fields.amount = [error.problem];
+      }
     }
   }
   if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
-  const trx_ref = typeof body.trx_ref === 'string' ? body.trx_ref : '';
+  const trx_ref = body.trx_ref;
+  if (trx_ref === undefined || trx_ref === null || trx_ref === '') fields.trx_ref = ['required'];
+  else if (typeof trx_ref !== 'string' || [...trx_ref].length > NOTIFICATION_LIMITS.trx_ref || hasControlCharacters(trx_ref)) fields.trx_ref = ['invalid'];
   if (Object.keys(fields).length > 0) throw invalidFields(fields);
-  return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref };
+  return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref: trx_ref as string };
 }
 
 /** True when the payin already shows this notification's effect (settled by this payment, or closed). */

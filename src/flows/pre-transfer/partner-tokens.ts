@@ -26,8 +26,22 @@ export function issueAccessToken(key: Uint8Array, partner_id: string, expire_in_
     .sign(key);
 }
 
-/** The partner id of a valid, unexpired token; undefined for anything else (never throws). */
+/** Compact JWS: three base64url segments, nothing else (no padding, whitespace or other bytes anywhere). */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const MAX_TOKEN_LENGTH = 1200;
+
+/** True when every segment is the canonical base64url of its bytes (decoding and encoding again gives it back). */
+function canonicalSegments(token: string): boolean {
+  return token.split('.').every((segment) => Buffer.from(segment, 'base64url').toString('base64url') === segment);
+}
+
+/**
+ * The partner id of a valid, unexpired token; undefined for anything else (never throws). The token must be the
+ * issued bytes exactly: a strict compact JWS whose segments round-trip, so no appended, inserted or padded byte is
+ * ever accepted.
+ */
 export async function verifyAccessToken(key: Uint8Array, token: string): Promise<string | undefined> {
+  if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token) || !canonicalSegments(token)) return undefined;
   try {
     const verified = await jwtVerify(token, key, {
       algorithms: ['HS256'],

@@ -4,6 +4,7 @@
  * field under its own name. Shared by the façade (translation) and the service (business checks use the same
  * messages). No I/O.
  */
+import { hasControlCharacters } from '../../text';
 import { isHttpUrl } from '../../web/url';
 import { DomainError, invalidFields, type FieldViolations } from '../../errors';
 import { isLosslessNumber, readAmount, type Currency } from '../../money';
@@ -53,7 +54,9 @@ export const MESSAGES = {
   userNotFound: (field: string) => `The selected ${field} is invalid.`,
   insufficientFunds: 'Insufficient balance.',
   unknownService: (service: string) => `The service "${service}" is not supported.`,
+  controlCharacters: (field: string) => `The ${field} must not contain control characters.`,
 } as const;
+
 
 /** Collects field violations; `finish()` throws them all at once. */
 export class FieldReader {
@@ -78,6 +81,7 @@ export class FieldReader {
       return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
     }
     if (typeof value !== 'string') return this.fail(field, MESSAGES.string(field));
+    if (hasControlCharacters(value)) return this.fail(field, MESSAGES.controlCharacters(field));
     const max = options.max ?? FIELD_MAX_LENGTH[field] ?? 255;
     if (value.length > max) return this.fail(field, MESSAGES.max(field, max));
     if (value.trim() === '') return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
@@ -90,7 +94,7 @@ export class FieldReader {
     if (value === undefined || value === null || value === '') {
       return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
     }
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value.trim() : undefined;
+    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
     if (text === undefined || !/^[1-9]\d{0,18}$/.test(text)) return this.fail(field, MESSAGES.integer(field));
     return text;
   }
@@ -136,7 +140,7 @@ export class FieldReader {
     if (value === undefined || value === null || value === '') {
       return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
     }
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value.trim() : undefined;
+    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
     if (text === undefined || !/^-?\d{1,9}$/.test(text)) return this.fail(field, MESSAGES.integer(field));
     const number = Number(text);
     if (number < options.min) return this.fail(field, MESSAGES.min(field, options.min));
@@ -173,7 +177,7 @@ export class FieldReader {
   percent(field: string): string | undefined {
     const value = this.body[field];
     if (value === undefined || value === null || value === '') return undefined;
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value.trim() : undefined;
+    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
     if (text === undefined || !/^\d{1,3}(\.\d{1,6})?$/.test(text) || Number(text) > 100) {
       return this.fail(field, MESSAGES.percent(field));
     }
