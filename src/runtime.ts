@@ -116,6 +116,7 @@ export async function runRoles(
       // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
       const clients = createPlatformClients(
         config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger) : `http://127.0.0.1:${config.RPC_PORT}`),
+        { timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000 },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config) });
       const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);

@@ -12,8 +12,6 @@ import type { FacadeContext, FacadeState } from '../app';
 import { payinErrorFor, readCreatePayin, readPayinStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';
 
-const RPC_TIMEOUT_MS = 60_000;
-
 function apiKeyOf(ctx: FacadeContext, allowApiKeyHeader: boolean): string {
   return ctx.get('X-API-Key') || (allowApiKeyHeader ? ctx.get('Api-Key') : '');
 }
@@ -37,7 +35,7 @@ function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): voi
  */
 async function sendFieldErrors(ctx: FacadeContext, route: PayinRoute, apiKey: string, errors: FieldViolations): Promise<void> {
   try {
-    await ctx.state.clients.payin.authenticateApiKey({ apiKey }, { timeoutMs: RPC_TIMEOUT_MS });
+    await ctx.state.clients.payin.authenticateApiKey({ apiKey });
   } catch (error) {
     return sendFailure(ctx, route, error);
   }
@@ -64,7 +62,6 @@ export function payinRouter(): Router<FacadeState> {
           outTradeNo: read.fields.out_trade_no,
           upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
         },
-        { timeoutMs: RPC_TIMEOUT_MS },
       );
       const currency = currencyOf(answer.currency);
       sendJson(ctx, 200, {
@@ -89,7 +86,7 @@ export function payinRouter(): Router<FacadeState> {
     const read = readPayinStatus(ctx.state.rawBody);
     if ('errors' in read) return sendFieldErrors(ctx, 'status', apiKey, read.errors);
     try {
-      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no }, { timeoutMs: RPC_TIMEOUT_MS });
+      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no });
       const currency = currencyOf(payin!.currency);
       sendJson(ctx, 200, {
         success: true,
@@ -111,7 +108,7 @@ export function payinRouter(): Router<FacadeState> {
 
   router.get('/api/v1/balance', async (ctx) => {
     try {
-      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) }, { timeoutMs: RPC_TIMEOUT_MS });
+      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) });
       sendJson(ctx, 200, {
         success: true,
         code: 200,
@@ -133,7 +130,6 @@ export function payinRouter(): Router<FacadeState> {
     try {
       const answer = await ctx.state.clients.payin.applyUpstreamNotification(
         { signedBody: Buffer.from(ctx.state.rawBody, 'utf8'), signature: ctx.get('X-Upstream-Signature') },
-        { timeoutMs: RPC_TIMEOUT_MS },
       );
       sendJson(ctx, 200, {
         success: true,

@@ -15,6 +15,7 @@ import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind
 import { formatAmount, isCurrency, type Currency } from '../../money';
 import { getMerchant, getUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { MESSAGES, WALLET_CURRENCIES } from '../wallet/fields';
 import { merchantUser } from '../wallet/activities';
@@ -297,11 +298,11 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
       let confirmation: DepositConfirmation;
       try {
-        confirmation = await deps.temporal.client.workflow
-          .getHandle<typeof depositWorkflow>(deposit.reference)
-          .executeUpdate(confirmWithPasswordUpdate, {
+        confirmation = await withRequestDeadline(deps, () =>
+          deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(deposit.reference).executeUpdate(confirmWithPasswordUpdate, {
             args: [{ sealed_password: sealDepositPassword(deps.keys.dataKey, deposit.reference, request.password) }],
-          });
+          }),
+        );
       } catch (error) {
         const rejection = rejectionOf(error);
         if (rejection) throw REJECTION_ERRORS[rejection]();
@@ -347,9 +348,9 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       if (!found) return { outcome: { case: 'page', value: { statusCode: 404, html: notFoundPage() } } };
       if (found.state === 'pending' && !lifetimeOver(found)) {
         try {
-          await deps.temporal.client.workflow
-            .getHandle<typeof depositWorkflow>(found.reference)
-            .executeUpdate(submitCardConfirmationUpdate);
+          await withRequestDeadline(deps, () =>
+            deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(found.reference).executeUpdate(submitCardConfirmationUpdate),
+          );
         } catch (error) {
           // Refused because the deposit ended meanwhile, or the workflow closed: the row tells the outcome.
           if (!rejectionOf(error) && !(error instanceof WorkflowNotFoundError)) {

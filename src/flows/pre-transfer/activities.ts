@@ -11,7 +11,7 @@ import type { Knex } from '../../db/knex';
 import type { Account, PendingTransfer } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
 import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
-import { findPartnerTransactionClash, lockPreTransfer, markConfirmed, markExpired } from './store';
+import { deletePreTransfer, findPartnerTransactionClash, lockPreTransfer, markConfirmed, markExpired } from './store';
 
 function nonRetryable(reason: PreTransferReason, detail: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(detail, reason);
@@ -63,6 +63,26 @@ export async function holdPreTransfer(
     }
     throw error;
   }
+}
+
+/**
+ * Releases the hold of a pre-transfer whose workflow never started, and forgets its row (so its out_trade_no is free
+ * again). A workflow that did start after all finds no row and does nothing. Repeats are no-ops.
+ */
+export async function releaseUnstartedPreTransfer(deps: Pick<PlatformDeps, 'database' | 'ledger'>, pre_transfer_id: string): Promise<void> {
+  await deps.database.transaction(async (trx) => {
+    const row = await lockPreTransfer(trx, pre_transfer_id);
+    if (!row || row.state !== 'pending') return;
+    try {
+      await deps.ledger.voidPendingTransfer(
+        { pending_transfer_id: row.pending_transfer_id, idempotency_key: preTransferIdempotencyKey(pre_transfer_id, 'void') },
+        trx,
+      );
+    } catch (error) {
+      if (!(error instanceof DomainError && error.reason === 'PENDING_TRANSFER_ALREADY_VOIDED')) throw error;
+    }
+    await deletePreTransfer(trx, pre_transfer_id);
+  });
 }
 
 export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' | 'ledger'>): PreTransferActivities {

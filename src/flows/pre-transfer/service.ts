@@ -12,14 +12,15 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { signRsa2 } from '../../crypto/rsa2';
 import { canonicalJson } from '../../crypto/rsa2-json';
-import { COMMON_REASONS, invalidFields, reasonError } from '../../errors';
+import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
 import { isCurrency, parseJsonLossless } from '../../money';
 import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { withRequestDeadline } from '../../temporal/deadline';
 import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
-import { findReceiverWallet, holdPreTransfer } from './activities';
+import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
 import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
 import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-tokens';
 import { findPartnerTransactionClash, findPreTransfer, insertPreTransfer, isExpired, type PreTransferRow } from './store';
@@ -125,8 +126,9 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
 
       const id = `PT${randomBytes(16).toString('hex').toUpperCase()}`;
       const ttl = deps.config.PRE_TRANSFER_TTL_SECONDS;
+      let row: PreTransferRow;
       try {
-        const row = await deps.database.transaction(async (trx) => {
+        row = await deps.database.transaction(async (trx) => {
           const pending = await holdPreTransfer(deps, trx, {
             pre_transfer_id: id,
             partner_id: partner.id,
@@ -136,7 +138,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
             amount_units: amountUnits,
             ttl_seconds: ttl,
           });
-          const inserted = await insertPreTransfer(trx, {
+          return insertPreTransfer(trx, {
             id,
             partner_id: partner.id,
             out_trade_no: request.outTradeNo,
@@ -150,16 +152,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
             pending_transfer_id: pending.id,
             ttl_seconds: ttl,
           });
-          // Started inside the transaction: when the start fails nothing is written; when the commit fails the
-          // workflow finds no row at expiry and its void is a no-op.
-          await deps.temporal.client.workflow.start(preTransferWorkflow, {
-            taskQueue: deps.temporal.taskQueue,
-            workflowId: id,
-            args: [{ pre_transfer_id: id, ttl_seconds: ttl }],
-          });
-          return inserted;
         });
-        return { preTransfer: toPreTransfer(row) };
       } catch (error) {
         if ((error as { code?: string }).code === '23505') {
           // A concurrent create with the same out_trade_no won the race: answer as for a repeat.
@@ -169,6 +162,23 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         }
         throw error;
       }
+      // Started after the commit: no row lock or pool connection is held while Temporal is called. When the start
+      // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
+      // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
+      try {
+        await withRequestDeadline(deps, () =>
+          deps.temporal.client.workflow.start(preTransferWorkflow, {
+            taskQueue: deps.temporal.taskQueue,
+            workflowId: id,
+            args: [{ pre_transfer_id: id, ttl_seconds: ttl }],
+          }),
+        );
+      } catch (error) {
+        await releaseUnstartedPreTransfer(deps, id);
+        deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');
+        throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer workflow not started');
+      }
+      return { preTransfer: toPreTransfer(row) };
     },
 
     async confirmPreTransfer(request) {
@@ -183,10 +193,15 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       }
       const handle = deps.temporal.client.workflow.getHandle(row.id);
       try {
-        await handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: request.partnerTransactionId }] });
+        await withRequestDeadline(deps, () =>
+          handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: request.partnerTransactionId }] }),
+        );
       } catch (error) {
         const refused = domainErrorFromFailure(error, PRE_TRANSFER_REASONS);
         if (refused) throw refused;
+        // The deadline passed: the partner retries; a confirm that went through meanwhile answers USED and
+        // query.fundTransfer then tells SUCCESS.
+        if (error instanceof DomainError && error.reason === 'DEADLINE_EXCEEDED') throw error;
         if (!(error instanceof WorkflowUpdateFailedError)) {
           // The workflow may have completed meanwhile (confirmed by another call, or expired): answer from the row.
           const now = await findPreTransfer(deps.database, { id: row.id });

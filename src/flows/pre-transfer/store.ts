@@ -92,3 +92,8 @@ export async function markConfirmed(
 export async function markExpired(trx: Knex.Transaction, id: string): Promise<void> {
   await trx('pre_transfers').where({ id }).update({ state: 'expired', expired_at: trx.fn.now() });
 }
+
+/** Removes a pre-transfer that never started its workflow (its hold was voided in the same transaction). */
+export async function deletePreTransfer(trx: Knex.Transaction, id: string): Promise<void> {
+  await trx('pre_transfers').where({ id, state: 'pending' }).delete();
+}

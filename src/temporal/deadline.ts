@@ -1,0 +1,32 @@
+/**
+ * Deadlines on the Temporal calls a request waits for (a workflow Update, a start, a signal): with the worker or the
+ * server down, the request answers its area's system error within REQUEST_TIMEOUT_SECONDS instead of hanging, and
+ * a retry is safe (every flow's steps are idempotent).
+ */
+import { isGrpcDeadlineError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { COMMON_REASONS, reasonError } from '../errors';
+import type { PlatformDeps } from '../platform-deps';
+
+/** True when `error` is a Temporal call that ran out of its deadline. */
+export function isDeadlineExceeded(error: unknown): boolean {
+  return error instanceof WorkflowUpdateRPCTimeoutOrCancelledError || isGrpcDeadlineError(error);
+}
+
+/**
+ * The share of REQUEST_TIMEOUT_SECONDS a service gives its Temporal call: the rest is the service's own answer (and
+ * its compensation) travelling back before the façade's deadline on the whole RPC ends.
+ */
+const TEMPORAL_SHARE_OF_REQUEST = 0.75;
+
+/**
+ * Runs `call` with the request's Temporal deadline (three quarters of REQUEST_TIMEOUT_SECONDS from now).
+ * @throws DomainError DEADLINE_EXCEEDED when the deadline passes first; anything else `call` throws.
+ */
+export async function withRequestDeadline<T>(deps: Pick<PlatformDeps, 'temporal' | 'config'>, call: () => Promise<T>): Promise<T> {
+  try {
+    return await deps.temporal.connection.withDeadline(Date.now() + deps.config.REQUEST_TIMEOUT_SECONDS * 1000 * TEMPORAL_SHARE_OF_REQUEST, call);
+  } catch (error) {
+    if (isDeadlineExceeded(error)) throw reasonError(COMMON_REASONS, 'DEADLINE_EXCEEDED', 'the workflow did not answer within the request deadline');
+    throw error;
+  }
+}
