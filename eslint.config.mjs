@@ -60,7 +60,7 @@ export default tseslint.config(
           patterns: [
             { group: ['knex', 'pg', '@temporalio/*'], message: 'the façade reaches the platform only through Connect clients' },
             {
-              regex: '/src/(db|ledger|onboarding|sandbox|temporal)(/|$)|/src/flows/[a-z-]+/(service|activities|store)$|/src/(merchant-auth|preorders|webhooks|acquirers|instruments)/(?!contract$|reasons$|fields$)',
+              regex: '/src/(db|ledger|onboarding|sandbox|temporal)(/|$)|/src/flows/[a-z-]+/(service|activities|store)$|/src/(merchant-auth|preorders|webhooks|acquirers|instruments|idempotency)/(?!contract$|reasons$|fields$)',
               message: 'the façade may import contracts, src/gen, src/rpc clients and errors, src/money, src/crypto and src/web only',
             },
           ],

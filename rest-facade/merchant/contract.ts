@@ -13,6 +13,7 @@ import { DomainError, type CommonReason, type FieldViolations } from '../../src/
 import type { DepositReason } from '../../src/flows/deposit/contract';
 import type { WalletReason } from '../../src/flows/wallet/contract';
 import type { InstrumentReason } from '../../src/instruments/reasons';
+import type { IdempotencyReason } from '../../src/idempotency/reasons';
 import type { MerchantAuthReason } from '../../src/merchant-auth/reasons';
 import type { PreorderReason } from '../../src/preorders/reasons';
 import { readRpcFailure } from '../../src/rpc/errors';
@@ -37,7 +38,7 @@ function failure(status: number, message: string, error: FieldViolations): AreaC
 export const INTERNAL_ERROR_MESSAGE = 'An unexpected error occurred. Please try again later.';
 
 /** Every reason the Area C RPCs can answer. */
-export type AreaCReason = WalletReason | PreorderReason | DepositReason | InstrumentReason | MerchantAuthReason | CommonReason;
+export type AreaCReason = WalletReason | PreorderReason | DepositReason | InstrumentReason | MerchantAuthReason | IdempotencyReason | CommonReason;
 
 interface AreaCError {
   status: number;
@@ -90,6 +91,10 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   ACTIVATION_NOT_FOUND: BAD_REQUEST('token'),
   FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
+  IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),
+  IDEMPOTENCY_KEY_REUSED: BAD_REQUEST('Idempotency-Key'),
+  // A request with this key is still running: retry later (docs/idempotency.md).
+  IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },
   PERMISSION_DENIED: FAULT,
   RATE_LIMITED: FAULT,
   UNAVAILABLE: FAULT,
@@ -109,6 +114,7 @@ export const AREA_C_ERRORS: Partial<Record<Code, { status: number; message: stri
   [Code.FailedPrecondition]: { status: 400, message: 'Bad Request' },
   [Code.PermissionDenied]: { status: 400, message: 'Bad Request' },
   [Code.OutOfRange]: { status: 400, message: 'Bad Request' },
+  [Code.Aborted]: { status: 409, message: 'Conflict' },
 };
 
 

@@ -132,7 +132,8 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
       }
       let data: unknown;
       try {
-        data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions });
+        const idempotencyKey = ctx.get('Idempotency-Key') || (typeof body.request_id === 'string' ? body.request_id : '');
+        data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions, idempotencyKey });
       } catch (error) {
         if (error instanceof DomainError) await authenticate(); // field errors of the façade's readers
         throw error;

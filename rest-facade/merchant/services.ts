@@ -31,6 +31,11 @@ export interface MerchantActionContext {
   clients: PlatformClients;
   /** Pass on every RPC (carries the request id header). */
   callOptions: CallOptions;
+  /**
+   * The request's idempotency key for money-moving services: the `Idempotency-Key` header, else the signed body's
+   * `request_id` (so a captured signed request replayed later moves nothing again); empty when neither is given.
+   */
+  idempotencyKey: string;
 }
 
 /** Returns the success `data`; throws DomainError (field violations) or an RPC error. */
@@ -86,15 +91,15 @@ export const coreMerchantServices: MerchantServiceTable = {
     return userRecordJson(answer.user);
   },
 
-  async pay_by_token({ body, caller, clients, callOptions }) {
+  async pay_by_token({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readPayByToken(body);
-    const answer = await clients.wallet.payByToken({ ...caller, ...fields }, callOptions);
+    const answer = await clients.wallet.payByToken({ ...caller, ...fields, idempotencyKey }, callOptions);
     return { reference: answer.reference };
   },
 
-  async transfer({ body, caller, clients, callOptions }) {
+  async transfer({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readTransfer(body);
-    const answer = await clients.wallet.transfer({ ...caller, ...fields }, callOptions);
+    const answer = await clients.wallet.transfer({ ...caller, ...fields, idempotencyKey }, callOptions);
     return { reference: answer.reference };
   },
 
@@ -112,9 +117,9 @@ export const coreMerchantServices: MerchantServiceTable = {
     };
   },
 
-  async block_money({ body, caller, clients, callOptions }) {
+  async block_money({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readBlockMoney(body);
-    const answer = await clients.wallet.blockMoney({ ...caller, ...fields }, callOptions);
+    const answer = await clients.wallet.blockMoney({ ...caller, ...fields, idempotencyKey }, callOptions);
     return { transaction_ref: answer.transactionRef };
   },
 

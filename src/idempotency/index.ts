@@ -15,16 +15,15 @@
  * downstream idempotency (ledger idempotency key, workflow id) from `ownKey` (scope + key), so a re-run after a
  * crash finds the money already moved instead of moving it twice.
  */
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
+import { IDEMPOTENCY_REASONS } from './reasons';
 
-export const IDEMPOTENCY_REASONS = {
-  IDEMPOTENCY_KEY_REUSED: 'invalid_argument',
-  IDEMPOTENCY_KEY_IN_PROGRESS: 'aborted',
-  IDEMPOTENCY_KEY_INVALID: 'invalid_argument',
-} as const;
-export type IdempotencyReason = keyof typeof IDEMPOTENCY_REASONS;
+export * from './reasons';
+
+
 
 /** Longest key accepted (Stripe's limit). */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
@@ -64,6 +63,27 @@ interface KeyRow {
   error: { reason: string; kind: DomainErrorKind; message: string; fields: FieldViolations } | null;
   locked_until: Date;
   expires_at: Date;
+}
+
+/** A codec storing an RPC response as its protobuf bytes (what the façade renders again, byte for byte). */
+export function protoCodec<Desc extends DescMessage>(schema: Desc): ResponseCodec<MessageShape<Desc>> {
+  return {
+    encode: (value) => toBinary(schema, value),
+    decode: (bytes) => fromBinary(schema, bytes),
+  };
+}
+
+/** Builds a response message from its init shape (so services can answer plain objects through `run`). */
+export function message<Desc extends DescMessage>(schema: Desc, init: MessageInitShape<Desc>): MessageShape<Desc> {
+  return create(schema, init);
+}
+
+/**
+ * A public reference derived from a request's own idempotency key (`prefix` + 18 uppercase hex characters): a re-run
+ * after a crash builds the same reference, hence the same ledger idempotency key, and moves nothing twice.
+ */
+export function referenceFromKey(prefix: string, ownKey: string): string {
+  return `${prefix}${createHash('sha256').update(ownKey).digest('hex').slice(0, 18).toUpperCase()}`;
 }
 
 /** Hex SHA-256 of the parameters (bigints as decimal strings), the identity of "the same request". */

@@ -71,12 +71,21 @@ export function newReference(prefix: string): string {
  */
 export async function transfer(
   deps: PlatformDeps,
-  input: { merchantId: string; fromUserId: string; toUserId: string; amountUnits: bigint; currency: Currency; feesAmountUnits: bigint },
+  input: {
+    merchantId: string;
+    fromUserId: string;
+    toUserId: string;
+    amountUnits: bigint;
+    currency: Currency;
+    feesAmountUnits: bigint;
+    /** The movement's public reference when the request's idempotency key fixed it; else a new one. */
+    reference?: string;
+  },
 ): Promise<string> {
   const [from, to] = await transferParties(deps.database, input.merchantId, input.fromUserId, input.toUserId);
   checkWalletCurrency(from, input.currency, 'from_user_id');
   checkWalletCurrency(to, input.currency, 'to_user_id');
-  const reference = newReference('TRF');
+  const reference = input.reference ?? newReference('TRF');
   const postings = [
     { account_id: from.wallet_account_id, amount_units: -(input.amountUnits + input.feesAmountUnits) },
     { account_id: to.wallet_account_id, amount_units: input.amountUnits },
@@ -104,7 +113,10 @@ export async function transfer(
  * transaction that marks the preorder paid. @returns the payment reference.
  * @throws PREORDER_NOT_FOUND, PREORDER_ALREADY_PAID (on pre_order_token), USER_NOT_FOUND (user_id), INSUFFICIENT_FUNDS
  */
-export async function payByToken(deps: PlatformDeps, input: { merchantId: string; preOrderToken: string; payerUserId: string }): Promise<string> {
+export async function payByToken(
+  deps: PlatformDeps,
+  input: { merchantId: string; preOrderToken: string; payerUserId: string; reference?: string },
+): Promise<string> {
   const payer = await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id');
   const unknown = () =>
     new DomainError('not_found', 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: ['The selected pre_order_token is invalid.'] });
@@ -121,7 +133,7 @@ export async function payByToken(deps: PlatformDeps, input: { merchantId: string
   if (sellerAccount === payer.wallet_account_id) {
     throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: ['The payer must differ from the seller.'] });
   }
-  const reference = newReference('PAY');
+  const reference = input.reference ?? newReference('PAY');
   const webhookId = await deps.database.transaction(async (trx) => {
     let paid: PreorderPayment;
     try {
@@ -151,12 +163,12 @@ export async function payByToken(deps: PlatformDeps, input: { merchantId: string
  */
 export async function blockMoney(
   deps: PlatformDeps,
-  input: { merchantId: string; userToken: string; amountUnits: bigint; currency: Currency; reference: string },
+  input: { merchantId: string; userToken: string; amountUnits: bigint; currency: Currency; reference: string; transactionRef?: string },
 ): Promise<string> {
   const user = await findUserByToken(deps.database, input.userToken);
   if (!user || user.merchant_id !== input.merchantId || user.status !== 'active') throw userNotFound('user_token');
   checkWalletCurrency(user, input.currency, 'currency');
-  const transactionRef = newReference('BLK');
+  const transactionRef = input.transactionRef ?? newReference('BLK');
   const holds = await deps.ledger.platformAccount('holds', input.currency);
   await deps.database.transaction(async (trx) => {
     let pendingId: string;

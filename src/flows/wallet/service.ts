@@ -6,7 +6,13 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { DomainError, invalidFields } from '../../errors';
-import type { WalletService } from '../../gen/payments/wallet/v1/wallet_pb';
+import {
+  BlockMoneyResponseSchema,
+  PayByTokenResponseSchema,
+  TransferResponseSchema,
+  type WalletService,
+} from '../../gen/payments/wallet/v1/wallet_pb';
+import { message, protoCodec, referenceFromKey } from '../../idempotency';
 import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
@@ -172,8 +178,13 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
 
     async payByToken(request) {
       const merchantId = await requireMerchantId(request);
-      const reference = await payByToken(deps, { merchantId, preOrderToken: request.preOrderToken, payerUserId: request.userId });
-      return { reference };
+      const pay = (reference?: string) => payByToken(deps, { merchantId, preOrderToken: request.preOrderToken, payerUserId: request.userId, reference });
+      if (!request.idempotencyKey) return { reference: await pay() };
+      return deps.idempotency.run(
+        { scope: `merchant:${merchantId}`, key: request.idempotencyKey, operation: 'area-c.pay_by_token', parameters: [request.preOrderToken, request.userId] },
+        protoCodec(PayByTokenResponseSchema),
+        async (ownKey) => message(PayByTokenResponseSchema, { reference: await pay(referenceFromKey('PAY', ownKey)) }),
+      );
     },
 
     async transfer(request) {
@@ -184,15 +195,20 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         throw invalidFields({ fees_currency: [request.feesCurrency ? MESSAGES.feesCurrencyMismatch : MESSAGES.feesCurrencyRequired] });
       }
       if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [MESSAGES.sameUser] });
-      const reference = await transfer(deps, {
-        merchantId,
-        fromUserId: request.fromUserId,
-        toUserId: request.toUserId,
-        amountUnits: positive(request.amountUnits, 'amount'),
-        currency,
-        feesAmountUnits: request.feesAmountUnits,
-      });
-      return { reference };
+      const amountUnits = positive(request.amountUnits, 'amount');
+      const move = (reference?: string) =>
+        transfer(deps, { merchantId, fromUserId: request.fromUserId, toUserId: request.toUserId, amountUnits, currency, feesAmountUnits: request.feesAmountUnits, reference });
+      if (!request.idempotencyKey) return { reference: await move() };
+      return deps.idempotency.run(
+        {
+          scope: `merchant:${merchantId}`,
+          key: request.idempotencyKey,
+          operation: 'area-c.transfer',
+          parameters: [request.fromUserId, request.toUserId, amountUnits, currency, request.feesAmountUnits, request.feesCurrency],
+        },
+        protoCodec(TransferResponseSchema),
+        async (ownKey) => message(TransferResponseSchema, { reference: await move(referenceFromKey('TRF', ownKey)) }),
+      );
     },
 
     async listBanks(request) {
@@ -208,14 +224,21 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
 
     async blockMoney(request) {
       const merchantId = await requireMerchantId(request);
-      const transactionRef = await blockMoney(deps, {
-        merchantId,
-        userToken: request.userToken,
-        amountUnits: positive(request.amountUnits, 'amount'),
-        currency: walletCurrency(request.currency),
-        reference: request.reference,
-      });
-      return { transactionRef };
+      const amountUnits = positive(request.amountUnits, 'amount');
+      const currency = walletCurrency(request.currency);
+      const block = (transactionRef?: string) =>
+        blockMoney(deps, { merchantId, userToken: request.userToken, amountUnits, currency, reference: request.reference, transactionRef });
+      if (!request.idempotencyKey) return { transactionRef: await block() };
+      return deps.idempotency.run(
+        {
+          scope: `merchant:${merchantId}`,
+          key: request.idempotencyKey,
+          operation: 'area-c.block_money',
+          parameters: [request.userToken, amountUnits, currency, request.reference],
+        },
+        protoCodec(BlockMoneyResponseSchema),
+        async (ownKey) => message(BlockMoneyResponseSchema, { transactionRef: await block(referenceFromKey('BLK', ownKey)) }),
+      );
     },
 
     async cancelBlockMoney(request) {
