@@ -13,6 +13,7 @@ import type { Logger } from '../src/logger';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
 import { healthRouter } from './health';
+import { sendHtml } from './html-response';
 
 /** Largest request body accepted, in bytes. */
 export const MAX_BODY_BYTES = 1_048_576;
@@ -28,10 +29,74 @@ export interface FacadeState {
 
 export type FacadeContext = Koa.ParameterizedContext<FacadeState>;
 
-/** A router for one area, mounted under its prefix. */
+/** The statuses the façade itself answers on an area's paths, before or after its router. */
+export type EdgeStatus = 404 | 405 | 413 | 500;
+
+/** A router for one area, mounted under its prefix, and the area's own envelope for the façade's answers. */
 export interface AreaRouter {
   prefix: string;
   router: Router<FacadeState>;
+  /** The paths (after the prefix) the area owns; under a non-empty prefix every path is the area's. */
+  paths: RegExp;
+  /** The area's JSON envelope for an unknown route, a wrong method, a body too large, a last-resort fault. */
+  edge(status: EdgeStatus): { status: number; body: unknown };
+  /** Paths served to browsers (hosted pages), whose errors are HTML pages. */
+  pages?: RegExp;
+  pageEdge?(status: EdgeStatus): string;
+}
+
+/** The area owning `path` and the path relative to its prefix, or undefined. */
+function areaOf(areas: AreaRouter[], path: string): { area: AreaRouter; relative: string } | undefined {
+  for (const area of areas) {
+    if (area.prefix && (path === area.prefix || path.startsWith(`${area.prefix}/`))) return { area, relative: path.slice(area.prefix.length) || '/' };
+  }
+  for (const area of areas) if (!area.prefix && area.paths.test(path)) return { area, relative: path };
+  return undefined;
+}
+
+/** Answers the façade's own `status` in the envelope of the area owning the path (a generic JSON one elsewhere). */
+function answerEdge(ctx: FacadeContext, areas: AreaRouter[], status: EdgeStatus): void {
+  const owner = areaOf(areas, ctx.path);
+  if (owner?.area.pages?.test(owner.relative) && owner.area.pageEdge) {
+    sendHtml(ctx, status, owner.area.pageEdge(status));
+    return;
+  }
+  const answer = owner ? owner.area.edge(status) : { status, body: { success: false, code: status, message: http.STATUS_CODES[status] } };
+  ctx.status = answer.status;
+  ctx.type = 'application/json';
+  ctx.body = JSON.stringify(answer.body);
+}
+
+/** The methods an area's routes accept on `relative`, or an empty list. */
+function allowedMethods(area: AreaRouter, relative: string): string[] {
+  const methods = new Set<string>();
+  for (const layer of area.router.match(relative, 'GET').path) for (const method of layer.methods) methods.add(method);
+  return [...methods];
+}
+
+/** How much of an oversized body is read and discarded (so the 413 reaches the client) before the socket closes. */
+const DRAIN_LIMIT_BYTES = 16 * 1_048_576;
+const DRAIN_TIMEOUT_MS = 5_000;
+
+/**
+ * After an answer sent before the request body was read (413): the connection closes once the answer is flushed,
+ * and the rest of the body is read and discarded meanwhile (up to a bound), so the client, still sending, receives
+ * the answer instead of a reset.
+ */
+function closeAfterAnswer(ctx: FacadeContext): void {
+  ctx.set('Connection', 'close');
+  const request = ctx.req;
+  let drained = 0;
+  const stop = () => request.socket.destroy();
+  const timer = setTimeout(stop, DRAIN_TIMEOUT_MS);
+  timer.unref();
+  request.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) stop();
+  });
+  request.once('end', () => clearTimeout(timer));
+  request.once('close', () => clearTimeout(timer));
+  request.resume();
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
@@ -57,6 +122,7 @@ export function createFacadeApp(options: {
 }): Koa<FacadeState> {
   const app = new Koa<FacadeState>();
   app.proxy = false;
+  const areas = options.areas ?? [];
   app.use(async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     const requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
@@ -71,8 +137,7 @@ export function createFacadeApp(options: {
     } catch (error) {
       // Last resort: area routers answer their own envelopes; nothing internal reaches the client.
       ctx.state.logger.error({ err: error }, 'unhandled façade error');
-      ctx.status = 500;
-      ctx.body = { success: false, code: 500, message: 'Internal Server Error' };
+      answerEdge(ctx, areas, 500);
     } finally {
       const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.logger.info(
@@ -88,19 +153,39 @@ export function createFacadeApp(options: {
         ctx.state.rawBody = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, encoding: 'utf8' });
       } catch (error) {
         const status = (error as { status?: number }).status ?? 400;
-        ctx.status = status === 413 ? 413 : 400;
-        ctx.body = { success: false, code: ctx.status, message: status === 413 ? 'Payload Too Large' : 'Bad Request' };
+        if (status === 413) {
+          answerEdge(ctx, areas, 413);
+          closeAfterAnswer(ctx);
+          return;
+        }
+        ctx.status = 400;
+        ctx.body = { success: false, code: 400, message: 'Bad Request' };
         return;
       }
     }
     await next();
   });
+  // Whatever no route answered: a wrong method on a known path is 405 with Allow, anything else 404, each in the
+  // envelope of the area owning the path.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.body !== undefined && ctx.body !== null) return;
+    if (ctx.status !== 404 && ctx.status !== 405 && ctx.status !== 501) return;
+    const owner = areaOf(areas, ctx.path);
+    const allowed = owner ? allowedMethods(owner.area, owner.relative) : [];
+    if (allowed.length > 0 && !allowed.includes(ctx.method)) {
+      ctx.set('Allow', allowed.join(', '));
+      answerEdge(ctx, areas, 405);
+      return;
+    }
+    answerEdge(ctx, areas, 404);
+  });
   const health = healthRouter();
   app.use(health.routes());
   app.use(docsRouter().routes());
-  for (const area of options.areas ?? []) {
+  for (const area of areas) {
     const mounted = new Router<FacadeState>({ prefix: area.prefix || undefined });
-    mounted.use(area.router.routes(), area.router.allowedMethods());
+    mounted.use(area.router.routes());
     app.use(mounted.routes());
   }
   return app;

@@ -164,3 +164,11 @@ function codeOfKind(kind: DomainError['kind']): Code {
       return Code.Internal;
   }
 }
+
+/** The façade's own answers on an Area C path: unknown route, wrong method, body too large, last-resort fault. */
+export function areaCEdgeError(status: 404 | 405 | 413 | 500): AreaCAnswer {
+  if (status === 404) return failure(404, 'Not Found', { route: ['The route does not exist.'] });
+  if (status === 405) return failure(405, 'Method Not Allowed', { method: ['The method is not allowed on this route.'] });
+  if (status === 413) return failure(413, 'Payload Too Large', { body: ['The request body may not be greater than 1048576 bytes.'] });
+  return internalError();
+}

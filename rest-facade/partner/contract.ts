@@ -139,3 +139,12 @@ export function requireFields(body: Body, checks: Array<[string, FieldKind, numb
     if (problem) throw new AreaAFailure(validationError(problem));
   }
 }
+
+/** The façade's own answers on an Area A path: unknown route, wrong method, body too large, last-resort fault. */
+export function areaAEdgeError(status: 404 | 405 | 413 | 500): { status: number; body: Record<string, unknown> } {
+  const body = (error: AreaAError) => ({ success: false, error_code: error.error_code, error_desc: error.error_desc });
+  if (status === 404) return { status, body: body({ status, error_code: 'NOTEXIST', error_desc: 'No such route.' }) };
+  if (status === 405) return { status, body: body(validationError('method not allowed')) };
+  if (status === 413) return { status, body: body(validationError('the request body is too large')) };
+  return { status, body: body(SYSTEM_ERROR) };
+}

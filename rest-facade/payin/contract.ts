@@ -217,3 +217,9 @@ export function readPayinStatus(raw: string): { out_trade_no: string } | { error
   return { out_trade_no };
 }
 
+
+/** The façade's own answers on an Area B path: unknown route, wrong method, body too large, last-resort fault. */
+export function areaBEdgeError(status: 404 | 405 | 413 | 500): { status: number; body: PayinErrorBody } {
+  const messages = { 404: 'Not Found.', 405: 'Method Not Allowed.', 413: 'Payload Too Large.', 500: PAYIN_MESSAGES.internal };
+  return failure(status, messages[status]);
+}
