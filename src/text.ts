@@ -14,3 +14,21 @@ export function hasControlCharacters(text: string): boolean {
   }
   return false;
 }
+
+/** Deepest JSON nesting any request body of the interface needs (its deepest documented shape is 3 levels). */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * True when `value` (a parsed JSON body) nests arrays and objects deeper than `max` levels. Iterative, so a hostile
+ * body cannot exhaust the stack here (signing and canonical forms recurse and would).
+ */
+export function exceedsJsonDepth(value: unknown, max = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth >= max) return true;
+    for (const child of Object.values(current as Record<string, unknown>)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

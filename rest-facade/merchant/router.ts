@@ -15,6 +15,7 @@ import Router from '@koa/router';
 import { canonicalQueryString } from '../../src/crypto/rsa2-query';
 import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
+import { exceedsJsonDepth } from '../../src/text';
 import { readLogin } from './contract';
 import type { FacadeContext, FacadeState } from '../app';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
@@ -40,7 +41,8 @@ function fail(ctx: FacadeContext, error: unknown): void {
 function parseBody(ctx: FacadeContext): Body | undefined {
   try {
     const value = parseJsonLossless(ctx.state.rawBody || '');
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Body;
+    // A body nested deeper than any documented shape is refused like one that is not an object.
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && !exceedsJsonDepth(value)) return value as Body;
   } catch {
     // fall through
   }

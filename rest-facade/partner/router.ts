@@ -21,6 +21,7 @@ import { DomainError } from '../../src/errors';
 import { PreTransferState, type PreTransfer } from '../../src/gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, parseJsonLossless, readAmount, stringifyJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
+import { exceedsJsonDepth } from '../../src/text';
 import type { FacadeContext, FacadeState } from '../app';
 import {
   AREA_A_LIMITS,
@@ -136,7 +137,8 @@ function unauthorized(ctx: FacadeContext): void {
 function parseObject(raw: string): Body | undefined {
   try {
     const value = parseJsonLossless(raw);
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Body) : undefined;
+    // A body nested deeper than any documented shape is refused like one that is not an object.
+    return value !== null && typeof value === 'object' && !Array.isArray(value) && !exceedsJsonDepth(value) ? (value as Body) : undefined;
   } catch {
     return undefined;
   }

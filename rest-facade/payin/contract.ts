@@ -8,7 +8,7 @@ import type { CommonReason, FieldViolations } from '../../src/errors';
 import type { PayinReason } from '../../src/flows/payin/contract';
 import type { WebhookReason } from '../../src/webhooks/contract';
 import { AmountError, parseJsonLossless, readAmount, type AmountProblem } from '../../src/money';
-import { hasControlCharacters } from '../../src/text';
+import { exceedsJsonDepth, hasControlCharacters } from '../../src/text';
 
 /** Area B route names used in the messages table. */
 export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications';
@@ -142,7 +142,10 @@ const NOT_AN_OBJECT: FieldViolations = { body: ['The request body must be a JSON
 export function parseObject(raw: string): Record<string, unknown> | undefined {
   try {
     const parsed = parseJsonLossless(raw);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    // A body nested deeper than any documented shape is refused like one that is not an object.
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

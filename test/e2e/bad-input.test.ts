@@ -143,6 +143,22 @@ describe('bad input, Areas A and C', () => {
     });
   });
 
+  describe('deep nesting', () => {
+    const nested = (depth: number) => `{"service":"transfer","x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+
+    it('answers a deeply nested Area A body with VALIDATIONERROR, not a fault', async () => {
+      const reply = await partner.gateway({}, { rawBody: nested(5000) });
+      expect(reply.status).toBe(400);
+      expect(reply.body).toMatchObject({ success: false, error_code: 'VALIDATIONERROR' });
+    });
+
+    it('answers a deeply nested Area C body with 400 on body, not a fault', async () => {
+      const reply = await merchant.post('/do-action', {}, { raw: nested(5000) });
+      expect(reply.status).toBe(400);
+      expect(reply.body).toEqual({ ...BAD_REQUEST, error: { body: ['The request body must be a JSON object.'] } });
+    });
+  });
+
   describe('hosted pages', () => {
     it.each(['/pre-order/abc%00def', '/pre-order/abc%00def/pay', '/visa-master/confirm/x%00y', '/instruments/bank-accounts/tok%00x/activation-qr.png'])(
       'answers an HTML 404 for the path parameter in %s',

@@ -18,7 +18,7 @@ import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossles
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
-import { hasControlCharacters } from '../../text';
+import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, PAYIN_REASONS, settledSignal, type PayinReason, type PayinWorkflowInput } from './contract';
@@ -71,7 +71,7 @@ function readNotification(signed_body: Uint8Array) {
   let body: Record<string, unknown> | undefined;
   try {
     const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) body = parsed as Record<string, unknown>;
   } catch {
     body = undefined;
   }
