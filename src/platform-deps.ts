@@ -4,6 +4,7 @@
  * through the composition root.
  */
 import type { Acquirer } from './acquirers';
+import type { AuthChanges } from './auth-changes';
 import type { Config } from './config';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
@@ -24,6 +25,8 @@ export interface PlatformDeps {
   keys: PlatformKeys;
   /** The payin workflow-start outbox of an api-role process (absent elsewhere): B1 wakes it after a commit. */
   payinOutbox?: { wake(): void };
+  /** Credential changes announced to every process (credential caches drop what changed). */
+  authChanges: AuthChanges;
   /** Merchant authentication of every Area C service (its caches live as long as the process). */
   merchantAuth: MerchantAuth;
   /** The card acquirer deposits authorize with (the sandbox in test mode), chosen by the composition root. */

@@ -10,6 +10,7 @@ import { createFacadeApp, startFacade } from '../rest-facade/app';
 import type { Config } from './config';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
+import { startAuthChanges } from './auth-changes';
 import { createIdempotencyStore } from './idempotency';
 import { createMerchantAuth } from './merchant-auth';
 import { createSandboxAcquirer } from './sandbox/acquirer';
@@ -69,6 +70,8 @@ export async function runRoles(
         idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
       });
       stops.push(() => database.destroy());
+      const authChanges = await startAuthChanges(config.DATABASE_URL, logger);
+      stops.push(() => authChanges.close());
       const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
       const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
       stops.push(() => temporal.close());
@@ -79,7 +82,8 @@ export async function runRoles(
         logger,
         ledger: createLedger(database),
         keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
-        merchantAuth: createMerchantAuth({ database, config }),
+        authChanges,
+        merchantAuth: createMerchantAuth({ database, config, authChanges }),
         acquirer: createSandboxAcquirer(config),
         idempotency: createIdempotencyStore(database, {
           retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,

@@ -14,6 +14,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { DomainError } from '../errors';
+import type { AuthChanges } from '../auth-changes';
 import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import { authenticateMerchant, type Merchant } from '../onboarding';
 
@@ -181,17 +182,23 @@ export interface MerchantAuth {
 /**
  * Builds the process's merchant authentication (at the composition root). Successful lookups are reused for
  * AUTH_CACHE_SECONDS: merchants by (merchant id, SHA-256 of the secret key presented), active ones only, and sessions
- * by token hash; the signature is verified and the session expiry compared on every call, so a suspension, a new
- * secret key or a deleted session applies within that time. Each cache holds at most 10,000 entries.
+ * by token hash; the signature is verified and the session expiry compared on every call. A suspension or any other
+ * credential change announced through `authChanges` drops both caches at once in every process. Each cache holds at
+ * most 10,000 entries.
  */
-export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_SECONDS: number } }): MerchantAuth {
+export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_SECONDS: number }; authChanges: AuthChanges }): MerchantAuth {
   const cacheSeconds = deps.config.AUTH_CACHE_SECONDS;
   const merchants = cacheSeconds > 0 ? new LRUCache<string, Merchant>({ max: AUTH_CACHE_MAX }) : undefined;
   const sessions = cacheSeconds > 0 ? new LRUCache<string, SessionRow>({ max: AUTH_CACHE_MAX }) : undefined;
+  // A suspension (or any credential change) drops the cached lookups at once, in every process.
+  deps.authChanges.subscribe(() => {
+    merchants?.clear();
+    sessions?.clear();
+  });
   const publicKeyOf = publicKeyCache();
 
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
-    if (!merchants || !envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
+    if (!merchants || !deps.authChanges.listening || !envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
     const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
     const hit = merchants.get(key);
     if (hit) return hit;
@@ -206,7 +213,10 @@ export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_
         (value) => ({ value }),
         (error: unknown) => ({ error }),
       ),
-      (envelope?.merchantId ? checkSession(deps.database, envelope.merchantId, sessionToken, sessions, cacheSeconds) : Promise.resolve(undefined)).then(
+      (envelope?.merchantId
+        ? checkSession(deps.database, envelope.merchantId, sessionToken, deps.authChanges.listening ? sessions : undefined, cacheSeconds)
+        : Promise.resolve(undefined)
+      ).then(
         (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),
         (error: unknown) => ({ error }),
       ),

@@ -111,7 +111,11 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
 
     async setMerchantStatus(request) {
       const status = request.status === MerchantStatus.SUSPENDED ? 'suspended' : 'active';
-      const merchant = await setMerchantStatus(deps.database, request.merchantId, status);
+      const merchant = await deps.database.transaction(async (trx) => {
+        const changed = await setMerchantStatus(trx, request.merchantId, status);
+        await deps.authChanges.publish(trx, { merchant_id: changed.id });
+        return changed;
+      });
       return { merchantId: merchant.id, status: merchant.status };
     },
 

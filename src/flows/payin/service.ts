@@ -132,14 +132,16 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
 
   /**
    * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (this service's own cache). Only active
-   * merchants are kept: an unknown or suspended key is looked up every time, and a suspension (or a fee change)
-   * reaches Area B within AUTH_CACHE_SECONDS. Bounded, least recently used evicted.
+   * merchants are kept: an unknown or suspended key is looked up every time; a suspension announced through
+   * `authChanges` empties the cache at once. Bounded, least recently used evicted.
    */
   const ttl_ms = deps.config.AUTH_CACHE_SECONDS * 1000;
   const apiKeys = ttl_ms > 0 ? new LRUCache<string, Merchant>({ max: API_KEY_CACHE_MAX, ttl: ttl_ms }) : undefined;
+  // A suspension (or any credential change) drops the cache at once, in every process.
+  deps.authChanges.subscribe(() => apiKeys?.clear());
 
   async function merchantOfApiKey(api_key: string): Promise<Merchant | undefined> {
-    if (!apiKeys) return findMerchantByApiKey(deps.database, api_key);
+    if (!apiKeys || !deps.authChanges.listening) return findMerchantByApiKey(deps.database, api_key);
     const key = sha256Hex(api_key);
     const hit = apiKeys.get(key);
     if (hit) return hit;

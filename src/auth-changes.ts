@@ -1,0 +1,99 @@
+/**
+ * Changes to who may call the platform (a merchant suspended or resumed, its keys changed), announced to every
+ * process so that credential caches drop what they hold: the change applies on the very next request everywhere.
+ *
+ * Announced with PostgreSQL `NOTIFY` on one channel, inside the transaction that makes the change (delivered to
+ * every listening process when it commits), and applied to this process's own caches at once. Each process listens
+ * with one dedicated connection; while it is down (at start-up too) `listening` is false, callers skip their caches,
+ * and it keeps trying to listen again.
+ */
+import pg from 'pg';
+import type { Knex } from './db/knex';
+import type { Logger } from './logger';
+
+export const AUTH_CHANGES_CHANNEL = 'payments_auth_changes';
+const RECONNECT_DELAY_MS = 1000;
+
+/** What changed; caches drop entries of the merchant (or everything when no merchant is named). */
+export interface AuthChange {
+  merchant_id?: string;
+}
+
+export interface AuthChanges {
+  /** False while this process cannot hear changes (its connection is down): caches must not be trusted then. */
+  readonly listening: boolean;
+  /** Calls `listener` on every change announced by any process (this one included). Returns an unsubscribe. */
+  subscribe(listener: (change: AuthChange) => void): () => void;
+  /** Announces `change` inside `trx` (delivered to other processes on commit) and applies it here now. */
+  publish(trx: Knex | Knex.Transaction, change: AuthChange): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startAuthChanges(databaseUrl: string, logger: Logger): Promise<AuthChanges> {
+  const listeners = new Set<(change: AuthChange) => void>();
+  const deliver = (change: AuthChange) => {
+    for (const listener of listeners) listener(change);
+  };
+  let client: pg.Client | undefined;
+  let closed = false;
+  let listening = false;
+  const retry = () => {
+    if (!closed) setTimeout(() => void listen(), RECONNECT_DELAY_MS).unref();
+  };
+
+  async function listen(): Promise<void> {
+    const next = new pg.Client({ connectionString: databaseUrl });
+    next.on('notification', (message) => {
+      let change: AuthChange = {};
+      try {
+        change = JSON.parse(message.payload ?? '{}') as AuthChange;
+      } catch {
+        change = {};
+      }
+      deliver(change);
+    });
+    next.on('error', (error) => {
+      if (!listening) return;
+      listening = false;
+      logger.warn({ err: error.message }, 'auth change listener lost its connection; caches bypassed until it is back');
+      deliver({});
+      retry();
+    });
+    try {
+      await next.connect();
+      await next.query(`LISTEN ${AUTH_CHANGES_CHANNEL}`);
+    } catch (error) {
+      await next.end().catch(() => undefined);
+      logger.warn({ err: (error as Error).message }, 'auth change listener cannot listen yet; caches bypassed');
+      retry();
+      return;
+    }
+    if (closed) {
+      await next.end().catch(() => undefined);
+      return;
+    }
+    client = next;
+    listening = true;
+    deliver({});
+  }
+  await listen();
+
+  return {
+    get listening() {
+      return listening;
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async publish(trx, change) {
+      await trx.raw('select pg_notify(?, ?)', [AUTH_CHANGES_CHANNEL, JSON.stringify(change)]);
+      deliver(change);
+    },
+    async close() {
+      closed = true;
+      listening = false;
+      await client?.end().catch(() => undefined);
+    },
+  };
+}
