@@ -19,3 +19,12 @@ export function verifyHmacSha256Hex(secret: string, body: string | Uint8Array, s
   const given = Buffer.from(signature.trim().toLowerCase(), 'hex');
   return expected.length === given.length && timingSafeEqual(expected, given);
 }
+
+/**
+ * The Standard Webhooks signature (`webhook-signature: v1,<base64>`): HMAC-SHA256 over `"{id}.{timestamp}.{body}"`
+ * keyed with the same secret bytes as the contract's header, so a receiver can reject replays (the timestamp) and
+ * altered ids (the id is signed). `timestamp_seconds` is Unix seconds (docs/webhooks.md).
+ */
+export function standardWebhookSignature(secret: string, id: string, timestamp_seconds: number, body: string): string {
+  return `v1,${createHmac('sha256', secret).update(`${id}.${timestamp_seconds}.${body}`).digest('base64')}`;
+}

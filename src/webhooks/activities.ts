@@ -3,7 +3,7 @@
  * final "failed" mark. Attempt numbers continue across every run of one event (X-Webhook-Attempt 1, 2, …).
  */
 import { request } from 'undici';
-import { hmacSha256Hex } from '../crypto/hmac';
+import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import { merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import type { WebhookDeliveryActivities } from './contract';
@@ -32,6 +32,7 @@ export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActi
       const secret = await merchantHmacSecret(deps, event.merchant_id);
       const timeoutMs = Math.round(deps.config.WEBHOOK_TIMEOUT_SECONDS * 1000);
       const attempted_at = new Date();
+      const timestamp_seconds = Math.floor(attempted_at.getTime() / 1000);
       const started = performance.now();
       let status_code: number | null = null;
       let error: string | null = null;
@@ -48,6 +49,10 @@ export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActi
             'x-webhook-id': event.id,
             'x-webhook-event': event.event,
             'x-webhook-attempt': String(attempt),
+            // Standard Webhooks: the same secret, over id, timestamp and body, so replays and altered ids fail.
+            'webhook-id': event.id,
+            'webhook-timestamp': String(timestamp_seconds),
+            'webhook-signature': standardWebhookSignature(secret, event.id, timestamp_seconds, event.body),
           },
         });
         status_code = response.statusCode;

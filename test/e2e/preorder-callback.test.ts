@@ -3,6 +3,7 @@
  * through the platform's durable signed webhook sender, that the preorder was paid.
  */
 import { getUser } from '../../src/onboarding';
+import { Webhook } from 'standardwebhooks';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { onboardMerchantClient, type MerchantClient } from '../support/merchant-client';
 import { startMerchantReceiver, type MerchantReceiver } from '../support/merchant-receiver';
@@ -68,6 +69,18 @@ describe('preorder call_back_url', () => {
     expect(delivery!.headers['x-signature']).toBe(hmacSha256Hex(hmacSecret, delivery!.body));
     expect(delivery!.webhook_id).toBe(`WH-PO-${token}`);
     expect(delivery!.headers['x-webhook-event']).toBe('preorder.paid');
+    // Standard Webhooks headers, verified with the standard library keyed with the same secret bytes (raw format).
+    const standard = new Webhook(hmacSecret, { format: 'raw' });
+    const headers = {
+      'webhook-id': String(delivery!.headers['webhook-id']),
+      'webhook-timestamp': String(delivery!.headers['webhook-timestamp']),
+      'webhook-signature': String(delivery!.headers['webhook-signature']),
+    };
+    expect(headers['webhook-id']).toBe(`WH-PO-${token}`);
+    expect(() => standard.verify(delivery!.body, headers)).not.toThrow();
+    // A replay under another id, or with a timestamp moved, fails verification.
+    expect(() => standard.verify(delivery!.body, { ...headers, 'webhook-id': `WH-PO-${token}-again` })).toThrow();
+    expect(() => standard.verify(delivery!.body, { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 600) })).toThrow();
 
     const again = await merchant.action('pay_by_token', { pre_order_token: token, user_id: payer.id });
     expect(again.status).toBe(400);
