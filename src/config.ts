@@ -44,6 +44,11 @@ const schema = z.object({
    * a suspension, a new secret key or a removed session applies within this many seconds. 0 = look up every time.
    */
   AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
+  /**
+   * test: the sandbox card acquirer (fixed OTP SANDBOX_OTP, test cards) and, under `npm start`, the sandbox upstream
+   * payin provider. live: no sandbox anywhere; a card or bank deposit without a configured acquirer is refused.
+   */
+  PAYMENTS_MODE: z.enum(['live', 'test']).default('test'),
   SANDBOX_OTP: z.string().regex(/^\d{4,8}$/, 'must be 4 to 8 digits').default('123456'),
   PLATFORM_KEY_DIR: z.string().min(1).default('.data/keys'),
   DATA_DIR: z.string().min(1).default('.data'),

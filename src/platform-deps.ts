@@ -29,8 +29,11 @@ export interface PlatformDeps {
   authChanges: AuthChanges;
   /** Merchant authentication of every Area C service (its caches live as long as the process). */
   merchantAuth: MerchantAuth;
-  /** The card acquirer deposits authorize with (the sandbox in test mode), chosen by the composition root. */
-  acquirer: Acquirer;
+  /**
+   * The card acquirer deposits authorize with, chosen by the composition root: the sandbox in test mode; none in live
+   * mode until a real one is configured (card and bank deposits are then refused).
+   */
+  acquirer: Acquirer | undefined;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
 }

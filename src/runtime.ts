@@ -84,7 +84,8 @@ export async function runRoles(
         keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
         authChanges,
         merchantAuth: createMerchantAuth({ database, config, authChanges }),
-        acquirer: createSandboxAcquirer(config),
+        // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
+        acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
         idempotency: createIdempotencyStore(database, {
           retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
           // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.

@@ -42,7 +42,8 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
     const applied = await migrateToLatest(database);
     await database.destroy();
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
-    if (!config.UPSTREAM_PAYIN_URL) {
+    // The sandbox upstream exists only in test mode.
+    if (!config.UPSTREAM_PAYIN_URL && config.PAYMENTS_MODE === 'test') {
       const sandbox = await startSandboxUpstream({
         port: config.SANDBOX_PORT,
         api_key: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,

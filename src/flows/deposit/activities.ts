@@ -6,6 +6,7 @@
  * idempotency key = the deposit reference, so a retried activity never moves money twice.
  */
 import { ApplicationFailure } from '@temporalio/common';
+import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
@@ -31,6 +32,12 @@ async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: {
   return user.wallet_account_id;
 }
 
+/** The configured acquirer; a deposit started before it was removed fails for good instead of retrying. */
+function requireAcquirer(deps: PlatformDeps): Acquirer {
+  if (!deps.acquirer) throw ApplicationFailure.nonRetryable('no card acquirer configured', 'ACQUIRER_NOT_CONFIGURED' satisfies DepositReason);
+  return deps.acquirer;
+}
+
 export function createDepositActivities(deps: PlatformDeps): DepositActivities {
   const activities: DepositActivities = {
     /**
@@ -40,7 +47,8 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
     async verifyDepositPassword(input) {
       await requireDeposit(deps, input.reference);
       const password = openDepositPassword(deps.keys.dataKey, input.reference, input.sealed_password);
-      return { valid: password !== undefined && (await deps.acquirer.verifyOtp({ reference: input.reference, password })) };
+      const acquirer = requireAcquirer(deps);
+      return { valid: password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password })) };
     },
 
     /** The acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
@@ -50,7 +58,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
       if (!instrument) {
         throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
       }
-      const authorization = await deps.acquirer.authorize({
+      const authorization = await requireAcquirer(deps).authorize({
         idempotency_key: depositIdempotencyKey(deposit.reference),
         card_number: await revealCardNumber(deps, instrument),
         amount_units: deposit.amount_units,

@@ -8,6 +8,7 @@ import type { Currency } from '../../money';
 import { FieldReader } from '../wallet/fields';
 
 export const DEPOSIT_MESSAGES = {
+  acquirerMissing: 'Card and bank deposits are not available.',
   preorderInvalid: 'The selected pre_order_token is invalid.',
   preorderPaid: 'The preorder has already been paid.',
   amountMismatch: 'The amount must equal the preorder amount.',

@@ -8,7 +8,7 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { decryptField } from '../../crypto/field-decryption';
-import { DomainError, invalidFields, type FieldViolations } from '../../errors';
+import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import type { DepositService } from '../../gen/payments/deposit/v1/deposit_pb';
 import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../../instruments/store';
@@ -22,6 +22,7 @@ import { merchantUser } from '../wallet/activities';
 import { merchantApiUser } from '../../merchant-auth';
 import { depositWorkflow } from '../../../workflows/deposit';
 import {
+  DEPOSIT_REASONS,
   confirmWithPasswordUpdate,
   submitCardConfirmationUpdate,
   type DepositConfirmation,
@@ -208,6 +209,8 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
 
   /** A merchant's deposit call: checks, then the pending deposit and its workflow. */
   async function startDeposit(input: StartInput) {
+    // Live mode without a configured acquirer: nothing could authorize the card or check the OTP, so nothing starts.
+    if (!deps.acquirer) throw reasonError(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured', { token: [DEPOSIT_MESSAGES.acquirerMissing] });
     const problems: FieldViolations = {};
     if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [MESSAGES.currency('currency')];
     if (input.amountUnits <= 0n) problems.amount = ['The amount must be greater than 0.'];
@@ -385,6 +388,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       if (!preorder) return { page: { statusCode: 404, html: notFoundPage() } };
       const view = await preorderView(preorder);
       if (view.paid) return { page: { statusCode: 409, html: preorderPage(view) } };
+      if (!deps.acquirer) return { page: { statusCode: 503, html: preorderPage({ ...view, errors: { number: [DEPOSIT_MESSAGES.acquirerMissing] } }) } };
       const form: CardFormFields = request;
       const values = { holderName: form.holderName, expiryMonth: form.expiryMonth, expiryYear: form.expiryYear };
       const refused = (errors: FieldViolations) => ({ page: { statusCode: 400, html: preorderPage({ ...view, errors, values }) } });
