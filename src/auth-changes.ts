@@ -37,11 +37,16 @@ export async function startAuthChanges(databaseUrl: string, logger: Logger): Pro
   let client: pg.Client | undefined;
   let closed = false;
   let listening = false;
+  let retryTimer: NodeJS.Timeout | undefined;
   const retry = () => {
-    if (!closed) setTimeout(() => void listen(), RECONNECT_DELAY_MS).unref();
+    if (closed) return;
+    retryTimer = setTimeout(() => void listen(), RECONNECT_DELAY_MS);
+    retryTimer.unref();
   };
 
   async function listen(): Promise<void> {
+    retryTimer = undefined;
+    if (closed) return;
     const next = new pg.Client({ connectionString: databaseUrl });
     next.on('notification', (message) => {
       let change: AuthChange = {};
@@ -93,6 +98,7 @@ export async function startAuthChanges(databaseUrl: string, logger: Logger): Pro
     async close() {
       closed = true;
       listening = false;
+      if (retryTimer) clearTimeout(retryTimer);
       await client?.end().catch(() => undefined);
     },
   };
