@@ -10,6 +10,7 @@ import { reasonError } from '../errors';
 import { getMerchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
+import { withRequestDeadline } from '../temporal/deadline';
 import { WEBHOOK_REASONS } from './contract';
 import { attemptsOf, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
 
@@ -123,15 +124,24 @@ export async function listWebhookDeliveries(deps: PlatformDeps, merchant_id: str
 export async function redeliverWebhook(deps: PlatformDeps, webhook_id: string) {
   const event = await findWebhookEvent(deps.database, webhook_id);
   if (!event) throw reasonError(WEBHOOK_REASONS, 'WEBHOOK_NOT_FOUND');
-  try {
-    await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
+  const start = () =>
+    deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
       taskQueue: deps.temporal.taskQueue,
       workflowId: event.id,
       args: [{ webhook_id: event.id }],
     });
+  try {
+    await start();
     await markEventPending(deps.database, event.id);
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    // A run is open. One that is still retrying is left alone; one whose event already ended (delivered or failed)
+    // is only finishing: wait for it, then start the new run.
+    if (event.status !== 'pending') {
+      await withRequestDeadline(deps, () => deps.temporal.client.workflow.getHandle(event.id).result());
+      await start();
+      await markEventPending(deps.database, event.id);
+    }
   }
   const [delivery] = await deliveryRecords(deps, [(await findWebhookEvent(deps.database, event.id))!]);
   return delivery!;
