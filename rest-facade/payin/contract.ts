@@ -6,6 +6,7 @@
  */
 import type { CommonReason, FieldViolations } from '../../src/errors';
 import type { PayinReason } from '../../src/flows/payin/contract';
+import type { IdempotencyReason } from '../../src/idempotency/reasons';
 import type { WebhookReason } from '../../src/webhooks/contract';
 import { AmountError, parseJsonLossless, readAmount, type AmountProblem } from '../../src/money';
 import { exceedsJsonDepth, hasControlCharacters } from '../../src/text';
@@ -50,7 +51,7 @@ export interface AreaBError {
 }
 
 /** Every reason the Area B RPCs can answer. */
-export type AreaBReason = PayinReason | WebhookReason | CommonReason;
+export type AreaBReason = PayinReason | WebhookReason | IdempotencyReason | CommonReason;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -112,6 +113,10 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   UPSTREAM_UNAVAILABLE: () => failure(502, PAYIN_MESSAGES.upstreamUnavailable),
   PAYIN_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.topUpNotFound),
   PAYIN_FAILED: systemError,
+  IDEMPOTENCY_KEY_INVALID: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key must be 1 to 255 visible ASCII characters.'] }),
+  IDEMPOTENCY_KEY_REUSED: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] }),
+  // The first request with this key is still running: retry later with the same key (docs/idempotency.md).
+  IDEMPOTENCY_KEY_IN_PROGRESS: () => failure(409, 'A request with this idempotency key is in progress. Please retry later.'),
   SETTLEMENT_NOT_AUTHORIZED: systemError,
   // Operator-only or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,

@@ -61,6 +61,7 @@ export function payinRouter(): Router<FacadeState> {
           memo: read.fields.memo,
           outTradeNo: read.fields.out_trade_no,
           upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
+          idempotencyKey: ctx.get('Idempotency-Key'),
         },
       );
       const currency = currencyOf(answer.currency);

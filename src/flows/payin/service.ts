@@ -13,7 +13,8 @@ import { randomInt } from 'node:crypto';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, invalidFields, reasonError, type FieldViolations } from '../../errors';
-import type { PayinService } from '../../gen/payments/payin/v1/payin_pb';
+import { CreatePayinResponseSchema, type CreatePayinRequest, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
+import { message, protoCodec } from '../../idempotency';
 import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
@@ -159,6 +160,71 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     return merchant;
   }
 
+  /** B1 for an authenticated merchant: records the payin with its outbox row, forwards it, answers its QR. */
+  async function createPayin(merchant: Merchant, request: CreatePayinRequest) {
+    const upstreamUrl = deps.config.UPSTREAM_PAYIN_URL;
+    if (!upstreamUrl) throw refuse('UPSTREAM_NOT_CONFIGURED', 'no upstream payin server', { upstream: ['not configured'] });
+    const out_trade_no = request.outTradeNo;
+    const invoice_reference = newInvoiceReference();
+    const amount_units = request.amountUnits;
+    const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
+    const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: ['taken'] });
+    try {
+      // The payin and its workflow-start outbox row commit together: a committed payin always gets its
+      // PayinWorkflow, and B1 does not wait for Temporal.
+      await insertPayinWithOutbox(deps.database, {
+        invoice_reference,
+        merchant_id: merchant.id,
+        out_trade_no,
+        amount_units,
+        fee_units,
+        payin_fee_percent: merchant.payin_fee_percent,
+        currency: 'USDT',
+        memo: request.memo ?? null,
+        expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
+      });
+    } catch (error) {
+      // The unique index payins_merchant_out_trade_no_live owns "taken".
+      if ((error as { code?: string }).code === '23505') throw taken();
+      throw error;
+    }
+    let answer;
+    try {
+      answer = await forwardPayin(upstreamUrl, request.upstreamBody, {
+        api_key: deps.config.UPSTREAM_API_KEY,
+        invoice_reference,
+        notify_url: `${deps.config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
+        timeout_seconds: deps.config.UPSTREAM_TIMEOUT_SECONDS,
+      });
+    } catch (error) {
+      await markPayinFailed(deps.database, invoice_reference, (error as Error).message);
+      if (error instanceof UpstreamUnavailableError) {
+        deps.logger.warn({ invoice_reference, err: error.message }, 'upstream payin server unavailable');
+        throw refuse('UPSTREAM_UNAVAILABLE');
+      }
+      deps.logger.error({ invoice_reference, err: error }, 'payin forwarding failed');
+      throw refuse('PAYIN_FAILED', 'payin forwarding failed');
+    }
+    deps.payinOutbox?.wake();
+    try {
+      const qr_image = answer.qr_image ?? (await renderQrPng(answer.qr_content)).toString('base64');
+      await recordForwarded(deps.database, invoice_reference, { qr_content: answer.qr_content, trx_ref: answer.trx_ref ?? null });
+      return {
+        invoiceReference: invoice_reference,
+        amountUnits: amount_units,
+        currency: 'USDT',
+        feeUnits: fee_units,
+        qrContent: answer.qr_content,
+        qrImage: qr_image,
+        outTradeNo: out_trade_no,
+      };
+    } catch (error) {
+      await markPayinFailed(deps.database, invoice_reference, (error as Error).message).catch(() => undefined);
+      deps.logger.error({ invoice_reference, err: error }, 'payin creation failed after forwarding');
+      throw refuse('PAYIN_FAILED', 'payin creation failed');
+    }
+  }
+
   return {
     async authenticateApiKey(request) {
       await authenticate(request.apiKey);
@@ -167,66 +233,18 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
 
     async createPayin(request) {
       const merchant = await authenticate(request.apiKey);
-      if (!deps.config.UPSTREAM_PAYIN_URL) throw refuse('UPSTREAM_NOT_CONFIGURED', 'no upstream payin server', { upstream: ['not configured'] });
-      const out_trade_no = request.outTradeNo;
-      const invoice_reference = newInvoiceReference();
-      const amount_units = request.amountUnits;
-      const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
-      const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: ['taken'] });
-      try {
-        // The payin and its workflow-start outbox row commit together: a committed payin always gets its
-        // PayinWorkflow, and B1 does not wait for Temporal.
-        await insertPayinWithOutbox(deps.database, {
-          invoice_reference,
-          merchant_id: merchant.id,
-          out_trade_no,
-          amount_units,
-          fee_units,
-          payin_fee_percent: merchant.payin_fee_percent,
-          currency: 'USDT',
-          memo: request.memo ?? null,
-          expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
-        });
-      } catch (error) {
-        // The unique index payins_merchant_out_trade_no_live owns "taken".
-        if ((error as { code?: string }).code === '23505') throw taken();
-        throw error;
-      }
-      let answer;
-      try {
-        answer = await forwardPayin(deps.config.UPSTREAM_PAYIN_URL, request.upstreamBody, {
-          api_key: deps.config.UPSTREAM_API_KEY,
-          invoice_reference,
-          notify_url: `${deps.config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
-          timeout_seconds: deps.config.UPSTREAM_TIMEOUT_SECONDS,
-        });
-      } catch (error) {
-        await markPayinFailed(deps.database, invoice_reference, (error as Error).message);
-        if (error instanceof UpstreamUnavailableError) {
-          deps.logger.warn({ invoice_reference, err: error.message }, 'upstream payin server unavailable');
-          throw refuse('UPSTREAM_UNAVAILABLE');
-        }
-        deps.logger.error({ invoice_reference, err: error }, 'payin forwarding failed');
-        throw refuse('PAYIN_FAILED', 'payin forwarding failed');
-      }
-      deps.payinOutbox?.wake();
-      try {
-        const qr_image = answer.qr_image ?? (await renderQrPng(answer.qr_content)).toString('base64');
-        await recordForwarded(deps.database, invoice_reference, { qr_content: answer.qr_content, trx_ref: answer.trx_ref ?? null });
-        return {
-          invoiceReference: invoice_reference,
-          amountUnits: amount_units,
-          currency: 'USDT',
-          feeUnits: fee_units,
-          qrContent: answer.qr_content,
-          qrImage: qr_image,
-          outTradeNo: out_trade_no,
-        };
-      } catch (error) {
-        await markPayinFailed(deps.database, invoice_reference, (error as Error).message).catch(() => undefined);
-        deps.logger.error({ invoice_reference, err: error }, 'payin creation failed after forwarding');
-        throw refuse('PAYIN_FAILED', 'payin creation failed');
-      }
+      if (!request.idempotencyKey) return createPayin(merchant, request);
+      // A retry with the same Idempotency-Key answers the first payin (its QR included) instead of a "taken" 422.
+      return deps.idempotency.run(
+        {
+          scope: `merchant:${merchant.id}`,
+          key: request.idempotencyKey,
+          operation: 'area-b.create_payin',
+          parameters: [request.amountUnits, request.currency, request.memo ?? null, request.outTradeNo],
+        },
+        protoCodec(CreatePayinResponseSchema),
+        async () => message(CreatePayinResponseSchema, await createPayin(merchant, request)),
+      );
     },
 
     async getPayinStatus(request) {
