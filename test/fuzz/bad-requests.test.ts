@@ -144,6 +144,7 @@ describe('fuzzing the three areas with bad requests', () => {
     before = await snapshot();
   });
   afterAll(async () => {
+    // FUZZ_DEBUG=1 prints the first platform errors of a failing run (what the fuzzer provoked), for diagnosis.
     if (process.env.FUZZ_DEBUG) for (const line of logLines.filter((l) => l.includes('"level":50')).slice(0, 6)) process.stderr.write(line.slice(0, 1500) + '\n');
     await platform.stop();
   });
