@@ -185,9 +185,10 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       if (!ALPHANUMERIC_64.test(request.preTransferId)) throw refuse('PRE_TRANSFER_NOT_FOUND');
       const row = await findPreTransfer(deps.database, { id: request.preTransferId, partner_id: request.partnerId });
       if (!row) throw refuse('PRE_TRANSFER_NOT_FOUND');
-      // Answered from the row without a Temporal round trip; the workflow's validator re-checks both under its lock.
+      // Answered from the row without a Temporal round trip; the workflow's validator owns both and re-checks them.
       if (row.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
       if (isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
+      // Same shortcut: postPreTransfer owns this check (under the row lock and the unique index).
       if (await findPartnerTransactionClash(deps.database, request.partnerId, request.partnerTransactionId)) {
         throw refuse('DUPLICATE_PARTNER_TRANSACTION_ID', 'partner_transaction_id used before', { partner_transaction_id: ['duplicate'] });
       }
