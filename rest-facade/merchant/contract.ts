@@ -16,7 +16,7 @@ import type { InstrumentReason } from '../../src/instruments/reasons';
 import type { IdempotencyReason } from '../../src/idempotency/reasons';
 import type { MerchantAuthReason } from '../../src/merchant-auth/reasons';
 import type { PreorderReason } from '../../src/preorders/reasons';
-import { readRpcFailure } from '../../src/rpc/errors';
+import { codeOfKind, readRpcFailure } from '../../src/rpc/errors';
 
 export { readLogin, readGeneratePreOrderToken, readCreateUser, readUpdateUser, readPayByToken, readTransfer, readListBanks, readBlockMoney, readCancelBlockMoney } from '../../src/flows/wallet/fields';
 export { readDeposit, readVisaMasterDeposit, readConfirmPayments, readCardForm } from '../../src/flows/deposit/fields';
@@ -142,27 +142,6 @@ export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean
   let fields = failureInfo.fields;
   if (Object.keys(fields).length === 0) fields = { [known?.field ?? 'request']: [failureInfo.message] };
   return { ...failure(entry.status, entry.message, fields), isFault: false };
-}
-
-function codeOfKind(kind: DomainError['kind']): Code {
-  switch (kind) {
-    case 'invalid_argument':
-      return Code.InvalidArgument;
-    case 'not_found':
-      return Code.NotFound;
-    case 'already_exists':
-      return Code.AlreadyExists;
-    case 'failed_precondition':
-      return Code.FailedPrecondition;
-    case 'unauthenticated':
-      return Code.Unauthenticated;
-    case 'permission_denied':
-      return Code.PermissionDenied;
-    case 'unavailable':
-      return Code.Unavailable;
-    default:
-      return Code.Internal;
-  }
 }
 
 /** The façade's own answers on an Area C path: unknown route, wrong method, body too large, last-resort fault. */

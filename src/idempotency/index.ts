@@ -73,9 +73,20 @@ export function protoCodec<Desc extends DescMessage>(schema: Desc): ResponseCode
   };
 }
 
-/** Builds a response message from its init shape (so services can answer plain objects through `run`). */
-export function message<Desc extends DescMessage>(schema: Desc, init: MessageInitShape<Desc>): MessageShape<Desc> {
-  return create(schema, init);
+/**
+ * A Connect method's answer under an optional idempotency key: with a key, `store.run` answers repeats with the first
+ * response (protobuf bytes); without one, `execute` simply runs. `execute` receives the key-derived `ownKey` (to build
+ * its references and ledger keys from), or undefined without a key.
+ * @throws as `IdempotencyStore.run`, and whatever `execute` throws.
+ */
+export async function answerIdempotently<Desc extends DescMessage>(
+  store: IdempotencyStore,
+  request: IdempotentRequest,
+  schema: Desc,
+  execute: (ownKey: string | undefined) => Promise<MessageInitShape<Desc>>,
+): Promise<MessageInitShape<Desc>> {
+  if (!request.key) return execute(undefined);
+  return store.run(request, protoCodec(schema), async (ownKey) => create(schema, await execute(ownKey)));
 }
 
 /**

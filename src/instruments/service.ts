@@ -76,7 +76,8 @@ export function readSourceOfFunds(plaintext: string, problems: FieldViolations):
 export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof InstrumentService> {
   const { database, keys } = deps;
 
-  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
+  // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
+  const { requireMerchant } = deps.merchantAuth;
 
   async function checkBank(bankId: string, problems: FieldViolations): Promise<string | undefined> {
     const bank = /^\d{1,18}$/.test(bankId) ? await database('banks').where({ id: bankId }).first('id') : undefined;
@@ -113,7 +114,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
 
   return {
     async tokenizeLocalCard(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       logRequest(merchantId, 'local_card', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
@@ -137,7 +138,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     },
 
     async tokenizeBankAccount(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       logRequest(merchantId, 'bank_account', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
@@ -166,7 +167,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     },
 
     async tokenizeVisaMaster(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       logRequest(merchantId, 'visa_master', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));

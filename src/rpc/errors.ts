@@ -21,6 +21,11 @@ const codeByKind: Record<DomainErrorKind, Code> = {
   internal: Code.Internal,
 };
 
+/** The Connect code of a domain error kind. */
+export function codeOfKind(kind: DomainErrorKind): Code {
+  return codeByKind[kind];
+}
+
 /** Converts a DomainError into a ConnectError carrying an ErrorDetail. */
 export function toConnectError(error: DomainError): ConnectError {
   const detail = create(ErrorDetailSchema, {

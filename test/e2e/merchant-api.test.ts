@@ -6,6 +6,7 @@ import { getUser } from '../../src/onboarding';
 import { MESSAGES } from '../../src/flows/wallet/fields';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { fundUser } from '../support/wallets';
 
 const BAD_REQUEST = { success: false, code: 400, message: 'Bad Request' };
 
@@ -30,19 +31,6 @@ async function createUser(client: MerchantClient, extra: Record<string, unknown>
   });
   expect(response.status).toBe(200);
   return response.body.data as { id: number; user_token: string; wallet_ref: string; phone_number: string };
-}
-
-async function fund(platform: TestPlatform, userId: number, units: bigint): Promise<void> {
-  const user = (await getUser(platform.deps.database, String(userId)))!;
-  const settlement = await platform.deps.ledger.platformAccount('settlement', 'USD');
-  await platform.deps.ledger.transfer({
-    idempotency_key: `test-fund-${userId}-${units}-${Math.random()}`,
-    description: 'test funding',
-    postings: [
-      { account_id: settlement.id, amount_units: -units },
-      { account_id: user.wallet_account_id, amount_units: units },
-    ],
-  });
 }
 
 async function balances(platform: TestPlatform, userId: number): Promise<{ posted: bigint; available: bigint }> {
@@ -324,7 +312,7 @@ describe('Area C merchant API', () => {
     it('moves the amount and the fee to the platform in one transaction', async () => {
       const from = await createUser(merchant);
       const to = await createUser(merchant);
-      await fund(platform, from.id, 10_000n);
+      await fundUser(platform, from.id, 10_000n);
       const revenue = await platform.deps.ledger.platformAccount('fee_revenue', 'USD');
       const revenueBefore = revenue.posted_units;
       const response = await merchant.action('transfer', {
@@ -368,7 +356,7 @@ describe('Area C merchant API', () => {
     it('refuses insufficient funds on amount and changes nothing', async () => {
       const from = await createUser(merchant);
       const to = await createUser(merchant);
-      await fund(platform, from.id, 100n);
+      await fundUser(platform, from.id, 100n);
       const response = await merchant.action('transfer', { from_user_id: from.id, to_user_id: to.id, amount: 1.01, currency: 'USD' });
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ ...BAD_REQUEST, error: { amount: [MESSAGES.insufficientFunds] } });
@@ -378,7 +366,7 @@ describe('Area C merchant API', () => {
     it("answers an unknown user and another merchant's user alike", async () => {
       const mine = await createUser(merchant);
       const foreign = await createUser(other);
-      await fund(platform, foreign.id, 1000n);
+      await fundUser(platform, foreign.id, 1000n);
       const unknown = await merchant.action('transfer', { from_user_id: 999999999, to_user_id: mine.id, amount: 1, currency: 'USD' });
       expect(unknown.body).toEqual({ ...BAD_REQUEST, error: { from_user_id: [MESSAGES.userNotFound('from_user_id')] } });
       const stolen = await merchant.action('transfer', { from_user_id: foreign.id, to_user_id: mine.id, amount: 1, currency: 'USD' });
@@ -424,7 +412,7 @@ describe('Area C merchant API', () => {
     it('pays a preorder once: seller credited, commission to the platform; the second payment is refused', async () => {
       const seller = await createUser(merchant);
       const payer = await createUser(merchant);
-      await fund(platform, payer.id, 5_000n);
+      await fundUser(platform, payer.id, 5_000n);
       const created = await merchant.action('generate_pre_order_token', {
         out_trade_no: 'ORDER-1', seller_code: seller.wallet_ref, description: 'Coffee', amount: 20.05, currency: 'USD',
         commission_rate: 2.5, redirect_url: 'https://shop.example/done', call_back_url: 'https://shop.example/cb',
@@ -454,7 +442,7 @@ describe('Area C merchant API', () => {
     it('two simultaneous payments of one preorder: exactly one succeeds', async () => {
       const seller = await createUser(merchant);
       const payer = await createUser(merchant);
-      await fund(platform, payer.id, 1_000n);
+      await fundUser(platform, payer.id, 1_000n);
       const created = await merchant.action('generate_pre_order_token', {
         out_trade_no: 'ORDER-RACE', seller_code: seller.wallet_ref, description: 'x', amount: 2, currency: 'USD',
       });
@@ -470,7 +458,7 @@ describe('Area C merchant API', () => {
 
     it('pays a preorder whose seller is the merchant itself', async () => {
       const payer = await createUser(merchant);
-      await fund(platform, payer.id, 1_000n);
+      await fundUser(platform, payer.id, 1_000n);
       const created = await merchant.action('generate_pre_order_token', {
         out_trade_no: 'ORDER-M', seller_code: merchant.options.merchantId, description: 'Tea', amount: 3, currency: 'USD',
       });
@@ -521,7 +509,7 @@ describe('Area C merchant API', () => {
   describe('block_money / cancel_block_money', () => {
     it('holds money (available drops, balance stays) and releases it once', async () => {
       const user = await createUser(merchant);
-      await fund(platform, user.id, 1_000n);
+      await fundUser(platform, user.id, 1_000n);
       const blocked = await merchant.action('block_money', { user_token: user.user_token, amount: 4, currency: 'USD', reference: 'deposit for bike' });
       expect(blocked.status).toBe(200);
       const ref = blocked.body.data.transaction_ref;
@@ -539,7 +527,7 @@ describe('Area C merchant API', () => {
 
     it('refuses to block more than the available balance', async () => {
       const user = await createUser(merchant);
-      await fund(platform, user.id, 300n);
+      await fundUser(platform, user.id, 300n);
       const response = await merchant.action('block_money', { user_token: user.user_token, amount: 3.01, currency: 'USD', reference: 'r' });
       expect(response.body).toEqual({ ...BAD_REQUEST, error: { amount: [MESSAGES.insufficientFunds] } });
     });
@@ -548,7 +536,7 @@ describe('Area C merchant API', () => {
       const unknown = await merchant.action('block_money', { user_token: 'ut_nope', amount: 1, currency: 'USD', reference: 'r' });
       expect(unknown.body).toEqual({ ...BAD_REQUEST, error: { user_token: [MESSAGES.userNotFound('user_token')] } });
       const foreign = await createUser(other);
-      await fund(platform, foreign.id, 500n);
+      await fundUser(platform, foreign.id, 500n);
       const stolen = await merchant.action('block_money', { user_token: foreign.user_token, amount: 1, currency: 'USD', reference: 'r' });
       expect(stolen.body).toEqual({ ...BAD_REQUEST, error: { user_token: [MESSAGES.userNotFound('user_token')] } });
       const theirs = await other.action('block_money', { user_token: foreign.user_token, amount: 1, currency: 'USD', reference: 'r' });

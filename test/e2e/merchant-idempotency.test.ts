@@ -6,6 +6,7 @@
 import { getUser } from '../../src/onboarding';
 import { onboardMerchantClient, type MerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { fundUser } from '../support/wallets';
 
 describe('Area C idempotency', () => {
   let platform: TestPlatform;
@@ -21,16 +22,7 @@ describe('Area C idempotency', () => {
       (await merchant.action('create_user', { phone_number: phone, first_name: 'Sok', last_name: 'Dara', address: 'Phnom Penh', currency: 'USD' })).body.data;
     from = await make('012500100');
     to = await make('012500101');
-    const user = (await getUser(platform.deps.database, String(from.id)))!;
-    const settlement = await platform.deps.ledger.platformAccount('settlement', 'USD');
-    await platform.deps.ledger.transfer({
-      idempotency_key: 'fund-idempotency-test',
-      description: 'test funding',
-      postings: [
-        { account_id: settlement.id, amount_units: -10_000n },
-        { account_id: user.wallet_account_id, amount_units: 10_000n },
-      ],
-    });
+    await fundUser(platform, from.id, 10_000n);
   });
   afterAll(() => platform.stop());
 

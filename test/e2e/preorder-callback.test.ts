@@ -2,12 +2,12 @@
  * A preorder's call_back_url (interface "Area C" generate_pre_order_token; docs/area-c.md "Preorders") is told once,
  * through the platform's durable signed webhook sender, that the preorder was paid.
  */
-import { getUser } from '../../src/onboarding';
 import { Webhook } from 'standardwebhooks';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { onboardMerchantClient, type MerchantClient } from '../support/merchant-client';
 import { startMerchantReceiver, type MerchantReceiver } from '../support/merchant-receiver';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { fundUser } from '../support/wallets';
 
 describe('preorder call_back_url', () => {
   let platform: TestPlatform;
@@ -37,16 +37,7 @@ describe('preorder call_back_url', () => {
   it('announces preorder.paid to the call_back_url once, signed, with a stable X-Webhook-Id', async () => {
     const seller = await createUser('012300001');
     const payer = await createUser('012300002');
-    const user = (await getUser(platform.deps.database, String(payer.id)))!;
-    const settlement = await platform.deps.ledger.platformAccount('settlement', 'USD');
-    await platform.deps.ledger.transfer({
-      idempotency_key: 'fund-preorder-payer',
-      description: 'test funding',
-      postings: [
-        { account_id: settlement.id, amount_units: -5_000n },
-        { account_id: user.wallet_account_id, amount_units: 5_000n },
-      ],
-    });
+    await fundUser(platform, payer.id, 5_000n);
     const created = await merchant.action('generate_pre_order_token', {
       out_trade_no: 'CB-ORDER-1', seller_code: seller.wallet_ref, description: 'Tea', amount: 12.5, currency: 'USD',
       call_back_url: `${receiver.url}/preorders`,

@@ -5,7 +5,7 @@
  */
 import { createDatabase, type Knex } from '../../src/db/knex';
 import { DomainError } from '../../src/errors';
-import { createIdempotencyStore, type IdempotencyStore, type ResponseCodec } from '../../src/idempotency';
+import { createIdempotencyStore, fingerprintOf, type IdempotencyStore, type ResponseCodec } from '../../src/idempotency';
 import { createTestDatabase } from '../support/platform';
 
 const text: ResponseCodec<string> = {
@@ -88,7 +88,7 @@ describe('idempotency keys', () => {
       scope: 'merchant:1',
       key: 'k-stale',
       operation: 'test.move',
-      fingerprint: (await import('../../src/idempotency')).fingerprintOf(['USD', 100n]),
+      fingerprint: fingerprintOf(['USD', 100n]),
       state: 'running',
       locked_until: database.raw(`now() - interval '1 second'`),
       expires_at: database.raw(`now() + interval '1 day'`),

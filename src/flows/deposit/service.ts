@@ -65,22 +65,6 @@ function notPending(deposit: Deposit): DomainError {
   }
 }
 
-const REJECTIONS: ReadonlySet<string> = new Set<DepositRejection>([
-  'DEPOSIT_COMPLETED',
-  'DEPOSIT_DECLINED',
-  'DEPOSIT_FAILED',
-  'DEPOSIT_CANCELLED',
-  'DEPOSIT_EXPIRED',
-  'DEPOSIT_CONFIRMED_BY_FORM',
-  'DEPOSIT_CONFIRMED_BY_PASSWORD',
-]);
-
-/** The typed rejection of a DepositWorkflow Update, if that is what `error` is. */
-function rejectionOf(error: unknown): DepositRejection | undefined {
-  const type = failureType(error);
-  return type && REJECTIONS.has(type) ? (type as DepositRejection) : undefined;
-}
-
 const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
   DEPOSIT_COMPLETED: () => fail('token', DEPOSIT_MESSAGES.confirmed, 'DEPOSIT_COMPLETED'),
   DEPOSIT_DECLINED: () => fail('token', DEPOSIT_MESSAGES.declined, 'DEPOSIT_DECLINED'),
@@ -90,6 +74,12 @@ const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
   DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', DEPOSIT_MESSAGES.confirmByForm, 'DEPOSIT_CONFIRMED_BY_FORM', 'invalid_argument'),
   DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', DEPOSIT_MESSAGES.tokenInvalid, 'DEPOSIT_NOT_FOUND', 'not_found'),
 };
+
+/** The typed rejection of a DepositWorkflow Update, if that is what `error` is (one of REJECTION_ERRORS' keys). */
+function rejectionOf(error: unknown): DepositRejection | undefined {
+  const type = failureType(error);
+  return type && Object.hasOwn(REJECTION_ERRORS, type) ? (type as DepositRejection) : undefined;
+}
 
 interface StartInput {
   merchantId: string;
@@ -110,7 +100,8 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   const confirmUrl = (depositToken: string) => `${baseUrl}/visa-master/confirm/${encodeURIComponent(depositToken)}`;
   const preorderPayUrl = (preOrderToken: string) => `${baseUrl}/pre-order/${encodeURIComponent(preOrderToken)}/pay`;
 
-  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
+  // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
+  const { requireMerchant } = deps.merchantAuth;
 
   /** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
   async function checkPreorder(merchantId: string, input: StartInput, problems: FieldViolations): Promise<PreorderForDeposit | undefined> {
@@ -276,22 +267,22 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
 
   return {
     async depositByLocalCard(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       return startDeposit({ ...request, merchantId, kind: 'local_card', instrumentToken: request.token });
     },
 
     async depositByBankAccount(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       return startDeposit({ ...request, merchantId, kind: 'bank_account', instrumentToken: request.token });
     },
 
     async depositByVisaMaster(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       return startDeposit({ ...request, merchantId, kind: 'visa_master', instrumentToken: request.token });
     },
 
     async confirmPayment(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       const user = await merchantUser(database, merchantId, request.userId, 'user_id');
       const deposit = await findDepositByToken(database, request.token);
       if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {

@@ -11,7 +11,7 @@ import { recordWebhookEvent, startWebhookDeliveries } from '../../webhooks';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
-import { hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, type PayinRow } from './store';
+import { hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
 
 /** The events that announce a change of the payin's status. */
 type PayinStatusEvent = Exclude<PayinEvent, 'payin.additional_payment'>;
@@ -130,8 +130,7 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
         const payin = await lockPayin(trx, input.invoice_reference);
         if (!payin || payin.status === 'failed') return { webhook_id: null };
         const paid = BigInt(input.amount_units);
-        const sameAsSettled = payin.status === 'success' && payin.paid_amount_units === paid && (payin.trx_ref ?? '') === (input.trx_ref || (payin.trx_ref ?? ''));
-        if (sameAsSettled) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
+        if (settledBy(payin, { amount_units: paid, trx_ref: input.trx_ref })) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
         // The signal's amount is not authority: the applied upstream notification recorded by the service is.
         if (!(await hasAppliedSettlement(trx, payin.invoice_reference, { amount_units: paid, trx_ref: input.trx_ref }))) {
           throw ApplicationFailure.nonRetryable(`no applied notification of ${paid} for ${payin.invoice_reference}`, 'SETTLEMENT_NOT_AUTHORIZED' satisfies PayinReason);

@@ -14,7 +14,7 @@ import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { CreatePayinResponseSchema, type CreatePayinRequest, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
-import { message, protoCodec } from '../../idempotency';
+import { answerIdempotently } from '../../idempotency';
 import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
@@ -33,6 +33,7 @@ import {
   markPayinFailed,
   recordForwarded,
   setNotificationOutcome,
+  settledBy,
   type PayinRow,
 } from './store';
 import { forwardPayin, UpstreamUnavailableError } from './upstream-client';
@@ -107,10 +108,9 @@ function readNotification(signed_body: Uint8Array) {
   return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref: trx_ref as string };
 }
 
-/** True when the payin already shows this notification's effect (settled by this payment, or closed). */
+/** True when the payin already shows this notification's effect (settled by this payment, or no longer waiting). */
 function shows(payin: PayinRow, notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string }): boolean {
-  if (notification.status === 'close') return payin.status !== 'waiting';
-  return payin.status === 'success' && payin.paid_amount_units === notification.amount_units && (!notification.trx_ref || payin.trx_ref === notification.trx_ref);
+  return notification.status === 'close' ? payin.status !== 'waiting' : settledBy(payin, notification);
 }
 
 export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
@@ -233,17 +233,17 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
 
     async createPayin(request) {
       const merchant = await authenticate(request.apiKey);
-      if (!request.idempotencyKey) return createPayin(merchant, request);
       // A retry with the same Idempotency-Key answers the first payin (its QR included) instead of a "taken" 422.
-      return deps.idempotency.run(
+      return answerIdempotently(
+        deps.idempotency,
         {
           scope: `merchant:${merchant.id}`,
           key: request.idempotencyKey,
           operation: 'area-b.create_payin',
           parameters: [request.amountUnits, request.currency, request.memo ?? null, request.outTradeNo],
         },
-        protoCodec(CreatePayinResponseSchema),
-        async () => message(CreatePayinResponseSchema, await createPayin(merchant, request)),
+        CreatePayinResponseSchema,
+        () => createPayin(merchant, request),
       );
     },
 

@@ -28,6 +28,14 @@ export interface PayinRow {
 
 export const PAYIN_OUTBOX_TABLE = 'payin_workflow_outbox';
 
+/**
+ * True when the payin was settled by this payment: its amount (minor units) and, when the payment names one, its
+ * trx_ref. Anything else received for a settled payin is another payment.
+ */
+export function settledBy(payin: PayinRow, payment: { amount_units: bigint; trx_ref: string }): boolean {
+  return payin.status === 'success' && payin.paid_amount_units === payment.amount_units && (!payment.trx_ref || payin.trx_ref === payment.trx_ref);
+}
+
 export type NewPayinRow = Pick<
   PayinRow,
   'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'payin_fee_percent' | 'currency' | 'memo'

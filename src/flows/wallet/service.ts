@@ -12,7 +12,7 @@ import {
   TransferResponseSchema,
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
-import { message, protoCodec, referenceFromKey } from '../../idempotency';
+import { answerIdempotently, referenceFromKey } from '../../idempotency';
 import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
@@ -69,7 +69,8 @@ function phoneOrFail(text: string | undefined): string | undefined {
 
 export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof WalletService> {
   const { database } = deps;
-  const requireMerchantId = (request: Parameters<typeof deps.merchantAuth.requireMerchant>[0]) => deps.merchantAuth.requireMerchant(request);
+  // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
+  const { requireMerchant } = deps.merchantAuth;
   return {
     async login(request) {
       const envelope = request.envelope;
@@ -105,12 +106,12 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async listFees(request) {
-      await requireMerchantId(request);
+      await requireMerchant(request);
       return listFees(database);
     },
 
     async generatePreOrderToken(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       const currency = walletCurrency(request.currency);
       const { token, url } = await generatePreOrder(deps, {
         merchantId,
@@ -127,7 +128,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async createUser(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       if (!request.phoneNumber && !request.email) {
         throw invalidFields({ phone_number: [MESSAGES.phoneOrEmail], email: [MESSAGES.emailOrPhone] });
       }
@@ -147,7 +148,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async updateUser(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       walletCurrency(request.currency);
       const phone = phoneOrFail(request.phoneNumber);
       let userId = request.userId;
@@ -177,18 +178,18 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async payByToken(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       const pay = (reference?: string) => payByToken(deps, { merchantId, preOrderToken: request.preOrderToken, payerUserId: request.userId, reference });
-      if (!request.idempotencyKey) return { reference: await pay() };
-      return deps.idempotency.run(
+      return answerIdempotently(
+        deps.idempotency,
         { scope: `merchant:${merchantId}`, key: request.idempotencyKey, operation: 'area-c.pay_by_token', parameters: [request.preOrderToken, request.userId] },
-        protoCodec(PayByTokenResponseSchema),
-        async (ownKey) => message(PayByTokenResponseSchema, { reference: await pay(referenceFromKey('PAY', ownKey)) }),
+        PayByTokenResponseSchema,
+        async (ownKey) => ({ reference: await pay(ownKey && referenceFromKey('PAY', ownKey)) }),
       );
     },
 
     async transfer(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       const currency = walletCurrency(request.currency);
       if (request.feesAmountUnits < 0n) throw invalidFields({ fees_amount: ['The fees_amount must not be negative.'] });
       if (request.feesAmountUnits > 0n && request.feesCurrency !== currency) {
@@ -198,21 +199,21 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       const amountUnits = positive(request.amountUnits, 'amount');
       const move = (reference?: string) =>
         transfer(deps, { merchantId, fromUserId: request.fromUserId, toUserId: request.toUserId, amountUnits, currency, feesAmountUnits: request.feesAmountUnits, reference });
-      if (!request.idempotencyKey) return { reference: await move() };
-      return deps.idempotency.run(
+      return answerIdempotently(
+        deps.idempotency,
         {
           scope: `merchant:${merchantId}`,
           key: request.idempotencyKey,
           operation: 'area-c.transfer',
           parameters: [request.fromUserId, request.toUserId, amountUnits, currency, request.feesAmountUnits, request.feesCurrency],
         },
-        protoCodec(TransferResponseSchema),
-        async (ownKey) => message(TransferResponseSchema, { reference: await move(referenceFromKey('TRF', ownKey)) }),
+        TransferResponseSchema,
+        async (ownKey) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey)) }),
       );
     },
 
     async listBanks(request) {
-      await requireMerchantId(request);
+      await requireMerchant(request);
       const page = request.page || 1;
       const perPage = request.perPage || 20;
       const problems: Record<string, string[]> = {};
@@ -223,26 +224,26 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     },
 
     async blockMoney(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       const amountUnits = positive(request.amountUnits, 'amount');
       const currency = walletCurrency(request.currency);
       const block = (transactionRef?: string) =>
         blockMoney(deps, { merchantId, userToken: request.userToken, amountUnits, currency, reference: request.reference, transactionRef });
-      if (!request.idempotencyKey) return { transactionRef: await block() };
-      return deps.idempotency.run(
+      return answerIdempotently(
+        deps.idempotency,
         {
           scope: `merchant:${merchantId}`,
           key: request.idempotencyKey,
           operation: 'area-c.block_money',
           parameters: [request.userToken, amountUnits, currency, request.reference],
         },
-        protoCodec(BlockMoneyResponseSchema),
-        async (ownKey) => message(BlockMoneyResponseSchema, { transactionRef: await block(referenceFromKey('BLK', ownKey)) }),
+        BlockMoneyResponseSchema,
+        async (ownKey) => ({ transactionRef: await block(ownKey && referenceFromKey('BLK', ownKey)) }),
       );
     },
 
     async cancelBlockMoney(request) {
-      const merchantId = await requireMerchantId(request);
+      const merchantId = await requireMerchant(request);
       await cancelBlockMoney(deps, { merchantId, transactionRef: request.transactionRef });
       return {};
     },
