@@ -16,6 +16,7 @@
  *   PARTNER_BASE_URL, BASE_URL, MERCHANT_BASE_URL                [http://127.0.0.1:<HTTP_PORT or 3000> + *_PREFIX]
  *   SANDBOX_URL            the sandbox upstream provider         [http://127.0.0.1:<SANDBOX_PORT or 3100>]
  *   RPC_URL                AdminService, for the operator's view of user/partner balances and the ledger check
+ *   PAYMENTS_ADMIN_TOKEN   the operator's service credential  [the token in <DATA_DIR or .data>/admin-credentials.json]
  *                                                                [http://127.0.0.1:<RPC_PORT or 8080>]
  *   SANDBOX_OTP [123456], PAYIN_TTL_SECONDS (as given to the stack; enables the expiry case when short),
  *   DEMO_MAX_WAIT_SECONDS [60] longest lifetime the demo waits out, DEMO_READY_TIMEOUT_SECONDS [180].
@@ -50,6 +51,7 @@ const CONFIG = {
   healthUrl: env.HEALTH_URL || `${FACADE_URL}/healthz`,
   sandboxUrl: env.SANDBOX_URL || `http://127.0.0.1:${env.SANDBOX_PORT || 3100}`,
   rpcUrl: env.RPC_URL || `http://127.0.0.1:${env.RPC_PORT || 8080}`,
+  adminCredentials: env.PAYMENTS_ADMIN_CREDENTIALS || path.join(env.DATA_DIR || '.data', 'admin-credentials.json'),
   otp: env.SANDBOX_OTP || '123456',
   payinTtlSeconds: env.PAYIN_TTL_SECONDS ? Number(env.PAYIN_TTL_SECONDS) : undefined,
   maxWaitSeconds: Number(env.DEMO_MAX_WAIT_SECONDS || 60),
@@ -212,12 +214,18 @@ const operator = {
   async call(method, body) {
     const response = await fetch(`${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` },
       body: JSON.stringify(body),
     });
     const answer = await response.json();
     if (!response.ok) throw new Error(`AdminService ${method}: ${response.status} ${JSON.stringify(answer)}`);
     return answer;
+  },
+  /** The operator's service credential: PAYMENTS_ADMIN_TOKEN, else the one `npm start` wrote. */
+  token() {
+    if (env.PAYMENTS_ADMIN_TOKEN) return env.PAYMENTS_ADMIN_TOKEN;
+    if (!existsSync(CONFIG.adminCredentials)) throw new Error(`no operator credential: set PAYMENTS_ADMIN_TOKEN or start the stack (npm start writes ${CONFIG.adminCredentials})`);
+    return JSON.parse(readFileSync(CONFIG.adminCredentials, 'utf8')).token;
   },
   /** `{ balance, available }` in minor units of the owner's wallet in `currency`. */
   async wallet(owner, currency = 'USD') {

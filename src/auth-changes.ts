@@ -14,9 +14,13 @@ import type { Logger } from './logger';
 export const AUTH_CHANGES_CHANNEL = 'payments_auth_changes';
 const RECONNECT_DELAY_MS = 1000;
 
-/** What changed; caches drop entries of the merchant (or everything when no merchant is named). */
+/**
+ * What changed: caches drop the entries of the merchant or of the service credential named, or everything when
+ * neither is named.
+ */
 export interface AuthChange {
   merchant_id?: string;
+  credential_id?: string;
 }
 
 export interface AuthChanges {

@@ -10,6 +10,8 @@ const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1).max(31_536_000);
 const url = z.string().url();
 const prefix = z.string().regex(/^(\/[A-Za-z0-9._~-]+)*$/, 'must be empty or start with / and not end with /');
+const file = z.string().min(1);
+const flag = z.enum(['true', 'false']).transform((value) => value === 'true');
 
 const schema = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
@@ -20,6 +22,36 @@ const schema = z.object({
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),
   HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * The internal Connect RPC listener's address. Binding anything but loopback needs a live service credential
+   * (`payments credentials create`) or mTLS (RPC_TLS_CLIENT_CA); without either start-up stops.
+   */
+  RPC_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Largest RPC request message accepted, bytes (larger: ResourceExhausted). */
+  RPC_READ_MAX_BYTES: z.coerce.number().int().min(65_536).max(67_108_864).default(4_194_304),
+  /** PEM files of the RPC listener's TLS certificate and key; with RPC_TLS_CLIENT_CA, clients need a certificate. */
+  RPC_TLS_CERT: file.optional(),
+  RPC_TLS_KEY: file.optional(),
+  RPC_TLS_CLIENT_CA: file.optional(),
+  /** The service credential (`pps_…`) a façade presents to the RPC server at RPC_URL. */
+  RPC_TOKEN: z.string().min(1).optional(),
+  /** A credentials file (`payments credentials create --file`) holding that token, when RPC_TOKEN is unset. */
+  RPC_TOKEN_FILE: file.optional(),
+  /** PEM files a façade presents to an mTLS RPC server at RPC_URL (https://), and the CA it verifies it with. */
+  RPC_CLIENT_TLS_CERT: file.optional(),
+  RPC_CLIENT_TLS_KEY: file.optional(),
+  RPC_CLIENT_TLS_CA: file.optional(),
+  /**
+   * TLS on every Temporal connection (client and worker): on with TEMPORAL_TLS=true, any of the PEM files below, or
+   * an API key. A non-loopback TEMPORAL_ADDRESS without TLS is refused unless TEMPORAL_ALLOW_INSECURE=true.
+   */
+  TEMPORAL_TLS: flag.default(false),
+  TEMPORAL_TLS_CERT: file.optional(),
+  TEMPORAL_TLS_KEY: file.optional(),
+  TEMPORAL_TLS_CA: file.optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  TEMPORAL_ALLOW_INSECURE: flag.default(false),
   PUBLIC_BASE_URL: url.default('http://127.0.0.1:3000').transform((value) => value.replace(/\/+$/, '')),
   RPC_URL: url.optional(),
   PARTNER_PREFIX: prefix.default(''),
@@ -65,7 +97,45 @@ const schema = z.object({
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
   /** How long a client's Idempotency-Key answers repeats with the first answer (at least a day in production). */
   IDEMPOTENCY_RETENTION_SECONDS: seconds.default(86_400),
+}).superRefine((config, context) => {
+  const pairs: Array<[string, string | undefined, string, string | undefined]> = [
+    ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],
+    ['RPC_CLIENT_TLS_CERT', config.RPC_CLIENT_TLS_CERT, 'RPC_CLIENT_TLS_KEY', config.RPC_CLIENT_TLS_KEY],
+    ['TEMPORAL_TLS_CERT', config.TEMPORAL_TLS_CERT, 'TEMPORAL_TLS_KEY', config.TEMPORAL_TLS_KEY],
+  ];
+  for (const [certName, cert, keyName, key] of pairs) {
+    if (Boolean(cert) !== Boolean(key)) {
+      context.addIssue({ code: z.ZodIssueCode.custom, path: [cert ? keyName : certName], message: `is required with ${cert ? certName : keyName}` });
+    }
+  }
+  if (config.RPC_TLS_CLIENT_CA && !config.RPC_TLS_CERT) {
+    context.addIssue({ code: z.ZodIssueCode.custom, path: ['RPC_TLS_CERT'], message: 'is required with RPC_TLS_CLIENT_CA (mTLS needs the server certificate)' });
+  }
+  const address = config.TEMPORAL_ADDRESS;
+  if (address && !isLoopbackHost(address.replace(/:\d+$/, '')) && !temporalUsesTls(config) && !config.TEMPORAL_ALLOW_INSECURE) {
+    context.addIssue({
+      code: z.ZodIssueCode.custom,
+      path: ['TEMPORAL_ADDRESS'],
+      message: 'is not loopback and TLS is off: set TEMPORAL_TLS=true (or TEMPORAL_TLS_* / TEMPORAL_API_KEY), or TEMPORAL_ALLOW_INSECURE=true',
+    });
+  }
 });
+
+/** True for a loopback host name or address (localhost, 127.0.0.0/8, ::1). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127(\.\d{1,3}){3}$/.test(bare) || bare === '::ffff:127.0.0.1';
+}
+
+/** True when Temporal connections use TLS (explicitly, by a PEM file, or by an API key, which needs TLS). */
+export function temporalUsesTls(config: {
+  TEMPORAL_TLS: boolean;
+  TEMPORAL_TLS_CERT?: string;
+  TEMPORAL_TLS_CA?: string;
+  TEMPORAL_API_KEY?: string;
+}): boolean {
+  return config.TEMPORAL_TLS || Boolean(config.TEMPORAL_TLS_CERT || config.TEMPORAL_TLS_CA || config.TEMPORAL_API_KEY);
+}
 
 /** The typed configuration. Durations are in seconds, ports are numbers. */
 export type Config = z.infer<typeof schema>;

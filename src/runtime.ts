@@ -7,7 +7,8 @@
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
-import type { Config } from './config';
+import { readFileSync } from 'node:fs';
+import { ConfigError, isLoopbackHost, type Config } from './config';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
@@ -17,12 +18,15 @@ import { createSandboxAcquirer } from './sandbox/acquirer';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
+import { readCredentialsFile } from './service-credentials/files';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
 import { createPlatformClients } from './rpc/clients';
 import { createRoutes } from './rpc/routes';
-import { createInProcessTransport, startRpcServer } from './rpc/server';
+import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
+import { createCredentialVerifier, hasLiveServiceCredential } from './service-credentials';
 import { connectTemporal } from './temporal/client';
+import { temporalConnectionOptions } from './temporal/connection-options';
 import { startWorker } from './worker';
 
 export const ROLES = ['api', 'facade', 'worker'] as const;
@@ -36,6 +40,32 @@ export function parseRoles(text: string): Role[] {
   }
   if (roles.length === 0) throw new Error('no role given');
   return [...new Set(roles)] as Role[];
+}
+
+/** A PEM file's text. @throws ConfigError naming `variable` when it cannot be read. */
+function readPem(variable: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/** The token of the credentials file `file`. @throws ConfigError RPC_TOKEN_FILE when it holds none. */
+function facadeToken(file: string): string {
+  const token = readCredentialsFile(file)?.token;
+  if (!token) throw new ConfigError('RPC_TOKEN_FILE', `${file} holds no credential`);
+  return token;
+}
+
+/** The RPC listener's TLS material, when RPC_TLS_CERT and RPC_TLS_KEY are set. */
+function rpcTls(config: Config): RpcTls | undefined {
+  if (!config.RPC_TLS_CERT || !config.RPC_TLS_KEY) return undefined;
+  return {
+    cert: readPem('RPC_TLS_CERT', config.RPC_TLS_CERT),
+    key: readPem('RPC_TLS_KEY', config.RPC_TLS_KEY),
+    clientCa: config.RPC_TLS_CLIENT_CA && readPem('RPC_TLS_CLIENT_CA', config.RPC_TLS_CLIENT_CA),
+  };
 }
 
 export interface RunningPlatform {
@@ -73,7 +103,12 @@ export async function runRoles(
       const authChanges = await startAuthChanges(config.DATABASE_URL, logger);
       stops.push(() => authChanges.close());
       const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-      const temporal = await connectTemporal(temporalAddress, config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+      const temporal = await connectTemporal(
+        temporalAddress,
+        config.TEMPORAL_NAMESPACE,
+        config.TEMPORAL_TASK_QUEUE,
+        temporalConnectionOptions(config),
+      );
       stops.push(() => temporal.close());
       deps = {
         config,
@@ -106,11 +141,21 @@ export async function runRoles(
       const outbox = startPayinOutboxDispatcher(deps);
       deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
+      const tls = rpcTls(config);
+      if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !(await hasLiveServiceCredential(deps.database))) {
+        throw new ConfigError(
+          'RPC_HOST',
+          `${config.RPC_HOST} is not loopback and no caller could authenticate: create a service credential (payments credentials create --scope …) or set RPC_TLS_CLIENT_CA`,
+        );
+      }
       const rpc = await startRpcServer({
         routes: (routes = createRoutes(createServices(deps))),
-        host: config.HTTP_HOST,
+        host: config.RPC_HOST,
         port: config.RPC_PORT,
         logger,
+        verifier: createCredentialVerifier(deps.database, deps.authChanges, config.AUTH_CACHE_SECONDS),
+        readMaxBytes: config.RPC_READ_MAX_BYTES,
+        tls,
       });
       stops.push(() => rpc.close(config.SHUTDOWN_GRACE_SECONDS));
       rpcUrl = rpc.url;
@@ -121,7 +166,20 @@ export async function runRoles(
       // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
       const clients = createPlatformClients(
         config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger) : `http://127.0.0.1:${config.RPC_PORT}`),
-        { timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000 },
+        {
+          timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
+          credentials: {
+            token: config.RPC_TOKEN ?? (config.RPC_TOKEN_FILE && facadeToken(config.RPC_TOKEN_FILE)),
+            tls:
+              config.RPC_CLIENT_TLS_CERT || config.RPC_CLIENT_TLS_CA
+                ? {
+                    cert: config.RPC_CLIENT_TLS_CERT && readPem('RPC_CLIENT_TLS_CERT', config.RPC_CLIENT_TLS_CERT),
+                    key: config.RPC_CLIENT_TLS_KEY && readPem('RPC_CLIENT_TLS_KEY', config.RPC_CLIENT_TLS_KEY),
+                    ca: config.RPC_CLIENT_TLS_CA && readPem('RPC_CLIENT_TLS_CA', config.RPC_CLIENT_TLS_CA),
+                  }
+                : undefined,
+          },
+        },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config) });
       const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);

@@ -5,6 +5,7 @@
 import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities, type Activities } from './activities';
 import type { PlatformDeps } from './platform-deps';
+import { temporalConnectionOptions } from './temporal/connection-options';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
@@ -51,7 +52,7 @@ export async function startWorker(
     });
     runtimeInstalled = true;
   }
-  const connection = await NativeConnection.connect({ address: options.address });
+  const connection = await NativeConnection.connect({ address: options.address, ...temporalConnectionOptions(deps.config) });
   const worker = await Worker.create({
     connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,

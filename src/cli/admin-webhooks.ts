@@ -8,8 +8,8 @@
  */
 import type { Command } from 'commander';
 import { stringifyJson } from '../money';
-import { createPlatformClients } from '../rpc/clients';
-import { describeFailure, DEFAULT_RPC_URL } from './admin';
+import type { PlatformClients } from '../rpc/clients';
+import { adminClients, describeFailure, DEFAULT_RPC_URL } from './admin';
 
 type Delivery = {
   webhookId: string;
@@ -44,10 +44,10 @@ export function deliveryJson(delivery: Delivery) {
   };
 }
 
-async function run(work: (clients: ReturnType<typeof createPlatformClients>) => Promise<Record<string, unknown>>, json: boolean) {
+async function run(work: (clients: PlatformClients) => Promise<Record<string, unknown>>, json: boolean) {
   const rpcUrl = process.env.RPC_URL || DEFAULT_RPC_URL;
   try {
-    const result = await work(createPlatformClients(rpcUrl, { httpVersion: '1.1' }));
+    const result = await work(adminClients(rpcUrl));
     process.stdout.write(json ? `${stringifyJson(result)}\n` : `${JSON.stringify(result, null, 2)}\n`);
   } catch (error) {
     process.stderr.write(`${describeFailure(error, rpcUrl)}\n`);

@@ -10,6 +10,12 @@
  *   admin wallet credit --user-id ID | --merchant-id ID | --partner-id ID --amount A --currency C --reference R
  *   admin wallet balance --user-id ID | --merchant-id ID | --partner-id ID
  *   admin ledger check
+ *   admin credentials create --scope admin|facade [--scope …] --name N
+ *   admin credentials revoke --credential-id ID
+ *   admin credentials list
+ *
+ * Every call presents the operator's service credential (admin scope): PAYMENTS_ADMIN_TOKEN, the file named by
+ * PAYMENTS_ADMIN_CREDENTIALS, or the dev stack's `.data/admin-credentials.json` (src/service-credentials/files.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Code } from '@connectrpc/connect';
@@ -18,6 +24,7 @@ import { MerchantStatus } from '../gen/payments/admin/v1/admin_pb';
 import { stringifyJson } from '../money';
 import { createPlatformClients, type PlatformClients } from '../rpc/clients';
 import { readRpcFailure } from '../rpc/errors';
+import { adminToken } from '../service-credentials/files';
 
 export const DEFAULT_RPC_URL = 'http://127.0.0.1:8080';
 
@@ -33,6 +40,10 @@ export function describeFailure(error: unknown, rpcUrl: string): string {
   if (failure.code === Code.Unavailable && failure.reason === 'INTERNAL') {
     return oneLine(`error: cannot reach the AdminService at ${rpcUrl}: ${failure.message}`);
   }
+  if (failure.code === Code.Unauthenticated) {
+    return 'error: UNAUTHENTICATED: no valid service credential (set PAYMENTS_ADMIN_TOKEN or PAYMENTS_ADMIN_CREDENTIALS, or run from the directory of `npm start`)';
+  }
+  if (failure.code === Code.PermissionDenied) return 'error: PERMISSION_DENIED: the credential lacks the admin scope';
   const fields = Object.entries(failure.fields)
     .map(([field, messages]) => `${field}: ${messages.join(', ')}`)
     .join('; ');
@@ -72,13 +83,18 @@ function print(result: Record<string, unknown>, json: boolean): void {
   }
 }
 
+/** Connect clients presenting the operator's credential (when one is found). */
+export function adminClients(rpcUrl: string): PlatformClients {
+  return createPlatformClients(rpcUrl, { httpVersion: '1.1', credentials: { token: adminToken() } });
+}
+
 /** Runs one command: builds the clients, prints the result, or prints one stderr line and exits 1. */
 function action<O extends { json?: boolean }>(run: (clients: PlatformClients, options: O) => Promise<Record<string, unknown>>) {
   return async (options: O) => {
     const rpcUrl = process.env.RPC_URL || DEFAULT_RPC_URL;
     let code = 0;
     try {
-      const clients = createPlatformClients(rpcUrl, { httpVersion: '1.1' });
+      const clients = adminClients(rpcUrl);
       print(await run(clients, options), Boolean(options.json));
     } catch (error) {
       process.stderr.write(`${describeFailure(error, rpcUrl)}\n`);
@@ -273,6 +289,49 @@ export function registerAdminCommands(program: Command): void {
           process.exitCode = 1;
         }
         return { ok: result.ok, accounts: result.accounts, entries: result.entries, imbalances: result.imbalances };
+      }),
+    );
+
+  const credentials = admin.command('credentials').description('service credentials of the internal RPC');
+  credentials
+    .command('create')
+    .description('create a service credential; prints its token once')
+    .requiredOption('--scope <scope...>', 'admin (every service) or facade (the services the REST façade calls)')
+    .requiredOption('--name <name>', 'who holds it, e.g. "facade eu-1"')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ scope: string[]; name: string; json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.createServiceCredential({ name: options.name, scopes: options.scope });
+        return { credential_id: result.credentialId, token: result.token, scopes: result.scopes };
+      }),
+    );
+  credentials
+    .command('revoke')
+    .description('revoke a service credential (refused on the next call in every process)')
+    .requiredOption('--credential-id <id>', 'credential id (cred_…)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ credentialId: string; json?: boolean }>(async (clients, options) => {
+        await clients.admin.revokeServiceCredential({ credentialId: options.credentialId });
+        return { credential_id: options.credentialId, revoked: true };
+      }),
+    );
+  credentials
+    .command('list')
+    .description('list service credentials (never their tokens)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ json?: boolean }>(async (clients) => {
+        const result = await clients.admin.listServiceCredentials({});
+        return {
+          credentials: result.credentials.map((item) => ({
+            credential_id: item.credentialId,
+            name: item.name,
+            scopes: item.scopes,
+            created_at: item.createdAt,
+            revoked_at: item.revokedAt || null,
+          })),
+        };
       }),
     );
 }

@@ -5,13 +5,29 @@
  */
 import path from 'node:path';
 import type { Config } from '../config';
-import { createDatabase, migrateToLatest } from '../db/knex';
+import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
 import { startEmbeddedPostgres } from '../db/embedded';
 import type { Logger } from '../logger';
 import { runRoles } from '../runtime';
 import { ensureDemoData } from '../onboarding/demo';
+import { createServiceCredential } from '../service-credentials';
+import { ADMIN_CREDENTIALS_FILE, readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
 import { startTemporalDevServer } from '../temporal/dev-server';
+
+/**
+ * The dev stack's admin service credential, in `<DATA_DIR>/admin-credentials.json` (0600), where `payments admin …`
+ * run from the project directory and the demo find it. Kept across restarts while the database still knows it.
+ * @returns the file's path
+ */
+async function ensureDevAdminCredential(database: Knex, dataDirectory: string): Promise<string> {
+  const file = path.join(dataDirectory, ADMIN_CREDENTIALS_FILE);
+  const existing = readCredentialsFile(file);
+  if (existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').first('id'))) return file;
+  const created = await createServiceCredential(database, { name: 'dev stack admin', scopes: ['admin'] });
+  writeCredentialsFile(file, { credential_id: created.id, token: created.token, scopes: created.scopes });
+  return file;
+}
 
 export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void>> = [];
@@ -62,6 +78,7 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
     stops.push(() => platform.stop());
     const demo = await ensureDemoData(platform.deps!, config.DATA_DIR);
     say(`demo credentials (${demo.created ? 'created' : 'from the first start'}): ${demo.path}`);
+    say(`admin credential for \`payments admin …\` and the demo: ${await ensureDevAdminCredential(platform.deps!.database, config.DATA_DIR)}`);
     say('');
     say('payments platform is up');
     say(`  REST façade (Areas A, B, C)  ${platform.facadeUrl}   health: ${platform.facadeUrl}/healthz`);

@@ -3,6 +3,7 @@
  *   payments serve [--roles api,facade,worker]   run roles against configured PostgreSQL and Temporal
  *   payments dev                                 the dev stack (`npm start`)
  *   payments migrate                             apply database migrations
+ *   payments credentials create --scope S …      bootstrap a service credential straight in DATABASE_URL (offline)
  *   payments admin ...                           onboarding and operations (src/cli/admin.ts)
  */
 import { Command } from 'commander';
@@ -77,6 +78,44 @@ program
     try {
       const applied = await migrateToLatest(database);
       say(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+    } finally {
+      await database.destroy();
+    }
+  });
+
+program
+  .command('credentials')
+  .description('service credentials written straight to the database (DATABASE_URL), e.g. the first admin one')
+  .command('create')
+  .description('create a service credential; prints its token once')
+  .requiredOption('--scope <scope...>', 'admin (every service) or facade (the services the REST façade calls)')
+  .option('--name <name>', 'who holds it', 'bootstrap admin')
+  .option('--json', 'print one JSON object')
+  .option('--file <file>', 'write it to this credentials file (0600) instead of printing; do nothing when the file already holds one')
+  .action(async (options: { scope: string[]; name: string; json?: boolean; file?: string }) => {
+    const settings = config();
+    const files = require('../service-credentials/files') as typeof import('../service-credentials/files');
+    if (options.file && files.readCredentialsFile(options.file)) {
+      say(`${options.file} already holds a credential: nothing created`);
+      return;
+    }
+    if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
+    const { createDatabase } = knex();
+    const credentials = require('../service-credentials') as typeof import('../service-credentials');
+    const unknown = options.scope.filter((scope) => !credentials.isServiceScope(scope));
+    if (unknown.length) fail(`unknown scope ${unknown.join(', ')} (scopes: ${credentials.SERVICE_SCOPES.join(', ')})`);
+    const database = createDatabase(settings.DATABASE_URL, 1);
+    try {
+      const created = await credentials.createServiceCredential(database, { name: options.name, scopes: options.scope });
+      const result = { credential_id: created.id, token: created.token, scopes: created.scopes };
+      if (options.file) {
+        files.writeCredentialsFile(options.file, result);
+        say(`credential ${created.id} written to ${options.file}`);
+        return;
+      }
+      process.stdout.write(options.json ? `${JSON.stringify(result)}\n` : Object.entries(result).map(([key, value]) => `${key}: ${String(value)}\n`).join(''));
+    } catch (error) {
+      fail(error);
     } finally {
       await database.destroy();
     }

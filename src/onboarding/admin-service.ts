@@ -8,6 +8,13 @@ import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/paym
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
 import type { PlatformDeps } from '../platform-deps';
+import {
+  createServiceCredential,
+  isServiceScope,
+  listServiceCredentials,
+  revokeServiceCredential,
+  SERVICE_SCOPES,
+} from '../service-credentials';
 import { notFound } from './common';
 import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
 import { createPartner, getPartner } from './partners';
@@ -177,6 +184,34 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
     async checkLedger() {
       const check = await deps.ledger.check();
       return { ok: check.ok, accounts: BigInt(check.accounts), entries: BigInt(check.entries), imbalances: check.imbalances };
+    },
+
+    /** @throws DomainError invalid_argument on scopes (each must be one of SERVICE_SCOPES) */
+    async createServiceCredential(request) {
+      if (!request.scopes.every(isServiceScope)) throw invalidFields({ scopes: [`each scope must be one of ${SERVICE_SCOPES.join(', ')}`] });
+      const created = await createServiceCredential(deps.database, { name: request.name, scopes: request.scopes });
+      deps.logger.info({ credential: created.id, scopes: created.scopes }, 'service credential created');
+      return { credentialId: created.id, token: created.token, scopes: created.scopes };
+    },
+
+    /** @throws DomainError not_found CREDENTIAL_NOT_FOUND (unknown or already revoked) */
+    async revokeServiceCredential(request) {
+      if (!(await revokeServiceCredential(deps.database, deps.authChanges, request.credentialId))) throw notFound('CREDENTIAL_NOT_FOUND', 'credential');
+      deps.logger.info({ credential: request.credentialId }, 'service credential revoked');
+      return {};
+    },
+
+    async listServiceCredentials() {
+      const credentials = await listServiceCredentials(deps.database);
+      return {
+        credentials: credentials.map((credential) => ({
+          credentialId: credential.id,
+          name: credential.name,
+          scopes: credential.scopes,
+          createdAt: credential.created_at,
+          revokedAt: credential.revoked_at ?? '',
+        })),
+      };
     },
   };
 }

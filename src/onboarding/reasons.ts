@@ -4,6 +4,7 @@ export const ONBOARDING_REASONS = {
   MERCHANT_NOT_FOUND: 'not_found',
   USER_NOT_FOUND: 'not_found',
   WALLET_NOT_FOUND: 'not_found',
+  CREDENTIAL_NOT_FOUND: 'not_found',
   DUPLICATE_PHONE_NUMBER: 'already_exists',
   DUPLICATE_EMAIL: 'already_exists',
   INVALID_PUBLIC_KEY: 'invalid_argument',

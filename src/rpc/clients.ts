@@ -4,6 +4,7 @@
  */
 import { createClient, type Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
+import { bearerInterceptor } from './auth';
 import { PLATFORM_SERVICE_NAMES, PLATFORM_SERVICES, type PlatformClients } from './services';
 
 export type { PlatformClients } from './services';
@@ -21,13 +22,34 @@ export function withDefaultDeadline(transport: Transport, timeoutMs: number): Tr
   };
 }
 
+/** How a network client proves who it is to the RPC server (src/rpc/auth.ts). PEM texts. */
+export interface RpcClientCredentials {
+  /** A service credential, sent as `Authorization: Bearer …`. */
+  token?: string;
+  /** Client certificate and key for mTLS; `ca` verifies the server's certificate (else the system store). */
+  tls?: { cert?: string; key?: string; ca?: string };
+}
+
 /**
- * @param rpc base URL of the RPC server, e.g. http://127.0.0.1:8080 (Connect over HTTP/2 h2c, one reused session),
- *            or a transport (`createInProcessTransport` when the api role runs in this process)
+ * @param rpc base URL of the RPC server, e.g. http://127.0.0.1:8080 (Connect over HTTP/2 h2c, one reused session;
+ *            https:// with TLS), or a transport (`createInProcessTransport` when the api role runs in this process)
  * @param options.timeoutMs the deadline of every call that names none (REQUEST_TIMEOUT_SECONDS for the façade)
+ * @param options.credentials what a network client presents; ignored for a transport
  */
-export function createPlatformClients(rpc: string | Transport, options: { httpVersion?: '1.1' | '2'; timeoutMs?: number } = {}): PlatformClients {
-  const base = typeof rpc === 'string' ? createConnectTransport({ baseUrl: rpc, httpVersion: options.httpVersion ?? '2' }) : rpc;
+export function createPlatformClients(
+  rpc: string | Transport,
+  options: { httpVersion?: '1.1' | '2'; timeoutMs?: number; credentials?: RpcClientCredentials } = {},
+): PlatformClients {
+  const { token, tls } = options.credentials ?? {};
+  const base =
+    typeof rpc === 'string'
+      ? createConnectTransport({
+          baseUrl: rpc,
+          httpVersion: options.httpVersion ?? '2',
+          interceptors: token ? [bearerInterceptor(token)] : [],
+          ...(tls ? { nodeOptions: { cert: tls.cert, key: tls.key, ca: tls.ca } } : {}),
+        })
+      : rpc;
   const transport = options.timeoutMs ? withDefaultDeadline(base, options.timeoutMs) : base;
   return Object.fromEntries(
     PLATFORM_SERVICE_NAMES.map((name) => [name, createClient(PLATFORM_SERVICES[name], transport)]),

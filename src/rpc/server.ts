@@ -1,14 +1,18 @@
 /**
- * The Connect RPC server (platform decisions §1: Connect, gRPC and gRPC-Web protocols, HTTP/1.1 and h2c on one
- * port). Each connection is routed by its first bytes: the HTTP/2 preface goes to an h2c server, anything else to
- * an HTTP/1.1 server; both share one Connect handler.
+ * The Connect RPC server (platform decisions §1: Connect, gRPC and gRPC-Web protocols, HTTP/1.1 and HTTP/2 on one
+ * port). In clear text each connection is routed by its first bytes: the HTTP/2 preface goes to an h2c server,
+ * anything else to an HTTP/1.1 server; with TLS (RPC_TLS_CERT, RPC_TLS_KEY) one secure HTTP/2 server answers both
+ * by ALPN, and with RPC_TLS_CLIENT_CA it requires a client certificate signed by that CA (mTLS). Every call passes
+ * the credential check of `auth.ts` first; a message over `readMaxBytes` is refused with ResourceExhausted.
  */
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
+import { createContextValues, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Logger } from '../logger';
+import type { CredentialVerifier } from '../service-credentials';
+import { authInterceptor, peerKey, peerOf } from './auth';
 import { errorInterceptor, validationInterceptor } from './interceptors';
 
 export interface RunningServer {
@@ -21,9 +25,21 @@ export interface RunningServer {
 
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
-/** The interceptors of every platform RPC, outermost first: error mapping, then request validation. */
-export function rpcInterceptors(logger: Logger): Interceptor[] {
-  return [errorInterceptor(logger), validationInterceptor];
+/**
+ * The interceptors of every platform RPC, outermost first: error mapping, the caller's credential (network calls
+ * only), then request validation.
+ */
+export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier): Interceptor[] {
+  return verifier
+    ? [errorInterceptor(logger), authInterceptor(verifier, logger), validationInterceptor]
+    : [errorInterceptor(logger), validationInterceptor];
+}
+
+/** TLS material of the RPC listener (PEM text). With `clientCa`, a client certificate signed by it is required. */
+export interface RpcTls {
+  cert: string;
+  key: string;
+  clientCa?: string;
 }
 
 /**
@@ -41,8 +57,19 @@ export async function startRpcServer(options: {
   host: string;
   port: number;
   logger: Logger;
+  /** Checks the bearer token of every call that presents no verified client certificate. */
+  verifier: CredentialVerifier;
+  /** Largest accepted request message, bytes. */
+  readMaxBytes: number;
+  tls?: RpcTls;
 }): Promise<RunningServer> {
-  const handler = connectNodeAdapter({ routes: options.routes, interceptors: rpcInterceptors(options.logger) });
+  const handler = connectNodeAdapter({
+    routes: options.routes,
+    interceptors: rpcInterceptors(options.logger, options.verifier),
+    readMaxBytes: options.readMaxBytes,
+    contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
+  });
+  if (options.tls) return startTlsServer(handler, options.host, options.port, options.tls);
   const http1 = http.createServer(handler);
   const h2c = http2.createServer({}, handler);
   const sockets = new Set<net.Socket>();
@@ -79,6 +106,53 @@ export async function startRpcServer(options: {
       }, graceSeconds * 1000);
       timer.unref();
       http1.close();
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** The TLS listener: HTTP/2 and HTTP/1.1 by ALPN; with a client CA, connections without a valid certificate fail. */
+async function startTlsServer(
+  handler: ReturnType<typeof connectNodeAdapter>,
+  host: string,
+  port: number,
+  tls: RpcTls,
+): Promise<RunningServer> {
+  const server = http2.createSecureServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      allowHTTP1: true,
+      ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+    },
+    handler,
+  );
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const sockets = new Set<net.Socket>();
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  server.on('secureConnection', (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as net.AddressInfo;
+  return {
+    url: `https://${host}:${address.port}`,
+    port: address.port,
+    close: async (graceSeconds = 10) => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const session of sessions) session.close();
+      const timer = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceSeconds * 1000);
+      timer.unref();
       await closed;
       clearTimeout(timer);
     },

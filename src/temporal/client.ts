@@ -1,5 +1,6 @@
 /** Temporal client connection for services (start workflows, send updates and signals). */
 import { Client, Connection } from '@temporalio/client';
+import type { TemporalConnectionOptions } from './connection-options';
 
 export interface TemporalHandle {
   client: Client;
@@ -8,9 +9,17 @@ export interface TemporalHandle {
   close(): Promise<void>;
 }
 
-/** Connects to `address` (host:port). Throws when the server cannot be reached within 10 s. */
-export async function connectTemporal(address: string, namespace: string, taskQueue: string): Promise<TemporalHandle> {
-  const connection = await Connection.connect({ address, connectTimeout: '10s' });
+/**
+ * Connects to `address` (host:port) with `security` (TLS, API key; see connection-options.ts). Throws when the
+ * server cannot be reached within 10 s.
+ */
+export async function connectTemporal(
+  address: string,
+  namespace: string,
+  taskQueue: string,
+  security: TemporalConnectionOptions = {},
+): Promise<TemporalHandle> {
+  const connection = await Connection.connect({ address, connectTimeout: '10s', ...security });
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
   // promise hook for every promise the process creates from then on: about a tenth of the api role's CPU (bench
   // `wallet`). Nothing here calls withDeadline/withMetadata/withAbortSignal, the only users of that

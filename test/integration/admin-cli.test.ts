@@ -19,12 +19,15 @@ interface CliResult {
   stderr: string;
 }
 
-function runCli(rpcUrl: string, args: string[]): Promise<CliResult> {
+/** The operator's credential every run presents (PAYMENTS_ADMIN_TOKEN), set once the platform is up. */
+let operatorEnv: Record<string, string> = {};
+
+function runCli(rpcUrl: string, args: string[], env: Record<string, string> = operatorEnv, command: string[] = ['admin']): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [BIN, 'admin', ...args],
-      { env: { ...process.env, RPC_URL: rpcUrl, LOG_LEVEL: 'silent' }, timeout: 60_000 },
+      [BIN, ...command, ...args],
+      { env: { ...process.env, RPC_URL: rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: '', PAYMENTS_ADMIN_CREDENTIALS: '', ...env }, timeout: 60_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });
@@ -50,6 +53,7 @@ describe('payments admin CLI', () => {
   beforeAll(async () => {
     platform = await startTestPlatform({ roles: ['api'] });
     directory = mkdtempSync(path.join(tmpdir(), 'admin-cli-'));
+    operatorEnv = { PAYMENTS_ADMIN_TOKEN: platform.adminToken };
   });
   afterAll(async () => {
     rmSync(directory, { recursive: true, force: true });
@@ -127,5 +131,46 @@ describe('payments admin CLI', () => {
     expect(badAmount.stdout).toBe('');
     expect(badAmount.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(badAmount.stderr).toContain('INVALID_AMOUNT');
+  }, 240_000);
+
+  it('refuses an operator without a credential, and finds the credentials file when no token is set', async () => {
+    // DATA_DIR points at an empty directory, so no credentials file of a dev stack is found either.
+    const none = await runCli(platform.rpcUrl, ['ledger', 'check', '--json'], { DATA_DIR: directory });
+    expect(none.code).not.toBe(0);
+    expect(none.stdout).toBe('');
+    expect(none.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(none.stderr).toContain('UNAUTHENTICATED');
+
+    const file = path.join(directory, 'ops.json');
+    writeFileSync(file, JSON.stringify({ credential_id: 'from-test', token: platform.adminToken, scopes: ['admin'] }), { mode: 0o600 });
+    expect(json(await runCli(platform.rpcUrl, ['ledger', 'check', '--json'], { PAYMENTS_ADMIN_CREDENTIALS: file }))).toMatchObject({ ok: true });
+  }, 120_000);
+
+  it('bootstraps an admin credential offline, creates a façade credential with it, lists and revokes it', async () => {
+    const bootstrap = await runCli(platform.rpcUrl, ['create', '--scope', 'admin', '--name', 'first operator', '--json'], { DATABASE_URL: platform.config.DATABASE_URL! }, ['credentials']);
+    const first = json(bootstrap);
+    expect(first).toMatchObject({ scopes: ['admin'] });
+    expect(first.token).toMatch(/^pps_cred_[0-9a-f]{16}_/);
+    const asFirst = { PAYMENTS_ADMIN_TOKEN: first.token as string };
+
+    const facade = json(await runCli(platform.rpcUrl, ['credentials', 'create', '--scope', 'facade', '--name', 'facade eu-1', '--json'], asFirst));
+    expect(facade).toMatchObject({ scopes: ['facade'] });
+    const listed = json(await runCli(platform.rpcUrl, ['credentials', 'list', '--json'], asFirst));
+    const entries = listed.credentials as Array<Record<string, unknown>>;
+    expect(entries.find((entry) => entry.credential_id === facade.credential_id)).toMatchObject({ name: 'facade eu-1', scopes: ['facade'], revoked_at: null });
+    expect(JSON.stringify(listed)).not.toContain(facade.token as string);
+
+    // The façade credential may not act as an operator.
+    const denied = await runCli(platform.rpcUrl, ['ledger', 'check', '--json'], { PAYMENTS_ADMIN_TOKEN: facade.token as string });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain('PERMISSION_DENIED');
+
+    expect(json(await runCli(platform.rpcUrl, ['credentials', 'revoke', '--credential-id', facade.credential_id as string, '--json'], asFirst))).toEqual({
+      credential_id: facade.credential_id,
+      revoked: true,
+    });
+    const again = await runCli(platform.rpcUrl, ['credentials', 'revoke', '--credential-id', facade.credential_id as string, '--json'], asFirst);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('CREDENTIAL_NOT_FOUND');
   }, 240_000);
 });

@@ -13,13 +13,17 @@ import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { runRoles, type Role } from '../../src/runtime';
+import { createServiceCredential } from '../../src/service-credentials';
 
 export interface TestPlatform {
   config: Config;
   deps: PlatformDeps;
   rpcUrl: string;
   facadeUrl: string;
+  /** Clients over the network RPC port, presenting `adminToken`. */
   clients: PlatformClients;
+  /** A service credential with the admin scope (every service). */
+  adminToken: string;
   databaseName: string;
   stop(): Promise<void>;
 }
@@ -84,12 +88,14 @@ export async function startTestPlatform(
     bundle: { code: bundleCode },
   });
   const rpcUrl = running.rpcUrl!;
+  const adminToken = running.deps ? (await createServiceCredential(running.deps.database, { name: 'test admin', scopes: ['admin'] })).token : '';
   return {
     config,
     deps: running.deps!,
     rpcUrl,
     facadeUrl: running.facadeUrl!,
-    clients: createPlatformClients(rpcUrl),
+    clients: createPlatformClients(rpcUrl, { credentials: { token: adminToken } }),
+    adminToken,
     databaseName: database.name,
     async stop() {
       // The ledger balances after every test file: check before stopping, fail the file when it does not.

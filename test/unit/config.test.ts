@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from '../../src/config';
+import { temporalConnectionOptions } from '../../src/temporal/connection-options';
 
 describe('config (platform decisions §1)', () => {
   it('applies the documented defaults when nothing is set', () => {
@@ -51,5 +52,34 @@ describe('config (platform decisions §1)', () => {
 
   it('treats empty strings as unset', () => {
     expect(loadConfig({ HTTP_PORT: '', DATABASE_URL: '' }).HTTP_PORT).toBe(3000);
+  });
+
+  it('binds the RPC port to loopback and caps RPC messages by default', () => {
+    const config = loadConfig({});
+    expect(config.RPC_HOST).toBe('127.0.0.1');
+    expect(config.RPC_READ_MAX_BYTES).toBe(4_194_304);
+  });
+
+  it('refuses a non-loopback Temporal frontend without TLS unless told the network is private', () => {
+    const refused = () => loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233' });
+    expect(refused).toThrow(ConfigError);
+    expect(refused).toThrow(/^invalid configuration: TEMPORAL_ADDRESS: is not loopback and TLS is off/);
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'localhost:7233' }).TEMPORAL_ADDRESS).toBe('localhost:7233');
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_ALLOW_INSECURE: 'true' }).TEMPORAL_ALLOW_INSECURE).toBe(true);
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_TLS: 'true' }).TEMPORAL_TLS).toBe(true);
+    const cloud = loadConfig({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_API_KEY: 'key-1' });
+    expect(temporalConnectionOptions(cloud)).toEqual({ tls: {}, apiKey: 'key-1' });
+    expect(temporalConnectionOptions(loadConfig({}))).toEqual({});
+  });
+
+  it('wants a certificate and its key together', () => {
+    expect(() => loadConfig({ TEMPORAL_TLS_CERT: '/etc/tls/client.pem' })).toThrow(/TEMPORAL_TLS_KEY: is required with TEMPORAL_TLS_CERT/);
+    expect(() => loadConfig({ RPC_TLS_KEY: '/etc/tls/rpc.key' })).toThrow(/RPC_TLS_CERT: is required with RPC_TLS_KEY/);
+    expect(() => loadConfig({ RPC_TLS_CLIENT_CA: '/etc/tls/ca.pem' })).toThrow(/RPC_TLS_CERT: is required with RPC_TLS_CLIENT_CA/);
+  });
+
+  it('names the variable whose PEM file cannot be read', () => {
+    const config = loadConfig({ TEMPORAL_TLS: 'true', TEMPORAL_TLS_CA: '/nonexistent/ca.pem' });
+    expect(() => temporalConnectionOptions(config)).toThrow(/^invalid configuration: TEMPORAL_TLS_CA: cannot read \/nonexistent\/ca.pem: ENOENT$/);
   });
 });

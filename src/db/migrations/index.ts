@@ -15,6 +15,7 @@ import * as deposits from './009_deposits';
 import * as payinOutbox from './010_payin_outbox';
 import * as idempotencyKeys from './016_idempotency_keys';
 import * as webhookSubjects from './017_webhook_subjects';
+import * as serviceCredentials from './020_service_credentials';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: Array<[string, Migration]> = [
   ['010_payin_outbox', payinOutbox],
   ['016_idempotency_keys', idempotencyKeys],
   ['017_webhook_subjects', webhookSubjects],
+  ['020_service_credentials', serviceCredentials],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/admin/v1/admin.proto.
  */
 export const file_payments_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiowEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJIrwBChVDcmVhdGVNZXJjaGFudFJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIgCgxjYWxsYmFja191cmwYAiABKAlCCrpIB3IFEAEYgBASIQoQc2lnbmF0dXJlX2hlYWRlchgDIAEoCUIHukgEcgIYQBIgCg5wdWJsaWNfa2V5X3BlbRgEIAEoCUIIukgFcgMYgEASIgoRcGF5aW5fZmVlX3BlcmNlbnQYBSABKAlCB7pIBHICGBAi/gEKFkNyZWF0ZU1lcmNoYW50UmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSGwoTbWVyY2hhbnRfc2VjcmV0X2tleRgCIAEoCRIVCg1hcGlfdXNlcl9uYW1lGAMgASgJEhQKDGFwaV9wYXNzd29yZBgEIAEoCRIPCgdhcGlfa2V5GAUgASgJEhMKC2htYWNfc2VjcmV0GAYgASgJEhgKEHNpZ25hdHVyZV9oZWFkZXIYByABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgIIAEoCRIYCgtwcml2YXRlX2tleRgJIAEoCUgAiAEBQg4KDF9wcml2YXRlX2tleSJ7ChhTZXRNZXJjaGFudFN0YXR1c1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBI/CgZzdGF0dXMYAiABKA4yIS5wYXltZW50cy5hZG1pbi52MS5NZXJjaGFudFN0YXR1c0IMukgJggEGEAEYARgCIkAKGVNldE1lcmNoYW50U3RhdHVzUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJIu4BChFDcmVhdGVVc2VyUmVxdWVzdBIdCgxwaG9uZV9udW1iZXIYASABKAlCB7pIBHICGCASFwoFZW1haWwYAiABKAlCCLpIBXIDGP4BEhsKCmZpcnN0X25hbWUYAyABKAlCB7pIBHICGGASGgoJbGFzdF9uYW1lGAQgASgJQge6SARyAhhgEhkKCGN1cnJlbmN5GAUgASgJQge6SARyAhgIEhwKC21lcmNoYW50X2lkGAYgASgJQge6SARyAhhAEhQKDG5vdF9lbGlnaWJsZRgHIAEoCBIZCgdhZGRyZXNzGAggASgJQgi6SAVyAxj/ASKxAQoSQ3JlYXRlVXNlclJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFAoMcGhvbmVfbnVtYmVyGAIgASgJEhIKCnVzZXJfdG9rZW4YAyABKAkSEgoKd2FsbGV0X3JlZhgEIAEoCRINCgVlbWFpbBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRIZChF3YWxsZXRfYWNjb3VudF9pZBgHIAEoCRIQCghlbGlnaWJsZRgIIAEoCCJiCgtXYWxsZXRPd25lchIYCgd1c2VyX2lkGAEgASgJQge6SARyAhhAEhwKC21lcmNoYW50X2lkGAIgASgJQge6SARyAhhAEhsKCnBhcnRuZXJfaWQYAyABKAlCB7pIBHICGEAimwEKE0NyZWRpdFdhbGxldFJlcXVlc3QSLQoFb3duZXIYASABKAsyHi5wYXltZW50cy5hZG1pbi52MS5XYWxsZXRPd25lchIZCgZhbW91bnQYAiABKAlCCbpIBnIEEAEYKBIbCghjdXJyZW5jeRgDIAEoCUIJukgGcgQQARgIEh0KCXJlZmVyZW5jZRgEIAEoCUIKukgHcgUQARiAASJpChRDcmVkaXRXYWxsZXRSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJIkkKGEdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyIr0BCg1XYWxsZXRCYWxhbmNlEhAKCGN1cnJlbmN5GAEgASgJEg8KB2JhbGFuY2UYAiABKAkSFQoNYmFsYW5jZV91bml0cxgDIAEoAxIQCghkZWNpbWFscxgEIAEoBRIXCg9hdmFpbGFibGVfdW5pdHMYBSABKAMSEQoJYXZhaWxhYmxlGAYgASgJEhIKCmhlbGRfdW5pdHMYByABKAMSDAoEa2luZBgIIAEoCRISCgphY2NvdW50X2lkGAkgASgJIk4KGUdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLmFkbWluLnYxLldhbGxldEJhbGFuY2UiFAoSQ2hlY2tMZWRnZXJSZXF1ZXN0IlgKE0NoZWNrTGVkZ2VyUmVzcG9uc2USCgoCb2sYASABKAgSEAoIYWNjb3VudHMYAiABKAMSDwoHZW50cmllcxgDIAEoAxISCgppbWJhbGFuY2VzGAQgAygJKmwKDk1lcmNoYW50U3RhdHVzEh8KG01FUkNIQU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFk1FUkNIQU5UX1NUQVRVU19BQ1RJVkUQARIdChlNRVJDSEFOVF9TVEFUVVNfU1VTUEVOREVEEAIy4QUKDEFkbWluU2VydmljZRJkCg1DcmVhdGVQYXJ0bmVyEicucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlUGFydG5lclJlcXVlc3QaKC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVQYXJ0bmVyUmVzcG9uc2UiABJnCg5DcmVhdGVNZXJjaGFudBIoLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZU1lcmNoYW50UmVxdWVzdBopLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZU1lcmNoYW50UmVzcG9uc2UiABJwChFTZXRNZXJjaGFudFN0YXR1cxIrLnBheW1lbnRzLmFkbWluLnYxLlNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBosLnBheW1lbnRzLmFkbWluLnYxLlNldE1lcmNoYW50U3RhdHVzUmVzcG9uc2UiABJbCgpDcmVhdGVVc2VyEiQucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlVXNlclJlcXVlc3QaJS5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVVc2VyUmVzcG9uc2UiABJhCgxDcmVkaXRXYWxsZXQSJi5wYXltZW50cy5hZG1pbi52MS5DcmVkaXRXYWxsZXRSZXF1ZXN0GicucGF5bWVudHMuYWRtaW4udjEuQ3JlZGl0V2FsbGV0UmVzcG9uc2UiABJwChFHZXRXYWxsZXRCYWxhbmNlcxIrLnBheW1lbnRzLmFkbWluLnYxLkdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBosLnBheW1lbnRzLmFkbWluLnYxLkdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2UiABJeCgtDaGVja0xlZGdlchIlLnBheW1lbnRzLmFkbWluLnYxLkNoZWNrTGVkZ2VyUmVxdWVzdBomLnBheW1lbnRzLmFkbWluLnYxLkNoZWNrTGVkZ2VyUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate]);
+  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiowEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJIrwBChVDcmVhdGVNZXJjaGFudFJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIgCgxjYWxsYmFja191cmwYAiABKAlCCrpIB3IFEAEYgBASIQoQc2lnbmF0dXJlX2hlYWRlchgDIAEoCUIHukgEcgIYQBIgCg5wdWJsaWNfa2V5X3BlbRgEIAEoCUIIukgFcgMYgEASIgoRcGF5aW5fZmVlX3BlcmNlbnQYBSABKAlCB7pIBHICGBAi/gEKFkNyZWF0ZU1lcmNoYW50UmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSGwoTbWVyY2hhbnRfc2VjcmV0X2tleRgCIAEoCRIVCg1hcGlfdXNlcl9uYW1lGAMgASgJEhQKDGFwaV9wYXNzd29yZBgEIAEoCRIPCgdhcGlfa2V5GAUgASgJEhMKC2htYWNfc2VjcmV0GAYgASgJEhgKEHNpZ25hdHVyZV9oZWFkZXIYByABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgIIAEoCRIYCgtwcml2YXRlX2tleRgJIAEoCUgAiAEBQg4KDF9wcml2YXRlX2tleSJ7ChhTZXRNZXJjaGFudFN0YXR1c1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBI/CgZzdGF0dXMYAiABKA4yIS5wYXltZW50cy5hZG1pbi52MS5NZXJjaGFudFN0YXR1c0IMukgJggEGEAEYARgCIkAKGVNldE1lcmNoYW50U3RhdHVzUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJIu4BChFDcmVhdGVVc2VyUmVxdWVzdBIdCgxwaG9uZV9udW1iZXIYASABKAlCB7pIBHICGCASFwoFZW1haWwYAiABKAlCCLpIBXIDGP4BEhsKCmZpcnN0X25hbWUYAyABKAlCB7pIBHICGGASGgoJbGFzdF9uYW1lGAQgASgJQge6SARyAhhgEhkKCGN1cnJlbmN5GAUgASgJQge6SARyAhgIEhwKC21lcmNoYW50X2lkGAYgASgJQge6SARyAhhAEhQKDG5vdF9lbGlnaWJsZRgHIAEoCBIZCgdhZGRyZXNzGAggASgJQgi6SAVyAxj/ASKxAQoSQ3JlYXRlVXNlclJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFAoMcGhvbmVfbnVtYmVyGAIgASgJEhIKCnVzZXJfdG9rZW4YAyABKAkSEgoKd2FsbGV0X3JlZhgEIAEoCRINCgVlbWFpbBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRIZChF3YWxsZXRfYWNjb3VudF9pZBgHIAEoCRIQCghlbGlnaWJsZRgIIAEoCCJiCgtXYWxsZXRPd25lchIYCgd1c2VyX2lkGAEgASgJQge6SARyAhhAEhwKC21lcmNoYW50X2lkGAIgASgJQge6SARyAhhAEhsKCnBhcnRuZXJfaWQYAyABKAlCB7pIBHICGEAimwEKE0NyZWRpdFdhbGxldFJlcXVlc3QSLQoFb3duZXIYASABKAsyHi5wYXltZW50cy5hZG1pbi52MS5XYWxsZXRPd25lchIZCgZhbW91bnQYAiABKAlCCbpIBnIEEAEYKBIbCghjdXJyZW5jeRgDIAEoCUIJukgGcgQQARgIEh0KCXJlZmVyZW5jZRgEIAEoCUIKukgHcgUQARiAASJpChRDcmVkaXRXYWxsZXRSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJIkkKGEdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyIr0BCg1XYWxsZXRCYWxhbmNlEhAKCGN1cnJlbmN5GAEgASgJEg8KB2JhbGFuY2UYAiABKAkSFQoNYmFsYW5jZV91bml0cxgDIAEoAxIQCghkZWNpbWFscxgEIAEoBRIXCg9hdmFpbGFibGVfdW5pdHMYBSABKAMSEQoJYXZhaWxhYmxlGAYgASgJEhIKCmhlbGRfdW5pdHMYByABKAMSDAoEa2luZBgIIAEoCRISCgphY2NvdW50X2lkGAkgASgJIk4KGUdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLmFkbWluLnYxLldhbGxldEJhbGFuY2UiFAoSQ2hlY2tMZWRnZXJSZXF1ZXN0IlgKE0NoZWNrTGVkZ2VyUmVzcG9uc2USCgoCb2sYASABKAgSEAoIYWNjb3VudHMYAiABKAMSDwoHZW50cmllcxgDIAEoAxISCgppbWJhbGFuY2VzGAQgAygJIlUKHkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBIXCgRuYW1lGAEgASgJQgm6SAZyBBABGGQSGgoGc2NvcGVzGAIgAygJQgq6SAeSAQQIARACIlcKH0NyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2USFQoNY3JlZGVudGlhbF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZzY29wZXMYAyADKAkiUwoeUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0EjEKDWNyZWRlbnRpYWxfaWQYASABKAlCGrpIF3IVMhNeY3JlZF9bMC05YS1mXXsxNn0kIiEKH1Jldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiHwodTGlzdFNlcnZpY2VDcmVkZW50aWFsc1JlcXVlc3QicAoRU2VydmljZUNyZWRlbnRpYWwSFQoNY3JlZGVudGlhbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnJldm9rZWRfYXQYBSABKAkiWwoeTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlEjkKC2NyZWRlbnRpYWxzGAEgAygLMiQucGF5bWVudHMuYWRtaW4udjEuU2VydmljZUNyZWRlbnRpYWwqbAoOTWVyY2hhbnRTdGF0dXMSHwobTUVSQ0hBTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTUVSQ0hBTlRfU1RBVFVTX0FDVElWRRABEh0KGU1FUkNIQU5UX1NUQVRVU19TVVNQRU5ERUQQAjLsCAoMQWRtaW5TZXJ2aWNlEmQKDUNyZWF0ZVBhcnRuZXISJy5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVQYXJ0bmVyUmVxdWVzdBooLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVBhcnRuZXJSZXNwb25zZSIAEmcKDkNyZWF0ZU1lcmNoYW50EigucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0GikucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXNwb25zZSIAEnAKEVNldE1lcmNoYW50U3RhdHVzEisucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZSIAElsKCkNyZWF0ZVVzZXISJC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVVc2VyUmVxdWVzdBolLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVVzZXJSZXNwb25zZSIAEmEKDENyZWRpdFdhbGxldBImLnBheW1lbnRzLmFkbWluLnYxLkNyZWRpdFdhbGxldFJlcXVlc3QaJy5wYXltZW50cy5hZG1pbi52MS5DcmVkaXRXYWxsZXRSZXNwb25zZSIAEnAKEUdldFdhbGxldEJhbGFuY2VzEisucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXNwb25zZSIAEl4KC0NoZWNrTGVkZ2VyEiUucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXF1ZXN0GiYucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXNwb25zZSIAEoIBChdDcmVhdGVTZXJ2aWNlQ3JlZGVudGlhbBIxLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBoyLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiABKCAQoXUmV2b2tlU2VydmljZUNyZWRlbnRpYWwSMS5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlcXVlc3QaMi5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlc3BvbnNlIgASfwoWTGlzdFNlcnZpY2VDcmVkZW50aWFscxIwLnBheW1lbnRzLmFkbWluLnYxLkxpc3RTZXJ2aWNlQ3JlZGVudGlhbHNSZXF1ZXN0GjEucGF5bWVudHMuYWRtaW4udjEuTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * @generated from message payments.admin.v1.CreatePartnerRequest
@@ -590,6 +590,162 @@ export const CheckLedgerResponseSchema: GenMessage<CheckLedgerResponse> = /*@__P
   messageDesc(file_payments_admin_v1_admin, 15);
 
 /**
+ * @generated from message payments.admin.v1.CreateServiceCredentialRequest
+ */
+export type CreateServiceCredentialRequest = Message<"payments.admin.v1.CreateServiceCredentialRequest"> & {
+  /**
+   * Who holds it, e.g. "facade eu-1" or "ops alice".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Each "admin" (every service) or "facade" (the services the REST façade calls).
+   *
+   * @generated from field: repeated string scopes = 2;
+   */
+  scopes: string[];
+};
+
+/**
+ * Describes the message payments.admin.v1.CreateServiceCredentialRequest.
+ * Use `create(CreateServiceCredentialRequestSchema)` to create a new message.
+ */
+export const CreateServiceCredentialRequestSchema: GenMessage<CreateServiceCredentialRequest> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 16);
+
+/**
+ * @generated from message payments.admin.v1.CreateServiceCredentialResponse
+ */
+export type CreateServiceCredentialResponse = Message<"payments.admin.v1.CreateServiceCredentialResponse"> & {
+  /**
+   * @generated from field: string credential_id = 1;
+   */
+  credentialId: string;
+
+  /**
+   * Bearer token ("pps_…"), shown once; only its hash is stored.
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+
+  /**
+   * @generated from field: repeated string scopes = 3;
+   */
+  scopes: string[];
+};
+
+/**
+ * Describes the message payments.admin.v1.CreateServiceCredentialResponse.
+ * Use `create(CreateServiceCredentialResponseSchema)` to create a new message.
+ */
+export const CreateServiceCredentialResponseSchema: GenMessage<CreateServiceCredentialResponse> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 17);
+
+/**
+ * @generated from message payments.admin.v1.RevokeServiceCredentialRequest
+ */
+export type RevokeServiceCredentialRequest = Message<"payments.admin.v1.RevokeServiceCredentialRequest"> & {
+  /**
+   * @generated from field: string credential_id = 1;
+   */
+  credentialId: string;
+};
+
+/**
+ * Describes the message payments.admin.v1.RevokeServiceCredentialRequest.
+ * Use `create(RevokeServiceCredentialRequestSchema)` to create a new message.
+ */
+export const RevokeServiceCredentialRequestSchema: GenMessage<RevokeServiceCredentialRequest> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 18);
+
+/**
+ * @generated from message payments.admin.v1.RevokeServiceCredentialResponse
+ */
+export type RevokeServiceCredentialResponse = Message<"payments.admin.v1.RevokeServiceCredentialResponse"> & {
+};
+
+/**
+ * Describes the message payments.admin.v1.RevokeServiceCredentialResponse.
+ * Use `create(RevokeServiceCredentialResponseSchema)` to create a new message.
+ */
+export const RevokeServiceCredentialResponseSchema: GenMessage<RevokeServiceCredentialResponse> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 19);
+
+/**
+ * @generated from message payments.admin.v1.ListServiceCredentialsRequest
+ */
+export type ListServiceCredentialsRequest = Message<"payments.admin.v1.ListServiceCredentialsRequest"> & {
+};
+
+/**
+ * Describes the message payments.admin.v1.ListServiceCredentialsRequest.
+ * Use `create(ListServiceCredentialsRequestSchema)` to create a new message.
+ */
+export const ListServiceCredentialsRequestSchema: GenMessage<ListServiceCredentialsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 20);
+
+/**
+ * @generated from message payments.admin.v1.ServiceCredential
+ */
+export type ServiceCredential = Message<"payments.admin.v1.ServiceCredential"> & {
+  /**
+   * @generated from field: string credential_id = 1;
+   */
+  credentialId: string;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: repeated string scopes = 3;
+   */
+  scopes: string[];
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string created_at = 4;
+   */
+  createdAt: string;
+
+  /**
+   * RFC 3339; empty while live.
+   *
+   * @generated from field: string revoked_at = 5;
+   */
+  revokedAt: string;
+};
+
+/**
+ * Describes the message payments.admin.v1.ServiceCredential.
+ * Use `create(ServiceCredentialSchema)` to create a new message.
+ */
+export const ServiceCredentialSchema: GenMessage<ServiceCredential> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 21);
+
+/**
+ * @generated from message payments.admin.v1.ListServiceCredentialsResponse
+ */
+export type ListServiceCredentialsResponse = Message<"payments.admin.v1.ListServiceCredentialsResponse"> & {
+  /**
+   * @generated from field: repeated payments.admin.v1.ServiceCredential credentials = 1;
+   */
+  credentials: ServiceCredential[];
+};
+
+/**
+ * Describes the message payments.admin.v1.ListServiceCredentialsResponse.
+ * Use `create(ListServiceCredentialsResponseSchema)` to create a new message.
+ */
+export const ListServiceCredentialsResponseSchema: GenMessage<ListServiceCredentialsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 22);
+
+/**
  * MerchantStatus is a merchant's state.
  *
  * @generated from enum payments.admin.v1.MerchantStatus
@@ -695,6 +851,36 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof CheckLedgerRequestSchema;
     output: typeof CheckLedgerResponseSchema;
+  },
+  /**
+   * CreateServiceCredential creates a credential for the internal RPC with the given scopes; its token is shown once.
+   *
+   * @generated from rpc payments.admin.v1.AdminService.CreateServiceCredential
+   */
+  createServiceCredential: {
+    methodKind: "unary";
+    input: typeof CreateServiceCredentialRequestSchema;
+    output: typeof CreateServiceCredentialResponseSchema;
+  },
+  /**
+   * RevokeServiceCredential revokes a credential: every process refuses it from the next call on.
+   *
+   * @generated from rpc payments.admin.v1.AdminService.RevokeServiceCredential
+   */
+  revokeServiceCredential: {
+    methodKind: "unary";
+    input: typeof RevokeServiceCredentialRequestSchema;
+    output: typeof RevokeServiceCredentialResponseSchema;
+  },
+  /**
+   * ListServiceCredentials lists every credential (never a token).
+   *
+   * @generated from rpc payments.admin.v1.AdminService.ListServiceCredentials
+   */
+  listServiceCredentials: {
+    methodKind: "unary";
+    input: typeof ListServiceCredentialsRequestSchema;
+    output: typeof ListServiceCredentialsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_admin_v1_admin, 0);

@@ -1,0 +1,135 @@
+/**
+ * Service credentials: who may call the internal Connect RPC (the façade in its own process, the operators' admin
+ * CLI, other internal services) and with which scopes.
+ *
+ * A token reads `pps_<id>_<secret>`: the id names the row, the secret (32 random bytes, base64url) is stored only as
+ * its SHA-256 and compared in constant time. A token is shown once, when it is created. Revocation applies on the
+ * next call in every process (announced through `AuthChanges`, PostgreSQL LISTEN/NOTIFY).
+ *
+ * Scopes:
+ *   admin   every service (AdminService, LedgerService, operator reads and writes of the others)
+ *   facade  the services the REST façade calls (transfer, payin, wallet, instrument, deposit, health)
+ */
+import type { AuthChanges } from '../auth-changes';
+import { matchesSha256, randomHex, randomToken, sha256Hex } from '../crypto/secrets';
+import type { Knex } from '../db/knex';
+
+export const SERVICE_SCOPES = ['admin', 'facade'] as const;
+export type ServiceScope = (typeof SERVICE_SCOPES)[number];
+
+/** Who called: a verified service credential or a verified client certificate. Never holds a secret. */
+export interface CallerIdentity {
+  /** Credential id (`cred_…`) or `cert:<subject CN>`. */
+  id: string;
+  name: string;
+  scopes: readonly ServiceScope[];
+}
+
+export interface CreatedCredential {
+  id: string;
+  name: string;
+  scopes: ServiceScope[];
+  /** The bearer token, shown once; only its secret's SHA-256 is stored. */
+  token: string;
+}
+
+export interface CredentialSummary {
+  id: string;
+  name: string;
+  scopes: ServiceScope[];
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/** Longest token accepted before any lookup (`pps_` + id + `_` + 43-character secret, with room). */
+const MAX_TOKEN_LENGTH = 128;
+const TOKEN = /^pps_(cred_[0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+const MAX_NAME_LENGTH = 100;
+
+export function isServiceScope(value: string): value is ServiceScope {
+  return (SERVICE_SCOPES as readonly string[]).includes(value);
+}
+
+/**
+ * Creates a credential with `scopes` (at least one, each in SERVICE_SCOPES) and returns its token once.
+ * @throws Error on an empty or unknown scope or a name longer than 100 characters (callers check first).
+ */
+export async function createServiceCredential(
+  database: Knex,
+  input: { name: string; scopes: readonly string[] },
+): Promise<CreatedCredential> {
+  const scopes = [...new Set(input.scopes)];
+  if (scopes.length === 0 || !scopes.every(isServiceScope)) throw new Error(`scopes must be among ${SERVICE_SCOPES.join(', ')}`);
+  if (input.name.length === 0 || input.name.length > MAX_NAME_LENGTH) throw new Error('name must be 1 to 100 characters');
+  const id = `cred_${randomHex(8)}`;
+  const secret = randomToken(32);
+  await database('service_credentials').insert({ id, name: input.name, scopes, secret_hash: sha256Hex(secret) });
+  return { id, name: input.name, scopes, token: `pps_${id}_${secret}` };
+}
+
+/** Revokes credential `id`: refused on the next call in every process. @returns false when no live credential has it. */
+export async function revokeServiceCredential(database: Knex, authChanges: AuthChanges, id: string): Promise<boolean> {
+  return database.transaction(async (trx) => {
+    const updated = await trx('service_credentials').where({ id }).whereNull('revoked_at').update({ revoked_at: trx.fn.now() });
+    if (updated === 0) return false;
+    await authChanges.publish(trx, { credential_id: id });
+    return true;
+  });
+}
+
+export async function listServiceCredentials(database: Knex): Promise<CredentialSummary[]> {
+  const rows = await database('service_credentials').select('id', 'name', 'scopes', 'created_at', 'revoked_at').orderBy('created_at');
+  return rows.map((row: { id: string; name: string; scopes: ServiceScope[]; created_at: Date; revoked_at: Date | null }) => ({
+    id: row.id,
+    name: row.name,
+    scopes: row.scopes,
+    created_at: row.created_at.toISOString(),
+    revoked_at: row.revoked_at ? row.revoked_at.toISOString() : null,
+  }));
+}
+
+/** True when at least one credential is live (start-up refuses a non-loopback RPC_HOST with none and no mTLS). */
+export async function hasLiveServiceCredential(database: Knex): Promise<boolean> {
+  const row = await database('service_credentials').whereNull('revoked_at').first('id');
+  return row !== undefined;
+}
+
+export interface CredentialVerifier {
+  /** The caller behind `token`, or undefined for a malformed, unknown, wrong or revoked token (one answer for all). */
+  verify(token: string): Promise<CallerIdentity | undefined>;
+}
+
+/**
+ * Verifies bearer tokens against `service_credentials`. A verified credential is remembered for at most
+ * `cacheSeconds` and only while `authChanges` is listening; a revocation drops it in every process at once.
+ */
+export function createCredentialVerifier(database: Knex, authChanges: AuthChanges, cacheSeconds: number): CredentialVerifier {
+  const cache = new Map<string, { identity: CallerIdentity; secretHash: string; until: number }>();
+  authChanges.subscribe((change) => {
+    if (change.credential_id) cache.delete(change.credential_id);
+    else if (!change.merchant_id) cache.clear();
+  });
+  return {
+    async verify(token) {
+      if (token.length > MAX_TOKEN_LENGTH) return undefined;
+      const match = TOKEN.exec(token);
+      if (!match) return undefined;
+      const [, id, secret] = match as unknown as [string, string, string];
+      const cached = cache.get(id);
+      if (cached && cached.until > Date.now() && authChanges.listening) {
+        return matchesSha256(secret, cached.secretHash) ? cached.identity : undefined;
+      }
+      const row = (await database('service_credentials').where({ id }).whereNull('revoked_at').first('id', 'name', 'scopes', 'secret_hash')) as
+        | { id: string; name: string; scopes: ServiceScope[]; secret_hash: string }
+        | undefined;
+      // Unknown ids still cost one hash comparison, so an unknown id and a wrong secret take comparable time.
+      const matches = matchesSha256(secret, row?.secret_hash ?? '0'.repeat(64));
+      if (!row || !matches) return undefined;
+      const identity: CallerIdentity = { id: row.id, name: row.name, scopes: row.scopes };
+      if (cacheSeconds > 0 && authChanges.listening) {
+        cache.set(id, { identity, secretHash: row.secret_hash, until: Date.now() + cacheSeconds * 1000 });
+      }
+      return identity;
+    },
+  };
+}

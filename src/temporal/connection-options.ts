@@ -1,0 +1,47 @@
+/**
+ * How every Temporal connection (the api role's client, the worker) authenticates the server and itself:
+ *
+ *   TEMPORAL_TLS=true                      TLS, server verified against the system CAs (or TEMPORAL_TLS_CA)
+ *   TEMPORAL_TLS_CA                        PEM file of the CA that signed the frontend's certificate
+ *   TEMPORAL_TLS_CERT + TEMPORAL_TLS_KEY   client certificate (mTLS, e.g. a self-hosted cluster's internode PKI)
+ *   TEMPORAL_TLS_SERVER_NAME               the name to verify when it differs from TEMPORAL_ADDRESS's host
+ *   TEMPORAL_API_KEY                       API key sent on every call (Temporal Cloud); implies TLS
+ *
+ * A non-loopback TEMPORAL_ADDRESS without TLS is refused by the configuration (src/config.ts) unless
+ * TEMPORAL_ALLOW_INSECURE=true: a Temporal frontend accepts signals and updates from whoever reaches it.
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError, temporalUsesTls, type Config } from '../config';
+
+/** TLS and API key of a connection; the same shape fits `Connection.connect` and `NativeConnection.connect`. */
+export interface TemporalConnectionOptions {
+  tls?: {
+    serverNameOverride?: string;
+    serverRootCACertificate?: Buffer;
+    clientCertPair?: { crt: Buffer; key: Buffer };
+  };
+  apiKey?: string;
+}
+
+function readPem(variable: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/** @throws ConfigError naming the variable whose file cannot be read. */
+export function temporalConnectionOptions(config: Config): TemporalConnectionOptions {
+  if (!temporalUsesTls(config)) return {};
+  return {
+    tls: {
+      ...(config.TEMPORAL_TLS_SERVER_NAME ? { serverNameOverride: config.TEMPORAL_TLS_SERVER_NAME } : {}),
+      ...(config.TEMPORAL_TLS_CA ? { serverRootCACertificate: readPem('TEMPORAL_TLS_CA', config.TEMPORAL_TLS_CA) } : {}),
+      ...(config.TEMPORAL_TLS_CERT && config.TEMPORAL_TLS_KEY
+        ? { clientCertPair: { crt: readPem('TEMPORAL_TLS_CERT', config.TEMPORAL_TLS_CERT), key: readPem('TEMPORAL_TLS_KEY', config.TEMPORAL_TLS_KEY) } }
+        : {}),
+    },
+    ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
+  };
+}
