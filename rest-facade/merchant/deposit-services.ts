@@ -18,21 +18,21 @@ function startedDepositJson(deposit: StartedDeposit | undefined): Record<string,
 }
 
 export const depositMerchantServices: MerchantServiceTable = {
-  async deposit_by_local_card({ body, caller, clients, callOptions }) {
+  async deposit_by_local_card({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readDeposit(body);
-    const answer = await clients.deposit.depositByLocalCard({ ...caller, ...fields }, callOptions);
+    const answer = await clients.deposit.depositByLocalCard({ ...caller, ...fields, idempotencyKey }, callOptions);
     return startedDepositJson(answer.deposit);
   },
 
-  async deposit_by_bank_account({ body, caller, clients, callOptions }) {
+  async deposit_by_bank_account({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readDeposit(body);
-    const answer = await clients.deposit.depositByBankAccount({ ...caller, ...fields }, callOptions);
+    const answer = await clients.deposit.depositByBankAccount({ ...caller, ...fields, idempotencyKey }, callOptions);
     return startedDepositJson(answer.deposit);
   },
 
-  async deposit_by_visa_master({ body, caller, clients, callOptions }) {
+  async deposit_by_visa_master({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readVisaMasterDeposit(body);
-    const answer = await clients.deposit.depositByVisaMaster({ ...caller, ...fields }, callOptions);
+    const answer = await clients.deposit.depositByVisaMaster({ ...caller, ...fields, idempotencyKey }, callOptions);
     return startedDepositJson(answer.deposit);
   },
 

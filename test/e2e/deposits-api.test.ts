@@ -147,6 +147,37 @@ describe('Area C deposits', () => {
     });
   });
 
+  describe('a deposit start retried with the same Idempotency-Key', () => {
+    it('answers the first deposit byte for byte and starts no second one; other fields with the key are refused', async () => {
+      const headers = { 'Idempotency-Key': 'deposit-retry-1' };
+      const fields = { token: localCard, amount: 2, currency: 'USD' };
+      const before = await platform.deps.database('deposits').count('* as n').first();
+      const first = await merchant.action('deposit_by_local_card', fields, { headers });
+      const retried = await merchant.action('deposit_by_local_card', fields, { headers });
+      expect(first.status).toBe(200);
+      expect(retried.text).toBe(first.text);
+      const after = await platform.deps.database('deposits').count('* as n').first();
+      expect(BigInt(after!.n as string | number | bigint) - BigInt(before!.n as string | number | bigint)).toBe(1n);
+
+      const reused = await merchant.action('deposit_by_local_card', { ...fields, amount: 3 }, { headers });
+      expect(reused.status).toBe(400);
+      expect(reused.body).toMatchObject({ success: false, code: 400, error: { 'Idempotency-Key': [expect.any(String)] } });
+
+      // The one deposit still confirms, and credits once.
+      const balance = await userBalance(platform, payer.id);
+      const confirmed = await merchant.action('confirm_payments', { token: first.body.data.token, user_id: payer.id, password: OTP });
+      expect(confirmed.status).toBe(200);
+      expect(await userBalance(platform, payer.id)).toBe(balance + 200n);
+    });
+
+    it('answers a replayed signed request_id with the first Visa/Master deposit even though the CVV is encrypted anew', async () => {
+      const first = await merchant.action('deposit_by_visa_master', { token: visaCard, amount: 1, currency: 'USD', security_code: encryptedSecurityCode(platform), request_id: 'DEP-REQ-1' });
+      const again = await merchant.action('deposit_by_visa_master', { token: visaCard, amount: 1, currency: 'USD', security_code: encryptedSecurityCode(platform), request_id: 'DEP-REQ-1' });
+      expect(first.status).toBe(200);
+      expect(again.text).toBe(first.text);
+    });
+  });
+
   describe('deposit_by_bank_account with a preorder', () => {
     it('refuses an account not activated yet, then pays the preorder to its seller less commission, once', async () => {
       const account = await tokenizeBankAccount(platform, merchant, payer.id);

@@ -9,7 +9,13 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { decryptField } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
-import type { DepositService } from '../../gen/payments/deposit/v1/deposit_pb';
+import {
+  DepositByBankAccountResponseSchema,
+  DepositByLocalCardResponseSchema,
+  DepositByVisaMasterResponseSchema,
+  type DepositService,
+} from '../../gen/payments/deposit/v1/deposit_pb';
+import { answerIdempotently } from '../../idempotency';
 import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../../instruments/store';
 import { formatAmount, isCurrency, type Currency } from '../../money';
@@ -92,6 +98,20 @@ interface StartInput {
   currency: string;
   /** deposit_by_visa_master only: the encrypted CVV. */
   securityCode?: string;
+}
+
+/**
+ * The idempotent request of a deposit start: a retry with the same key and the same fields answers the first
+ * deposit (its token and confirmation page) instead of starting a second one. The encrypted CVV is not one of the
+ * compared fields: it is encrypted anew on every retry and discarded after its check.
+ */
+function startRequest(input: StartInput, key: string) {
+  return {
+    scope: `merchant:${input.merchantId}`,
+    key,
+    operation: `area-c.deposit_by_${input.kind}`,
+    parameters: [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency],
+  };
 }
 
 export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof DepositService> {
@@ -268,17 +288,20 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   return {
     async depositByLocalCard(request) {
       const merchantId = await requireMerchant(request);
-      return startDeposit({ ...request, merchantId, kind: 'local_card', instrumentToken: request.token });
+      const input: StartInput = { ...request, merchantId, kind: 'local_card', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByLocalCardResponseSchema, () => startDeposit(input));
     },
 
     async depositByBankAccount(request) {
       const merchantId = await requireMerchant(request);
-      return startDeposit({ ...request, merchantId, kind: 'bank_account', instrumentToken: request.token });
+      const input: StartInput = { ...request, merchantId, kind: 'bank_account', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByBankAccountResponseSchema, () => startDeposit(input));
     },
 
     async depositByVisaMaster(request) {
       const merchantId = await requireMerchant(request);
-      return startDeposit({ ...request, merchantId, kind: 'visa_master', instrumentToken: request.token });
+      const input: StartInput = { ...request, merchantId, kind: 'visa_master', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByVisaMasterResponseSchema, () => startDeposit(input));
     },
 
     async confirmPayment(request) {
