@@ -110,6 +110,42 @@ describe('B1 POST /api/v1/payins', () => {
     expect(again.json).toEqual({ success: false, message: 'Validation errors', errors: { out_trade_no: ['The out trade no has already been taken.'] } });
   });
 
+  it('does not let a forward that never answered (its process died) hold the out_trade_no past its deadline', async () => {
+    const { insertPayinWithOutbox } = await import('../../src/flows/payin/store');
+    const database = harness.platform.deps.database;
+    const merchantId = merchant.merchant_id;
+    const recordOnly = (out_trade_no: string, forwarding_until: Date, invoice_reference: string) =>
+      // What a B1 leaves when its process is killed between recording the payin and the upstream's answer.
+      insertPayinWithOutbox(database, {
+        invoice_reference,
+        merchant_id: merchantId,
+        out_trade_no,
+        amount_units: 1_000_000n,
+        fee_units: 10_000n,
+        payin_fee_percent: '1.0',
+        currency: 'USDT',
+        memo: null,
+        expires_at: new Date(Date.now() + 300_000),
+        forwarding_until,
+      });
+    const abandoned = nextOrder();
+    await recordOnly(abandoned, new Date(Date.now() - 1000), `PAYIN-ABANDONED${String(counter).padStart(5, '0')}`.slice(0, 26));
+    // B2 does not show an order that never reached the upstream, and a retry of B1 goes through.
+    expect((await post(base(), '/api/v1/payins/status', JSON.stringify({ out_trade_no: abandoned }), { 'X-API-Key': merchant.api_key })).status).toBe(404);
+    const retried = await createPayin(`{"amount": 1, "out_trade_no": "${abandoned}"}`);
+    expect(retried.status).toBe(200);
+    const rows = await database('payins').where({ merchant_id: merchantId, out_trade_no: abandoned }).orderBy('created_at').select('status', 'failure_reason');
+    expect(rows).toEqual([
+      { status: 'failed', failure_reason: expect.stringContaining('forward abandoned') },
+      { status: 'waiting', failure_reason: null },
+    ]);
+
+    // A forward still within its deadline keeps the order: a concurrent duplicate is refused.
+    const inFlight = nextOrder();
+    await recordOnly(inFlight, new Date(Date.now() + 60_000), `PAYIN-INFLIGHT${String(counter).padStart(6, '0')}`.slice(0, 26));
+    expect((await createPayin(`{"amount": 1, "out_trade_no": "${inFlight}"}`)).status).toBe(422);
+  });
+
   it.each(['400', '503', 'slow', 'reset', 'garbage'] as const)(
     'upstream %s → 502, the record is kept as failed and the out_trade_no is reusable',
     async (mode) => {

@@ -16,6 +16,7 @@ import * as payinOutbox from './010_payin_outbox';
 import * as idempotencyKeys from './016_idempotency_keys';
 import * as webhookSubjects from './017_webhook_subjects';
 import * as serviceCredentials from './020_service_credentials';
+import * as payinForwarding from './021_payin_forwarding';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -36,6 +37,7 @@ const migrations: Array<[string, Migration]> = [
   ['016_idempotency_keys', idempotencyKeys],
   ['017_webhook_subjects', webhookSubjects],
   ['020_service_credentials', serviceCredentials],
+  ['021_payin_forwarding', payinForwarding],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -32,6 +32,7 @@ import {
   insertPayinWithOutbox,
   markPayinFailed,
   recordForwarded,
+  releaseAbandonedForward,
   setNotificationOutcome,
   settledBy,
   type PayinRow,
@@ -51,6 +52,12 @@ export function newInvoiceReference(): string {
 
 const refuse = (reason: PayinReason, detail?: string, fields?: FieldViolations) => reasonError(PAYIN_REASONS, reason, detail, fields);
 const unauthenticated = () => reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'invalid or missing API key');
+
+/**
+ * How long past UPSTREAM_TIMEOUT_SECONDS an unanswered forward still holds its out_trade_no: covers recording the
+ * answer after it arrived, so only a forward whose process died is ever released.
+ */
+const FORWARD_MARGIN_SECONDS = 30;
 
 function payinMessage(row: PayinRow) {
   return {
@@ -160,7 +167,14 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     return merchant;
   }
 
-  /** B1 for an authenticated merchant: records the payin with its outbox row, forwards it, answers its QR. */
+  /**
+   * B1 for an authenticated merchant: records the payin with its outbox row, forwards it, answers its QR.
+   *
+   * The recorded payin holds its out_trade_no only while its forward can still answer (UPSTREAM_TIMEOUT_SECONDS plus
+   * a margin): a process that died mid-forward leaves a payin that a retry then marks failed and replaces (platform
+   * decisions §4: a failed forward does not hold the key). A duplicate of a forwarded payin stays 422 as the
+   * interface documents; a retry that must get the first answer sends an Idempotency-Key.
+   */
   async function createPayin(merchant: Merchant, request: CreatePayinRequest) {
     const upstreamUrl = deps.config.UPSTREAM_PAYIN_URL;
     if (!upstreamUrl) throw refuse('UPSTREAM_NOT_CONFIGURED', 'no upstream payin server', { upstream: ['not configured'] });
@@ -169,10 +183,10 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     const amount_units = request.amountUnits;
     const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
     const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: ['taken'] });
-    try {
+    const record = () =>
       // The payin and its workflow-start outbox row commit together: a committed payin always gets its
       // PayinWorkflow, and B1 does not wait for Temporal.
-      await insertPayinWithOutbox(deps.database, {
+      insertPayinWithOutbox(deps.database, {
         invoice_reference,
         merchant_id: merchant.id,
         out_trade_no,
@@ -182,11 +196,21 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
         currency: 'USDT',
         memo: request.memo ?? null,
         expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
+        forwarding_until: new Date(Date.now() + (deps.config.UPSTREAM_TIMEOUT_SECONDS + FORWARD_MARGIN_SECONDS) * 1000),
       });
+    try {
+      await record();
     } catch (error) {
       // The unique index payins_merchant_out_trade_no_live owns "taken".
-      if ((error as { code?: string }).code === '23505') throw taken();
-      throw error;
+      if ((error as { code?: string }).code !== '23505') throw error;
+      if (!(await releaseAbandonedForward(deps.database, merchant.id, out_trade_no))) throw taken();
+      deps.logger.warn({ merchant_id: merchant.id, out_trade_no }, 'released an abandoned payin forward');
+      try {
+        await record();
+      } catch (retryError) {
+        if ((retryError as { code?: string }).code === '23505') throw taken();
+        throw retryError;
+      }
     }
     let answer;
     try {

@@ -21,6 +21,8 @@ export interface PayinRow {
   payment_match_status: 'exact' | 'overpaid' | 'underpaid' | null;
   trx_ref: string | null;
   qr_content: string | null;
+  /** Set while the forward is unanswered: past it, a forward that never answered no longer holds out_trade_no. */
+  forwarding_until?: Date | null;
   /** created_at + PAYIN_TTL_SECONDS: where the PayinWorkflow's expiry timer ends. */
   expires_at?: Date | null;
   created_at: Date;
@@ -39,7 +41,7 @@ export function settledBy(payin: PayinRow, payment: { amount_units: bigint; trx_
 export type NewPayinRow = Pick<
   PayinRow,
   'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'payin_fee_percent' | 'currency' | 'memo'
-> & { expires_at: Date };
+> & { expires_at: Date; forwarding_until: Date };
 
 /**
  * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed
@@ -56,17 +58,41 @@ export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow): P
 export async function markPayinFailed(database: Knex, invoice_reference: string, reason: string): Promise<void> {
   await database('payins')
     .where({ invoice_reference })
-    .update({ status: 'failed', failure_reason: reason.slice(0, 255), updated_at: database.fn.now() });
+    .update({ status: 'failed', failure_reason: reason.slice(0, 255), forwarding_until: null, updated_at: database.fn.now() });
 }
 
-/** Stores what the upstream answered to the forwarded payin. */
+/** Stores what the upstream answered to the forwarded payin; the forward is over. */
 export async function recordForwarded(database: Knex, invoice_reference: string, answer: { qr_content: string; trx_ref: string | null }): Promise<void> {
-  await database('payins').where({ invoice_reference }).update({ ...answer, updated_at: database.fn.now() });
+  await database('payins').where({ invoice_reference }).update({ ...answer, forwarding_until: null, updated_at: database.fn.now() });
 }
 
-/** B2: the latest live payin of the merchant with this out_trade_no. */
+/** A payin whose forward never answered (its process died) and whose forwarding deadline passed. */
+function abandonedForward(query: Knex.QueryBuilder): Knex.QueryBuilder {
+  return query.where({ status: 'waiting' }).whereNull('qr_content').whereNotNull('forwarding_until').where('forwarding_until', '<', new Date());
+}
+
+/**
+ * Marks failed the merchant's payin for `out_trade_no` whose forward was abandoned (platform decisions §4: a failed
+ * forward does not hold the key). @returns true when one was released.
+ */
+export async function releaseAbandonedForward(database: Knex, merchant_id: string, out_trade_no: string): Promise<boolean> {
+  const released = await abandonedForward(database('payins').where({ merchant_id, out_trade_no })).update({
+    status: 'failed',
+    failure_reason: 'forward abandoned: no upstream answer recorded before its deadline',
+    forwarding_until: null,
+    updated_at: database.fn.now(),
+  });
+  return released > 0;
+}
+
+/** B2: the latest live payin of the merchant with this out_trade_no (an abandoned forward is not one). */
 export function findLatestPayin(database: Knex, merchant_id: string, out_trade_no: string): Promise<PayinRow | undefined> {
-  return database<PayinRow>('payins').where({ merchant_id, out_trade_no }).whereNot({ status: 'failed' }).orderBy('created_at', 'desc').first();
+  return database<PayinRow>('payins')
+    .where({ merchant_id, out_trade_no })
+    .whereNot({ status: 'failed' })
+    .whereNot((query) => void abandonedForward(query))
+    .orderBy('created_at', 'desc')
+    .first();
 }
 
 export function findPayin(database: Knex, invoice_reference: string): Promise<PayinRow | undefined> {
