@@ -8,6 +8,7 @@ import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './flows/deposit/activities';
+import { createReconciliationActivities } from './flows/reconciliation/activities';
 
 export function createActivities(deps: PlatformDeps) {
   return {
@@ -16,6 +17,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createPayinActivities(deps),
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }
 

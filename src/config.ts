@@ -95,6 +95,10 @@ const schema = z.object({
    * the area's system error, safe to retry.
    */
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  /** Seconds between two scheduled reconciliations (the ReconciliationWorkflow); 0 = no schedule. */
+  RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  /** Records younger than this are in flight, not inconsistent, for reconciliation. */
+  RECONCILE_GRACE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   /** How long a client's Idempotency-Key answers repeats with the first answer (at least a day in production). */
   IDEMPOTENCY_RETENTION_SECONDS: seconds.default(86_400),
 }).superRefine((config, context) => {

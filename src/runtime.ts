@@ -18,6 +18,7 @@ import { createSandboxAcquirer } from './sandbox/acquirer';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
+import { startReconciliationSchedule } from './flows/reconciliation/service';
 import { readCredentialsFile } from './service-credentials/files';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
@@ -159,6 +160,7 @@ export async function runRoles(
       });
       stops.push(() => rpc.close(config.SHUTDOWN_GRACE_SECONDS));
       rpcUrl = rpc.url;
+      await startReconciliationSchedule(deps);
     }
     let facadeUrl: string | undefined;
     if (roles.includes('facade')) {

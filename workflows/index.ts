@@ -4,3 +4,4 @@ export { preTransferWorkflow } from './pre-transfer';
 export { payinWorkflow } from './payin';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { depositWorkflow } from './deposit';
+export { reconciliationWorkflow } from './reconciliation';

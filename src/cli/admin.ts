@@ -13,6 +13,7 @@
  *   admin credentials create --scope admin|facade [--scope …] --name N
  *   admin credentials revoke --credential-id ID
  *   admin credentials list
+ *   admin reconcile [--report-only] [--grace-seconds N]   exits 1 when anything is left for an operator
  *
  * Every call presents the operator's service credential (admin scope): PAYMENTS_ADMIN_TOKEN, the file named by
  * PAYMENTS_ADMIN_CREDENTIALS, or the dev stack's `.data/admin-credentials.json` (src/service-credentials/files.ts).
@@ -331,6 +332,25 @@ export function registerAdminCommands(program: Command): void {
             created_at: item.createdAt,
             revoked_at: item.revokedAt || null,
           })),
+        };
+      }),
+    );
+
+  admin
+    .command('reconcile')
+    .description('find and repair what faults left inconsistent between records, flows and the ledger (exits 1 when anything is left)')
+    .option('--report-only', 'list the findings, change nothing')
+    .option('--grace-seconds <seconds>', 'records younger than this are in flight (default RECONCILE_GRACE_SECONDS)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ reportOnly?: boolean; graceSeconds?: string; json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.reconcile({ reportOnly: Boolean(options.reportOnly), graceSeconds: Number(options.graceSeconds ?? 0) });
+        if (result.reported > 0) process.exitCode = 1;
+        return {
+          started_at: result.startedAt,
+          repaired: result.repaired,
+          reported: result.reported,
+          findings: result.findings.map((finding) => ({ kind: finding.kind, id: finding.id, action: finding.action, detail: finding.detail })),
         };
       }),
     );

@@ -7,6 +7,7 @@ import { DomainError, invalidFields } from '../errors';
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
+import { reconcileNow } from '../flows/reconciliation/service';
 import type { PlatformDeps } from '../platform-deps';
 import {
   createServiceCredential,
@@ -199,6 +200,11 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       if (!(await revokeServiceCredential(deps.database, deps.authChanges, request.credentialId))) throw notFound('CREDENTIAL_NOT_FOUND', 'credential');
       deps.logger.info({ credential: request.credentialId }, 'service credential revoked');
       return {};
+    },
+
+    async reconcile(request) {
+      const report = await reconcileNow(deps, { repair: !request.reportOnly, grace_seconds: request.graceSeconds || undefined });
+      return { startedAt: report.started_at, findings: report.findings, repaired: report.repaired, reported: report.reported };
     },
 
     async listServiceCredentials() {

@@ -111,6 +111,7 @@ describe('payments admin CLI', () => {
     expect(typeof credit.transaction_ref).toBe('string');
 
     expect(json(await runCli(platform.rpcUrl, ['ledger', 'check', '--json']))).toMatchObject({ ok: true, imbalances: [] });
+    expect(json(await runCli(platform.rpcUrl, ['reconcile', '--report-only', '--json']))).toMatchObject({ repaired: 0, reported: 0, findings: [] });
   }, 240_000);
 
   it('fails with a non-zero exit and one line on stderr', async () => {

@@ -72,6 +72,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     RPC_PORT: '0',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHUTDOWN_GRACE_SECONDS: '2',
+    // Each test file's task queue would get its own schedule; the reconciliation test runs it explicitly.
+    RECONCILE_INTERVAL_SECONDS: '0',
     PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
     ...overrides,
   });

@@ -116,28 +116,50 @@ function readNotification(signed_body: Uint8Array) {
 }
 
 /** True when the payin already shows this notification's effect (settled by this payment, or no longer waiting). */
-function shows(payin: PayinRow, notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string }): boolean {
+function shows(payin: PayinRow, notification: PayinNotification): boolean {
   return notification.status === 'close' ? payin.status !== 'waiting' : settledBy(payin, notification);
 }
 
-export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
-  /**
-   * Signals the payin's workflow with signal-with-start: a payin whose run completed (expired, or settled by another
-   * payment) gets a new run, which credits the payment late.
-   */
-  async function signalPayin(payin: PayinRow, notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string }): Promise<void> {
-    const start = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
-    if (notification.status === 'success') {
-      await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-        ...start,
-        signal: settledSignal,
-        signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
-      });
-    } else {
-      await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...start, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
-    }
-  }
+/** A notification's effect on its payin: a payment received, or the upstream closing the order. Minor units. */
+export interface PayinNotification {
+  status: 'success' | 'close';
+  amount_units: bigint;
+  trx_ref: string;
+}
 
+/**
+ * Signals the payin's workflow with signal-with-start: a payin whose run completed (expired, or settled by another
+ * payment) gets a new run, which credits the payment late. Safe to repeat: the settlement re-reads its authority
+ * and posts under the payment's ledger idempotency key.
+ * @throws the Temporal client's error when the frontend cannot be reached (the caller answers or retries)
+ */
+export async function signalPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<void> {
+  const start = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+  if (notification.status === 'success') {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+      ...start,
+      signal: settledSignal,
+      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+    });
+  } else {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...start, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+  }
+}
+
+/**
+ * Decides a recorded notification (outcome still `received`) and acts on it: money received is never dropped, so a
+ * success applies to any live payin, even one settled by another payment (credited as an additional payment); a
+ * close only to a waiting one. Used by B4 and by reconciliation, for a notification whose process died before this.
+ * @returns true when it applies (and its signal was sent)
+ */
+export async function applyRecordedNotification(deps: PlatformDeps, payin: PayinRow, idempotency_key: string, notification: PayinNotification): Promise<boolean> {
+  const applies = notification.status === 'success' || payin.status === 'waiting';
+  await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
+  if (applies) await signalPayin(deps, payin, notification);
+  return applies;
+}
+
+export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
   /**
    * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (this service's own cache). Only active
    * merchants are kept: an unknown or suspended key is looked up every time; a suspension announced through
@@ -320,16 +342,11 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
       if (outcome === 'applied') {
         // A repeat of an applied notification changes nothing, but its signal may never have reached the workflow
         // (Temporal down, or this process died after the commit): re-drive it while the payin does not show it.
-        if (!shows(payin, { status, amount_units, trx_ref })) await signalPayin(payin, { status, amount_units, trx_ref });
+        if (!shows(payin, { status, amount_units, trx_ref })) await signalPayin(deps, payin, { status, amount_units, trx_ref });
         return { applied: false, invoiceReference: invoice_reference, status: payin.status };
       }
-      // Money received is never dropped: a success applies to any live payin, even one settled by another payment
-      // (credited as an additional payment); a close only to a waiting one.
-      const applies = status === 'success' || payin.status === 'waiting';
-      await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
-      if (!applies) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
-      await signalPayin(payin, { status, amount_units, trx_ref });
-      return { applied: true, invoiceReference: invoice_reference, status };
+      const applied = await applyRecordedNotification(deps, payin, idempotency_key, { status, amount_units, trx_ref });
+      return applied ? { applied: true, invoiceReference: invoice_reference, status } : { applied: false, invoiceReference: invoice_reference, status: payin.status };
     },
 
     async listWebhookDeliveries(request) {

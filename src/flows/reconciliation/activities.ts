@@ -1,0 +1,152 @@
+/**
+ * The reconciliation's one activity (contract.ts): finds what faults left inconsistent between the records, the
+ * durable flows and the ledger, and repairs it through each flow's own idempotent path:
+ *
+ *   notification_not_credited / close_not_applied   re-drive the payin's signal (signal-with-start)
+ *   notification_undecided                         decide and act as B4 would have
+ *   hold_past_expiry                               void the hold (the pre-transfer's own void step and key)
+ *   deposit_past_expiry                            close the deposit as expired (moves nothing)
+ *   webhook_stalled                                start a delivery run (same webhook id)
+ *   outbox_lag                                     wake the outbox dispatcher (reported)
+ *   deposit_not_credited, ledger_imbalance         reported for an operator, never repaired blindly
+ *
+ * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
+ * reported with its error and the others go on.
+ */
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { PlatformDeps } from '../../platform-deps';
+import { redeliverWebhook } from '../../webhooks';
+import { createDepositActivities } from '../deposit/activities';
+import { additionalPaymentIdempotencyKey } from '../payin/contract';
+import { applyRecordedNotification, signalPayin, type PayinNotification } from '../payin/service';
+import { findPayin } from '../payin/store';
+import { createPreTransferActivities } from '../pre-transfer/activities';
+import { preTransferIdempotencyKey } from '../pre-transfer/contract';
+import type { Finding, FindingKind, ReconcileInput, ReconciliationActivities, ReconciliationReport } from './contract';
+import {
+  depositsPastExpiry,
+  holdsPastExpiry,
+  notificationCandidates,
+  outboxLag,
+  pendingWebhooks,
+  uncreditedDeposits,
+  usedLedgerKeys,
+  type NotificationCandidate,
+} from './store';
+
+type Repair = () => Promise<void>;
+
+/** True while a workflow with this id has an open run (it will finish the work itself). */
+async function isRunning(deps: PlatformDeps, workflowId: string): Promise<boolean> {
+  try {
+    const description = await deps.temporal.client.workflow.getHandle(workflowId).describe();
+    return description.status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
+    throw error;
+  }
+}
+
+function paymentOf(candidate: NotificationCandidate): PayinNotification {
+  return { status: candidate.status, amount_units: candidate.amount_units ?? 0n, trx_ref: candidate.trx_ref ?? '' };
+}
+
+/**
+ * Runs one reconciliation. @returns every finding with what was done about it
+ * @throws only when the database cannot be read; a failed repair is a `reported` finding
+ */
+export async function reconcile(deps: PlatformDeps, input: ReconcileInput): Promise<ReconciliationReport> {
+  const started = new Date();
+  const cutoff = new Date(started.getTime() - input.grace_seconds * 1000);
+  const findings: Finding[] = [];
+  const act = async (kind: FindingKind, id: string, detail: string, repair?: Repair) => {
+    if (!repair || !input.repair) {
+      findings.push({ kind, id, action: 'reported', detail });
+      return;
+    }
+    try {
+      await repair();
+      findings.push({ kind, id, action: 'repaired', detail });
+    } catch (error) {
+      deps.logger.warn({ kind, id, err: (error as Error).message }, 'reconciliation repair failed');
+      findings.push({ kind, id, action: 'reported', detail: `${detail}; repair failed: ${(error as Error).message}` });
+    }
+  };
+
+  await reconcileNotifications(deps, cutoff, act);
+  const preTransfers = createPreTransferActivities(deps);
+  for (const id of await holdsPastExpiry(deps.database, cutoff)) {
+    if (await isRunning(deps, id)) continue;
+    await act('hold_past_expiry', id, 'pre-transfer pending past expiry with no workflow', () =>
+      preTransfers.voidPreTransfer({ pre_transfer_id: id, idempotency_key: preTransferIdempotencyKey(id, 'void') }),
+    );
+  }
+  const deposits = createDepositActivities(deps);
+  for (const reference of await depositsPastExpiry(deps.database, cutoff)) {
+    if (await isRunning(deps, reference)) continue;
+    await act('deposit_past_expiry', reference, 'deposit pending past its lifetime with no workflow', () => deposits.closeDeposit({ reference, state: 'expired' }));
+  }
+  for (const reference of await uncreditedDeposits(deps.database, cutoff)) {
+    await act('deposit_not_credited', reference, 'completed deposit without its ledger transaction');
+  }
+  for (const id of await pendingWebhooks(deps.database, cutoff)) {
+    if (await isRunning(deps, id)) continue;
+    await act('webhook_stalled', id, 'webhook event pending with no delivery workflow', async () => {
+      await redeliverWebhook(deps, id);
+    });
+  }
+  const lagging = await outboxLag(deps.database, cutoff);
+  for (const invoice_reference of lagging) {
+    await act('outbox_lag', invoice_reference, 'payin workflow start waiting in the outbox');
+  }
+  if (lagging.length) deps.payinOutbox?.wake();
+  const ledger = await deps.ledger.check();
+  for (const imbalance of ledger.imbalances) await act('ledger_imbalance', imbalance, 'ledger invariant broken');
+
+  const repaired = findings.filter((finding) => finding.action === 'repaired').length;
+  if (findings.length) deps.logger.warn({ repaired, reported: findings.length - repaired }, 'reconciliation found inconsistencies');
+  return { started_at: started.toISOString(), findings, repaired, reported: findings.length - repaired };
+}
+
+/** The ledger key the payment of `candidate` is posted under when it did not settle its payin. */
+function additionalKey(candidate: NotificationCandidate): string {
+  return additionalPaymentIdempotencyKey(candidate.invoice_reference, { amount_units: String(candidate.amount_units ?? 0n), trx_ref: candidate.trx_ref ?? '' });
+}
+
+/** Notifications recorded but not (yet) in their payin or the ledger. */
+async function reconcileNotifications(
+  deps: PlatformDeps,
+  cutoff: Date,
+  act: (kind: FindingKind, id: string, detail: string, repair?: Repair) => Promise<void>,
+): Promise<void> {
+  const candidates = await notificationCandidates(deps.database, cutoff);
+  const additionalKeys = candidates
+    .filter((candidate) => candidate.outcome === 'applied' && candidate.status === 'success')
+    .map((candidate) => additionalKey(candidate));
+  const credited = await usedLedgerKeys(deps.database, additionalKeys);
+  for (const candidate of candidates) {
+    const payment = paymentOf(candidate);
+    const detail = `${candidate.status} ${candidate.amount_units ?? ''} trx_ref ${candidate.trx_ref ?? '-'}`.trim();
+    const payin = async () => {
+      const row = await findPayin(deps.database, candidate.invoice_reference);
+      if (!row) throw new Error('payin vanished');
+      return row;
+    };
+    if (candidate.outcome === 'received') {
+      await act('notification_undecided', candidate.invoice_reference, detail, async () => {
+        await applyRecordedNotification(deps, await payin(), candidate.idempotency_key, payment);
+      });
+      continue;
+    }
+    if (candidate.status === 'close') {
+      await act('close_not_applied', candidate.invoice_reference, detail, async () => signalPayin(deps, await payin(), payment));
+      continue;
+    }
+    if (credited.has(additionalKey(candidate))) continue;
+    await act('notification_not_credited', candidate.invoice_reference, detail, async () => signalPayin(deps, await payin(), payment));
+  }
+}
+
+export function createReconciliationActivities(deps: PlatformDeps): ReconciliationActivities {
+  return { reconcile: (input) => reconcile(deps, input) };
+}

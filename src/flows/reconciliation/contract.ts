@@ -1,0 +1,78 @@
+/**
+ * The reconciliation flow's contract (docs/operations.md "Reconciliation"): what the ReconciliationWorkflow, its
+ * activity, the AdminService `Reconcile` call and `payments admin reconcile` share. Imports nothing but
+ * `@temporalio/workflow`.
+ *
+ * Reconciliation compares the records with the ledger and with the durable flows, and repairs (or, in a report-only
+ * run, only lists) every inconsistency a fault can leave behind. Every repair goes through the same idempotent path
+ * the flow itself uses, so a run repeated, or racing the flow it repairs, moves no money twice.
+ */
+
+/** What one inconsistency is. */
+export type FindingKind =
+  /** An upstream success notification applied to a payin whose payment is in no ledger transaction. */
+  | 'notification_not_credited'
+  /** An upstream close notification applied to a payin that is still waiting. */
+  | 'close_not_applied'
+  /** A notification recorded whose outcome was never decided (its process died in between). */
+  | 'notification_undecided'
+  /** A pre-transfer hold past its expiry with no live workflow to void it. */
+  | 'hold_past_expiry'
+  /** A deposit pending past its lifetime with no live workflow to close it. */
+  | 'deposit_past_expiry'
+  /** A completed deposit whose money is in no ledger transaction. */
+  | 'deposit_not_credited'
+  /** A webhook event neither delivered nor failed, with no live delivery workflow. */
+  | 'webhook_stalled'
+  /** A committed payin whose workflow start is still waiting in the outbox. */
+  | 'outbox_lag'
+  /** A ledger invariant broken (reported, never repaired automatically). */
+  | 'ledger_imbalance';
+
+export interface Finding {
+  kind: FindingKind;
+  /** The record: invoice_reference, pre_transfer_id, deposit reference, webhook id, or the ledger's own text. */
+  id: string;
+  /** `repaired`: the repair was started or done; `reported`: left for an operator (report-only run, or no repair). */
+  action: 'repaired' | 'reported';
+  detail: string;
+}
+
+export interface ReconcileInput {
+  /** false: report only, change nothing. */
+  repair: boolean;
+  /** Records younger than this many seconds are in flight, not inconsistent. */
+  grace_seconds: number;
+}
+
+export interface ReconciliationReport {
+  /** RFC 3339 time the run started. */
+  started_at: string;
+  /** Every inconsistency found (at most `FINDINGS_LIMIT` per kind). */
+  findings: Finding[];
+  /** Findings repaired in this run. */
+  repaired: number;
+  /** Findings left (report-only runs, ledger imbalances). */
+  reported: number;
+}
+
+/** At most this many records of each kind are looked at per run; the next run takes the rest. */
+export const FINDINGS_LIMIT = 500;
+
+export interface ReconciliationActivities {
+  reconcile(input: ReconcileInput): Promise<ReconciliationReport>;
+}
+
+export interface ReconciliationWorkflowInput {
+  /** Seconds between two runs. */
+  interval_seconds: number;
+  grace_seconds: number;
+}
+
+/** Runs before the workflow continues as new, keeping its history short. */
+export const RUNS_PER_EXECUTION = 50;
+
+/** The workflow id of a task queue's reconciliation (one per deployment and task queue). */
+export function reconciliationWorkflowId(taskQueue: string): string {
+  return `reconciliation:${taskQueue}`;
+}

@@ -1,0 +1,104 @@
+/**
+ * The reconciliation's SQL: read-only queries over the other flows' tables, each bounded by FINDINGS_LIMIT and by
+ * a cutoff (now − grace) so that work still in flight is not mistaken for an inconsistency.
+ */
+import type { Knex } from '../../db/knex';
+import { FINDINGS_LIMIT } from './contract';
+
+export interface NotificationCandidate {
+  idempotency_key: string;
+  invoice_reference: string;
+  status: 'success' | 'close';
+  /** Minor units (int8, read as bigint). */
+  amount_units: bigint | null;
+  trx_ref: string | null;
+  outcome: 'received' | 'applied';
+  payin_status: string;
+  paid_amount_units: bigint | null;
+  payin_trx_ref: string | null;
+}
+
+/**
+ * Notifications that may not have reached their payin: undecided ones, applied closes of a still waiting payin,
+ * and applied successes whose payin was not settled by them (the caller checks those against the ledger).
+ */
+export function notificationCandidates(database: Knex, cutoff: Date): Promise<NotificationCandidate[]> {
+  return database('upstream_notifications as n')
+    .join('payins as p', 'p.invoice_reference', 'n.invoice_reference')
+    .where('n.received_at', '<', cutoff)
+    .whereNot('p.status', 'failed')
+    .where((query) =>
+      query
+        .where('n.outcome', 'received')
+        .orWhere((close) => close.where({ 'n.outcome': 'applied', 'n.status': 'close', 'p.status': 'waiting' }))
+        .orWhere((success) =>
+          success
+            .where({ 'n.outcome': 'applied', 'n.status': 'success' })
+            .where((unsettled) =>
+              unsettled
+                .whereNot('p.status', 'success')
+                .orWhereRaw('p.paid_amount_units IS DISTINCT FROM n.amount_units')
+                .orWhere((trx) => trx.whereNotNull('n.trx_ref').whereRaw('p.trx_ref IS DISTINCT FROM n.trx_ref')),
+            ),
+        ),
+    )
+    .orderBy('n.received_at')
+    .limit(FINDINGS_LIMIT)
+    .select(
+      'n.idempotency_key',
+      'n.invoice_reference',
+      'n.status',
+      'n.amount_units',
+      'n.trx_ref',
+      'n.outcome',
+      'p.status as payin_status',
+      'p.paid_amount_units',
+      'p.trx_ref as payin_trx_ref',
+    );
+}
+
+/** The ledger idempotency keys among `keys` that some ledger write used. */
+export async function usedLedgerKeys(database: Knex, keys: string[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const rows = (await database('ledger_idempotency_keys').whereIn('idempotency_key', keys).select('idempotency_key')) as Array<{ idempotency_key: string }>;
+  return new Set(rows.map((row) => row.idempotency_key));
+}
+
+/** Pre-transfers still pending (their hold open) past expiry. */
+export async function holdsPastExpiry(database: Knex, cutoff: Date): Promise<string[]> {
+  const rows = (await database('pre_transfers').where({ state: 'pending' }).where('expires_at', '<', cutoff).orderBy('expires_at').limit(FINDINGS_LIMIT).select('id')) as Array<{ id: string }>;
+  return rows.map((row) => row.id);
+}
+
+/** Deposits still pending past their lifetime. */
+export async function depositsPastExpiry(database: Knex, cutoff: Date): Promise<string[]> {
+  const rows = (await database('deposits').where({ state: 'pending' }).where('expires_at', '<', cutoff).orderBy('expires_at').limit(FINDINGS_LIMIT).select('reference')) as Array<{ reference: string }>;
+  return rows.map((row) => row.reference);
+}
+
+/** How far back completed deposits are checked against the ledger on every run. */
+const COMPLETED_DEPOSITS_WINDOW_SECONDS = 2 * 86_400;
+
+/** Deposits completed in the recent window (before the cutoff) whose ledger transaction does not exist. */
+export async function uncreditedDeposits(database: Knex, cutoff: Date): Promise<string[]> {
+  const since = new Date(cutoff.getTime() - COMPLETED_DEPOSITS_WINDOW_SECONDS * 1000);
+  const rows = (await database('deposits as d')
+    .where({ 'd.state': 'completed' })
+    .whereBetween('d.finished_at', [since, cutoff])
+    .whereNotExists((query) => query.select(database.raw('1')).from('ledger_transactions as t').whereRaw('t.id = d.ledger_transaction_id::uuid'))
+    .limit(FINDINGS_LIMIT)
+    .select('d.reference')) as Array<{ reference: string }>;
+  return rows.map((row) => row.reference);
+}
+
+/** Webhook events still pending, created before the cutoff. */
+export async function pendingWebhooks(database: Knex, cutoff: Date): Promise<string[]> {
+  const rows = (await database('webhook_events').where({ status: 'pending' }).where('created_at', '<', cutoff).orderBy('created_at').limit(FINDINGS_LIMIT).select('id')) as Array<{ id: string }>;
+  return rows.map((row) => row.id);
+}
+
+/** Payins whose workflow start has waited in the outbox since before the cutoff. */
+export async function outboxLag(database: Knex, cutoff: Date): Promise<string[]> {
+  const rows = (await database('payin_workflow_outbox').where('created_at', '<', cutoff).orderBy('created_at').limit(FINDINGS_LIMIT).select('invoice_reference')) as Array<{ invoice_reference: string }>;
+  return rows.map((row) => row.invoice_reference);
+}
