@@ -9,7 +9,7 @@
  * their last 4 digits; security codes are checked and dropped.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
-import { decryptField } from '../crypto/field-decryption';
+import { decryptField, fieldNotDecryptable } from '../crypto/field-decryption';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import type { PlatformDeps } from '../platform-deps';
@@ -85,20 +85,30 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     return bankId;
   }
 
-  /** The decrypted plaintext of an encrypted field, or undefined (its failure added to `problems`). */
-  async function decrypt(field: string, value: string, problems: FieldViolations): Promise<string | undefined> {
+  /**
+   * The checked value of an encrypted field, or undefined with the field's one error added to `problems`.
+   *
+   * No padding oracle (platform decisions §7): a value that does not decrypt and a value that decrypts to something
+   * `check` refuses (a bad card number, a JSON of the wrong shape, a blank name) answer the very same error, "The
+   * <field> could not be decrypted.", so a caller probing with modified ciphertexts learns nothing about which
+   * step failed. Both paths run the same decryption attempts; only the microseconds of `check` differ.
+   */
+  async function decryptChecked<T>(field: string, value: string, problems: FieldViolations, check: (plaintext: string, scratch: FieldViolations) => T | undefined): Promise<T | undefined> {
+    let checked: T | undefined;
     try {
-      return await decryptField(keys, field, value);
+      const scratch: FieldViolations = {};
+      checked = check(await decryptField(keys, field, value), scratch);
+      if (Object.keys(scratch).length > 0) checked = undefined;
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
-      add(problems, field, error.fields[field]![0]!);
-      return undefined;
+      checked = undefined;
     }
+    if (checked === undefined) add(problems, field, fieldNotDecryptable(field));
+    return checked;
   }
 
-  async function holderName(value: string, problems: FieldViolations): Promise<string | undefined> {
-    const plaintext = await decrypt('holder_name', value, problems);
-    return plaintext === undefined ? undefined : checkHolderName(plaintext, problems);
+  function holderName(value: string, problems: FieldViolations): Promise<string | undefined> {
+    return decryptChecked('holder_name', value, problems, (plaintext, scratch) => checkHolderName(plaintext, scratch));
   }
 
   function logRequest(merchantId: string, kind: string, userId: string): void {
@@ -120,9 +130,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
       const bankId = await checkBank(request.bankId, problems);
       const holder = await holderName(request.holderName, problems);
-      const numberText = await decrypt('bank_code', request.bankCode, problems);
-      const number = numberText === undefined ? undefined : normalizeCardNumber(numberText);
-      if (numberText !== undefined && !number) add(problems, 'bank_code', CARD_MESSAGES.number);
+      const number = await decryptChecked('bank_code', request.bankCode, problems, (plaintext) => normalizeCardNumber(plaintext));
       finish(problems);
       const instrument = await insertInstrument(deps, {
         merchantId,
@@ -144,9 +152,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
       const bankId = await checkBank(request.bankId, problems);
       const holder = await holderName(request.holderName, problems);
-      const numberText = await decrypt('bank_number', request.bankNumber, problems);
-      const number = numberText === undefined ? undefined : normalizeAccountNumber(numberText);
-      if (numberText !== undefined && !number) add(problems, 'bank_number', CARD_MESSAGES.accountNumber('bank_number'));
+      const number = await decryptChecked('bank_number', request.bankNumber, problems, (plaintext) => normalizeAccountNumber(plaintext));
       if (!isHttpUrl(request.callBack)) add(problems, 'call_back', MESSAGES.url('call_back'));
       finish(problems);
       const token = newInstrumentToken();
@@ -172,8 +178,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
       const holder = await holderName(request.holderName, problems);
-      const plaintext = await decrypt('sourceOfFunds', request.sourceOfFunds, problems);
-      const card = plaintext === undefined ? undefined : readSourceOfFunds(plaintext, problems);
+      const card = await decryptChecked('sourceOfFunds', request.sourceOfFunds, problems, (plaintext, scratch) => readSourceOfFunds(plaintext, scratch));
       finish(problems);
       const instrument = await insertInstrument(deps, {
         merchantId,

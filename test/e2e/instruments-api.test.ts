@@ -4,7 +4,7 @@
  * every cause, tenant isolation, the bank-account QR activation with its call_back, and a check that no full card
  * or account number reaches the database or the logs (LOG_LEVEL debug). Real PostgreSQL, Temporal, RPC and façade.
  */
-import { constants, generateKeyPairSync, publicEncrypt } from 'node:crypto';
+import { constants, generateKeyPairSync, publicEncrypt, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import jsQR from 'jsqr';
@@ -181,9 +181,9 @@ describe('Area C tokenization', () => {
       expect(await countInstruments()).toBe(before);
     });
 
-    it('refuses an invalid card number (Luhn) under bank_code', async () => {
+    it('refuses an invalid card number (Luhn) under bank_code with the decryption error (no padding oracle)', async () => {
       const response = await merchant.action('tokenize_local_card', localCardFields({ bank_code: encryptField(publicKey, secret('6200000000000006')) }));
-      expect(response.body).toEqual({ ...BAD_REQUEST, error: { bank_code: ['The card number is invalid.'] } });
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { bank_code: ['The bank_code could not be decrypted.'] } });
     });
 
     it('refuses an unlisted or malformed bank_id', async () => {
@@ -200,7 +200,7 @@ describe('Area C tokenization', () => {
         error: {
           holder_name: ['The holder_name could not be decrypted.'],
           bank_id: ['The selected bank_id is invalid.'],
-          bank_code: ['The card number is invalid.'],
+          bank_code: ['The bank_code could not be decrypted.'],
         },
       });
     });
@@ -274,13 +274,13 @@ describe('Area C tokenization', () => {
       }
     });
 
-    it('refuses a past expiry', async () => {
+    it('refuses a past expiry with the decryption error (no padding oracle)', async () => {
       const lastMonth = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 1, 1));
       const response = await merchant.action(
         'tokenize_visa_master',
         visaMasterFields({ number: VISA, month: String(lastMonth.getUTCMonth() + 1), year: String(lastMonth.getUTCFullYear()) }),
       );
-      expect(response.body).toEqual({ ...BAD_REQUEST, error: { sourceOfFunds: ['The card has expired.'] } });
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { sourceOfFunds: ['The sourceOfFunds could not be decrypted.'] } });
     });
 
     it('accepts the current month (valid through its end)', async () => {
@@ -289,25 +289,50 @@ describe('Area C tokenization', () => {
       expect(response.status).toBe(200);
     });
 
-    it('refuses an invalid card number and a bad security code, listing both', async () => {
+    it('refuses an invalid card number and a bad security code with the one decryption error', async () => {
       const response = await merchant.action('tokenize_visa_master', visaMasterFields({ number: secret('4242424242424241'), securityCode: '12' }));
-      expect(response.body).toEqual({
-        ...BAD_REQUEST,
-        error: { sourceOfFunds: ['The card number is invalid.', 'The security code must be 3 or 4 digits.'] },
-      });
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { sourceOfFunds: ['The sourceOfFunds could not be decrypted.'] } });
     });
 
-    it('refuses a wrong shape: not JSON, type other than CARD, no provided.card, bad expiry', async () => {
-      const cases: Array<[string, string[]]> = [
-        ['4242424242424242', ['The sourceOfFunds must be a JSON object.']],
-        [JSON.stringify({ type: 'BANK', provided: { card: { number: VISA, securityCode: '123', expiry: { month: '1', year: '39' } } } }), ['The sourceOfFunds type must be CARD.']],
-        [JSON.stringify({ type: 'CARD', provided: {} }), ['The sourceOfFunds must contain provided.card.']],
-        [JSON.stringify({ type: 'CARD', provided: { card: { number: VISA, securityCode: '123', expiry: { month: '13', year: '39' } } } }), ['The card expiry is invalid.']],
-        [JSON.stringify({ type: 'CARD', provided: { card: { number: VISA, securityCode: '123' } } }), ['The card expiry is invalid.']],
+    it('refuses a wrong shape (not JSON, type other than CARD, no provided.card, bad expiry) with the decryption error', async () => {
+      const cases = [
+        '4242424242424242',
+        JSON.stringify({ type: 'BANK', provided: { card: { number: VISA, securityCode: '123', expiry: { month: '1', year: '39' } } } }),
+        JSON.stringify({ type: 'CARD', provided: {} }),
+        JSON.stringify({ type: 'CARD', provided: { card: { number: VISA, securityCode: '123', expiry: { month: '13', year: '39' } } } }),
+        JSON.stringify({ type: 'CARD', provided: { card: { number: VISA, securityCode: '123' } } }),
       ];
-      for (const [plaintext, messages] of cases) {
+      for (const plaintext of cases) {
         const response = await merchant.action('tokenize_visa_master', visaMasterFields(undefined, { sourceOfFunds: encryptField(publicKey, plaintext) }));
-        expect(response.body).toEqual({ ...BAD_REQUEST, error: { sourceOfFunds: messages } });
+        expect(response.body).toEqual({ ...BAD_REQUEST, error: { sourceOfFunds: ['The sourceOfFunds could not be decrypted.'] } });
+      }
+    });
+
+    it('is no padding oracle: PKCS#1 v1.5-conformant garbage and random bytes get byte-identical answers', async () => {
+      // A Bleichenbacher-style probe: ciphertexts whose padding is valid (they decrypt, to bytes the field's check
+      // refuses) against ciphertexts that are random numbers (their padding fails). Both must look the same.
+      const wrongPlaintexts: Record<string, string[]> = {
+        sourceOfFunds: ['{"type":"CARD"}', 'x', '4242424242424242'],
+        holder_name: ['   ', ' \t '],
+        bank_code: ['x', '4242424242424241'],
+        bank_number: ['12345', 'acct'],
+      };
+      const random = () => Buffer.concat([Buffer.from([0]), randomBytes(255)]).toString('base64');
+      const send = (field: string, ciphertext: string) =>
+        field === 'bank_code'
+          ? merchant.action('tokenize_local_card', localCardFields({ bank_code: ciphertext }))
+          : field === 'bank_number'
+            ? merchant.action('tokenize_bank_account', bankAccountFields({ bank_number: ciphertext }))
+            : merchant.action('tokenize_visa_master', visaMasterFields(undefined, { [field]: ciphertext }));
+      for (const [field, plaintexts] of Object.entries(wrongPlaintexts)) {
+        const answers = new Set<string>();
+        const ciphertexts = [...plaintexts.map((plaintext) => encryptField(publicKey, plaintext, 'pkcs1')), random(), random(), random()];
+        for (const ciphertext of ciphertexts) {
+          const response = await send(field, ciphertext);
+          expect([field, response.status]).toEqual([field, 400]);
+          answers.add(response.text);
+        }
+        expect([field, [...answers]]).toEqual([field, [JSON.stringify({ ...BAD_REQUEST, error: { [field]: [`The ${field} could not be decrypted.`] } })]]);
       }
     });
 
@@ -406,11 +431,11 @@ describe('Area C tokenization', () => {
       expect((await fetch(`${base}/${cardToken}/activation-qr.png`)).status).toBe(404);
     });
 
-    it('refuses a short account number, a non-http call_back and an undecryptable bank_number', async () => {
+    it('refuses a short account number (with the decryption error), a non-http call_back and an undecryptable bank_number', async () => {
       const short = await merchant.action('tokenize_bank_account', bankAccountFields({ bank_number: encryptField(publicKey, '12345'), call_back: 'ftp://merchant.example/x' }));
       expect(short.body).toEqual({
         ...BAD_REQUEST,
-        error: { call_back: ['The call_back format is invalid.'], bank_number: ['The bank_number must be 6 to 20 digits.'] },
+        error: { call_back: ['The call_back format is invalid.'], bank_number: ['The bank_number could not be decrypted.'] },
       });
       const missing = await merchant.action('tokenize_bank_account', bankAccountFields({ call_back: undefined }));
       expect(missing.body).toEqual({ ...BAD_REQUEST, error: { call_back: [MESSAGES.required('call_back')] } });

@@ -7,7 +7,7 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { decryptField } from '../../crypto/field-decryption';
+import { decryptField, fieldNotDecryptable } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import {
   DepositByBankAccountResponseSchema,
@@ -226,14 +226,15 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [MESSAGES.currency('currency')];
     if (input.amountUnits <= 0n) problems.amount = ['The amount must be greater than 0.'];
     if (input.kind === 'visa_master') {
+      // No padding oracle (platform decisions §7): a CVV that does not decrypt and one that decrypts to anything but
+      // 3 or 4 digits answer the same error.
+      let valid = false;
       try {
-        if (!validSecurityCode(await decryptField(deps.keys, 'security_code', input.securityCode ?? ''))) {
-          problems.security_code = [CARD_MESSAGES.securityCode];
-        }
+        valid = validSecurityCode(await decryptField(deps.keys, 'security_code', input.securityCode ?? ''));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
-        Object.assign(problems, error.fields);
       }
+      if (!valid) problems.security_code = [fieldNotDecryptable('security_code')];
     }
     const instrument = await checkInstrument(input, problems);
     const preorder = await checkPreorder(input.merchantId, input, problems);
