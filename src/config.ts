@@ -95,6 +95,13 @@ const schema = z.object({
    * the area's system error, safe to retry.
    */
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
+  /**
+   * Outbound requests to merchants (webhooks, call-backs) may reach these `host:port` pairs although they are
+   * private (comma-separated, e.g. a local test receiver). Cloud metadata addresses stay refused.
+   */
+  OUTBOUND_ALLOWED_HOSTS: z.string().regex(/^\s*([^\s,:]+:\d+\s*)(,\s*[^\s,:]+:\d+\s*)*$/, 'must be comma-separated host:port').optional(),
+  /** Outbound requests may reach every private address (development); metadata addresses stay refused. */
+  OUTBOUND_ALLOW_PRIVATE_NETWORKS: flag.default(false),
   /** Seconds between two scheduled reconciliations (the ReconciliationWorkflow); 0 = no schedule. */
   RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   /** Records younger than this are in flight, not inconsistent, for reconciliation. */

@@ -13,6 +13,7 @@ import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
 import type { MerchantAuth } from './merchant-auth';
 import type { TemporalHandle } from './temporal/client';
+import type { OutboundPolicy } from './web/outbound';
 
 /** What services and activities are built from. One instance per process. */
 export interface PlatformDeps {
@@ -36,4 +37,6 @@ export interface PlatformDeps {
   acquirer: Acquirer | undefined;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
+  /** Where the platform's own requests may go (merchant webhooks and call-backs), and the dispatcher they use. */
+  outbound: OutboundPolicy;
 }

@@ -27,6 +27,7 @@ import { createRoutes } from './rpc/routes';
 import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
 import { createCredentialVerifier, hasLiveServiceCredential } from './service-credentials';
 import { connectTemporal } from './temporal/client';
+import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalConnectionOptions } from './temporal/connection-options';
 import { startWorker } from './worker';
 
@@ -111,6 +112,8 @@ export async function runRoles(
         temporalConnectionOptions(config),
       );
       stops.push(() => temporal.close());
+      const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
+      stops.push(() => outbound.close());
       deps = {
         config,
         database,
@@ -127,6 +130,7 @@ export async function runRoles(
           // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
           lock_seconds: config.REQUEST_TIMEOUT_SECONDS + 30,
         }),
+        outbound,
       };
     }
     let workerAddress: string | undefined;

@@ -36,6 +36,9 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
   };
   try {
     let config: Config = { ...initial };
+    // The dev stack's merchants are local receivers: outbound requests may reach private addresses unless the
+    // operator chose what may be reached (metadata addresses stay refused either way).
+    if (!config.OUTBOUND_ALLOWED_HOSTS && !process.env.OUTBOUND_ALLOW_PRIVATE_NETWORKS) config = { ...config, OUTBOUND_ALLOW_PRIVATE_NETWORKS: true };
     if (!config.DATABASE_URL) {
       say('starting embedded PostgreSQL (data under .data/postgres)');
       const embedded = await startEmbeddedPostgres({ directory: path.join(config.DATA_DIR, 'postgres') });

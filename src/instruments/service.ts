@@ -154,6 +154,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const holder = await holderName(request.holderName, problems);
       const number = await decryptChecked('bank_number', request.bankNumber, problems, (plaintext) => normalizeAccountNumber(plaintext));
       if (!isHttpUrl(request.callBack)) add(problems, 'call_back', MESSAGES.url('call_back'));
+      else if (deps.outbound.checkUrl(request.callBack)) add(problems, 'call_back', MESSAGES.publicUrl('call_back'));
       finish(problems);
       const token = newInstrumentToken();
       const instrument = await insertInstrument(deps, {

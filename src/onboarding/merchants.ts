@@ -92,9 +92,11 @@ function hmacContext(merchant_id: string): string {
   return `merchant:${merchant_id}:hmac_secret`;
 }
 
-function validateCallbackUrl(text: string | undefined): string {
+function validateCallbackUrl(deps: Pick<PlatformDeps, 'outbound'>, text: string | undefined): string {
   const value = requireText(text, 'callback_url', 2048);
   if (!isHttpUrl(value)) throw invalidFields({ callback_url: ['callback_url must be an http or https URL'] });
+  const refusal = deps.outbound.checkUrl(value);
+  if (refusal) throw invalidFields({ callback_url: [`callback_url must be a public http or https URL (${refusal})`] });
   return value;
 }
 
@@ -118,7 +120,7 @@ export async function createMerchant(
   input: { name: string; callback_url: string; signature_header?: string; public_key_pem?: string; payin_fee_percent?: string },
 ): Promise<{ merchant: Merchant; credentials: MerchantCredentials }> {
   const name = requireText(input.name, 'name');
-  const callbackUrl = validateCallbackUrl(input.callback_url);
+  const callbackUrl = validateCallbackUrl(deps, input.callback_url);
   const signatureHeader = (input.signature_header ?? '').trim() || DEFAULT_SIGNATURE_HEADER;
   if (!HEADER_NAME.test(signatureHeader) || RESERVED_HEADERS.has(signatureHeader.toLowerCase())) {
     throw invalidFields({ signature_header: ['signature_header must be an HTTP header name that the platform does not set itself'] });

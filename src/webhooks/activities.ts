@@ -8,6 +8,7 @@ import { merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import type { WebhookDeliveryActivities } from './contract';
 import { findEventForAttempt, markEventFailed, recordAttempt } from './store';
+import { OutboundRefusedError } from '../web/outbound';
 
 const MAX_ERROR_LENGTH = 500;
 
@@ -36,8 +37,11 @@ export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActi
       const started = performance.now();
       let status_code: number | null = null;
       let error: string | null = null;
+      const refusal = deps.outbound.checkUrl(event.callback_url);
       try {
+        if (refusal) throw new OutboundRefusedError(refusal);
         const response = await request(event.callback_url, {
+          dispatcher: deps.outbound.dispatcher,
           method: 'POST',
           body: event.body,
           headersTimeout: timeoutMs,

@@ -74,6 +74,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     SHUTDOWN_GRACE_SECONDS: '2',
     // Each test file's task queue would get its own schedule; the reconciliation test runs it explicitly.
     RECONCILE_INTERVAL_SECONDS: '0',
+    // Test receivers listen on 127.0.0.1; test/integration/outbound-guard.test.ts runs with the guard closed.
+    OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
     PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
     ...overrides,
   });

@@ -45,6 +45,7 @@ export const MESSAGES = {
   date: (field: string) => `The ${field} does not match the format YYYY-MM-DD.`,
   email: (field: string) => `The ${field} must be a valid email address.`,
   url: (field: string) => `The ${field} format is invalid.`,
+  publicUrl: (field: string) => `The ${field} must be a public http or https URL.`,
   percent: (field: string) => `The ${field} must be a number between 0 and 100 with at most 6 decimal places.`,
   phoneOrEmail: 'The phone_number field is required when email is not present.',
   emailOrPhone: 'The email field is required when phone_number is not present.',

@@ -113,6 +113,8 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     async generatePreOrderToken(request) {
       const merchantId = await requireMerchant(request);
       const currency = walletCurrency(request.currency);
+      // The platform calls call_back_url itself once the preorder is paid: it must be a public destination.
+      if (request.callBackUrl && deps.outbound.checkUrl(request.callBackUrl)) throw invalidFields({ call_back_url: [MESSAGES.publicUrl('call_back_url')] });
       const { token, url } = await generatePreOrder(deps, {
         merchantId,
         outTradeNo: request.outTradeNo,
