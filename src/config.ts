@@ -102,6 +102,16 @@ const schema = z.object({
   OUTBOUND_ALLOWED_HOSTS: z.string().regex(/^\s*([^\s,:]+:\d+\s*)(,\s*[^\s,:]+:\d+\s*)*$/, 'must be comma-separated host:port').optional(),
   /** Outbound requests may reach every private address (development); metadata addresses stay refused. */
   OUTBOUND_ALLOW_PRIVATE_NETWORKS: flag.default(false),
+  /** Failed authentications of one credential (partner, merchant, API key, hosted page token) per window before it is locked. */
+  AUTH_FAILURES_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  /** Failed authentications from one client address per window, whatever the credentials. */
+  AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
+  /** The window of both failure counts, and how long a lockout lasts at most. */
+  AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
+  REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
+  /** Password hashes and checks (scrypt) running at once per process; more wait their turn. */
+  PASSWORD_HASHING_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Seconds between two scheduled reconciliations (the ReconciliationWorkflow); 0 = no schedule. */
   RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   /** Records younger than this are in flight, not inconsistent, for reconciliation. */

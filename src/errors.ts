@@ -56,6 +56,9 @@ export class DomainError<R extends string = string> extends Error {
     this.name = 'DomainError';
   }
 
+  /** RATE_LIMITED: seconds until the caller may try again. */
+  retryAfterSeconds?: number;
+
   /** True when this error's reason is one of `table`'s (narrows `reason`). */
   isIn<T extends ReasonKinds>(table: T): this is DomainError<keyof T & string> {
     return Object.hasOwn(table, this.reason);

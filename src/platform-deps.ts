@@ -3,6 +3,7 @@
  * (`src/platform.ts`). A leaf module: it imports only types, so any module may depend on it without a cycle
  * through the composition root.
  */
+import type { AbuseLimits } from './abuse';
 import type { Acquirer } from './acquirers';
 import type { AuthChanges } from './auth-changes';
 import type { Config } from './config';
@@ -39,4 +40,6 @@ export interface PlatformDeps {
   idempotency: IdempotencyStore;
   /** Where the platform's own requests may go (merchant webhooks and call-backs), and the dispatcher they use. */
   outbound: OutboundPolicy;
+  /** Lockouts after failed authentication, request-rate limits per caller, bounded password hashing. */
+  abuse: AbuseLimits;
 }

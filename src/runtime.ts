@@ -12,6 +12,7 @@ import { ConfigError, isLoopbackHost, type Config } from './config';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
+import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
 import { createMerchantAuth } from './merchant-auth';
 import { createSandboxAcquirer } from './sandbox/acquirer';
@@ -113,6 +114,7 @@ export async function runRoles(
       );
       stops.push(() => temporal.close());
       const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
+      const abuse = createAbuseLimits(database, config);
       stops.push(() => outbound.close());
       deps = {
         config,
@@ -122,7 +124,7 @@ export async function runRoles(
         ledger: createLedger(database),
         keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
         authChanges,
-        merchantAuth: createMerchantAuth({ database, config, authChanges }),
+        merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
         // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
         acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
         idempotency: createIdempotencyStore(database, {
@@ -131,6 +133,7 @@ export async function runRoles(
           lock_seconds: config.REQUEST_TIMEOUT_SECONDS + 30,
         }),
         outbound,
+        abuse,
       };
     }
     let workerAddress: string | undefined;

@@ -25,6 +25,8 @@ export { readTokenizeLocalCard, readTokenizeBankAccount, readTokenizeVisaMaster 
 export interface AreaCAnswer {
   status: number;
   body: Record<string, unknown>;
+  /** 429: seconds for the `Retry-After` header. */
+  retryAfterSeconds?: number;
 }
 
 export function ok(data: unknown): AreaCAnswer {
@@ -36,6 +38,7 @@ function failure(status: number, message: string, error: FieldViolations): AreaC
 }
 
 export const INTERNAL_ERROR_MESSAGE = 'An unexpected error occurred. Please try again later.';
+export const RATE_LIMITED_MESSAGE = 'Too many requests. Retry after the time in Retry-After.';
 
 /** Every reason the Area C RPCs can answer. */
 export type AreaCReason = WalletReason | PreorderReason | DepositReason | InstrumentReason | MerchantAuthReason | IdempotencyReason | CommonReason;
@@ -96,7 +99,8 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   // A request with this key is still running: retry later (docs/idempotency.md).
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },
   PERMISSION_DENIED: FAULT,
-  RATE_LIMITED: FAULT,
+  // Too many failed logins, or too many requests of one merchant: 429 with Retry-After (docs/security.md).
+  RATE_LIMITED: { status: 429, message: 'Too Many Requests', field: 'request' },
   UNAVAILABLE: FAULT,
   DEADLINE_EXCEEDED: FAULT,
   INTERNAL: FAULT,
@@ -134,8 +138,11 @@ export function internalError(): AreaCAnswer {
 export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean } {
   const failureInfo =
     error instanceof DomainError
-      ? { code: codeOfKind(error.kind), reason: error.reason, message: error.message, fields: error.fields }
+      ? { code: codeOfKind(error.kind), reason: error.reason, message: error.message, fields: error.fields, retryAfterSeconds: error.retryAfterSeconds }
       : readRpcFailure(error);
+  if (failureInfo.reason === 'RATE_LIMITED') {
+    return { ...failure(429, 'Too Many Requests', { request: [RATE_LIMITED_MESSAGE] }), retryAfterSeconds: failureInfo.retryAfterSeconds, isFault: false };
+  }
   const known = Object.hasOwn(AREA_C_REASON_ERRORS, failureInfo.reason) ? AREA_C_REASON_ERRORS[failureInfo.reason as AreaCReason] : undefined;
   const entry = known ?? AREA_C_ERRORS[failureInfo.code];
   if (!entry || entry.status === 500) return { ...internalError(), isFault: true };

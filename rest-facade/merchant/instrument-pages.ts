@@ -15,11 +15,21 @@ import { activatedPage, activationNotFoundPage, activationPage } from '../../src
 import { readRpcFailure } from '../../src/rpc/errors';
 import { renderQrPng } from '../../src/web/qr-png';
 import type { FacadeContext, FacadeState } from '../app';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
+import { tooManyRequestsPage } from '../../src/web/deposit-pages';
 import { sendHtml } from '../html-response';
 
-/** Answers 404 for NotFound; rethrows anything else (the app's last-resort handler answers 500). */
+/**
+ * Answers 404 for an unknown activation and 429 (with Retry-After) for an address past its failed attempts;
+ * rethrows anything else (the app's last-resort handler answers 500).
+ */
 function notFoundOr(ctx: FacadeContext, error: unknown, answer: () => void): void {
-  if (readRpcFailure(error).reason === 'ACTIVATION_NOT_FOUND') return answer();
+  const failure = readRpcFailure(error);
+  if (failure.reason === 'ACTIVATION_NOT_FOUND') return answer();
+  if (failure.reason === 'RATE_LIMITED') {
+    setRetryAfter(ctx, failure.retryAfterSeconds);
+    return sendHtml(ctx, 429, tooManyRequestsPage());
+  }
   throw error;
 }
 
@@ -28,7 +38,7 @@ export function registerInstrumentPages(router: Router<FacadeState>): void {
   router.get('/instruments/bank-accounts/:token/activation-qr.png', async (ctx) => {
     // A token that cannot be one is answered like an unknown one, before any RPC.
     if (!/^[A-Za-z0-9_-]{1,128}$/.test(ctx.params.token ?? '')) return sendHtml(ctx, 404, activationNotFoundPage());
-    const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+    const callOptions = rpcCallOptions(ctx);
     try {
       const answer = await ctx.state.clients.instrument.getBankAccountActivation({ token: ctx.params.token }, callOptions);
       ctx.status = 200;
@@ -41,7 +51,7 @@ export function registerInstrumentPages(router: Router<FacadeState>): void {
   });
 
   router.get('/instruments/bank-accounts/activate/:code', async (ctx) => {
-    const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+    const callOptions = rpcCallOptions(ctx);
     try {
       const answer = await ctx.state.clients.instrument.getBankAccountActivation({ activationCode: ctx.params.code }, callOptions);
       sendHtml(ctx, 200, activationPage(answer));
@@ -51,7 +61,7 @@ export function registerInstrumentPages(router: Router<FacadeState>): void {
   });
 
   router.post('/instruments/bank-accounts/activate/:code', async (ctx) => {
-    const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+    const callOptions = rpcCallOptions(ctx);
     try {
       const answer = await ctx.state.clients.instrument.activateBankAccount({ activationCode: ctx.params.code }, callOptions);
       sendHtml(ctx, 200, activatedPage(answer));

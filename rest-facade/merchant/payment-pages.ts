@@ -11,8 +11,10 @@
  */
 import type Router from '@koa/router';
 import { readCardForm } from './contract';
-import { faultPage, notFoundPage } from '../../src/web/deposit-pages';
+import { readRpcFailure } from '../../src/rpc/errors';
+import { faultPage, notFoundPage, tooManyRequestsPage } from '../../src/web/deposit-pages';
 import type { FacadeContext, FacadeState } from '../app';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { sendHtml } from '../html-response';
 
 /** A page token as the platform issues them (deposit and preorder tokens); anything else is an unknown page. */
@@ -29,6 +31,11 @@ async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<
   try {
     await render();
   } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason === 'RATE_LIMITED') {
+      setRetryAfter(ctx, failure.retryAfterSeconds);
+      return sendHtml(ctx, 429, tooManyRequestsPage());
+    }
     ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'deposit page failed');
     sendHtml(ctx, 500, faultPage());
   }
@@ -36,7 +43,7 @@ async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<
 
 /** Registers the deposit pages on the Area C router. */
 export function registerPaymentPages(router: Router<FacadeState>): void {
-  const options = (ctx: FacadeContext) => ({ headers: { 'X-Request-Id': ctx.state.requestId } });
+  const options = rpcCallOptions;
 
   router.get('/visa-master/confirm/:token', (ctx) =>
     answer(ctx, async () => {

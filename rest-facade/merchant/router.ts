@@ -18,6 +18,7 @@ import { DomainError } from '../../src/errors';
 import { exceedsJsonDepth } from '../../src/text';
 import { readLogin } from './contract';
 import type { FacadeContext, FacadeState } from '../app';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';
 import { registerInstrumentPages } from './instrument-pages';
@@ -27,6 +28,7 @@ import type { MerchantServiceHandler, MerchantServiceTable } from './services';
 type Body = Record<string, unknown>;
 
 function send(ctx: FacadeContext, answer: AreaCAnswer): void {
+  setRetryAfter(ctx, answer.retryAfterSeconds);
   ctx.status = answer.status;
   ctx.type = 'application/json';
   ctx.body = stringifyJson(answer.body);
@@ -90,7 +92,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     if (!body) return;
     try {
       const fields = readLogin(body);
-      const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+      const callOptions = rpcCallOptions(ctx);
       const answer = await ctx.state.clients.wallet.login({ envelope: envelopeOf(ctx, body), ...fields }, callOptions);
       const user = answer.user!;
       send(
@@ -119,7 +121,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     const body = parseBody(ctx);
     if (!body) return;
     try {
-      const callOptions = { headers: { 'X-Request-Id': ctx.state.requestId } };
+      const callOptions = rpcCallOptions(ctx);
       const auth = { envelope: envelopeOf(ctx, body), sessionToken: bearerToken(ctx) };
       // Authentication answers first (401, then sign): on the paths that end before a service RPC (no or unknown
       // service, bad fields) it is checked on its own; otherwise it travels inside the one service RPC.

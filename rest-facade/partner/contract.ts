@@ -44,6 +44,8 @@ export interface AreaAError {
 export type AreaAReason = PreTransferReason | CommonReason;
 
 export const SYSTEM_ERROR: AreaAError = { status: 500, error_code: 'SYSTEMERROR', error_desc: 'Server error or busy.' };
+/** Too many attempts or requests: HTTP 429 (with `Retry-After`), in the SYSTEMERROR envelope ("busy"). */
+export const RATE_LIMITED_ERROR: AreaAError = { status: 429, error_code: 'SYSTEMERROR', error_desc: 'Too many requests. Retry after the time in Retry-After.' };
 export const UNAUTHENTICATED_ERROR: AreaAError = { status: 401, error_code: 'UNAUTHENTICATED', error_desc: 'Unauthorized' };
 /** A bad or missing `sign` (platform decisions §6). */
 export const INVALID_SIGN_ERROR: AreaAError = { status: 400, error_code: 'VALIDATIONERROR', error_desc: 'invalid sign' };
@@ -72,7 +74,8 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   INVALID_AMOUNT: validationError('invalid request'),
   // The façade's own credential or the platform's health, never the partner's doing.
   PERMISSION_DENIED: SYSTEM_ERROR,
-  RATE_LIMITED: SYSTEM_ERROR,
+  // Too many failed token requests, or too many requests of one partner: 429 with Retry-After (docs/security.md).
+  RATE_LIMITED: RATE_LIMITED_ERROR,
   UNAVAILABLE: SYSTEM_ERROR,
   DEADLINE_EXCEEDED: SYSTEM_ERROR,
   INTERNAL: SYSTEM_ERROR,

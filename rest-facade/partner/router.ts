@@ -23,6 +23,7 @@ import { amountJson, isCurrency, parseJsonLossless, readAmount, stringifyJson, t
 import { readRpcFailure } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 import type { FacadeContext, FacadeState } from '../app';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import {
   AREA_A_LIMITS,
   AREA_A_SERVICES,
@@ -30,6 +31,7 @@ import {
   areaAErrorOf,
   GatewayAnswer,
   INVALID_SIGN_ERROR,
+  RATE_LIMITED_ERROR,
   requireFields,
   SYSTEM_ERROR,
   UNAUTHENTICATED_ERROR,
@@ -115,6 +117,13 @@ async function dispatch(ctx: FacadeContext, partnerId: string, service: AreaASer
   return GatewayAnswer.ok(transferData(transfer, fields));
 }
 
+/** 429 with Retry-After, unsigned like every answer given before the partner is known. */
+function rateLimited(ctx: FacadeContext, retryAfterSeconds: number | undefined): void {
+  setRetryAfter(ctx, retryAfterSeconds);
+  ctx.status = RATE_LIMITED_ERROR.status;
+  ctx.body = { success: false, error_code: RATE_LIMITED_ERROR.error_code, error_desc: RATE_LIMITED_ERROR.error_desc };
+}
+
 /** Signs and sends a gateway answer; when signing itself fails, an unsigned SYSTEMERROR. */
 async function sendSigned(ctx: FacadeContext, answer: GatewayAnswer): Promise<void> {
   ctx.type = 'application/json';
@@ -178,12 +187,13 @@ export function partnerRouter(): Router<FacadeState> {
       return unauthorized(ctx);
     }
     try {
-      const answer = await ctx.state.clients.transfer.issueAccessToken({ partnerId, partnerSecretKey: secretKey, userName, password });
+      const answer = await ctx.state.clients.transfer.issueAccessToken({ partnerId, partnerSecretKey: secretKey, userName, password }, rpcCallOptions(ctx));
       ctx.status = 200;
       ctx.body = { success: true, code: 200, message: 'OK', data: { access_token: answer.accessToken, expire_in: Number(answer.expireInSeconds) } };
     } catch (error) {
       const failure = readRpcFailure(error);
       if (failure.code === Code.Unauthenticated || failure.code === Code.InvalidArgument) return unauthorized(ctx);
+      if (failure.reason === 'RATE_LIMITED') return rateLimited(ctx, failure.retryAfterSeconds);
       ctx.state.logger.error({ err: error }, 'token issue failed');
       ctx.status = 500;
       ctx.body = { success: false, error_code: SYSTEM_ERROR.error_code, error_desc: SYSTEM_ERROR.error_desc };
@@ -197,12 +207,13 @@ export function partnerRouter(): Router<FacadeState> {
     let partnerId: string;
     let publicKeyPem: string;
     try {
-      const answer = await ctx.state.clients.transfer.authorizeGatewayRequest({ accessToken: match[1]! });
+      const answer = await ctx.state.clients.transfer.authorizeGatewayRequest({ accessToken: match[1]! }, rpcCallOptions(ctx));
       partnerId = answer.partnerId;
       publicKeyPem = answer.partnerPublicKeyPem;
     } catch (error) {
       const failure = readRpcFailure(error);
       if (failure.code === Code.Unauthenticated || failure.code === Code.InvalidArgument) return unauthorized(ctx);
+      if (failure.reason === 'RATE_LIMITED') return rateLimited(ctx, failure.retryAfterSeconds);
       ctx.state.logger.error({ err: error }, 'gateway authorization failed');
       return sendSigned(ctx, GatewayAnswer.error(SYSTEM_ERROR));
     }

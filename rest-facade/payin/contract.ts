@@ -15,6 +15,7 @@ import { exceedsJsonDepth, hasControlCharacters } from '../../src/text';
 export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications';
 
 export const PAYIN_MESSAGES = {
+  rateLimited: 'Too many requests. Retry after the time in Retry-After.',
   validationErrors: 'Validation errors',
   upstreamUnavailable: 'Payin service is unavailable. Please try again later.',
   payinFailed: 'Unable to process payin request. Please contact support.',
@@ -121,7 +122,8 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   // Operator-only or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,
   PERMISSION_DENIED: systemError,
-  RATE_LIMITED: systemError,
+  // Too many unknown API keys from one address, or too many requests of one merchant (docs/security.md).
+  RATE_LIMITED: () => failure(429, PAYIN_MESSAGES.rateLimited),
   UNAVAILABLE: systemError,
   DEADLINE_EXCEEDED: systemError,
   INTERNAL: systemError,

@@ -9,6 +9,7 @@ import Router from '@koa/router';
 import { amountJson, formatAmount, isCurrency, stringifyJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../app';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { payinErrorFor, readCreatePayin, readPayinStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';
 
@@ -24,6 +25,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
   const failure = readRpcFailure(error);
+  setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
   sendJson(ctx, status, body);
@@ -35,7 +37,7 @@ function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): voi
  */
 async function sendFieldErrors(ctx: FacadeContext, route: PayinRoute, apiKey: string, errors: FieldViolations): Promise<void> {
   try {
-    await ctx.state.clients.payin.authenticateApiKey({ apiKey });
+    await ctx.state.clients.payin.authenticateApiKey({ apiKey }, rpcCallOptions(ctx));
   } catch (error) {
     return sendFailure(ctx, route, error);
   }
@@ -63,6 +65,7 @@ export function payinRouter(): Router<FacadeState> {
           upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
           idempotencyKey: ctx.get('Idempotency-Key'),
         },
+        rpcCallOptions(ctx),
       );
       const currency = currencyOf(answer.currency);
       sendJson(ctx, 200, {
@@ -87,7 +90,7 @@ export function payinRouter(): Router<FacadeState> {
     const read = readPayinStatus(ctx.state.rawBody);
     if ('errors' in read) return sendFieldErrors(ctx, 'status', apiKey, read.errors);
     try {
-      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no });
+      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no }, rpcCallOptions(ctx));
       const currency = currencyOf(payin!.currency);
       sendJson(ctx, 200, {
         success: true,
@@ -109,7 +112,7 @@ export function payinRouter(): Router<FacadeState> {
 
   router.get('/api/v1/balance', async (ctx) => {
     try {
-      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) });
+      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) }, rpcCallOptions(ctx));
       sendJson(ctx, 200, {
         success: true,
         code: 200,

@@ -8,7 +8,9 @@
  * Every failing field is reported at once (400, field → messages). Card and account numbers are logged only as
  * their last 4 digits; security codes are checked and dropped.
  */
-import type { ServiceImpl } from '@connectrpc/connect';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { sha256Hex } from '../crypto/secrets';
+import { clientAddressOf } from '../rpc/client-address';
 import { decryptField, fieldNotDecryptable } from '../crypto/field-decryption';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
@@ -111,6 +113,17 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     return decryptChecked('holder_name', value, problems, (plaintext, scratch) => checkHolderName(plaintext, scratch));
   }
 
+  /**
+   * An activation page asked for with an unknown code or token: counted per client address (src/abuse), so the
+   * pages cannot be used to guess codes. @throws DomainError RATE_LIMITED once the address is past its failures
+   */
+  async function activationMissed(presented: string, context: HandlerContext): Promise<void> {
+    const address = clientAddressOf(context);
+    const credential = sha256Hex(presented).slice(0, 32);
+    await deps.abuse.checkAttempt('activation', credential, address);
+    await deps.abuse.recordFailure('activation', credential, address);
+  }
+
   function logRequest(merchantId: string, kind: string, userId: string): void {
     deps.logger.debug({ merchant_id: merchantId, kind, user_id: userId }, 'tokenize request');
   }
@@ -194,14 +207,18 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       return { token: instrument.token };
     },
 
-    async getBankAccountActivation(request) {
+    /** @throws DomainError ACTIVATION_NOT_FOUND, RATE_LIMITED (an address past its failed activation lookups) */
+    async getBankAccountActivation(request, context) {
       const hash = request.activationCode ? activationCodeSha256(request.activationCode) : undefined;
       const instrument = request.token
         ? await findBankAccountByToken(database, request.token)
         : hash
           ? await findByActivationCodeHash(database, hash)
           : undefined;
-      if (!instrument) throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [TOKENIZE_MESSAGES.activationNotFound] });
+      if (!instrument) {
+        await activationMissed(request.token || request.activationCode, context);
+        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [TOKENIZE_MESSAGES.activationNotFound] });
+      }
       const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
       return {
         activationUrl: activationUrl(deps, activationCode(keys.dataKey, instrument.token)),
@@ -211,10 +228,14 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       };
     },
 
-    async activateBankAccount(request) {
+    /** @throws DomainError ACTIVATION_NOT_FOUND, RATE_LIMITED (an address past its failed activation lookups) */
+    async activateBankAccount(request, context) {
       const hash = activationCodeSha256(request.activationCode);
       const instrument = hash ? await findByActivationCodeHash(database, hash) : undefined;
-      if (!instrument) throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [TOKENIZE_MESSAGES.activationNotFound] });
+      if (!instrument) {
+        await activationMissed(request.activationCode, context);
+        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [TOKENIZE_MESSAGES.activationNotFound] });
+      }
       // The activation and its call-back event commit together; the event's durable delivery starts after.
       const { activatedNow, webhookIds } = await database.transaction(async (trx) => {
         if (!(await markActivated(trx, instrument.id))) return { activatedNow: false, webhookIds: [] };

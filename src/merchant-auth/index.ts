@@ -14,6 +14,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { DomainError } from '../errors';
+import type { AbuseLimits } from '../abuse';
 import type { AuthChanges } from '../auth-changes';
 import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import { authenticateMerchant, type Merchant } from '../onboarding';
@@ -186,7 +187,13 @@ export interface MerchantAuth {
  * credential change announced through `authChanges` drops both caches at once in every process. Each cache holds at
  * most 10,000 entries.
  */
-export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_SECONDS: number }; authChanges: AuthChanges }): MerchantAuth {
+export function createMerchantAuth(deps: {
+  database: Knex;
+  config: { AUTH_CACHE_SECONDS: number };
+  authChanges: AuthChanges;
+  /** Counts each verified request against the merchant's request rate (src/abuse). */
+  abuse: Pick<AbuseLimits, 'consumeRequest'>;
+}): MerchantAuth {
   const cacheSeconds = deps.config.AUTH_CACHE_SECONDS;
   const merchants = cacheSeconds > 0 ? new LRUCache<string, Merchant>({ max: AUTH_CACHE_MAX }) : undefined;
   const sessions = cacheSeconds > 0 ? new LRUCache<string, SessionRow>({ max: AUTH_CACHE_MAX }) : undefined;
@@ -234,7 +241,9 @@ export function createMerchantAuth(deps: { database: Knex; config: { AUTH_CACHE_
       if (!request.auth) {
         throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_MESSAGES.merchant] });
       }
-      return authenticateAction(request.auth.envelope, request.auth.sessionToken);
+      const merchantId = await authenticateAction(request.auth.envelope, request.auth.sessionToken);
+      await deps.abuse.consumeRequest(`merchant:${merchantId}`);
+      return merchantId;
     },
   };
 }

@@ -31,6 +31,7 @@ export function toConnectError(error: DomainError): ConnectError {
   const detail = create(ErrorDetailSchema, {
     reason: error.reason,
     fields: Object.entries(error.fields).map(([field, messages]) => ({ field, messages })),
+    retryAfterSeconds: error.retryAfterSeconds ?? 0,
   });
   return new ConnectError(error.message, codeByKind[error.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }
@@ -41,6 +42,8 @@ export interface RpcFailure {
   reason: string;
   message: string;
   fields: FieldViolations;
+  /** RATE_LIMITED: seconds until the caller may try again (the façade's Retry-After), else undefined. */
+  retryAfterSeconds?: number;
 }
 
 /** Reads the reason and field violations out of any error thrown by a Connect client call. */
@@ -54,5 +57,6 @@ export function readRpcFailure(error: unknown): RpcFailure {
     reason: detail?.reason ?? (connectError.code === Code.InvalidArgument ? 'VALIDATION_FAILED' : 'INTERNAL'),
     message: connectError.rawMessage,
     fields,
+    ...(detail?.retryAfterSeconds ? { retryAfterSeconds: detail.retryAfterSeconds } : {}),
   };
 }

@@ -111,6 +111,11 @@ export function notFoundPage(): string {
   return messagePage('Not found', 'This payment page does not exist.');
 }
 
+/** The page of a hosted-page request refused by the abuse limits (HTTP 429 with Retry-After). */
+export function tooManyRequestsPage(): string {
+  return messagePage('Too many attempts', 'Too many attempts from here. Please wait a minute and try again.');
+}
+
 /** The page the façade shows when the platform fails unexpectedly (no details). */
 export function faultPage(): string {
   return messagePage('Something went wrong', 'An unexpected error occurred. Please try again later.');

@@ -23,6 +23,7 @@ export interface AreaCResponse {
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** The raw text, for exact amount checks. */
   text: string;
+  headers: Headers;
 }
 
 export class MerchantClient {
@@ -59,7 +60,7 @@ export class MerchantClient {
     } catch {
       parsed = text;
     }
-    return { status: response.status, body: parsed, text };
+    return { status: response.status, body: parsed, text, headers: response.headers };
   }
 
   /** Logs in and keeps the token. */

@@ -76,6 +76,9 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     RECONCILE_INTERVAL_SECONDS: '0',
     // Test receivers listen on 127.0.0.1; test/integration/outbound-guard.test.ts runs with the guard closed.
     OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Suites that send many bad credentials from 127.0.0.1 on purpose; test/e2e/abuse-limits.test.ts runs the defaults.
+    AUTH_FAILURES_PER_CREDENTIAL: '100000',
+    AUTH_FAILURES_PER_ADDRESS: '100000',
     PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
     ...overrides,
   });

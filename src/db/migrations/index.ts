@@ -17,6 +17,7 @@ import * as idempotencyKeys from './016_idempotency_keys';
 import * as webhookSubjects from './017_webhook_subjects';
 import * as serviceCredentials from './020_service_credentials';
 import * as payinForwarding from './021_payin_forwarding';
+import * as rateLimits from './022_rate_limits';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,6 +39,7 @@ const migrations: Array<[string, Migration]> = [
   ['017_webhook_subjects', webhookSubjects],
   ['020_service_credentials', serviceCredentials],
   ['021_payin_forwarding', payinForwarding],
+  ['022_rate_limits', rateLimits],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -14,6 +14,7 @@ import {
   DepositByLocalCardResponseSchema,
   DepositByVisaMasterResponseSchema,
   type DepositService,
+  type PayPreOrderByCardRequest,
 } from '../../gen/payments/deposit/v1/deposit_pb';
 import { answerIdempotently } from '../../idempotency';
 import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
@@ -21,6 +22,7 @@ import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind
 import { formatAmount, isCurrency, type Currency } from '../../money';
 import { getMerchant, getUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { MESSAGES, WALLET_CURRENCIES } from '../wallet/fields';
@@ -398,39 +400,53 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       return { page: { statusCode: 200, html: preorderPage(await preorderView(preorder)) } };
     },
 
-    async payPreOrderByCard(request) {
-      const preorder = await findPreorder(database, request.preOrderToken);
-      if (!preorder) return { page: { statusCode: 404, html: notFoundPage() } };
-      const view = await preorderView(preorder);
-      if (view.paid) return { page: { statusCode: 409, html: preorderPage(view) } };
-      if (!deps.acquirer) return { page: { statusCode: 503, html: preorderPage({ ...view, errors: { number: [DEPOSIT_MESSAGES.acquirerMissing] } }) } };
-      const form: CardFormFields = request;
-      const values = { holderName: form.holderName, expiryMonth: form.expiryMonth, expiryYear: form.expiryYear };
-      const refused = (errors: FieldViolations) => ({ page: { statusCode: 400, html: preorderPage({ ...view, errors, values }) } });
-      // The security code is checked first so that no card is vaulted for a submission that is refused anyway.
-      if (!validSecurityCode(form.securityCode.trim())) {
-        const problems: FieldViolations = { security_code: [CARD_MESSAGES.securityCode] };
-        if (!normalizeCardNumber(form.cardNumber)) problems.number = [CARD_MESSAGES.number];
-        return refused(problems);
-      }
-      const month = /^\d{1,2}$/.test(form.expiryMonth.trim()) ? Number(form.expiryMonth.trim()) : NaN;
-      const year = /^(\d{2}|\d{4})$/.test(form.expiryYear.trim()) ? Number(form.expiryYear.trim()) : NaN;
-      let instrument: Instrument;
-      try {
-        instrument = await vaultGuestCard(deps, {
-          merchantId: preorder.merchant_id,
-          holderName: form.holderName,
-          number: form.cardNumber,
-          expiryMonth: month,
-          expiryYear: year,
-        });
-      } catch (error) {
-        if (error instanceof DomainError) return refused(error.fields);
-        throw error;
-      }
-      const { deposit, token } = await createDeposit(instrument, preorder, preorder.amount_units, preorder.currency);
-      const html = await confirmationHtml(token, { ...deposit, merchant_id: preorder.merchant_id, amount_units: preorder.amount_units, currency: preorder.currency }, instrument, preorder);
-      return { page: { statusCode: 200, html } };
+    /**
+     * The hosted card form. Refused submissions (unknown page, bad card fields) are counted per preorder token and
+     * per client address (src/abuse): past the limit the form answers RATE_LIMITED, so it cannot test card numbers.
+     * @throws DomainError RATE_LIMITED
+     */
+    async payPreOrderByCard(request, context) {
+      const address = clientAddressOf(context);
+      await deps.abuse.checkAttempt('preorder_card', request.preOrderToken, address);
+      const answer = await payPreorderForm(request);
+      if (answer.page.statusCode === 400 || answer.page.statusCode === 404) await deps.abuse.recordFailure('preorder_card', request.preOrderToken, address);
+      return answer;
     },
   };
+
+  /** The card form's answer: a page (400 for refused fields, 404 unknown, 409 paid, 503 no acquirer, 200 the confirmation). */
+  async function payPreorderForm(request: PayPreOrderByCardRequest): Promise<{ page: { statusCode: number; html: string } }> {
+    const preorder = await findPreorder(database, request.preOrderToken);
+    if (!preorder) return { page: { statusCode: 404, html: notFoundPage() } };
+    const view = await preorderView(preorder);
+    if (view.paid) return { page: { statusCode: 409, html: preorderPage(view) } };
+    if (!deps.acquirer) return { page: { statusCode: 503, html: preorderPage({ ...view, errors: { number: [DEPOSIT_MESSAGES.acquirerMissing] } }) } };
+    const form: CardFormFields = request;
+    const values = { holderName: form.holderName, expiryMonth: form.expiryMonth, expiryYear: form.expiryYear };
+    const refused = (errors: FieldViolations) => ({ page: { statusCode: 400, html: preorderPage({ ...view, errors, values }) } });
+    // The security code is checked first so that no card is vaulted for a submission that is refused anyway.
+    if (!validSecurityCode(form.securityCode.trim())) {
+      const problems: FieldViolations = { security_code: [CARD_MESSAGES.securityCode] };
+      if (!normalizeCardNumber(form.cardNumber)) problems.number = [CARD_MESSAGES.number];
+      return refused(problems);
+    }
+    const month = /^\d{1,2}$/.test(form.expiryMonth.trim()) ? Number(form.expiryMonth.trim()) : NaN;
+    const year = /^(\d{2}|\d{4})$/.test(form.expiryYear.trim()) ? Number(form.expiryYear.trim()) : NaN;
+    let instrument: Instrument;
+    try {
+      instrument = await vaultGuestCard(deps, {
+        merchantId: preorder.merchant_id,
+        holderName: form.holderName,
+        number: form.cardNumber,
+        expiryMonth: month,
+        expiryYear: year,
+      });
+    } catch (error) {
+      if (error instanceof DomainError) return refused(error.fields);
+      throw error;
+    }
+    const { deposit, token } = await createDeposit(instrument, preorder, preorder.amount_units, preorder.currency);
+    const html = await confirmationHtml(token, { ...deposit, merchant_id: preorder.merchant_id, amount_units: preorder.amount_units, currency: preorder.currency }, instrument, preorder);
+    return { page: { statusCode: 200, html } };
+  }
 }

@@ -8,7 +8,7 @@
  * façade turns them into the documented messages (rest-facade/payin/contract.ts).
  */
 import { LRUCache } from 'lru-cache';
-import type { ServiceImpl } from '@connectrpc/connect';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { randomInt } from 'node:crypto';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
@@ -18,6 +18,7 @@ import { answerIdempotently } from '../../idempotency';
 import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
 import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
@@ -180,12 +181,25 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     return merchant;
   }
 
-  /** The merchant owning `api_key`. @throws UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED. */
-  async function authenticate(api_key: string): Promise<Merchant> {
-    if (!api_key) throw unauthenticated();
-    const merchant = await merchantOfApiKey(api_key);
-    if (!merchant) throw unauthenticated();
+  /**
+   * The merchant owning `api_key`. Unknown keys are counted per key and per client address (src/abuse): past the
+   * limit the address's next unknown keys answer RATE_LIMITED; a verified merchant's calls count against its
+   * request rate.
+   * @throws UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED
+   */
+  async function authenticate(api_key: string, context: HandlerContext): Promise<Merchant> {
+    const merchant = api_key ? await merchantOfApiKey(api_key) : undefined;
+    if (!merchant) {
+      // A key is 256 random bits: only a wrong one is counted (a valid key is no guess), and an address past its
+      // failures gets RATE_LIMITED instead of another "unknown key". Only a digest of the key names it.
+      const address = clientAddressOf(context);
+      const credential = sha256Hex(api_key).slice(0, 32);
+      await deps.abuse.checkAttempt('api_key', credential, address);
+      await deps.abuse.recordFailure('api_key', credential, address);
+      throw unauthenticated();
+    }
     if (merchant.status !== 'active') throw refuse('MERCHANT_SUSPENDED');
+    await deps.abuse.consumeRequest(`merchant:${merchant.id}`);
     return merchant;
   }
 
@@ -272,13 +286,13 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
   }
 
   return {
-    async authenticateApiKey(request) {
-      await authenticate(request.apiKey);
+    async authenticateApiKey(request, context) {
+      await authenticate(request.apiKey, context);
       return {};
     },
 
-    async createPayin(request) {
-      const merchant = await authenticate(request.apiKey);
+    async createPayin(request, context) {
+      const merchant = await authenticate(request.apiKey, context);
       // A retry with the same Idempotency-Key answers the first payin (its QR included) instead of a "taken" 422.
       return answerIdempotently(
         deps.idempotency,
@@ -293,15 +307,15 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
       );
     },
 
-    async getPayinStatus(request) {
-      const merchant = await authenticate(request.apiKey);
+    async getPayinStatus(request, context) {
+      const merchant = await authenticate(request.apiKey, context);
       const row = await findLatestPayin(deps.database, merchant.id, request.outTradeNo);
       if (!row) throw refuse('PAYIN_NOT_FOUND');
       return { payin: payinMessage(row) };
     },
 
-    async getBalances(request) {
-      const merchant = await authenticate(request.apiKey);
+    async getBalances(request, context) {
+      const merchant = await authenticate(request.apiKey, context);
       const accounts = (await deps.ledger.accountsOf('merchant', merchant.id)).filter((account) => account.kind === 'wallet');
       accounts.sort((a, b) => CURRENCIES.indexOf(a.currency) - CURRENCIES.indexOf(b.currency));
       return {

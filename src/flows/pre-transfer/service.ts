@@ -17,6 +17,7 @@ import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferSer
 import { isCurrency, parseJsonLossless } from '../../money';
 import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
@@ -69,15 +70,30 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
   const key = accessTokenKey(deps.keys.dataKey);
 
   return {
-    async issueAccessToken(request) {
-      if (!request.partnerId || !request.partnerSecretKey || !request.userName || !request.password) throw unauthenticated();
-      const partner = await authenticatePartner(deps.database, {
-        partner_id: request.partnerId,
-        partner_secret_key: request.partnerSecretKey,
-        user_name: request.userName,
-        password: request.password,
-      });
-      if (!partner) throw unauthenticated();
+    /**
+     * A1. Failed attempts are counted per partner id and per client address (src/abuse): past the limit every
+     * attempt, right or wrong, answers RATE_LIMITED until the window ends, for known and unknown ids alike.
+     * @throws DomainError UNAUTHENTICATED, RATE_LIMITED
+     */
+    async issueAccessToken(request, context) {
+      const address = clientAddressOf(context);
+      await deps.abuse.checkAttempt('partner_token', request.partnerId, address);
+      const partner =
+        request.partnerId && request.partnerSecretKey && request.userName && request.password
+          ? await deps.abuse.hashing(() =>
+              authenticatePartner(deps.database, {
+                partner_id: request.partnerId,
+                partner_secret_key: request.partnerSecretKey,
+                user_name: request.userName,
+                password: request.password,
+              }),
+            )
+          : undefined;
+      if (!partner) {
+        await deps.abuse.recordFailure('partner_token', request.partnerId, address);
+        throw unauthenticated();
+      }
+      await deps.abuse.recordSuccess('partner_token', request.partnerId);
       const expireIn = deps.config.ACCESS_TOKEN_TTL_SECONDS;
       return { accessToken: await issueAccessToken(key, partner.id, expireIn), expireInSeconds: BigInt(expireIn) };
     },
@@ -87,6 +103,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       const partnerId = await verifyAccessToken(key, request.accessToken);
       const partner = partnerId ? await getPartner(deps.database, partnerId) : undefined;
       if (!partner || partner.status !== 'active') throw unauthenticated();
+      await deps.abuse.consumeRequest(`partner:${partner.id}`);
       return { partnerId: partner.id, partnerPublicKeyPem: partner.public_key_pem };
     },
 

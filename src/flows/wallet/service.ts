@@ -16,6 +16,7 @@ import { answerIdempotently, referenceFromKey } from '../../idempotency';
 import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
 import { AUTH_MESSAGES, authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
 import { generatePreOrder } from '../../preorders';
@@ -72,14 +73,30 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
   // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
   const { requireMerchant } = deps.merchantAuth;
   return {
-    async login(request) {
+    /**
+     * C1. Failed logins are counted per merchant-id header and per client address (src/abuse); past the limit every
+     * attempt, right or wrong, answers RATE_LIMITED until the window ends.
+     * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, LOGIN_FAILED, RATE_LIMITED
+     */
+    async login(request, context) {
       const envelope = request.envelope;
-      const merchant = await authenticateEnvelope(database, envelope);
-      deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
-      const ok = await verifyMerchantApiLogin(database, merchant.id, { user_name: request.userName, password: request.password });
-      if (!ok) {
-        throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
+      const address = clientAddressOf(context);
+      const credential = envelope?.merchantId ?? '';
+      await deps.abuse.checkAttempt('merchant_login', credential, address);
+      let merchant;
+      try {
+        merchant = await authenticateEnvelope(database, envelope);
+        deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
+        const merchantId = merchant.id;
+        const ok = await deps.abuse.hashing(() => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }));
+        if (!ok) {
+          throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
+        }
+      } catch (error) {
+        if (error instanceof DomainError && error.kind !== 'internal') await deps.abuse.recordFailure('merchant_login', credential, address);
+        throw error;
       }
+      await deps.abuse.recordSuccess('merchant_login', credential);
       const ttl = deps.config.MERCHANT_SESSION_TTL_SECONDS;
       const token = await openSession(database, merchant.id, ttl);
       const profile = await merchantApiUser(database, merchant.id);

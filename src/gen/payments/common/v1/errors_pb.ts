@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/common/v1/errors.proto.
  */
 export const file_payments_common_v1_errors: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50cy9jb21tb24vdjEvZXJyb3JzLnByb3RvEhJwYXltZW50cy5jb21tb24udjEiUQoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEjIKBmZpZWxkcxgCIAMoCzIiLnBheW1lbnRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiIxCg5GaWVsZFZpb2xhdGlvbhINCgVmaWVsZBgBIAEoCRIQCghtZXNzYWdlcxgCIAMoCWIGcHJvdG8z");
+  fileDesc("Ch9wYXltZW50cy9jb21tb24vdjEvZXJyb3JzLnByb3RvEhJwYXltZW50cy5jb21tb24udjEibgoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEjIKBmZpZWxkcxgCIAMoCzIiLnBheW1lbnRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbhIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAMgASgFIjEKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEhAKCG1lc3NhZ2VzGAIgAygJYgZwcm90bzM");
 
 /**
  * ErrorDetail travels in every ConnectError raised by a platform service (architecture guide, "One error model").
@@ -32,6 +32,13 @@ export type ErrorDetail = Message<"payments.common.v1.ErrorDetail"> & {
    * @generated from field: repeated payments.common.v1.FieldViolation fields = 2;
    */
   fields: FieldViolation[];
+
+  /**
+   * RATE_LIMITED: seconds until the caller may try again (the façade's Retry-After); 0 otherwise.
+   *
+   * @generated from field: int32 retry_after_seconds = 3;
+   */
+  retryAfterSeconds: number;
 };
 
 /**
