@@ -323,7 +323,8 @@ export function walletMerchantFromDemoCredentials(credentials, baseUrl, extra = 
     userName: merchant.api_user_name,
     password: merchant.api_password,
     privateKeyPem: merchant.private_key,
-    platformPublicKeyPem: credentials.platform_public_key ?? merchant.platform_public_key,
+    // Encrypted fields use the field-encryption key (older credentials files name only platform_public_key).
+    platformPublicKeyPem: credentials.field_encryption_public_key ?? merchant.field_encryption_public_key ?? credentials.platform_public_key ?? merchant.platform_public_key,
     ...extra,
   });
 }

@@ -9,6 +9,7 @@ import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { readFileSync } from 'node:fs';
 import { ConfigError, isLoopbackHost, type Config } from './config';
+import { verifyDataKeys } from './crypto/key-registry';
 import { loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
@@ -113,6 +114,12 @@ export async function runRoles(
         temporalConnectionOptions(config),
       );
       stops.push(() => temporal.close());
+      const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR);
+      // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
+      await verifyDataKeys(database, keys.dataKeys);
+      if (keys.fieldEncryptionShared) {
+        logger.warn('field encryption shares the signing key pair (a key directory from before they were separate): see docs/operations.md "Keys"');
+      }
       const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
       const abuse = createAbuseLimits(database, config);
       stops.push(() => outbound.close());
@@ -122,7 +129,7 @@ export async function runRoles(
         temporal,
         logger,
         ledger: createLedger(database),
-        keys: loadPlatformKeys(config.PLATFORM_KEY_DIR),
+        keys,
         authChanges,
         merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
         // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.

@@ -14,6 +14,7 @@
  *   admin credentials revoke --credential-id ID
  *   admin credentials list
  *   admin reconcile [--report-only] [--grace-seconds N]   exits 1 when anything is left for an operator
+ *   admin keys rotate [--reseal-only]                      a new data key; every secret at rest re-sealed under it
  *
  * Every call presents the operator's service credential (admin scope): PAYMENTS_ADMIN_TOKEN, the file named by
  * PAYMENTS_ADMIN_CREDENTIALS, or the dev stack's `.data/admin-credentials.json` (src/service-credentials/files.ts).
@@ -132,6 +133,7 @@ export function registerAdminCommands(program: Command): void {
           user_name: result.userName,
           password: result.password,
           platform_public_key: result.platformPublicKey,
+          field_encryption_public_key: result.fieldEncryptionPublicKey,
         };
       }),
     );
@@ -165,6 +167,7 @@ export function registerAdminCommands(program: Command): void {
             hmac_secret: result.hmacSecret,
             signature_header: result.signatureHeader,
             platform_public_key: result.platformPublicKey,
+            field_encryption_public_key: result.fieldEncryptionPublicKey,
             ...(result.privateKey !== undefined ? { private_key: result.privateKey } : {}),
           };
         },
@@ -352,6 +355,19 @@ export function registerAdminCommands(program: Command): void {
           reported: result.reported,
           findings: result.findings.map((finding) => ({ kind: finding.kind, id: finding.id, action: finding.action, detail: finding.detail })),
         };
+      }),
+    );
+
+  const keys = admin.command('keys').description('platform keys');
+  keys
+    .command('rotate')
+    .description('add a data key, make it current and re-seal every secret at rest under it (idempotent)')
+    .option('--reseal-only', 're-seal under the current key without adding one (after processes restarted)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ resealOnly?: boolean; json?: boolean }>(async (clients, options) => {
+        const result = await clients.admin.rotateDataKey({ resealOnly: Boolean(options.resealOnly) });
+        return { key_id: result.keyId, merchants_resealed: result.merchantsResealed, instruments_resealed: result.instrumentsResealed };
       }),
     );
 }

@@ -17,7 +17,7 @@ import { constants, privateDecrypt, type KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import { DomainError } from '../errors';
-import type { PlatformKeys } from './platform-keys';
+import type { RsaKeyPair } from './platform-keys';
 
 export type FieldPadding = 'oaep-sha256' | 'oaep-sha1' | 'pkcs1';
 
@@ -79,7 +79,7 @@ async function pkcs1(privateKeyPem: string, ciphertext: Buffer): Promise<Buffer 
  * Decrypts one encrypted field value. @returns the UTF-8 plaintext, or undefined for any failure.
  */
 export async function tryDecryptField(
-  keys: Pick<PlatformKeys, 'privateKey' | 'privateKeyPem'>,
+  keys: Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>,
   value: unknown,
 ): Promise<string | undefined> {
   if (typeof value !== 'string') return undefined;
@@ -104,7 +104,7 @@ export async function tryDecryptField(
  *         for every cause of failure.
  */
 export async function decryptField(
-  keys: Pick<PlatformKeys, 'privateKey' | 'privateKeyPem'>,
+  keys: Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>,
   field: string,
   value: unknown,
 ): Promise<string> {

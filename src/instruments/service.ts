@@ -99,7 +99,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     let checked: T | undefined;
     try {
       const scratch: FieldViolations = {};
-      checked = check(await decryptField(keys, field, value), scratch);
+      checked = check(await decryptField(keys.fieldEncryption, field, value), scratch);
       if (Object.keys(scratch).length > 0) checked = undefined;
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;

@@ -144,7 +144,7 @@ export async function revealCardNumber(deps: Pick<PlatformDeps, 'database' | 'ke
     | Pick<InstrumentRow, 'token' | 'number_encrypted'>
     | undefined;
   if (!row) throw new Error(`instrument ${instrument.id} not found`);
-  return openNumber(deps.keys.dataKey, row.token, row.number_encrypted);
+  return openNumber(deps.keys.dataKeys, row.token, row.number_encrypted);
 }
 
 export interface NewInstrument {
@@ -178,7 +178,7 @@ export async function insertInstrument(
       user_id: input.userId,
       kind: input.kind,
       holder_name: input.holderName,
-      number_encrypted: sealNumber(deps.keys.dataKey, token, input.number),
+      number_encrypted: sealNumber(deps.keys.dataKeys, token, input.number),
       last4: lastFour(input.number),
       brand: input.brand ?? null,
       expiry_month: input.expiry?.month ?? null,

@@ -7,6 +7,7 @@ import { DomainError, invalidFields } from '../errors';
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
+import { resealAll, rotateDataKey } from '../crypto/key-registry';
 import { reconcileNow } from '../flows/reconciliation/service';
 import type { PlatformDeps } from '../platform-deps';
 import {
@@ -93,6 +94,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         password: credentials.password,
         platformPublicKey: deps.keys.publicKeyPem,
         floatAccountId: partner.float_account_id,
+        fieldEncryptionPublicKey: deps.keys.fieldEncryption.publicKeyPem,
       };
     },
 
@@ -113,6 +115,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         hmacSecret: credentials.hmac_secret,
         signatureHeader: credentials.signature_header,
         platformPublicKey: credentials.platform_public_key,
+        fieldEncryptionPublicKey: credentials.field_encryption_public_key,
         privateKey: credentials.private_key,
       };
     },
@@ -200,6 +203,21 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       if (!(await revokeServiceCredential(deps.database, deps.authChanges, request.credentialId))) throw notFound('CREDENTIAL_NOT_FOUND', 'credential');
       deps.logger.info({ credential: request.credentialId }, 'service credential revoked');
       return {};
+    },
+
+    /** Data key rotation (docs/operations.md "Keys"); the key directory is this process's PLATFORM_KEY_DIR. */
+    async rotateDataKey(request) {
+      const report = request.resealOnly
+        ? { key_id: deps.keys.dataKeys.currentId, resealed: await resealAll(deps.database, deps.keys.dataKeys) }
+        : await rotateDataKey(deps.database, deps.config.PLATFORM_KEY_DIR);
+      // This process seals under the new key from now on (the others within seconds).
+      deps.keys.dataKeys.lookup?.(report.key_id);
+      deps.logger.info({ key_id: report.key_id, resealed: report.resealed }, 'data key rotation');
+      return {
+        keyId: report.key_id,
+        merchantsResealed: BigInt(report.resealed.merchants ?? 0),
+        instrumentsResealed: BigInt(report.resealed.instruments ?? 0),
+      };
     },
 
     async reconcile(request) {

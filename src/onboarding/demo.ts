@@ -66,6 +66,7 @@ export async function ensureDemoData(deps: PlatformDeps, dataDirectory = deps.co
   const document = {
     note: 'Demo credentials created by npm start. Secrets are shown only here; the database stores hashes.',
     platform_public_key: deps.keys.publicKeyPem,
+    field_encryption_public_key: deps.keys.fieldEncryption.publicKeyPem,
     partner: {
       ...partner.credentials,
       private_key: partnerPair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,

@@ -9,8 +9,6 @@ import type { Knex } from 'knex';
 import { DomainError, invalidFields } from '../errors';
 import {
   constantTimeEqual,
-  decryptSecret,
-  encryptSecret,
   hashPassword,
   matchesSha256,
   randomAlphanumeric,
@@ -20,6 +18,7 @@ import {
   verifyPassword,
 } from '../crypto/secrets';
 import type { Currency } from '../money';
+import { openSecret, sealSecret } from '../crypto/data-keys';
 import type { PlatformDeps } from '../platform-deps';
 import { isHttpUrl } from '../web/url';
 import { normalizeRsaPublicKey, notFound, requireText } from './common';
@@ -59,7 +58,10 @@ export interface MerchantCredentials {
   hmac_secret: string;
   signature_header: string;
   /** SPKI PEM of the platform's public key. */
+  /** The platform's signing public key (SPKI PEM). */
   platform_public_key: string;
+  /** The key Area C encrypted fields are encrypted with (SPKI PEM). */
+  field_encryption_public_key: string;
   /** PKCS#8 PEM, only when the platform generated the merchant's key pair; never stored. */
   private_key?: string;
 }
@@ -88,7 +90,8 @@ function toMerchant(row: MerchantRow): Merchant {
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'x-webhook-id', 'x-webhook-event', 'x-webhook-attempt']);
 
-function hmacContext(merchant_id: string): string {
+/** The associated data of a merchant's sealed HMAC secret (rotation re-seals with it). */
+export function hmacContext(merchant_id: string): string {
   return `merchant:${merchant_id}:hmac_secret`;
 }
 
@@ -145,6 +148,7 @@ export async function createMerchant(
     hmac_secret: randomHex(32),
     signature_header: signatureHeader,
     platform_public_key: deps.keys.publicKeyPem,
+    field_encryption_public_key: deps.keys.fieldEncryption.publicKeyPem,
     ...(privateKey ? { private_key: privateKey } : {}),
   };
   const passwordHash = await hashPassword(credentials.api_password);
@@ -161,7 +165,7 @@ export async function createMerchant(
         api_user_name: credentials.api_user_name,
         api_password_hash: passwordHash,
         api_key_sha256: sha256Hex(credentials.api_key),
-        hmac_secret_encrypted: encryptSecret(deps.keys.dataKey, credentials.hmac_secret, hmacContext(id)),
+        hmac_secret_encrypted: sealSecret(deps.keys.dataKeys, credentials.hmac_secret, hmacContext(id)),
       })
       .returning('*')) as MerchantRow[];
     for (const currency of MERCHANT_WALLET_CURRENCIES) {
@@ -225,7 +229,7 @@ export async function verifyMerchantApiLogin(
 export async function merchantHmacSecret(deps: PlatformDeps, merchant_id: string): Promise<string> {
   const row = await merchantRow(deps.database, merchant_id);
   if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
-  return decryptSecret(deps.keys.dataKey, row.hmac_secret_encrypted, hmacContext(row.id));
+  return openSecret(deps.keys.dataKeys, row.hmac_secret_encrypted, hmacContext(row.id));
 }
 
 /**

@@ -119,7 +119,7 @@ describe('bad input, Areas A and C', () => {
     });
 
     it('refuses a signed bank_number and a NUL in the holder name, and vaults nothing', async () => {
-      const key = platform.deps.keys.publicKeyPem;
+      const key = platform.deps.keys.fieldEncryption.publicKeyPem;
       const instruments = await countRows('instruments');
       const signed = await merchant.action('tokenize_bank_account', {
         user_id: userId,

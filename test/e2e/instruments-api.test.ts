@@ -82,11 +82,12 @@ describe('Area C tokenization', () => {
       env: { LOG_LEVEL: 'debug', WEBHOOK_TIMEOUT_SECONDS: '3' },
       logDestination: { write: (line: string) => void logLines.push(line) },
     });
-    publicKey = platform.deps.keys.publicKeyPem;
+    publicKey = platform.deps.keys.fieldEncryption.publicKeyPem;
     const first = await newMerchant(platform, 'Angkor Mart');
     merchant = first.client;
     merchantHmacSecret = first.credentials.hmac_secret;
-    expect(first.credentials.platform_public_key).toBe(publicKey);
+    expect(first.credentials.field_encryption_public_key).toBe(publicKey);
+    expect(first.credentials.platform_public_key).not.toBe(publicKey);
     other = (await newMerchant(platform, 'Other Shop')).client;
     userId = await createUser(merchant);
     secondUserId = await createUser(merchant);
@@ -158,7 +159,7 @@ describe('Area C tokenization', () => {
       expect(row).toMatchObject({ kind: 'local_card', holder_name: 'សុខ ដារា', last4: '0005', brand: 'unionpay', status: 'active', expiry_month: null });
       expect(String(row.user_id)).toBe(String(userId));
       expect(Number(row.bank_id)).toBe(bankId);
-      expect(row.number_encrypted).toMatch(/^v1\./);
+      expect(row.number_encrypted).toMatch(/^v2\.k[0-9a-z]+\./);
       const instrument = (await findInstrumentByToken(platform.deps.database, merchant.options.merchantId, row.token))!;
       await expect(revealCardNumber(platform.deps, instrument)).resolves.toBe(LOCAL_CARD);
     });

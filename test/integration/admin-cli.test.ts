@@ -70,7 +70,9 @@ describe('payments admin CLI', () => {
     ]);
     const partner = json(partnerRun);
     const merchant = json(merchantRun);
-    expect(Object.keys(partner).sort()).toEqual(['partner_id', 'partner_secret_key', 'password', 'platform_public_key', 'user_name']);
+    expect(Object.keys(partner).sort()).toEqual(['field_encryption_public_key', 'partner_id', 'partner_secret_key', 'password', 'platform_public_key', 'user_name']);
+    expect(partner.field_encryption_public_key).toBe(platform.deps.keys.fieldEncryption.publicKeyPem);
+    expect(partner.field_encryption_public_key).not.toBe(partner.platform_public_key);
     expect(partner.platform_public_key).toBe(platform.deps.keys.publicKeyPem);
     await expect(
       authenticatePartner(platform.deps.database, {
@@ -81,7 +83,7 @@ describe('payments admin CLI', () => {
       }),
     ).resolves.toMatchObject({ id: partner.partner_id });
     expect(Object.keys(merchant).sort()).toEqual(
-      ['api_key', 'api_password', 'api_user_name', 'hmac_secret', 'merchant_id', 'merchant_secret_key', 'platform_public_key', 'private_key', 'signature_header'].sort(),
+      ['api_key', 'api_password', 'api_user_name', 'field_encryption_public_key', 'hmac_secret', 'merchant_id', 'merchant_secret_key', 'platform_public_key', 'private_key', 'signature_header'].sort(),
     );
     expect(merchant.signature_header).toBe('X-Signature');
     const merchantId = merchant.merchant_id as string;

@@ -70,6 +70,9 @@ describe('onboarding', () => {
       const created = await platform.clients.admin.createPartner({ name: 'Acme Remit', publicKeyPem: rsaPublicKeyPem(), floatAmount: '1000.50' });
       expect(created.partnerId).toMatch(/^P[A-Z0-9]{15}$/);
       expect(created.platformPublicKey).toBe(platform.deps.keys.publicKeyPem);
+      // Signing and field encryption are separate key pairs.
+      expect(created.fieldEncryptionPublicKey).toBe(platform.deps.keys.fieldEncryption.publicKeyPem);
+      expect(created.fieldEncryptionPublicKey).not.toBe(created.platformPublicKey);
       const good = {
         partner_id: created.partnerId,
         partner_secret_key: created.partnerSecretKey,

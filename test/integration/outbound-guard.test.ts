@@ -41,7 +41,7 @@ describe('outbound guard', () => {
   it('refuses a tokenize call_back at 127.0.0.1 or 169.254.169.254 with 400 on call_back, and stores nothing', async () => {
     const user = (await merchant.action('create_user', { phone_number: '012600100', first_name: 'Sok', last_name: 'Dara', address: 'Phnom Penh', currency: 'USD' })).body.data;
     const banks = await merchant.action('list_banks', {});
-    const publicKey = platform.deps.keys.publicKeyPem;
+    const publicKey = platform.deps.keys.fieldEncryption.publicKeyPem;
     const before = await platform.deps.database('instruments').count('* as n').first();
     for (const callBack of [`http://127.0.0.1:${receiverPort}/activated`, 'http://169.254.169.254/latest/meta-data/', 'http://[::1]/x', 'http://10.0.0.8/x']) {
       const response = await merchant.action('tokenize_bank_account', {

@@ -33,7 +33,7 @@ export async function newUser(client: MerchantClient, firstName = 'Sok'): Promis
 }
 
 function encrypt(platform: TestPlatform, plaintext: string): string {
-  return encryptField(platform.deps.keys.publicKeyPem, plaintext);
+  return encryptField(platform.deps.keys.fieldEncryption.publicKeyPem, plaintext);
 }
 
 /** tokenize_local_card → instrument token. */

@@ -28,7 +28,7 @@ export async function tokenizeVisaMaster(
   userId: number | string,
   card: { number?: string; securityCode?: string; month?: string; year?: string; holderName?: string; padding?: FieldPadding } = {},
 ): Promise<string> {
-  const key = platform.deps.keys.publicKeyPem;
+  const key = platform.deps.keys.fieldEncryption.publicKeyPem;
   const response = await client.action('tokenize_visa_master', {
     user_id: Number(userId),
     holder_name: encryptField(key, card.holderName ?? 'SOK DARA', card.padding),
@@ -44,7 +44,7 @@ export async function tokenizeLocalCard(
   userId: number | string,
   card: { number?: string; bankId?: number; holderName?: string; padding?: FieldPadding } = {},
 ): Promise<string> {
-  const key = platform.deps.keys.publicKeyPem;
+  const key = platform.deps.keys.fieldEncryption.publicKeyPem;
   const response = await client.action('tokenize_local_card', {
     user_id: Number(userId),
     holder_name: encryptField(key, card.holderName ?? 'SOK DARA', card.padding),
@@ -61,7 +61,7 @@ export async function tokenizeBankAccount(
   userId: number | string,
   account: { number?: string; bankId?: number; holderName?: string; callBack?: string; padding?: FieldPadding } = {},
 ): Promise<{ token: string; bank_number: string; qr_image: string; need_verify: boolean }> {
-  const key = platform.deps.keys.publicKeyPem;
+  const key = platform.deps.keys.fieldEncryption.publicKeyPem;
   const response = await client.action('tokenize_bank_account', {
     user_id: Number(userId),
     holder_name: encryptField(key, account.holderName ?? 'SOK DARA', account.padding),

@@ -18,6 +18,7 @@ import * as webhookSubjects from './017_webhook_subjects';
 import * as serviceCredentials from './020_service_credentials';
 import * as payinForwarding from './021_payin_forwarding';
 import * as rateLimits from './022_rate_limits';
+import * as dataKeys from './023_data_keys';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -40,6 +41,7 @@ const migrations: Array<[string, Migration]> = [
   ['020_service_credentials', serviceCredentials],
   ['021_payin_forwarding', payinForwarding],
   ['022_rate_limits', rateLimits],
+  ['023_data_keys', dataKeys],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

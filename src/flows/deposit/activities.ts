@@ -46,7 +46,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
      */
     async verifyDepositPassword(input) {
       await requireDeposit(deps, input.reference);
-      const password = openDepositPassword(deps.keys.dataKey, input.reference, input.sealed_password);
+      const password = openDepositPassword(deps.keys.dataKeys, input.reference, input.sealed_password);
       const acquirer = requireAcquirer(deps);
       return { valid: password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password })) };
     },

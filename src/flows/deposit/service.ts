@@ -232,7 +232,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       // 3 or 4 digits answer the same error.
       let valid = false;
       try {
-        valid = validSecurityCode(await decryptField(deps.keys, 'security_code', input.securityCode ?? ''));
+        valid = validSecurityCode(await decryptField(deps.keys.fieldEncryption, 'security_code', input.securityCode ?? ''));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
       }
@@ -320,7 +320,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       try {
         confirmation = await withRequestDeadline(deps, () =>
           deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(deposit.reference).executeUpdate(confirmWithPasswordUpdate, {
-            args: [{ sealed_password: sealDepositPassword(deps.keys.dataKey, deposit.reference, request.password) }],
+            args: [{ sealed_password: sealDepositPassword(deps.keys.dataKeys, deposit.reference, request.password) }],
           }),
         );
       } catch (error) {
