@@ -10,7 +10,7 @@ import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { readFileSync } from 'node:fs';
 import { ConfigError, isLoopbackHost, type Config } from './config';
 import { verifyDataKeys } from './crypto/key-registry';
-import { loadPlatformKeys } from './crypto/platform-keys';
+import { KeyFileError, loadPlatformKeys } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
 import { createAbuseLimits } from './abuse';
@@ -44,6 +44,35 @@ export function parseRoles(text: string): Role[] {
   }
   if (roles.length === 0) throw new Error('no role given');
   return [...new Set(roles)] as Role[];
+}
+
+const DATA_KEY_CHECK_RETRY_MILLISECONDS = 5000;
+
+/**
+ * Checks the data keys against the database before serving (a mismatch stops start-up). While the database cannot
+ * be reached the roles start degraded, as without the check, and the check runs as soon as it answers: nothing can
+ * be sealed meanwhile, since sealing writes to the database. A mismatch found then stops the process.
+ * @returns a stop step that cancels a pending retry
+ */
+async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: ReturnType<typeof loadPlatformKeys>, logger: Logger): Promise<() => Promise<void>> {
+  let timer: NodeJS.Timeout | undefined;
+  const attempt = async (): Promise<void> => {
+    try {
+      await verifyDataKeys(database, keys.dataKeys);
+    } catch (error) {
+      if (error instanceof KeyFileError) throw error;
+      logger.warn({ err: (error as Error).message }, 'data keys not checked yet: the database cannot be reached; retrying');
+      timer = setTimeout(() => {
+        attempt().catch((fatal: unknown) => {
+          logger.fatal({ err: (fatal as Error).message }, 'data key check failed: stopping');
+          process.kill(process.pid, 'SIGTERM');
+        });
+      }, DATA_KEY_CHECK_RETRY_MILLISECONDS);
+      timer.unref();
+    }
+  };
+  await attempt();
+  return async () => clearTimeout(timer);
 }
 
 /** A PEM file's text. @throws ConfigError naming `variable` when it cannot be read. */
@@ -116,7 +145,7 @@ export async function runRoles(
       stops.push(() => temporal.close());
       const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR);
       // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
-      await verifyDataKeys(database, keys.dataKeys);
+      stops.push(await checkDataKeys(database, keys, logger));
       if (keys.fieldEncryptionShared) {
         logger.warn('field encryption shares the signing key pair (a key directory from before they were separate): see docs/operations.md "Keys"');
       }

@@ -1,6 +1,7 @@
-import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import {
   confirmWithPasswordUpdate,
+  DEPOSIT_CARD_SETTLEMENT,
   depositStateQuery,
   submitCardConfirmationUpdate,
   type DepositActivities,
@@ -20,6 +21,11 @@ const { verifyDepositPassword } = proxyActivities<DepositActivities>({
 const { authorizeDepositCard } = proxyActivities<DepositActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 },
+});
+// Capture or reversal of an approved authorization: idempotent at the acquirer, retried until it is done.
+const { settleDepositCard } = proxyActivities<DepositActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 // Short database transactions (idempotent), recorded with the workflow task.
 const { completeDeposit, closeDeposit } = proxyLocalActivities<DepositActivities>({
@@ -102,8 +108,15 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ st
     submitCardConfirmationUpdate,
     () =>
       exclusively('card_form', async () => {
-        const { approved } = await authorizeDepositCard({ reference: input.reference });
-        if (approved) return complete();
+        const { approved, authorization_id } = await authorizeDepositCard({ reference: input.reference });
+        if (approved) {
+          const confirmation = await complete();
+          // Histories recorded before the patch replay without the settlement step.
+          if (authorization_id && patched(DEPOSIT_CARD_SETTLEMENT)) {
+            await settleDepositCard({ reference: input.reference, authorization_id, capture: confirmation.outcome === 'completed' });
+          }
+          return confirmation;
+        }
         await closeDeposit({ reference: input.reference, state: 'declined' });
         state = 'declined';
         return { outcome: 'declined', attempts_left: attemptsLeft() };

@@ -6,6 +6,7 @@
  *   admin partner create --name N --public-key FILE [--float AMOUNT]
  *   admin merchant create --name N --callback-url URL [--signature-header H] [--public-key FILE] [--payin-fee-percent P]
  *   admin merchant suspend|resume --merchant-id ID
+ *   admin partner suspend|resume --partner-id ID
  *   admin user create --phone P --first-name F --last-name L [--currency USD] [--merchant-id ID] [--not-eligible]
  *   admin wallet credit --user-id ID | --merchant-id ID | --partner-id ID --amount A --currency C --reference R
  *   admin wallet balance --user-id ID | --merchant-id ID | --partner-id ID
@@ -137,6 +138,23 @@ export function registerAdminCommands(program: Command): void {
         };
       }),
     );
+
+  for (const [name, status] of [
+    ['suspend', MerchantStatus.SUSPENDED],
+    ['resume', MerchantStatus.ACTIVE],
+  ] as const) {
+    partner
+      .command(name)
+      .description(`${name} a partner (applies on its next request)`)
+      .requiredOption('--partner-id <id>', 'partner id')
+      .option('--json', 'print one JSON object')
+      .action(
+        action<{ partnerId: string; json?: boolean }>(async (clients, options) => {
+          const result = await clients.admin.setPartnerStatus({ partnerId: options.partnerId, status });
+          return { partner_id: result.partnerId, status: result.status };
+        }),
+      );
+  }
 
   const merchant = admin.command('merchant').description('merchants (Areas B and C)');
   merchant

@@ -19,7 +19,7 @@ import {
 } from '../service-credentials';
 import { notFound } from './common';
 import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
-import { createPartner, getPartner } from './partners';
+import { createPartner, getPartner, setPartnerStatus } from './partners';
 import { createUser, getUser } from './users';
 
 interface ResolvedOwner {
@@ -128,6 +128,12 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         return changed;
       });
       return { merchantId: merchant.id, status: merchant.status };
+    },
+
+    async setPartnerStatus(request) {
+      const partner = await setPartnerStatus(deps.database, request.partnerId, request.status === MerchantStatus.SUSPENDED ? 'suspended' : 'active');
+      deps.logger.info({ partner_id: partner.id, status: partner.status }, 'partner status changed');
+      return { partnerId: partner.id, status: partner.status };
     },
 
     async createUser(request) {

@@ -9,7 +9,7 @@ import { DomainError } from '../errors';
 import { constantTimeEqual, hashPassword, matchesSha256, randomAlphanumeric, randomToken, sha256Hex, verifyPassword } from '../crypto/secrets';
 import type { PlatformDeps } from '../platform-deps';
 import { MAX_AMOUNT_UNITS } from '../money';
-import { normalizeRsaPublicKey, requireText } from './common';
+import { normalizeRsaPublicKey, notFound, requireText } from './common';
 
 export interface Partner {
   id: string;
@@ -134,5 +134,17 @@ export async function authenticatePartner(
   const userOk = constantTimeEqual(String(input.user_name ?? ''), row?.user_name ?? randomToken(8));
   const passwordOk = await verifyPassword(String(input.password ?? ''), row?.password_hash);
   if (!row || !secretOk || !userOk || !passwordOk || row.status !== 'active') return undefined;
+  return toPartner(row);
+}
+
+/**
+ * Suspends or resumes a partner. Every gateway call and token request reads the partner's status, so the change
+ * applies on the partner's very next request in every process (issued access tokens included).
+ * @throws DomainError not_found PARTNER_NOT_FOUND
+ */
+export async function setPartnerStatus(database: Knex, partner_id: string, status: 'active' | 'suspended'): Promise<Partner> {
+  if (partner_id.length === 0 || partner_id.length > 64) throw notFound('PARTNER_NOT_FOUND', 'partner');
+  const [row] = (await database('partners').where({ id: partner_id }).update({ status, updated_at: database.fn.now() }).returning('*')) as PartnerRow[];
+  if (!row) throw notFound('PARTNER_NOT_FOUND', 'partner');
   return toPartner(row);
 }

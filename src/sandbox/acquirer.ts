@@ -43,16 +43,33 @@ export function verifyOtp(config: Pick<Config, 'SANDBOX_OTP'>, password: string)
   return typeof password === 'string' && constantTimeEqual(password, config.SANDBOX_OTP);
 }
 
+/** What the sandbox was asked to do with approved authorizations (the newest 1,000), for tests and the demo. */
+export interface SandboxSettlements {
+  settlements: Array<{ authorization_id: string; action: 'capture' | 'reverse' }>;
+}
+
+const SETTLEMENTS_KEPT = 1000;
+
 /** The sandbox as an acquirer: deterministic decisions, authorization ids derived from the idempotency key. */
-export function createSandboxAcquirer(config: Pick<Config, 'SANDBOX_OTP'>): Acquirer {
+export function createSandboxAcquirer(config: Pick<Config, 'SANDBOX_OTP'>): Acquirer & SandboxSettlements {
+  const settlements: SandboxSettlements['settlements'] = [];
+  const record = (authorization_id: string, action: 'capture' | 'reverse') => {
+    settlements.push({ authorization_id, action });
+    if (settlements.length > SETTLEMENTS_KEPT) settlements.shift();
+  };
   return {
+    settlements,
     async authorize(input): Promise<CardAuthorization> {
       const decision = authorizeCard(input.card_number);
       const authorization_id = `SBX${createHash('sha256').update(input.idempotency_key).digest('hex').slice(0, 24).toUpperCase()}`;
       return { ...decision, authorization_id };
     },
-    async capture() {},
-    async reverse() {},
+    async capture(input) {
+      record(input.authorization_id, 'capture');
+    },
+    async reverse(input) {
+      record(input.authorization_id, 'reverse');
+    },
     async verifyOtp(input) {
       return verifyOtp(config, input.password);
     },

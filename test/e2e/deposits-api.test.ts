@@ -26,6 +26,8 @@ import {
 } from '../support/deposit-setup';
 import type { MerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { fundUser } from '../support/wallets';
+import type { SandboxSettlements } from '../../src/sandbox/acquirer';
 
 const BAD_REQUEST = { success: false, code: 400, message: 'Bad Request' };
 const OTP = '123456';
@@ -230,6 +232,30 @@ describe('Area C deposits', () => {
       const afterFailure = await merchant.action('confirm_payments', { user_id: payer.id, token: second.body.data.token, password: OTP });
       expect(afterFailure.body.error).toEqual({ token: [DEPOSIT_MESSAGES.failed] });
       expect(await userBalance(platform, seller.id)).toBe(sellerBefore + 500n);
+    });
+
+    it('reverses the card authorization of a Visa/Master deposit whose preorder was paid meanwhile, and captures a completed one', async () => {
+      const sandbox = platform.deps.acquirer as unknown as SandboxSettlements;
+      const funded = await newUser(merchant, 'Funder');
+      await fundUser(platform, funded.id, 1_000n);
+      const preorder = await newPreorder(merchant, { seller_code: seller.wallet_ref, amount: 3 });
+      const byCard = await merchant.action('deposit_by_visa_master', {
+        token: visaCard, pre_order_token: preorder.pre_order_token, amount: 3, currency: 'USD', security_code: encryptedSecurityCode(platform),
+      });
+      expect(byCard.status).toBe(200);
+      expect((await merchant.action('pay_by_token', { pre_order_token: preorder.pre_order_token, user_id: funded.id })).status).toBe(200);
+      const answer = await submitConfirmation(platform, byCard.body.data.html_confirm_payment);
+      expect(decodeResult(hiddenResult(await answer.text())!).success).toBe(false);
+      expect(await depositState(platform, byCard.body.data.reference)).toBe('failed');
+      const reversed = sandbox.settlements.filter((entry) => entry.action === 'reverse');
+      expect(reversed).toHaveLength(1);
+
+      const completed = await merchant.action('deposit_by_visa_master', { token: visaCard, amount: 1, currency: 'USD', security_code: encryptedSecurityCode(platform) });
+      await (await submitConfirmation(platform, completed.body.data.html_confirm_payment)).arrayBuffer();
+      expect(await depositState(platform, completed.body.data.reference)).toBe('completed');
+      expect(sandbox.settlements.filter((entry) => entry.action === 'reverse')).toHaveLength(1);
+      expect(sandbox.settlements.at(-1)).toMatchObject({ action: 'capture' });
+      expect(sandbox.settlements.at(-1)!.authorization_id).not.toBe(reversed[0]!.authorization_id);
     });
 
     it('a deposit started before pay_by_token paid the preorder fails', async () => {

@@ -4,6 +4,8 @@
  */
 import { MerchantStatus } from '../../src/gen/payments/admin/v1/admin_pb';
 import { createMerchant } from '../../src/onboarding/merchants';
+import { createPartner } from '../../src/onboarding/partners';
+import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -35,5 +37,22 @@ describe('suspension is immediate', () => {
 
     await platform.clients.admin.setMerchantStatus({ merchantId: credentials.merchant_id, status: MerchantStatus.ACTIVE });
     expect((await balance()).status).toBe(200);
+  });
+
+  it('refuses a suspended partner’s next gateway call, with the access token it already holds, and its token requests', async () => {
+    const keys = generatePartnerKeys();
+    const { credentials } = await createPartner(platform.deps, { name: 'Soon Suspended Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+    const partner = new PartnerClient(platform.facadeUrl, credentials, keys, platform.deps.keys.publicKeyPem);
+    expect((await partner.token()).status).toBe(200);
+    const query = () => partner.gateway({ service: 'query.fundTransfer', out_trade_no: 'NO-SUCH-ORDER' });
+    expect((await query()).status).toBe(400); // authenticated: NOTEXIST
+
+    await platform.clients.admin.setPartnerStatus({ partnerId: credentials.partner_id, status: MerchantStatus.SUSPENDED });
+    expect((await query()).status).toBe(401);
+    expect((await partner.token()).status).toBe(401);
+
+    await platform.clients.admin.setPartnerStatus({ partnerId: credentials.partner_id, status: MerchantStatus.ACTIVE });
+    expect((await partner.token()).status).toBe(200);
+    expect((await query()).status).toBe(400);
   });
 });

@@ -64,7 +64,16 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
         amount_units: deposit.amount_units,
         currency: deposit.currency,
       });
-      return { approved: authorization.approved };
+      return { approved: authorization.approved, authorization_id: authorization.authorization_id };
+    },
+
+    async settleDepositCard(input) {
+      const acquirer = requireAcquirer(deps);
+      if (input.capture) await acquirer.capture({ authorization_id: input.authorization_id });
+      else {
+        await acquirer.reverse({ authorization_id: input.authorization_id });
+        deps.logger.info({ reference: input.reference }, 'card authorization reversed: the deposit did not complete');
+      }
     },
 
     /**

@@ -28,6 +28,9 @@ export const DEPOSIT_REASONS = {
 } as const;
 export type DepositReason = keyof typeof DEPOSIT_REASONS;
 
+/** Patch id: an approved card authorization is captured after the deposit completed, reversed when it failed. */
+export const DEPOSIT_CARD_SETTLEMENT = 'deposit-card-capture-or-reverse';
+
 /** The ledger idempotency key of a deposit's completion: a retried completion never credits twice. */
 export function depositIdempotencyKey(reference: string): string {
   return reference;
@@ -83,7 +86,13 @@ export interface DepositActivities {
   /** The acquirer's OTP check; the password arrives sealed and is opened only inside the activity. */
   verifyDepositPassword(input: { reference: string } & SealedPassword): Promise<{ valid: boolean }>;
   /** The acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
-  authorizeDepositCard(input: { reference: string }): Promise<{ approved: boolean }>;
+  authorizeDepositCard(input: { reference: string }): Promise<{ approved: boolean; authorization_id?: string }>;
+  /**
+   * After the completion: captures an approved authorization when the deposit completed, reverses it when it
+   * could not (a preorder paid meanwhile), so the payer's card is never held for money the platform did not take.
+   * Idempotent at the acquirer (by authorization id).
+   */
+  settleDepositCard(input: { reference: string; authorization_id: string; capture: boolean }): Promise<void>;
   /**
    * Completes a pending deposit in one database transaction (ledger credit or preorder payment under
    * `depositIdempotencyKey`); a preorder paid meanwhile fails the deposit and moves nothing.

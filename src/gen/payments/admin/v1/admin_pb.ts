@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/admin/v1/admin.proto.
  */
 export const file_payments_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiyAEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJEiMKG2ZpZWxkX2VuY3J5cHRpb25fcHVibGljX2tleRgHIAEoCSK8AQoVQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0EhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAESIAoMY2FsbGJhY2tfdXJsGAIgASgJQgq6SAdyBRABGIAQEiEKEHNpZ25hdHVyZV9oZWFkZXIYAyABKAlCB7pIBHICGEASIAoOcHVibGljX2tleV9wZW0YBCABKAlCCLpIBXIDGIBAEiIKEXBheWluX2ZlZV9wZXJjZW50GAUgASgJQge6SARyAhgQIqMCChZDcmVhdGVNZXJjaGFudFJlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEhsKE21lcmNoYW50X3NlY3JldF9rZXkYAiABKAkSFQoNYXBpX3VzZXJfbmFtZRgDIAEoCRIUCgxhcGlfcGFzc3dvcmQYBCABKAkSDwoHYXBpX2tleRgFIAEoCRITCgtobWFjX3NlY3JldBgGIAEoCRIYChBzaWduYXR1cmVfaGVhZGVyGAcgASgJEhsKE3BsYXRmb3JtX3B1YmxpY19rZXkYCCABKAkSIwobZmllbGRfZW5jcnlwdGlvbl9wdWJsaWNfa2V5GAogASgJEhgKC3ByaXZhdGVfa2V5GAkgASgJSACIAQFCDgoMX3ByaXZhdGVfa2V5InsKGFNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiQAoZU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAki7gEKEUNyZWF0ZVVzZXJSZXF1ZXN0Eh0KDHBob25lX251bWJlchgBIAEoCUIHukgEcgIYIBIXCgVlbWFpbBgCIAEoCUIIukgFcgMY/gESGwoKZmlyc3RfbmFtZRgDIAEoCUIHukgEcgIYYBIaCglsYXN0X25hbWUYBCABKAlCB7pIBHICGGASGQoIY3VycmVuY3kYBSABKAlCB7pIBHICGAgSHAoLbWVyY2hhbnRfaWQYBiABKAlCB7pIBHICGEASFAoMbm90X2VsaWdpYmxlGAcgASgIEhkKB2FkZHJlc3MYCCABKAlCCLpIBXIDGP8BIrEBChJDcmVhdGVVc2VyUmVzcG9uc2USDwoHdXNlcl9pZBgBIAEoCRIUCgxwaG9uZV9udW1iZXIYAiABKAkSEgoKdXNlcl90b2tlbhgDIAEoCRISCgp3YWxsZXRfcmVmGAQgASgJEg0KBWVtYWlsGAUgASgJEhAKCGN1cnJlbmN5GAYgASgJEhkKEXdhbGxldF9hY2NvdW50X2lkGAcgASgJEhAKCGVsaWdpYmxlGAggASgIImIKC1dhbGxldE93bmVyEhgKB3VzZXJfaWQYASABKAlCB7pIBHICGEASHAoLbWVyY2hhbnRfaWQYAiABKAlCB7pIBHICGEASGwoKcGFydG5lcl9pZBgDIAEoCUIHukgEcgIYQCKbAQoTQ3JlZGl0V2FsbGV0UmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyEhkKBmFtb3VudBgCIAEoCUIJukgGcgQQARgoEhsKCGN1cnJlbmN5GAMgASgJQgm6SAZyBBABGAgSHQoJcmVmZXJlbmNlGAQgASgJQgq6SAdyBRABGIABImkKFENyZWRpdFdhbGxldFJlc3BvbnNlEhcKD3RyYW5zYWN0aW9uX3JlZhgBIAEoCRIPCgdiYWxhbmNlGAIgASgJEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSEAoIY3VycmVuY3kYBCABKAkiSQoYR2V0V2FsbGV0QmFsYW5jZXNSZXF1ZXN0Ei0KBW93bmVyGAEgASgLMh4ucGF5bWVudHMuYWRtaW4udjEuV2FsbGV0T3duZXIivQEKDVdhbGxldEJhbGFuY2USEAoIY3VycmVuY3kYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGRlY2ltYWxzGAQgASgFEhcKD2F2YWlsYWJsZV91bml0cxgFIAEoAxIRCglhdmFpbGFibGUYBiABKAkSEgoKaGVsZF91bml0cxgHIAEoAxIMCgRraW5kGAggASgJEhIKCmFjY291bnRfaWQYCSABKAkiTgoZR2V0V2FsbGV0QmFsYW5jZXNSZXNwb25zZRIxCgd3YWxsZXRzGAEgAygLMiAucGF5bWVudHMuYWRtaW4udjEuV2FsbGV0QmFsYW5jZSIUChJDaGVja0xlZGdlclJlcXVlc3QiWAoTQ2hlY2tMZWRnZXJSZXNwb25zZRIKCgJvaxgBIAEoCBIQCghhY2NvdW50cxgCIAEoAxIPCgdlbnRyaWVzGAMgASgDEhIKCmltYmFsYW5jZXMYBCADKAkiVQoeQ3JlYXRlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0EhcKBG5hbWUYASABKAlCCbpIBnIEEAEYZBIaCgZzY29wZXMYAiADKAlCCrpIB5IBBAgBEAIiVwofQ3JlYXRlU2VydmljZUNyZWRlbnRpYWxSZXNwb25zZRIVCg1jcmVkZW50aWFsX2lkGAEgASgJEg0KBXRva2VuGAIgASgJEg4KBnNjb3BlcxgDIAMoCSJTCh5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlcXVlc3QSMQoNY3JlZGVudGlhbF9pZBgBIAEoCUIaukgXchUyE15jcmVkX1swLTlhLWZdezE2fSQiIQofUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXNwb25zZSIfCh1MaXN0U2VydmljZUNyZWRlbnRpYWxzUmVxdWVzdCJwChFTZXJ2aWNlQ3JlZGVudGlhbBIVCg1jcmVkZW50aWFsX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJEhIKCmNyZWF0ZWRfYXQYBCABKAkSEgoKcmV2b2tlZF9hdBgFIAEoCSJbCh5MaXN0U2VydmljZUNyZWRlbnRpYWxzUmVzcG9uc2USOQoLY3JlZGVudGlhbHMYASADKAsyJC5wYXltZW50cy5hZG1pbi52MS5TZXJ2aWNlQ3JlZGVudGlhbCJLChBSZWNvbmNpbGVSZXF1ZXN0EhMKC3JlcG9ydF9vbmx5GAEgASgIEiIKDWdyYWNlX3NlY29uZHMYAiABKAVCC7pICBoGGICjBSgAIkwKEFJlY29uY2lsZUZpbmRpbmcSDAoEa2luZBgBIAEoCRIKCgJpZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSDgoGZGV0YWlsGAQgASgJIoIBChFSZWNvbmNpbGVSZXNwb25zZRISCgpzdGFydGVkX2F0GAEgASgJEjUKCGZpbmRpbmdzGAIgAygLMiMucGF5bWVudHMuYWRtaW4udjEuUmVjb25jaWxlRmluZGluZxIQCghyZXBhaXJlZBgDIAEoBRIQCghyZXBvcnRlZBgEIAEoBSIrChRSb3RhdGVEYXRhS2V5UmVxdWVzdBITCgtyZXNlYWxfb25seRgBIAEoCCJhChVSb3RhdGVEYXRhS2V5UmVzcG9uc2USDgoGa2V5X2lkGAEgASgJEhoKEm1lcmNoYW50c19yZXNlYWxlZBgCIAEoAxIcChRpbnN0cnVtZW50c19yZXNlYWxlZBgDIAEoAypsCg5NZXJjaGFudFN0YXR1cxIfChtNRVJDSEFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZNRVJDSEFOVF9TVEFUVVNfQUNUSVZFEAESHQoZTUVSQ0hBTlRfU1RBVFVTX1NVU1BFTkRFRBACMqwKCgxBZG1pblNlcnZpY2USZAoNQ3JlYXRlUGFydG5lchInLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVBhcnRuZXJSZXF1ZXN0GigucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlUGFydG5lclJlc3BvbnNlIgASZwoOQ3JlYXRlTWVyY2hhbnQSKC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVNZXJjaGFudFJlcXVlc3QaKS5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVNZXJjaGFudFJlc3BvbnNlIgAScAoRU2V0TWVyY2hhbnRTdGF0dXMSKy5wYXltZW50cy5hZG1pbi52MS5TZXRNZXJjaGFudFN0YXR1c1JlcXVlc3QaLC5wYXltZW50cy5hZG1pbi52MS5TZXRNZXJjaGFudFN0YXR1c1Jlc3BvbnNlIgASWwoKQ3JlYXRlVXNlchIkLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVVzZXJSZXF1ZXN0GiUucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlVXNlclJlc3BvbnNlIgASYQoMQ3JlZGl0V2FsbGV0EiYucGF5bWVudHMuYWRtaW4udjEuQ3JlZGl0V2FsbGV0UmVxdWVzdBonLnBheW1lbnRzLmFkbWluLnYxLkNyZWRpdFdhbGxldFJlc3BvbnNlIgAScAoRR2V0V2FsbGV0QmFsYW5jZXMSKy5wYXltZW50cy5hZG1pbi52MS5HZXRXYWxsZXRCYWxhbmNlc1JlcXVlc3QaLC5wYXltZW50cy5hZG1pbi52MS5HZXRXYWxsZXRCYWxhbmNlc1Jlc3BvbnNlIgASXgoLQ2hlY2tMZWRnZXISJS5wYXltZW50cy5hZG1pbi52MS5DaGVja0xlZGdlclJlcXVlc3QaJi5wYXltZW50cy5hZG1pbi52MS5DaGVja0xlZGdlclJlc3BvbnNlIgASggEKF0NyZWF0ZVNlcnZpY2VDcmVkZW50aWFsEjEucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0GjIucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlU2VydmljZUNyZWRlbnRpYWxSZXNwb25zZSIAEoIBChdSZXZva2VTZXJ2aWNlQ3JlZGVudGlhbBIxLnBheW1lbnRzLmFkbWluLnYxLlJldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBoyLnBheW1lbnRzLmFkbWluLnYxLlJldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiABJ/ChZMaXN0U2VydmljZUNyZWRlbnRpYWxzEjAucGF5bWVudHMuYWRtaW4udjEuTGlzdFNlcnZpY2VDcmVkZW50aWFsc1JlcXVlc3QaMS5wYXltZW50cy5hZG1pbi52MS5MaXN0U2VydmljZUNyZWRlbnRpYWxzUmVzcG9uc2UiABJYCglSZWNvbmNpbGUSIy5wYXltZW50cy5hZG1pbi52MS5SZWNvbmNpbGVSZXF1ZXN0GiQucGF5bWVudHMuYWRtaW4udjEuUmVjb25jaWxlUmVzcG9uc2UiABJkCg1Sb3RhdGVEYXRhS2V5EicucGF5bWVudHMuYWRtaW4udjEuUm90YXRlRGF0YUtleVJlcXVlc3QaKC5wYXltZW50cy5hZG1pbi52MS5Sb3RhdGVEYXRhS2V5UmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate]);
+  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiyAEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJEiMKG2ZpZWxkX2VuY3J5cHRpb25fcHVibGljX2tleRgHIAEoCSK8AQoVQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0EhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAESIAoMY2FsbGJhY2tfdXJsGAIgASgJQgq6SAdyBRABGIAQEiEKEHNpZ25hdHVyZV9oZWFkZXIYAyABKAlCB7pIBHICGEASIAoOcHVibGljX2tleV9wZW0YBCABKAlCCLpIBXIDGIBAEiIKEXBheWluX2ZlZV9wZXJjZW50GAUgASgJQge6SARyAhgQIqMCChZDcmVhdGVNZXJjaGFudFJlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEhsKE21lcmNoYW50X3NlY3JldF9rZXkYAiABKAkSFQoNYXBpX3VzZXJfbmFtZRgDIAEoCRIUCgxhcGlfcGFzc3dvcmQYBCABKAkSDwoHYXBpX2tleRgFIAEoCRITCgtobWFjX3NlY3JldBgGIAEoCRIYChBzaWduYXR1cmVfaGVhZGVyGAcgASgJEhsKE3BsYXRmb3JtX3B1YmxpY19rZXkYCCABKAkSIwobZmllbGRfZW5jcnlwdGlvbl9wdWJsaWNfa2V5GAogASgJEhgKC3ByaXZhdGVfa2V5GAkgASgJSACIAQFCDgoMX3ByaXZhdGVfa2V5InsKGFNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiQAoZU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkieQoXU2V0UGFydG5lclN0YXR1c1JlcXVlc3QSHQoKcGFydG5lcl9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiPgoYU2V0UGFydG5lclN0YXR1c1Jlc3BvbnNlEhIKCnBhcnRuZXJfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJIu4BChFDcmVhdGVVc2VyUmVxdWVzdBIdCgxwaG9uZV9udW1iZXIYASABKAlCB7pIBHICGCASFwoFZW1haWwYAiABKAlCCLpIBXIDGP4BEhsKCmZpcnN0X25hbWUYAyABKAlCB7pIBHICGGASGgoJbGFzdF9uYW1lGAQgASgJQge6SARyAhhgEhkKCGN1cnJlbmN5GAUgASgJQge6SARyAhgIEhwKC21lcmNoYW50X2lkGAYgASgJQge6SARyAhhAEhQKDG5vdF9lbGlnaWJsZRgHIAEoCBIZCgdhZGRyZXNzGAggASgJQgi6SAVyAxj/ASKxAQoSQ3JlYXRlVXNlclJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFAoMcGhvbmVfbnVtYmVyGAIgASgJEhIKCnVzZXJfdG9rZW4YAyABKAkSEgoKd2FsbGV0X3JlZhgEIAEoCRINCgVlbWFpbBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRIZChF3YWxsZXRfYWNjb3VudF9pZBgHIAEoCRIQCghlbGlnaWJsZRgIIAEoCCJiCgtXYWxsZXRPd25lchIYCgd1c2VyX2lkGAEgASgJQge6SARyAhhAEhwKC21lcmNoYW50X2lkGAIgASgJQge6SARyAhhAEhsKCnBhcnRuZXJfaWQYAyABKAlCB7pIBHICGEAimwEKE0NyZWRpdFdhbGxldFJlcXVlc3QSLQoFb3duZXIYASABKAsyHi5wYXltZW50cy5hZG1pbi52MS5XYWxsZXRPd25lchIZCgZhbW91bnQYAiABKAlCCbpIBnIEEAEYKBIbCghjdXJyZW5jeRgDIAEoCUIJukgGcgQQARgIEh0KCXJlZmVyZW5jZRgEIAEoCUIKukgHcgUQARiAASJpChRDcmVkaXRXYWxsZXRSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJIkkKGEdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyIr0BCg1XYWxsZXRCYWxhbmNlEhAKCGN1cnJlbmN5GAEgASgJEg8KB2JhbGFuY2UYAiABKAkSFQoNYmFsYW5jZV91bml0cxgDIAEoAxIQCghkZWNpbWFscxgEIAEoBRIXCg9hdmFpbGFibGVfdW5pdHMYBSABKAMSEQoJYXZhaWxhYmxlGAYgASgJEhIKCmhlbGRfdW5pdHMYByABKAMSDAoEa2luZBgIIAEoCRISCgphY2NvdW50X2lkGAkgASgJIk4KGUdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLmFkbWluLnYxLldhbGxldEJhbGFuY2UiFAoSQ2hlY2tMZWRnZXJSZXF1ZXN0IlgKE0NoZWNrTGVkZ2VyUmVzcG9uc2USCgoCb2sYASABKAgSEAoIYWNjb3VudHMYAiABKAMSDwoHZW50cmllcxgDIAEoAxISCgppbWJhbGFuY2VzGAQgAygJIlUKHkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBIXCgRuYW1lGAEgASgJQgm6SAZyBBABGGQSGgoGc2NvcGVzGAIgAygJQgq6SAeSAQQIARACIlcKH0NyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2USFQoNY3JlZGVudGlhbF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZzY29wZXMYAyADKAkiUwoeUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0EjEKDWNyZWRlbnRpYWxfaWQYASABKAlCGrpIF3IVMhNeY3JlZF9bMC05YS1mXXsxNn0kIiEKH1Jldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiHwodTGlzdFNlcnZpY2VDcmVkZW50aWFsc1JlcXVlc3QicAoRU2VydmljZUNyZWRlbnRpYWwSFQoNY3JlZGVudGlhbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnJldm9rZWRfYXQYBSABKAkiWwoeTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlEjkKC2NyZWRlbnRpYWxzGAEgAygLMiQucGF5bWVudHMuYWRtaW4udjEuU2VydmljZUNyZWRlbnRpYWwiSwoQUmVjb25jaWxlUmVxdWVzdBITCgtyZXBvcnRfb25seRgBIAEoCBIiCg1ncmFjZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoACJMChBSZWNvbmNpbGVGaW5kaW5nEgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEg4KBmRldGFpbBgEIAEoCSKCAQoRUmVjb25jaWxlUmVzcG9uc2USEgoKc3RhcnRlZF9hdBgBIAEoCRI1CghmaW5kaW5ncxgCIAMoCzIjLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZUZpbmRpbmcSEAoIcmVwYWlyZWQYAyABKAUSEAoIcmVwb3J0ZWQYBCABKAUiKwoUUm90YXRlRGF0YUtleVJlcXVlc3QSEwoLcmVzZWFsX29ubHkYASABKAgiYQoVUm90YXRlRGF0YUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRIaChJtZXJjaGFudHNfcmVzZWFsZWQYAiABKAMSHAoUaW5zdHJ1bWVudHNfcmVzZWFsZWQYAyABKAMqbAoOTWVyY2hhbnRTdGF0dXMSHwobTUVSQ0hBTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTUVSQ0hBTlRfU1RBVFVTX0FDVElWRRABEh0KGU1FUkNIQU5UX1NUQVRVU19TVVNQRU5ERUQQAjKbCwoMQWRtaW5TZXJ2aWNlEmQKDUNyZWF0ZVBhcnRuZXISJy5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVQYXJ0bmVyUmVxdWVzdBooLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVBhcnRuZXJSZXNwb25zZSIAEmcKDkNyZWF0ZU1lcmNoYW50EigucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0GikucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXNwb25zZSIAEnAKEVNldE1lcmNoYW50U3RhdHVzEisucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZSIAEm0KEFNldFBhcnRuZXJTdGF0dXMSKi5wYXltZW50cy5hZG1pbi52MS5TZXRQYXJ0bmVyU3RhdHVzUmVxdWVzdBorLnBheW1lbnRzLmFkbWluLnYxLlNldFBhcnRuZXJTdGF0dXNSZXNwb25zZSIAElsKCkNyZWF0ZVVzZXISJC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVVc2VyUmVxdWVzdBolLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVVzZXJSZXNwb25zZSIAEmEKDENyZWRpdFdhbGxldBImLnBheW1lbnRzLmFkbWluLnYxLkNyZWRpdFdhbGxldFJlcXVlc3QaJy5wYXltZW50cy5hZG1pbi52MS5DcmVkaXRXYWxsZXRSZXNwb25zZSIAEnAKEUdldFdhbGxldEJhbGFuY2VzEisucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXNwb25zZSIAEl4KC0NoZWNrTGVkZ2VyEiUucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXF1ZXN0GiYucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXNwb25zZSIAEoIBChdDcmVhdGVTZXJ2aWNlQ3JlZGVudGlhbBIxLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBoyLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiABKCAQoXUmV2b2tlU2VydmljZUNyZWRlbnRpYWwSMS5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlcXVlc3QaMi5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlc3BvbnNlIgASfwoWTGlzdFNlcnZpY2VDcmVkZW50aWFscxIwLnBheW1lbnRzLmFkbWluLnYxLkxpc3RTZXJ2aWNlQ3JlZGVudGlhbHNSZXF1ZXN0GjEucGF5bWVudHMuYWRtaW4udjEuTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlIgASWAoJUmVjb25jaWxlEiMucGF5bWVudHMuYWRtaW4udjEuUmVjb25jaWxlUmVxdWVzdBokLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZVJlc3BvbnNlIgASZAoNUm90YXRlRGF0YUtleRInLnBheW1lbnRzLmFkbWluLnYxLlJvdGF0ZURhdGFLZXlSZXF1ZXN0GigucGF5bWVudHMuYWRtaW4udjEuUm90YXRlRGF0YUtleVJlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * @generated from message payments.admin.v1.CreatePartnerRequest
@@ -253,6 +253,54 @@ export const SetMerchantStatusResponseSchema: GenMessage<SetMerchantStatusRespon
   messageDesc(file_payments_admin_v1_admin, 5);
 
 /**
+ * @generated from message payments.admin.v1.SetPartnerStatusRequest
+ */
+export type SetPartnerStatusRequest = Message<"payments.admin.v1.SetPartnerStatusRequest"> & {
+  /**
+   * @generated from field: string partner_id = 1;
+   */
+  partnerId: string;
+
+  /**
+   * The same values as a merchant's.
+   *
+   * @generated from field: payments.admin.v1.MerchantStatus status = 2;
+   */
+  status: MerchantStatus;
+};
+
+/**
+ * Describes the message payments.admin.v1.SetPartnerStatusRequest.
+ * Use `create(SetPartnerStatusRequestSchema)` to create a new message.
+ */
+export const SetPartnerStatusRequestSchema: GenMessage<SetPartnerStatusRequest> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 6);
+
+/**
+ * @generated from message payments.admin.v1.SetPartnerStatusResponse
+ */
+export type SetPartnerStatusResponse = Message<"payments.admin.v1.SetPartnerStatusResponse"> & {
+  /**
+   * @generated from field: string partner_id = 1;
+   */
+  partnerId: string;
+
+  /**
+   * "active" or "suspended".
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message payments.admin.v1.SetPartnerStatusResponse.
+ * Use `create(SetPartnerStatusResponseSchema)` to create a new message.
+ */
+export const SetPartnerStatusResponseSchema: GenMessage<SetPartnerStatusResponse> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 7);
+
+/**
  * @generated from message payments.admin.v1.CreateUserRequest
  */
 export type CreateUserRequest = Message<"payments.admin.v1.CreateUserRequest"> & {
@@ -308,7 +356,7 @@ export type CreateUserRequest = Message<"payments.admin.v1.CreateUserRequest"> &
  * Use `create(CreateUserRequestSchema)` to create a new message.
  */
 export const CreateUserRequestSchema: GenMessage<CreateUserRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 6);
+  messageDesc(file_payments_admin_v1_admin, 8);
 
 /**
  * @generated from message payments.admin.v1.CreateUserResponse
@@ -360,7 +408,7 @@ export type CreateUserResponse = Message<"payments.admin.v1.CreateUserResponse">
  * Use `create(CreateUserResponseSchema)` to create a new message.
  */
 export const CreateUserResponseSchema: GenMessage<CreateUserResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 7);
+  messageDesc(file_payments_admin_v1_admin, 9);
 
 /**
  * WalletOwner names exactly one owner.
@@ -389,7 +437,7 @@ export type WalletOwner = Message<"payments.admin.v1.WalletOwner"> & {
  * Use `create(WalletOwnerSchema)` to create a new message.
  */
 export const WalletOwnerSchema: GenMessage<WalletOwner> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 8);
+  messageDesc(file_payments_admin_v1_admin, 10);
 
 /**
  * @generated from message payments.admin.v1.CreditWalletRequest
@@ -425,7 +473,7 @@ export type CreditWalletRequest = Message<"payments.admin.v1.CreditWalletRequest
  * Use `create(CreditWalletRequestSchema)` to create a new message.
  */
 export const CreditWalletRequestSchema: GenMessage<CreditWalletRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 9);
+  messageDesc(file_payments_admin_v1_admin, 11);
 
 /**
  * @generated from message payments.admin.v1.CreditWalletResponse
@@ -461,7 +509,7 @@ export type CreditWalletResponse = Message<"payments.admin.v1.CreditWalletRespon
  * Use `create(CreditWalletResponseSchema)` to create a new message.
  */
 export const CreditWalletResponseSchema: GenMessage<CreditWalletResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 10);
+  messageDesc(file_payments_admin_v1_admin, 12);
 
 /**
  * @generated from message payments.admin.v1.GetWalletBalancesRequest
@@ -478,7 +526,7 @@ export type GetWalletBalancesRequest = Message<"payments.admin.v1.GetWalletBalan
  * Use `create(GetWalletBalancesRequestSchema)` to create a new message.
  */
 export const GetWalletBalancesRequestSchema: GenMessage<GetWalletBalancesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 11);
+  messageDesc(file_payments_admin_v1_admin, 13);
 
 /**
  * @generated from message payments.admin.v1.WalletBalance
@@ -541,7 +589,7 @@ export type WalletBalance = Message<"payments.admin.v1.WalletBalance"> & {
  * Use `create(WalletBalanceSchema)` to create a new message.
  */
 export const WalletBalanceSchema: GenMessage<WalletBalance> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 12);
+  messageDesc(file_payments_admin_v1_admin, 14);
 
 /**
  * @generated from message payments.admin.v1.GetWalletBalancesResponse
@@ -558,7 +606,7 @@ export type GetWalletBalancesResponse = Message<"payments.admin.v1.GetWalletBala
  * Use `create(GetWalletBalancesResponseSchema)` to create a new message.
  */
 export const GetWalletBalancesResponseSchema: GenMessage<GetWalletBalancesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 13);
+  messageDesc(file_payments_admin_v1_admin, 15);
 
 /**
  * @generated from message payments.admin.v1.CheckLedgerRequest
@@ -571,7 +619,7 @@ export type CheckLedgerRequest = Message<"payments.admin.v1.CheckLedgerRequest">
  * Use `create(CheckLedgerRequestSchema)` to create a new message.
  */
 export const CheckLedgerRequestSchema: GenMessage<CheckLedgerRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 14);
+  messageDesc(file_payments_admin_v1_admin, 16);
 
 /**
  * @generated from message payments.admin.v1.CheckLedgerResponse
@@ -603,7 +651,7 @@ export type CheckLedgerResponse = Message<"payments.admin.v1.CheckLedgerResponse
  * Use `create(CheckLedgerResponseSchema)` to create a new message.
  */
 export const CheckLedgerResponseSchema: GenMessage<CheckLedgerResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 15);
+  messageDesc(file_payments_admin_v1_admin, 17);
 
 /**
  * @generated from message payments.admin.v1.CreateServiceCredentialRequest
@@ -629,7 +677,7 @@ export type CreateServiceCredentialRequest = Message<"payments.admin.v1.CreateSe
  * Use `create(CreateServiceCredentialRequestSchema)` to create a new message.
  */
 export const CreateServiceCredentialRequestSchema: GenMessage<CreateServiceCredentialRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 16);
+  messageDesc(file_payments_admin_v1_admin, 18);
 
 /**
  * @generated from message payments.admin.v1.CreateServiceCredentialResponse
@@ -658,7 +706,7 @@ export type CreateServiceCredentialResponse = Message<"payments.admin.v1.CreateS
  * Use `create(CreateServiceCredentialResponseSchema)` to create a new message.
  */
 export const CreateServiceCredentialResponseSchema: GenMessage<CreateServiceCredentialResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 17);
+  messageDesc(file_payments_admin_v1_admin, 19);
 
 /**
  * @generated from message payments.admin.v1.RevokeServiceCredentialRequest
@@ -675,7 +723,7 @@ export type RevokeServiceCredentialRequest = Message<"payments.admin.v1.RevokeSe
  * Use `create(RevokeServiceCredentialRequestSchema)` to create a new message.
  */
 export const RevokeServiceCredentialRequestSchema: GenMessage<RevokeServiceCredentialRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 18);
+  messageDesc(file_payments_admin_v1_admin, 20);
 
 /**
  * @generated from message payments.admin.v1.RevokeServiceCredentialResponse
@@ -688,7 +736,7 @@ export type RevokeServiceCredentialResponse = Message<"payments.admin.v1.RevokeS
  * Use `create(RevokeServiceCredentialResponseSchema)` to create a new message.
  */
 export const RevokeServiceCredentialResponseSchema: GenMessage<RevokeServiceCredentialResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 19);
+  messageDesc(file_payments_admin_v1_admin, 21);
 
 /**
  * @generated from message payments.admin.v1.ListServiceCredentialsRequest
@@ -701,7 +749,7 @@ export type ListServiceCredentialsRequest = Message<"payments.admin.v1.ListServi
  * Use `create(ListServiceCredentialsRequestSchema)` to create a new message.
  */
 export const ListServiceCredentialsRequestSchema: GenMessage<ListServiceCredentialsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 20);
+  messageDesc(file_payments_admin_v1_admin, 22);
 
 /**
  * @generated from message payments.admin.v1.ServiceCredential
@@ -742,7 +790,7 @@ export type ServiceCredential = Message<"payments.admin.v1.ServiceCredential"> &
  * Use `create(ServiceCredentialSchema)` to create a new message.
  */
 export const ServiceCredentialSchema: GenMessage<ServiceCredential> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 21);
+  messageDesc(file_payments_admin_v1_admin, 23);
 
 /**
  * @generated from message payments.admin.v1.ListServiceCredentialsResponse
@@ -759,7 +807,7 @@ export type ListServiceCredentialsResponse = Message<"payments.admin.v1.ListServ
  * Use `create(ListServiceCredentialsResponseSchema)` to create a new message.
  */
 export const ListServiceCredentialsResponseSchema: GenMessage<ListServiceCredentialsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 22);
+  messageDesc(file_payments_admin_v1_admin, 24);
 
 /**
  * @generated from message payments.admin.v1.ReconcileRequest
@@ -785,7 +833,7 @@ export type ReconcileRequest = Message<"payments.admin.v1.ReconcileRequest"> & {
  * Use `create(ReconcileRequestSchema)` to create a new message.
  */
 export const ReconcileRequestSchema: GenMessage<ReconcileRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 23);
+  messageDesc(file_payments_admin_v1_admin, 25);
 
 /**
  * @generated from message payments.admin.v1.ReconcileFinding
@@ -822,7 +870,7 @@ export type ReconcileFinding = Message<"payments.admin.v1.ReconcileFinding"> & {
  * Use `create(ReconcileFindingSchema)` to create a new message.
  */
 export const ReconcileFindingSchema: GenMessage<ReconcileFinding> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 24);
+  messageDesc(file_payments_admin_v1_admin, 26);
 
 /**
  * @generated from message payments.admin.v1.ReconcileResponse
@@ -856,7 +904,7 @@ export type ReconcileResponse = Message<"payments.admin.v1.ReconcileResponse"> &
  * Use `create(ReconcileResponseSchema)` to create a new message.
  */
 export const ReconcileResponseSchema: GenMessage<ReconcileResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 25);
+  messageDesc(file_payments_admin_v1_admin, 27);
 
 /**
  * @generated from message payments.admin.v1.RotateDataKeyRequest
@@ -873,7 +921,7 @@ export type RotateDataKeyRequest = Message<"payments.admin.v1.RotateDataKeyReque
  * Use `create(RotateDataKeyRequestSchema)` to create a new message.
  */
 export const RotateDataKeyRequestSchema: GenMessage<RotateDataKeyRequest> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 26);
+  messageDesc(file_payments_admin_v1_admin, 28);
 
 /**
  * @generated from message payments.admin.v1.RotateDataKeyResponse
@@ -902,7 +950,7 @@ export type RotateDataKeyResponse = Message<"payments.admin.v1.RotateDataKeyResp
  * Use `create(RotateDataKeyResponseSchema)` to create a new message.
  */
 export const RotateDataKeyResponseSchema: GenMessage<RotateDataKeyResponse> = /*@__PURE__*/
-  messageDesc(file_payments_admin_v1_admin, 27);
+  messageDesc(file_payments_admin_v1_admin, 29);
 
 /**
  * MerchantStatus is a merchant's state.
@@ -969,6 +1017,17 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof SetMerchantStatusRequestSchema;
     output: typeof SetMerchantStatusResponseSchema;
+  },
+  /**
+   * SetPartnerStatus suspends or resumes a partner: its token requests and gateway calls are refused from the next
+   * request on, its issued access tokens included.
+   *
+   * @generated from rpc payments.admin.v1.AdminService.SetPartnerStatus
+   */
+  setPartnerStatus: {
+    methodKind: "unary";
+    input: typeof SetPartnerStatusRequestSchema;
+    output: typeof SetPartnerStatusResponseSchema;
   },
   /**
    * CreateUser creates a user with a wallet in its currency.
