@@ -15,6 +15,11 @@ export interface EmbeddedDatabase {
   /** Base URL without a database name (for creating more databases). */
   serverUrl: string;
   stop(): Promise<void>;
+  /**
+   * Restarts the server (fast shutdown: open transactions rolled back, connections dropped), on the same port and
+   * data, after `downSeconds` (fault-injection tests).
+   */
+  restart(downSeconds?: number): Promise<void>;
 }
 
 const HOOKED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
@@ -123,5 +128,10 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await client.end();
   }
-  return { url: `${serverUrl}/${databaseName}`, serverUrl, stop };
+  const restart = async (downSeconds = 0) => {
+    await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);
+    if (downSeconds > 0) await new Promise((resolve) => setTimeout(resolve, downSeconds * 1000));
+    await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions);
+  };
+  return { url: `${serverUrl}/${databaseName}`, serverUrl, stop, restart };
 }

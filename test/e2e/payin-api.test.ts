@@ -127,6 +127,7 @@ describe('B1 POST /api/v1/payins', () => {
         memo: null,
         expires_at: new Date(Date.now() + 300_000),
         forwarding_until,
+        request_key: null,
       });
     const abandoned = nextOrder();
     await recordOnly(abandoned, new Date(Date.now() - 1000), `PAYIN-ABANDONED${String(counter).padStart(5, '0')}`.slice(0, 26));

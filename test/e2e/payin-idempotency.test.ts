@@ -37,4 +37,22 @@ describe('B1 idempotency', () => {
       errors: { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] },
     });
   });
+
+  it('answers a retry whose first run died after the upstream answered but before the answer was kept', async () => {
+    const body = '{"amount": 2, "out_trade_no": "IDEMP-CRASH"}';
+    const first = await create(body, 'b1-crash-1');
+    expect(first.status).toBe(200);
+    // What a process killed between recording the forward and recording the answer leaves: a claim still running,
+    // past its lock (so a retry takes it over), and the forwarded payin holding its out_trade_no.
+    await harness.platform.deps
+      .database('idempotency_keys')
+      .where({ key: 'b1-crash-1' })
+      .update({ state: 'running', response: null, locked_until: new Date(Date.now() - 1000) });
+    const forwardedBefore = harness.sandbox.received.length;
+    const retried = await create(body, 'b1-crash-1');
+    expect(retried.status).toBe(200);
+    expect(retried.text).toBe(first.text);
+    expect(harness.sandbox.received.length).toBe(forwardedBefore);
+    expect(await harness.platform.deps.database('payins').where({ out_trade_no: 'IDEMP-CRASH' }).count('* as n').first()).toMatchObject({ n: 1n });
+  });
 });

@@ -6,6 +6,7 @@
  */
 import net from 'node:net';
 import { createLogger } from '../../src/logger';
+import { releaseUnstartedPreTransfer } from '../../src/flows/pre-transfer/activities';
 import { createPartner } from '../../src/onboarding/partners';
 import { createUser } from '../../src/onboarding/users';
 import { runRoles, type RunningPlatform } from '../../src/runtime';
@@ -132,5 +133,23 @@ describe('Area A while Temporal cannot be reached', () => {
     expect([200, 400]).toContain(retry.status);
     const query = await partner.gateway({ service: 'query.fundTransfer', out_trade_no: 'OUTAGE2' });
     expect(query.body).toMatchObject({ success: true, data: { result_code: 'SUCCESS' } });
+  }, 40_000);
+
+  it('never answers a repeat with a pre-transfer that the first request then releases', async () => {
+    const created = await create('OUTAGE3');
+    expect(created.status).toBe(200);
+    const pre_transfer_id = (created.body.data as { pre_transfer_id: string }).pre_transfer_id;
+    // The first request's state just before its workflow start failed: row and hold committed, workflow not known to run.
+    await platform.deps.temporal.client.workflow.getHandle(pre_transfer_id).terminate('start lost');
+    await platform.deps.database('pre_transfers').where({ id: pre_transfer_id }).update({ workflow_started_at: null });
+    // The partner's repeat arrives: it starts the workflow itself before answering.
+    const repeat = await create('OUTAGE3');
+    expect(repeat.status).toBe(200);
+    expect((repeat.body.data as { pre_transfer_id: string }).pre_transfer_id).toBe(pre_transfer_id);
+    // The first request's start now fails and it releases what it created: the repeat's pre-transfer stays.
+    await releaseUnstartedPreTransfer(platform.deps, pre_transfer_id);
+    expect(await platform.deps.database('pre_transfers').where({ id: pre_transfer_id }).first()).toMatchObject({ state: 'pending' });
+    const confirmed = await partner.gateway({ service: 'confirm.fundTransfer', pre_transfer_id, partner_transaction_id: 'PTXOUTAGE3' });
+    expect(confirmed.body).toMatchObject({ success: true, data: { result_code: 'SUCCESS' } });
   }, 40_000);
 });

@@ -24,7 +24,7 @@ export interface MerchantReceiver {
   /** Webhooks answered 2xx (what the merchant accepted). */
   accepted(): ReceivedWebhook[];
   /** Configures the secret and header used to verify signatures (after the merchant is created). */
-  configure(options: { hmac_secret?: string; signature_header?: string; fail_first?: number }): void;
+  configure(options: { hmac_secret?: string; signature_header?: string; fail_first?: number; unavailable?: boolean }): void;
   /** Resolves once `predicate` holds for the received list (polls every 50 ms, up to `timeout_ms`). */
   waitFor(predicate: (received: ReceivedWebhook[]) => boolean, timeout_ms?: number): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
@@ -33,7 +33,7 @@ export interface MerchantReceiver {
 export async function startMerchantReceiver(
   options: { hmac_secret?: string; signature_header?: string; fail_first?: number } = {},
 ): Promise<MerchantReceiver> {
-  const settings = { signature_header: 'X-Signature', fail_first: 0, ...options };
+  const settings: { signature_header: string; fail_first: number; hmac_secret?: string; unavailable?: boolean } = { signature_header: 'X-Signature', fail_first: 0, ...options };
   const received: ReceivedWebhook[] = [];
   const seen = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -47,7 +47,7 @@ export async function startMerchantReceiver(
       const signature = req.headers[settings.signature_header.toLowerCase()];
       const signature_valid =
         settings.hmac_secret !== undefined && verifyHmacSha256Hex(settings.hmac_secret, body, Array.isArray(signature) ? signature[0] : signature);
-      const status = !signature_valid ? 401 : count <= settings.fail_first ? 500 : 200;
+      const status = settings.unavailable ? 503 : !signature_valid ? 401 : count <= settings.fail_first ? 500 : 200;
       let json: ReceivedWebhook['json'];
       try {
         json = JSON.parse(body);

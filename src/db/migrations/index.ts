@@ -19,6 +19,7 @@ import * as serviceCredentials from './020_service_credentials';
 import * as payinForwarding from './021_payin_forwarding';
 import * as rateLimits from './022_rate_limits';
 import * as dataKeys from './023_data_keys';
+import * as preTransferStarted from './024_pre_transfer_started';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -42,6 +43,7 @@ const migrations: Array<[string, Migration]> = [
   ['021_payin_forwarding', payinForwarding],
   ['022_rate_limits', rateLimits],
   ['023_data_keys', dataKeys],
+  ['024_pre_transfer_started', preTransferStarted],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

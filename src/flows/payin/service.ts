@@ -60,6 +60,19 @@ const unauthenticated = () => reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'in
  */
 const FORWARD_MARGIN_SECONDS = 30;
 
+/** B1's answer for a forwarded payin. */
+function payinAnswer(payin: Pick<PayinRow, 'invoice_reference' | 'amount_units' | 'fee_units' | 'out_trade_no' | 'qr_content'>, qr_image: string) {
+  return {
+    invoiceReference: payin.invoice_reference,
+    amountUnits: payin.amount_units,
+    currency: 'USDT',
+    feeUnits: payin.fee_units,
+    qrContent: payin.qr_content ?? '',
+    qrImage: qr_image,
+    outTradeNo: payin.out_trade_no,
+  };
+}
+
 function payinMessage(row: PayinRow) {
   return {
     invoiceReference: row.invoice_reference,
@@ -211,7 +224,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
    * decisions §4: a failed forward does not hold the key). A duplicate of a forwarded payin stays 422 as the
    * interface documents; a retry that must get the first answer sends an Idempotency-Key.
    */
-  async function createPayin(merchant: Merchant, request: CreatePayinRequest) {
+  async function createPayin(merchant: Merchant, request: CreatePayinRequest, ownKey: string | undefined) {
     const upstreamUrl = deps.config.UPSTREAM_PAYIN_URL;
     if (!upstreamUrl) throw refuse('UPSTREAM_NOT_CONFIGURED', 'no upstream payin server', { upstream: ['not configured'] });
     const out_trade_no = request.outTradeNo;
@@ -233,12 +246,19 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
         memo: request.memo ?? null,
         expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
         forwarding_until: new Date(Date.now() + (deps.config.UPSTREAM_TIMEOUT_SECONDS + FORWARD_MARGIN_SECONDS) * 1000),
+        request_key: ownKey ?? null,
       });
     try {
       await record();
     } catch (error) {
       // The unique index payins_merchant_out_trade_no_live owns "taken".
       if ((error as { code?: string }).code !== '23505') throw error;
+      // This request ran before under the same Idempotency-Key, and its process died after the upstream answered but
+      // before the answer was kept: the payin is this request's own, answered again.
+      const holder = ownKey ? await findLatestPayin(deps.database, merchant.id, out_trade_no) : undefined;
+      if (holder && holder.request_key === ownKey && holder.qr_content) {
+        return payinAnswer(holder, holder.qr_image ?? (await renderQrPng(holder.qr_content)).toString('base64'));
+      }
       if (!(await releaseAbandonedForward(deps.database, merchant.id, out_trade_no))) throw taken();
       deps.logger.warn({ merchant_id: merchant.id, out_trade_no }, 'released an abandoned payin forward');
       try {
@@ -268,16 +288,8 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     deps.payinOutbox?.wake();
     try {
       const qr_image = answer.qr_image ?? (await renderQrPng(answer.qr_content)).toString('base64');
-      await recordForwarded(deps.database, invoice_reference, { qr_content: answer.qr_content, trx_ref: answer.trx_ref ?? null });
-      return {
-        invoiceReference: invoice_reference,
-        amountUnits: amount_units,
-        currency: 'USDT',
-        feeUnits: fee_units,
-        qrContent: answer.qr_content,
-        qrImage: qr_image,
-        outTradeNo: out_trade_no,
-      };
+      await recordForwarded(deps.database, invoice_reference, { qr_content: answer.qr_content, trx_ref: answer.trx_ref ?? null, qr_image });
+      return payinAnswer({ invoice_reference, amount_units, fee_units, out_trade_no, qr_content: answer.qr_content }, qr_image);
     } catch (error) {
       await markPayinFailed(deps.database, invoice_reference, (error as Error).message).catch(() => undefined);
       deps.logger.error({ invoice_reference, err: error }, 'payin creation failed after forwarding');
@@ -303,7 +315,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
           parameters: [request.amountUnits, request.currency, request.memo ?? null, request.outTradeNo],
         },
         CreatePayinResponseSchema,
-        () => createPayin(merchant, request),
+        (ownKey) => createPayin(merchant, request, ownKey),
       );
     },
 

@@ -23,6 +23,10 @@ export interface PayinRow {
   qr_content: string | null;
   /** Set while the forward is unanswered: past it, a forward that never answered no longer holds out_trade_no. */
   forwarding_until?: Date | null;
+  /** The creating request's own idempotency key (Idempotency-Key), when it carried one. */
+  request_key?: string | null;
+  /** The QR image (base64 PNG) B1 answered. */
+  qr_image?: string | null;
   /** created_at + PAYIN_TTL_SECONDS: where the PayinWorkflow's expiry timer ends. */
   expires_at?: Date | null;
   created_at: Date;
@@ -41,7 +45,7 @@ export function settledBy(payin: PayinRow, payment: { amount_units: bigint; trx_
 export type NewPayinRow = Pick<
   PayinRow,
   'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'payin_fee_percent' | 'currency' | 'memo'
-> & { expires_at: Date; forwarding_until: Date };
+> & { expires_at: Date; forwarding_until: Date; request_key: string | null };
 
 /**
  * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed
@@ -61,8 +65,12 @@ export async function markPayinFailed(database: Knex, invoice_reference: string,
     .update({ status: 'failed', failure_reason: reason.slice(0, 255), forwarding_until: null, updated_at: database.fn.now() });
 }
 
-/** Stores what the upstream answered to the forwarded payin; the forward is over. */
-export async function recordForwarded(database: Knex, invoice_reference: string, answer: { qr_content: string; trx_ref: string | null }): Promise<void> {
+/** Stores what the upstream answered to the forwarded payin and the QR image B1 answers; the forward is over. */
+export async function recordForwarded(
+  database: Knex,
+  invoice_reference: string,
+  answer: { qr_content: string; trx_ref: string | null; qr_image: string },
+): Promise<void> {
   await database('payins').where({ invoice_reference }).update({ ...answer, forwarding_until: null, updated_at: database.fn.now() });
 }
 

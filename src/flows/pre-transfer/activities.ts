@@ -72,7 +72,8 @@ export async function holdPreTransfer(
 export async function releaseUnstartedPreTransfer(deps: Pick<PlatformDeps, 'database' | 'ledger'>, pre_transfer_id: string): Promise<void> {
   await deps.database.transaction(async (trx) => {
     const row = await lockPreTransfer(trx, pre_transfer_id);
-    if (!row || row.state !== 'pending') return;
+    // A repeat of the create started the workflow meanwhile: it owns the pre-transfer now.
+    if (!row || row.state !== 'pending' || row.workflow_started_at) return;
     try {
       await deps.ledger.voidPendingTransfer(
         { pending_transfer_id: row.pending_transfer_id, idempotency_key: preTransferIdempotencyKey(pre_transfer_id, 'void') },

@@ -8,7 +8,7 @@
  */
 import { create } from '@bufbuild/protobuf';
 import type { ServiceImpl } from '@connectrpc/connect';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { signRsa2 } from '../../crypto/rsa2';
 import { canonicalJson } from '../../crypto/rsa2-json';
@@ -24,7 +24,7 @@ import { preTransferWorkflow } from '../../../workflows/pre-transfer';
 import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
 import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
 import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-tokens';
-import { findPartnerTransactionClash, findPreTransfer, insertPreTransfer, isExpired, type PreTransferRow } from './store';
+import { findPartnerTransactionClash, findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, type PreTransferRow } from './store';
 
 const ALPHANUMERIC_64 = /^[A-Za-z0-9]{1,64}$/;
 /** User ids are PostgreSQL bigserial values. */
@@ -68,6 +68,38 @@ async function findReceiver(deps: PlatformDeps, receiver_id: string): Promise<Us
 
 export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof TransferService> {
   const key = accessTokenKey(deps.keys.dataKey);
+
+  /** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
+  async function startWorkflow(id: string, ttl_seconds: number): Promise<void> {
+    try {
+      await withRequestDeadline(deps, () =>
+        deps.temporal.client.workflow.start(preTransferWorkflow, {
+          taskQueue: deps.temporal.taskQueue,
+          workflowId: id,
+          args: [{ pre_transfer_id: id, ttl_seconds }],
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+  }
+
+  /**
+   * A repeat of a create answers its pre-transfer only once its workflow runs: it starts the workflow itself when the
+   * first request has not (yet), so the answer never names a pre-transfer that a failed first start then releases.
+   * @throws DomainError UNAVAILABLE when the workflow cannot be started or the first request released the row
+   */
+  async function ensureStarted(row: PreTransferRow): Promise<void> {
+    if (row.workflow_started_at) return;
+    // The workflow's timer ends at the row's expiry, not a full lifetime from now.
+    const remaining_seconds = Math.max(1, Math.ceil((new Date(row.expires_at).getTime() - Date.now()) / 1000));
+    try {
+      await startWorkflow(row.id, Math.min(row.ttl_seconds, remaining_seconds));
+    } catch {
+      throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer workflow not started');
+    }
+    if (!(await markWorkflowStarted(deps.database, row.id))) throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer released meanwhile');
+  }
 
   return {
     /**
@@ -131,6 +163,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       const existing = await findPreTransfer(deps.database, { partner_id: request.partnerId, out_trade_no: request.outTradeNo });
       if (existing) {
         if (existing.request_fingerprint !== print) throw duplicate();
+        await ensureStarted(existing);
         return { preTransfer: toPreTransfer(existing) };
       }
 
@@ -174,7 +207,10 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         if ((error as { code?: string }).code === '23505') {
           // A concurrent create with the same out_trade_no won the race: answer as for a repeat.
           const winner = await findPreTransfer(deps.database, { partner_id: request.partnerId, out_trade_no: request.outTradeNo });
-          if (winner && winner.request_fingerprint === print) return { preTransfer: toPreTransfer(winner) };
+          if (winner && winner.request_fingerprint === print) {
+            await ensureStarted(winner);
+            return { preTransfer: toPreTransfer(winner) };
+          }
           throw duplicate();
         }
         throw error;
@@ -183,18 +219,13 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
       // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
       try {
-        await withRequestDeadline(deps, () =>
-          deps.temporal.client.workflow.start(preTransferWorkflow, {
-            taskQueue: deps.temporal.taskQueue,
-            workflowId: id,
-            args: [{ pre_transfer_id: id, ttl_seconds: ttl }],
-          }),
-        );
+        await startWorkflow(id, ttl);
       } catch (error) {
         await releaseUnstartedPreTransfer(deps, id);
         deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');
         throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer workflow not started');
       }
+      if (!(await markWorkflowStarted(deps.database, id))) throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer released meanwhile');
       return { preTransfer: toPreTransfer(row) };
     },
 

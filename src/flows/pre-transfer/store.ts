@@ -25,6 +25,8 @@ export interface PreTransferRow {
   fund_transfer_id: string | null;
   confirmed_at: Date | null;
   created_at: Date;
+  /** Set once the PreTransferWorkflow is known to run; until then a failed start may release the pre-transfer. */
+  workflow_started_at?: Date | null;
 }
 
 export type NewPreTransferRow = Pick<
@@ -95,5 +97,11 @@ export async function markExpired(trx: Knex.Transaction, id: string): Promise<vo
 
 /** Removes a pre-transfer that never started its workflow (its hold was voided in the same transaction). */
 export async function deletePreTransfer(trx: Knex.Transaction, id: string): Promise<void> {
-  await trx('pre_transfers').where({ id, state: 'pending' }).delete();
+  await trx('pre_transfers').where({ id, state: 'pending' }).whereNull('workflow_started_at').delete();
+}
+
+/** Records that the workflow runs. @returns false when the row is gone (a failed start released it meanwhile) */
+export async function markWorkflowStarted(database: Knex, id: string): Promise<boolean> {
+  const updated = await database('pre_transfers').where({ id }).update({ workflow_started_at: database.fn.now() });
+  return updated === 1;
 }
