@@ -6,10 +6,10 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
-import type net from 'node:net';
 import getRawBody from 'raw-body';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/logger';
+import { listenOn } from '../src/net';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
 import { healthRouter } from './health';
@@ -201,16 +201,7 @@ export interface RunningFacade {
 export async function startFacade(app: Koa<FacadeState>, host: string, port: number): Promise<RunningFacade> {
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 5000;
-  const sockets = new Set<net.Socket>();
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address() as net.AddressInfo;
+  const address = await listenOn(server, port, host);
   return {
     url: `http://${host}:${address.port}`,
     port: address.port,

@@ -31,3 +31,22 @@ export async function waitForPort(host: string, port: number, timeoutSeconds: nu
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/** Listens on host:port (0 = any free port). @returns the bound address */
+export async function listenOn(server: net.Server, port: number, host: string): Promise<net.AddressInfo> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server.address() as net.AddressInfo;
+}
+
+/** The open sockets a server accepts (its `event`: "connection", or "secureConnection" for TLS), kept current. */
+export function trackSockets(server: net.Server, event: 'connection' | 'secureConnection' = 'connection'): Set<net.Socket> {
+  const sockets = new Set<net.Socket>();
+  server.on(event, (socket: net.Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
+}

@@ -108,6 +108,29 @@ function action<O extends { json?: boolean }>(run: (clients: PlatformClients, op
   };
 }
 
+/** `<noun> suspend|resume --<noun>-id ID`: the change applies on the partner's or merchant's next request. */
+function addStatusCommands(
+  group: Command,
+  noun: 'partner' | 'merchant',
+  set: (clients: PlatformClients, id: string, status: MerchantStatus) => Promise<Record<string, unknown>>,
+): void {
+  for (const [name, status] of [
+    ['suspend', MerchantStatus.SUSPENDED],
+    ['resume', MerchantStatus.ACTIVE],
+  ] as const) {
+    group
+      .command(name)
+      .description(`${name} a ${noun} (applies on its next request)`)
+      .requiredOption(`--${noun}-id <id>`, `${noun} id`)
+      .option('--json', 'print one JSON object')
+      .action(
+        action<{ partnerId?: string; merchantId?: string; json?: boolean }>((clients, options) =>
+          set(clients, (noun === 'partner' ? options.partnerId : options.merchantId) ?? '', status),
+        ),
+      );
+  }
+}
+
 /** Adds `admin` and its subcommands to the `payments` program. */
 export function registerAdminCommands(program: Command): void {
   const admin = program.command('admin').description('onboarding and operations over the AdminService (RPC_URL)');
@@ -139,22 +162,10 @@ export function registerAdminCommands(program: Command): void {
       }),
     );
 
-  for (const [name, status] of [
-    ['suspend', MerchantStatus.SUSPENDED],
-    ['resume', MerchantStatus.ACTIVE],
-  ] as const) {
-    partner
-      .command(name)
-      .description(`${name} a partner (applies on its next request)`)
-      .requiredOption('--partner-id <id>', 'partner id')
-      .option('--json', 'print one JSON object')
-      .action(
-        action<{ partnerId: string; json?: boolean }>(async (clients, options) => {
-          const result = await clients.admin.setPartnerStatus({ partnerId: options.partnerId, status });
-          return { partner_id: result.partnerId, status: result.status };
-        }),
-      );
-  }
+  addStatusCommands(partner, 'partner', async (clients, id, status) => {
+    const result = await clients.admin.setPartnerStatus({ partnerId: id, status });
+    return { partner_id: result.partnerId, status: result.status };
+  });
 
   const merchant = admin.command('merchant').description('merchants (Areas B and C)');
   merchant
@@ -191,22 +202,10 @@ export function registerAdminCommands(program: Command): void {
         },
       ),
     );
-  for (const [name, status] of [
-    ['suspend', MerchantStatus.SUSPENDED],
-    ['resume', MerchantStatus.ACTIVE],
-  ] as const) {
-    merchant
-      .command(name)
-      .description(`${name} a merchant`)
-      .requiredOption('--merchant-id <id>', 'merchant id')
-      .option('--json', 'print one JSON object')
-      .action(
-        action<{ merchantId: string; json?: boolean }>(async (clients, options) => {
-          const result = await clients.admin.setMerchantStatus({ merchantId: options.merchantId, status });
-          return { merchant_id: result.merchantId, status: result.status };
-        }),
-      );
-  }
+  addStatusCommands(merchant, 'merchant', async (clients, id, status) => {
+    const result = await clients.admin.setMerchantStatus({ merchantId: id, status });
+    return { merchant_id: result.merchantId, status: result.status };
+  });
 
   const user = admin.command('user').description('users (wallet holders, Area A receivers)');
   user

@@ -11,6 +11,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Logger } from '../logger';
+import { listenOn, trackSockets } from '../net';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
 import { errorInterceptor, validationInterceptor } from './interceptors';
@@ -72,15 +73,12 @@ export async function startRpcServer(options: {
   if (options.tls) return startTlsServer(handler, options.host, options.port, options.tls);
   const http1 = http.createServer(handler);
   const h2c = http2.createServer({}, handler);
-  const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2c.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
   const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
     socket.once('readable', () => {
       const head: Buffer | null = socket.read(HTTP2_PREFACE.length) ?? socket.read();
       if (head === null) return;
@@ -89,11 +87,8 @@ export async function startRpcServer(options: {
       target.emit('connection', socket);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => resolve());
-  });
-  const address = server.address() as net.AddressInfo;
+  const sockets = trackSockets(server);
+  const address = await listenOn(server, options.port, options.host);
   return {
     url: `http://${options.host}:${address.port}`,
     port: address.port,
@@ -129,20 +124,12 @@ async function startTlsServer(
     handler,
   );
   const sessions = new Set<http2.ServerHttp2Session>();
-  const sockets = new Set<net.Socket>();
   server.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
-  server.on('secureConnection', (socket: net.Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address() as net.AddressInfo;
+  const sockets = trackSockets(server, 'secureConnection');
+  const address = await listenOn(server, port, host);
   return {
     url: `https://${host}:${address.port}`,
     port: address.port,
