@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger';
 import { createMerchant } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';
 import { runRoles } from '../../src/runtime';
+import { formAction, loggedInMerchant, newPreorder, newUser, SANDBOX_CARDS } from '../support/deposit-setup';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { startTestPlatform, testConfig, type TestPlatform } from '../support/platform';
@@ -101,6 +102,28 @@ describe('abuse limits', () => {
     expect(last!.headers.get('content-type')).toMatch(/^text\/html/);
     expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await last!.text()).toContain('Too many attempts');
+  });
+
+  it('counts declined cards of a hosted preorder page: after 10 the card form answers 429', async () => {
+    const client = await loggedInMerchant(platform, 'Card Testing Target');
+    const seller = await newUser(client, 'Seller');
+    const preorder = await newPreorder(client, { seller_code: seller.wallet_ref, amount: 1 });
+    const pay = () =>
+      fetch(`${platform.facadeUrl}/pre-order/${preorder.pre_order_token}/pay`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: `holder_name=Tester&card_number=${SANDBOX_CARDS.declined}&expiry_month=12&expiry_year=39&security_code=123`,
+      });
+    for (let index = 0; index < 10; index++) {
+      const page = await pay();
+      expect(page.status).toBe(200);
+      const action = formAction(await page.text())!.replace(`${platform.config.PUBLIC_BASE_URL}${platform.config.MERCHANT_PREFIX}`, platform.facadeUrl);
+      const submitted = await fetch(action, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+      await submitted.arrayBuffer();
+    }
+    const locked = await pay();
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
   it('locks the activation pages for an address after 50 unknown codes', async () => {

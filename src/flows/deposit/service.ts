@@ -363,7 +363,11 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       return { page: { statusCode: 200, html: await confirmationHtml(request.depositToken, deposit, instrument, preorder) } };
     },
 
-    async submitVisaMasterConfirmation(request) {
+    /**
+     * The card confirmation form. A declined card of a hosted preorder page counts as a failed attempt of that
+     * preorder's card form (src/abuse), so the page cannot be used to test card numbers one decline at a time.
+     */
+    async submitVisaMasterConfirmation(request, context) {
       const found = await cardFormDeposit(request.depositToken);
       if (!found) return { outcome: { case: 'page', value: { statusCode: 404, html: notFoundPage() } } };
       if (found.state === 'pending' && !lifetimeOver(found)) {
@@ -380,6 +384,9 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         }
       }
       const deposit = (await findDepositByToken(database, request.depositToken))!;
+      if (deposit.state === 'declined' && deposit.pre_order_token && found.state === 'pending') {
+        await deps.abuse.recordFailure('preorder_card', deposit.pre_order_token, clientAddressOf(context));
+      }
       const preorder = deposit.pre_order_token ? await findPreorder(database, deposit.pre_order_token) : undefined;
       const resultBase64 = encodeResult(deposit);
       if (preorder?.redirect_url) {
@@ -401,8 +408,9 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     },
 
     /**
-     * The hosted card form. Refused submissions (unknown page, bad card fields) are counted per preorder token and
-     * per client address (src/abuse): past the limit the form answers RATE_LIMITED, so it cannot test card numbers.
+     * The hosted card form. Refused submissions (unknown page, bad card fields) and declined cards (counted at the
+     * confirmation) are counted per preorder token and per client address (src/abuse): past the limit the form
+     * answers RATE_LIMITED, so it cannot test card numbers.
      * @throws DomainError RATE_LIMITED
      */
     async payPreOrderByCard(request, context) {
