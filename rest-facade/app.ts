@@ -9,6 +9,7 @@ import http from 'node:http';
 import getRawBody from 'raw-body';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/logger';
+import type { PlatformMetrics } from '../src/metrics';
 import { listenOn } from '../src/net';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
@@ -119,6 +120,7 @@ export function createFacadeApp(options: {
   config: Config;
   logger: Logger;
   areas?: AreaRouter[];
+  metrics?: PlatformMetrics;
 }): Koa<FacadeState> {
   const app = new Koa<FacadeState>();
   app.proxy = false;
@@ -140,6 +142,9 @@ export function createFacadeApp(options: {
       answerEdge(ctx, areas, 500);
     } finally {
       const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // The route pattern only (an unmatched path would make one series per path).
+      const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
+      options.metrics?.httpRequests.observe({ route, method: ctx.method, status: String(ctx.status) }, duration_ms / 1000);
       ctx.state.logger.info(
         { method: ctx.method, path: loggablePath(ctx), status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
         'request',

@@ -112,6 +112,9 @@ const schema = z.object({
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   /** Password hashes and checks (scrypt) running at once per process; more wait their turn. */
   PASSWORD_HASHING_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** Prometheus `/metrics` of this process on METRICS_HOST:METRICS_PORT; 0 = not served. */
+  METRICS_PORT: port.default(0),
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   /** Seconds between two scheduled reconciliations (the ReconciliationWorkflow); 0 = no schedule. */
   RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   /** Records younger than this are in flight, not inconsistent, for reconciliation. */

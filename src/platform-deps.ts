@@ -12,6 +12,7 @@ import type { Knex } from './db/knex';
 import type { IdempotencyStore } from './idempotency';
 import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
+import type { PlatformMetrics } from './metrics';
 import type { MerchantAuth } from './merchant-auth';
 import type { TemporalHandle } from './temporal/client';
 import type { OutboundPolicy } from './web/outbound';
@@ -42,4 +43,6 @@ export interface PlatformDeps {
   outbound: OutboundPolicy;
   /** Lockouts after failed authentication, request-rate limits per caller, bounded password hashing. */
   abuse: AbuseLimits;
+  /** The process's Prometheus metrics (src/metrics.ts), set by the composition root. */
+  metrics?: PlatformMetrics;
 }

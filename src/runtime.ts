@@ -22,6 +22,7 @@ import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
 import { readCredentialsFile } from './service-credentials/files';
+import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
 import { createPlatformClients } from './rpc/clients';
@@ -105,6 +106,8 @@ export interface RunningPlatform {
   deps?: PlatformDeps;
   rpcUrl?: string;
   facadeUrl?: string;
+  /** `http://host:port/metrics` when metrics are served. */
+  metricsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -112,7 +115,7 @@ export async function runRoles(
   config: Config,
   roles: Role[],
   logger: Logger,
-  options: { bundle?: WorkflowBundle } = {},
+  options: { bundle?: WorkflowBundle; /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */ metricsPort?: number } = {},
 ): Promise<RunningPlatform> {
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
@@ -172,6 +175,10 @@ export async function runRoles(
         abuse,
       };
     }
+    // One registry per process: every role here reports into it (METRICS_PORT serves it).
+    const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
+    const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);
+    if (deps) deps.metrics = metrics;
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
@@ -194,6 +201,7 @@ export async function runRoles(
       }
       const rpc = await startRpcServer({
         routes: (routes = createRoutes(createServices(deps))),
+        metrics,
         host: config.RPC_HOST,
         port: config.RPC_PORT,
         logger,
@@ -210,7 +218,7 @@ export async function runRoles(
       // RPC_URL: the api role elsewhere, over the network. Else the api role of this process, in process (same
       // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
       const clients = createPlatformClients(
-        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger) : `http://127.0.0.1:${config.RPC_PORT}`),
+        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger, metrics) : `http://127.0.0.1:${config.RPC_PORT}`),
         {
           timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
           credentials: {
@@ -226,12 +234,18 @@ export async function runRoles(
           },
         },
       );
-      const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config) });
+      const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config), metrics });
       const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
       stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));
       facadeUrl = facade.url;
     }
-    return { deps, rpcUrl, facadeUrl, stop };
+    let metricsUrl: string | undefined;
+    if (serveMetrics) {
+      const served = await startMetricsServer(metrics, config.METRICS_HOST, options.metricsPort ?? config.METRICS_PORT);
+      stops.push(() => served.close());
+      metricsUrl = served.url;
+    }
+    return { deps, rpcUrl, facadeUrl, metricsUrl, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -6,11 +6,12 @@
  * the credential check of `auth.ts` first; a message over `readMaxBytes` is refused with ResourceExhausted.
  */
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { createContextValues, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
+import { Code, ConnectError, createContextValues, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Logger } from '../logger';
+import type { PlatformMetrics } from '../metrics';
 import { listenOn, trackSockets } from '../net';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
@@ -30,10 +31,27 @@ const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
  * The interceptors of every platform RPC, outermost first: error mapping, the caller's credential (network calls
  * only), then request validation.
  */
-export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier): Interceptor[] {
+export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics): Interceptor[] {
+  const measured = metrics ? [metricsInterceptor(metrics)] : [];
   return verifier
-    ? [errorInterceptor(logger), authInterceptor(verifier, logger), validationInterceptor]
-    : [errorInterceptor(logger), validationInterceptor];
+    ? [...measured, errorInterceptor(logger), authInterceptor(verifier, logger), validationInterceptor]
+    : [...measured, errorInterceptor(logger), validationInterceptor];
+}
+
+/** Observes every RPC's duration and outcome code (`ok`, or the Connect code's name). */
+function metricsInterceptor(metrics: PlatformMetrics): Interceptor {
+  return (next) => async (request) => {
+    const procedure = `${request.service.typeName}/${request.method.name}`;
+    const end = metrics.rpcRequests.startTimer({ procedure });
+    try {
+      const response = await next(request);
+      end({ code: 'ok' });
+      return response;
+    } catch (error) {
+      end({ code: Code[ConnectError.from(error).code] ?? 'unknown' });
+      throw error;
+    }
+  };
 }
 
 /** TLS material of the RPC listener (PEM text). With `clientCa`, a client certificate signed by it is required. */
@@ -48,8 +66,8 @@ export interface RpcTls {
  * the same Connect protocol, binary messages, interceptors and error details as the network server, without the
  * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU).
  */
-export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger): Transport {
-  return createRouterTransport(routes, { router: { interceptors: rpcInterceptors(logger) } });
+export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics): Transport {
+  return createRouterTransport(routes, { router: { interceptors: rpcInterceptors(logger, undefined, metrics) } });
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */
@@ -63,10 +81,11 @@ export async function startRpcServer(options: {
   /** Largest accepted request message, bytes. */
   readMaxBytes: number;
   tls?: RpcTls;
+  metrics?: PlatformMetrics;
 }): Promise<RunningServer> {
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors: rpcInterceptors(options.logger, options.verifier),
+    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics),
     readMaxBytes: options.readMaxBytes,
     contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
   });

@@ -67,6 +67,7 @@ export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActi
       }
       const latency_ms = Math.round(performance.now() - started);
       const delivered = error === null;
+      deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
       if (!delivered) {
         deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
       }
