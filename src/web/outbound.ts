@@ -94,7 +94,7 @@ export class OutboundRefusedError extends Error {
 
 export interface OutboundOptions {
   allowPrivate: boolean;
-  /** Lowercase `host:port` pairs that may be private. */
+  /** `host:port` pairs that may be private: lowercase host, IPv6 without brackets (outboundOptionsFromConfig). */
   allowedHosts: ReadonlySet<string>;
   /** The platform's own listening ports (façade, RPC, metrics, sandbox upstream). */
   platformPorts: ReadonlySet<number>;
@@ -107,8 +107,9 @@ export function outboundOptionsFromConfig(config: Config): OutboundOptions {
   const allowedHosts = new Set(
     (config.OUTBOUND_ALLOWED_HOSTS ?? '')
       .split(',')
-      .map((entry) => entry.trim().toLowerCase())
-      .filter(Boolean),
+      .map((entry) => entry.trim())
+      .filter(Boolean)
+      .map(hostPortKey),
   );
   const ports = [config.HTTP_PORT, config.RPC_PORT, config.METRICS_PORT];
   // `npm start` runs the sandbox upstream on SANDBOX_PORT in test mode; its pay/close endpoints are the platform's.
@@ -119,6 +120,22 @@ export function outboundOptionsFromConfig(config: Config): OutboundOptions {
     platformPorts: new Set(ports.filter((port) => port > 0)),
     requireHttps: config.PAYMENTS_MODE === 'live',
   };
+}
+
+/**
+ * `host:port` as the policy compares it: the host as a URL's parser writes it (lowercase, IPv6 without brackets and
+ * compressed, IPv4 dotted), the port as a number.
+ */
+function hostPortKey(entry: string): string {
+  const match = /^(.+):(\d{1,5})$/.exec(entry);
+  if (!match) return entry.toLowerCase();
+  let host = match[1]!;
+  try {
+    host = new URL(`http://${host}/`).hostname;
+  } catch {
+    // Left as written: it then matches no URL.
+  }
+  return `${bareHost(host)}:${Number(match[2])}`;
 }
 
 function bareHost(hostname: string): string {

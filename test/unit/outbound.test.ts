@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { loadConfig } from '../../src/config';
+import { devOutboundDefaults } from '../../src/cli/dev';
+import { ConfigError, loadConfig } from '../../src/config';
 import { addressClass, createOutboundPolicy, OutboundRefusedError, outboundOptionsFromConfig, type OutboundOptions } from '../../src/web/outbound';
 
 const closed: OutboundOptions = { allowPrivate: false, allowedHosts: new Set(), platformPorts: new Set([3000, 8080]), requireHttps: false };
@@ -114,16 +115,32 @@ describe('outbound destinations (SSRF guard)', () => {
     }
   });
 
-  it('takes the platform ports, sandbox port in test mode, opened hosts and live mode from the configuration', () => {
+  it('takes the platform ports, sandbox port in test mode, opened hosts and live mode from the configuration', async () => {
     const options = outboundOptionsFromConfig(
-      loadConfig({ HTTP_PORT: '3001', RPC_PORT: '0', METRICS_PORT: '9464', OUTBOUND_ALLOWED_HOSTS: ' Receiver.Test:4000 , 127.0.0.1:5000' }),
+      loadConfig({ HTTP_PORT: '3001', RPC_PORT: '0', METRICS_PORT: '9464', OUTBOUND_ALLOWED_HOSTS: ' Receiver.Test:4000 , 127.0.0.1:5000,[0:0::1]:80' }),
     );
-    expect(options).toMatchObject({ allowPrivate: false, requireHttps: false, platformPorts: new Set([3001, 9464, 3100]), allowedHosts: new Set(['receiver.test:4000', '127.0.0.1:5000']) });
+    expect(options).toMatchObject({
+      allowPrivate: false,
+      requireHttps: false,
+      platformPorts: new Set([3001, 9464, 3100]),
+      allowedHosts: new Set(['receiver.test:4000', '127.0.0.1:5000', '::1:80']),
+    });
+    const listed = createOutboundPolicy(options);
+    expect([listed.checkUrl('http://[::1]/hook'), listed.checkUrl('http://receiver.test:4000/'), listed.checkUrl('http://[::1]:81/hook')]).toEqual([undefined, undefined, 'private address']);
+    await listed.close();
     expect(outboundOptionsFromConfig(loadConfig({ PAYMENTS_MODE: 'live', OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true' }))).toMatchObject({
       allowPrivate: true,
       requireHttps: true,
       platformPorts: new Set([3000, 8080]),
     });
+  });
+
+  it('is opened by npm start only when neither variable is set, and refuses a malformed host list', () => {
+    expect(devOutboundDefaults(loadConfig({}), {}).OUTBOUND_ALLOW_PRIVATE_NETWORKS).toBe(true);
+    expect(devOutboundDefaults(loadConfig({ OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'false' }), { OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'false' }).OUTBOUND_ALLOW_PRIVATE_NETWORKS).toBe(false);
+    const listed = devOutboundDefaults(loadConfig({ OUTBOUND_ALLOWED_HOSTS: '127.0.0.1:3999' }), { OUTBOUND_ALLOWED_HOSTS: '127.0.0.1:3999' });
+    expect([listed.OUTBOUND_ALLOW_PRIVATE_NETWORKS, listed.OUTBOUND_ALLOWED_HOSTS]).toEqual([false, '127.0.0.1:3999']);
+    for (const value of ['127.0.0.1', 'a:1,,b:2', 'http://a:1', '::1:80', 'a:123456']) expect(() => loadConfig({ OUTBOUND_ALLOWED_HOSTS: value })).toThrow(ConfigError);
   });
 
   describe('when connecting', () => {
