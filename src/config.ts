@@ -97,9 +97,13 @@ const schema = z.object({
   REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(300).default(30),
   /**
    * Outbound requests to merchants (webhooks, call-backs) may reach these `host:port` pairs although they are
-   * private (comma-separated, e.g. a local test receiver). Cloud metadata addresses stay refused.
+   * private (comma-separated, e.g. a local test receiver; IPv6 as `[::1]:4000`), matched on the URL's host as
+   * written. Cloud metadata addresses stay refused.
    */
-  OUTBOUND_ALLOWED_HOSTS: z.string().regex(/^\s*([^\s,:]+:\d+\s*)(,\s*[^\s,:]+:\d+\s*)*$/, 'must be comma-separated host:port').optional(),
+  OUTBOUND_ALLOWED_HOSTS: z
+    .string()
+    .regex(/^\s*(([^\s,:[\]]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}\s*)(,\s*([^\s,:[\]]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}\s*)*$/, 'must be comma-separated host:port ([v6]:port)')
+    .optional(),
   /** Outbound requests may reach every private address (development); metadata addresses stay refused. */
   OUTBOUND_ALLOW_PRIVATE_NETWORKS: flag.default(false),
   /** Failed authentications of one credential (partner, merchant, API key, hosted page token) per window before it is locked. */

@@ -111,6 +111,12 @@ export interface RunningPlatform {
   stop(): Promise<void>;
 }
 
+/** Outbound requests may not reach a port this process listens on (known only once bound when configured as 0). */
+function protectPort(deps: PlatformDeps | undefined, listening: string): void {
+  const url = new URL(listening);
+  deps?.outbound.protectPort(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
+}
+
 export async function runRoles(
   config: Config,
   roles: Role[],
@@ -211,6 +217,7 @@ export async function runRoles(
       });
       stops.push(() => rpc.close(config.SHUTDOWN_GRACE_SECONDS));
       rpcUrl = rpc.url;
+      protectPort(deps, rpcUrl);
       await startReconciliationSchedule(deps);
     }
     let facadeUrl: string | undefined;
@@ -238,12 +245,14 @@ export async function runRoles(
       const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
       stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));
       facadeUrl = facade.url;
+      protectPort(deps, facadeUrl);
     }
     let metricsUrl: string | undefined;
     if (serveMetrics) {
       const served = await startMetricsServer(metrics, config.METRICS_HOST, options.metricsPort ?? config.METRICS_PORT);
       stops.push(() => served.close());
       metricsUrl = served.url;
+      protectPort(deps, metricsUrl);
     }
     return { deps, rpcUrl, facadeUrl, metricsUrl, stop };
   } catch (error) {

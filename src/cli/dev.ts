@@ -29,16 +29,24 @@ async function ensureDevAdminCredential(database: Knex, dataDirectory: string): 
   return file;
 }
 
+/**
+ * The dev stack's merchants are local receivers (the demo merchant's callback_url is http://127.0.0.1:3999/…):
+ * outbound requests may reach private addresses, unless the operator chose what may be reached by setting
+ * OUTBOUND_ALLOWED_HOSTS or OUTBOUND_ALLOW_PRIVATE_NETWORKS (to anything, `false` included). Metadata addresses
+ * stay refused either way (docs/security.md "Outbound requests").
+ */
+export function devOutboundDefaults(config: Config, environment: NodeJS.ProcessEnv = process.env): Config {
+  if (config.OUTBOUND_ALLOWED_HOSTS || environment.OUTBOUND_ALLOW_PRIVATE_NETWORKS) return { ...config };
+  return { ...config, OUTBOUND_ALLOW_PRIVATE_NETWORKS: true };
+}
+
 export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) await step().catch((error) => say(`stop error: ${String(error)}`));
   };
   try {
-    let config: Config = { ...initial };
-    // The dev stack's merchants are local receivers: outbound requests may reach private addresses unless the
-    // operator chose what may be reached (metadata addresses stay refused either way).
-    if (!config.OUTBOUND_ALLOWED_HOSTS && !process.env.OUTBOUND_ALLOW_PRIVATE_NETWORKS) config = { ...config, OUTBOUND_ALLOW_PRIVATE_NETWORKS: true };
+    let config: Config = devOutboundDefaults(initial);
     if (!config.DATABASE_URL) {
       say('starting embedded PostgreSQL (data under .data/postgres)');
       const embedded = await startEmbeddedPostgres({ directory: path.join(config.DATA_DIR, 'postgres') });
