@@ -2,10 +2,14 @@
  * Abuse limits (docs/security.md "Abuse limits") with their defaults: the 11th failed login of one credential within
  * a minute answers 429 in the area's envelope with Retry-After, even with the right password; an unknown
  * credential is answered exactly like a known one; failures from one address lock it whatever the credentials; the
- * counters live in PostgreSQL, so a second platform process sees them; and a verified caller past its request rate
- * gets 429 too.
+ * counters live in PostgreSQL, so a second platform process sees them; attempts arriving at once are counted before
+ * they are checked, so no more than the limit are ever checked; and a verified caller past its request rate gets 429
+ * too. Tests that need their own client address connect from another loopback address (127.0.0.0/8).
  */
+import { createPrivateKey } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { createAbuseLimits } from '../../src/abuse';
+import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { createLogger } from '../../src/logger';
 import { createMerchant } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';
@@ -24,6 +28,27 @@ describe('abuse limits', () => {
     platform = await startTestPlatform({ env: DEFAULTS });
   });
   afterAll(() => platform.stop());
+
+  /** POSTs `client`'s signed C1 login with `password` from the local address `from`; answers status and Retry-After. */
+  function loginFrom(from: string, client: MerchantClient, password: string): Promise<{ status: number; retryAfter?: string; text: string }> {
+    const url = new URL(`${client.options.baseUrl}/login`);
+    const body = JSON.stringify(signRequestParameters({ user_name: client.options.userName, password }, createPrivateKey(client.options.privateKeyPem)));
+    return new Promise((resolve, reject) => {
+      const sent = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress: from, headers: client.headers() }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, retryAfter: response.headers['retry-after'], text }));
+      });
+      sent.on('error', reject);
+      sent.end(body);
+    });
+  }
+
+  /** A client for an unknown merchant id (`M` + 29 characters), signing with `like`'s key. */
+  function unknownMerchant(like: MerchantClient, index: number): MerchantClient {
+    return new MerchantClient({ ...like.options, merchantId: `M${String(index).padStart(29, 'X')}` });
+  }
 
   /** Sends the login with a wrong password `times` times; returns the statuses. */
   async function failLogins(client: MerchantClient, times: number): Promise<number[]> {
@@ -154,15 +179,63 @@ describe('abuse limits', () => {
 
   it('lets a credential try again once its window has passed, and a success clears its failures', async () => {
     const limits = createAbuseLimits(platform.deps.database, { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 2, AUTH_FAILURE_WINDOW_SECONDS: 1 });
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.7');
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.7');
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.7')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    const fail = async (address: string) => (await limits.beginAttempt('merchant_login', 'window-test', address)).failed();
+    await fail('198.51.100.7');
+    await fail('198.51.100.7');
+    await expect(limits.beginAttempt('merchant_login', 'window-test', '198.51.100.7')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
     await new Promise((resolve) => setTimeout(resolve, 1200));
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.7')).resolves.toBeUndefined();
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.8');
-    await limits.recordSuccess('merchant_login', 'window-test');
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.8');
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.8')).resolves.toBeUndefined();
+    await fail('198.51.100.8');
+    await (await limits.beginAttempt('merchant_login', 'window-test', '198.51.100.8')).succeeded();
+    await fail('198.51.100.8');
+    await expect(limits.beginAttempt('merchant_login', 'window-test', '198.51.100.8')).resolves.toBeDefined();
+  });
+
+  it('checks at most 10 passwords of 30 wrong C1 logins arriving at once; the rest answer 429', async () => {
+    const { client } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Flooded Shop');
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => loginFrom('127.0.0.2', client, `wrong-${index}`)));
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(400), ...Array(20).fill(429)]);
+    expect((await loginFrom('127.0.0.2', client, client.options.password)).status).toBe(429);
+  });
+
+  it('checks at most 10 secrets of 30 wrong A1 token requests arriving at once', async () => {
+    const keys = generatePartnerKeys();
+    const { credentials } = await createPartner(platform.deps, { name: 'Flooded Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+    const partner = new PartnerClient(platform.facadeUrl, credentials, keys, platform.deps.keys.publicKeyPem);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => partner.token({ body: { user_name: credentials.user_name, password: `wrong-${index}` } })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(10).fill(401), ...Array(20).fill(429)]);
+  });
+
+  it('locks a client address after 50 failed C1 logins across merchant ids, right password included; successes use none of them', async () => {
+    const { client } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Shared Address Shop');
+    for (let index = 0; index < 49; index++) expect((await loginFrom('127.0.0.3', unknownMerchant(client, index), 'guess')).status).not.toBe(429);
+    // Two successes neither count against the address nor clear its failures.
+    expect((await loginFrom('127.0.0.3', client, client.options.password)).status).toBe(200);
+    expect((await loginFrom('127.0.0.3', client, client.options.password)).status).toBe(200);
+    expect((await loginFrom('127.0.0.3', unknownMerchant(client, 49), 'guess')).status).not.toBe(429);
+    const locked = await loginFrom('127.0.0.3', client, client.options.password);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.retryAfter)).toBeGreaterThan(0);
+    expect(JSON.parse(locked.text)).toMatchObject({ success: false, code: 429 });
+    // Another address, same merchant: its own count.
+    expect((await loginFrom('127.0.0.4', client, client.options.password)).status).toBe(200);
+  });
+
+  it('counts attempts of two limiter instances on one database together, and gives back attempts that decided nothing', async () => {
+    const config = { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 5, AUTH_FAILURES_PER_ADDRESS: 3, AUTH_FAILURE_WINDOW_SECONDS: 60 };
+    const [one, two] = [createAbuseLimits(platform.deps.database, config), createAbuseLimits(platform.deps.database, config)];
+    const raced = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => (index % 2 ? one : two).beginAttempt('partner_token', 'P-raced', `198.51.100.${index}`)));
+    expect(raced.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5);
+    expect(raced.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual(
+      Array(15).fill(expect.objectContaining({ reason: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) })),
+    );
+    // Withdrawn attempts (an internal error) and refused ones use up nothing.
+    for (let index = 0; index < 5; index++) await (await one.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).withdrawn();
+    await (await two.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).failed();
+    await (await one.beginAttempt('partner_token', 'P-other', '203.0.113.9')).failed();
+    for (let index = 0; index < 3; index++) await expect(two.beginAttempt('partner_token', 'P-raced', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    await (await one.beginAttempt('partner_token', 'P-third', '203.0.113.9')).failed();
+    await expect(two.beginAttempt('partner_token', 'P-fourth', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
   });
 
   it('answers a verified merchant past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {

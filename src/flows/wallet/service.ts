@@ -82,7 +82,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       const envelope = request.envelope;
       const address = clientAddressOf(context);
       const credential = envelope?.merchantId ?? '';
-      await deps.abuse.checkAttempt('merchant_login', credential, address);
+      const attempt = await deps.abuse.beginAttempt('merchant_login', credential, address);
       let merchant;
       try {
         merchant = await authenticateEnvelope(database, envelope);
@@ -93,10 +93,10 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
           throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
         }
       } catch (error) {
-        if (error instanceof DomainError && error.kind !== 'internal') await deps.abuse.recordFailure('merchant_login', credential, address);
+        await (error instanceof DomainError && error.kind !== 'internal' ? attempt.failed() : attempt.withdrawn());
         throw error;
       }
-      await deps.abuse.recordSuccess('merchant_login', credential);
+      await attempt.succeeded();
       const ttl = deps.config.MERCHANT_SESSION_TTL_SECONDS;
       const token = await openSession(database, merchant.id, ttl);
       const profile = await merchantApiUser(database, merchant.id);
