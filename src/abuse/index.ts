@@ -57,8 +57,13 @@ export interface AbuseLimits {
    * @throws DomainError RATE_LIMITED (with retryAfterSeconds)
    */
   consumeRequest(caller: string): Promise<void>;
-  /** Runs a password hash or check in one of the bounded hashing slots. */
-  hashing<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs a password hash or check in one of the bounded hashing slots (PASSWORD_HASHING_CONCURRENCY per process).
+   * Work whose `signal` has aborted by the time its slot comes (the caller's deadline passed, or it went away) is
+   * dropped, so a backlog of abandoned logins does not hold live ones behind it.
+   * @throws the signal's reason when dropped
+   */
+  hashing<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>;
 }
 
 /** RATE_LIMITED, to be retried after `milliseconds`. */
@@ -149,6 +154,10 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
         throw outcome;
       }
     },
-    hashing: (work) => slots(work),
+    hashing: (work, signal) =>
+      slots(() => {
+        signal?.throwIfAborted();
+        return work();
+      }),
   };
 }

@@ -238,6 +238,35 @@ describe('abuse limits', () => {
     await expect(two.beginAttempt('partner_token', 'P-fourth', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
   });
 
+  it('runs at most PASSWORD_HASHING_CONCURRENCY password checks at once, and drops a queued one whose caller has gone', async () => {
+    const limits = createAbuseLimits(platform.deps.database, { ...platform.deps.config, PASSWORD_HASHING_CONCURRENCY: 2 });
+    let running = 0;
+    let most = 0;
+    const check = () =>
+      limits.hashing(async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+      });
+    await Promise.all(Array.from({ length: 6 }, check));
+    expect(most).toBe(2);
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const busy = [limits.hashing(() => held), limits.hashing(() => held)];
+    const gone = new AbortController();
+    let ran = false;
+    const queued = limits.hashing(async () => {
+      ran = true;
+    }, gone.signal);
+    gone.abort(new Error('deadline passed'));
+    release();
+    await Promise.all(busy);
+    await expect(queued).rejects.toThrow('deadline passed');
+    expect(ran).toBe(false);
+    await expect(limits.hashing(async () => 'checked', new AbortController().signal)).resolves.toBe('checked');
+  });
+
   it('answers a verified merchant past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {
     const limited = await runRoles(
       testConfig({ ...DEFAULTS, REQUESTS_PER_CALLER_PER_MINUTE: '5', DATABASE_URL: platform.config.DATABASE_URL!, TEMPORAL_TASK_QUEUE: platform.config.TEMPORAL_TASK_QUEUE, PLATFORM_KEY_DIR: platform.config.PLATFORM_KEY_DIR }),

@@ -121,6 +121,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
                   user_name: request.userName,
                   password: request.password,
                 }),
+                context.signal,
               )
             : undefined;
       } catch (error) {

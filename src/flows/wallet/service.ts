@@ -88,7 +88,10 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         merchant = await authenticateEnvelope(database, envelope);
         deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
         const merchantId = merchant.id;
-        const ok = await deps.abuse.hashing(() => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }));
+        const ok = await deps.abuse.hashing(
+          () => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }),
+          context.signal,
+        );
         if (!ok) {
           throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
         }
