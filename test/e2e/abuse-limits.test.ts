@@ -267,7 +267,7 @@ describe('abuse limits', () => {
     await expect(limits.hashing(async () => 'checked', new AbortController().signal)).resolves.toBe('checked');
   });
 
-  it('answers a verified merchant past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {
+  it('answers a verified merchant (API key or session) or partner past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {
     const limited = await runRoles(
       testConfig({ ...DEFAULTS, REQUESTS_PER_CALLER_PER_MINUTE: '5', DATABASE_URL: platform.config.DATABASE_URL!, TEMPORAL_TASK_QUEUE: platform.config.TEMPORAL_TASK_QUEUE, PLATFORM_KEY_DIR: platform.config.PLATFORM_KEY_DIR }),
       ['api', 'facade'],
@@ -285,6 +285,27 @@ describe('abuse limits', () => {
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       expect(Number(retryAfter)).toBeGreaterThan(0);
+
+      // Area C with a session: an action the façade refuses itself (unknown service) counts as well.
+      const { client } = await onboardMerchantClient(platform.deps, limited.facadeUrl!, 'Busy Session Shop');
+      expect((await client.login()).status).toBe(200);
+      const actions = [];
+      for (let index = 0; index < 4; index++) actions.push((await client.action('list_fees')).status);
+      actions.push((await client.action('no_such_service')).status);
+      const limitedAction = await client.action('list_fees');
+      expect([...actions, limitedAction.status]).toEqual([200, 200, 200, 200, 400, 429]);
+      expect(Number(limitedAction.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(limitedAction.body).toEqual({ success: false, code: 429, message: 'Too Many Requests', error: { request: ['Too many requests. Retry after the time in Retry-After.'] } });
+
+      // Area A gateway calls of a partner with a token (the token request itself is not counted).
+      const keys = generatePartnerKeys();
+      const { credentials: partnerCredentials } = await createPartner(platform.deps, { name: 'Busy Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+      const partner = new PartnerClient(limited.facadeUrl!, partnerCredentials, keys, platform.deps.keys.publicKeyPem);
+      expect((await partner.token()).status).toBe(200);
+      const gateway = [];
+      for (let index = 0; index < 6; index++) gateway.push(await partner.gateway({ service: 'query.fundTransfer', out_trade_no: `BUSY${index}` }));
+      expect(gateway.slice(0, 5).map((reply) => reply.status)).not.toContain(429);
+      expect(gateway[5]).toMatchObject({ status: 429, body: { success: false, error_code: 'SYSTEMERROR', error_desc: 'Too many requests. Retry after the time in Retry-After.' } });
     } finally {
       await limited.stop();
     }

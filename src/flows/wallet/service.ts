@@ -121,8 +121,11 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       };
     },
 
+    /** An action the façade answers itself (no or unknown service, unreadable fields): counted like any other. */
     async authenticateAction(request) {
-      return { merchantId: await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken) };
+      const merchantId = await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken);
+      await deps.abuse.consumeRequest(`merchant:${merchantId}`);
+      return { merchantId };
     },
 
     async listFees(request) {
