@@ -19,13 +19,14 @@
  * Password hashing runs under a bounded concurrency (`hashing`), so a flood of logins queues for CPU instead of
  * taking every database connection and the event loop from webhooks and settlements.
  */
+import ipaddr from 'ipaddr.js';
 import pLimit from 'p-limit';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import type { Knex } from '../db/knex';
 import { COMMON_REASONS, reasonError, type DomainError } from '../errors';
 
-/** Doors whose failures are counted: A1 token, C1 login and Area C action headers, Area B API key, hosted pages. */
+/** Doors whose failures are counted: A1 token, C1 login, Area B API key, hosted card form, activation pages. */
 export type AuthDoor = 'partner_token' | 'merchant_login' | 'api_key' | 'preorder_card' | 'activation';
 
 export const RATE_LIMIT_TABLE = 'rate_limits';
@@ -66,6 +67,18 @@ export interface AbuseLimits {
   hashing<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>;
 }
 
+/**
+ * The form of a client address its failures are counted under: an IPv4 address as is (an IPv4-mapped IPv6 address
+ * as its IPv4 address), an IPv6 address as its network of `ipv6Prefix` bits (`2001:db8:1:2::/64`), anything else
+ * (no address known) as given.
+ */
+export function addressGroup(address: string, ipv6Prefix: number): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${parsed.toNormalizedString()}/${ipv6Prefix}`).toString()}/${ipv6Prefix}`;
+}
+
 /** RATE_LIMITED, to be retried after `milliseconds`. */
 export function rateLimited(milliseconds: number): DomainError {
   const error = reasonError(COMMON_REASONS, 'RATE_LIMITED', 'too many requests');
@@ -83,13 +96,16 @@ const GIVE_BACK_MARGIN_MS = 1000;
 export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   const common = { storeClient: database, storeType: 'knex', tableName: RATE_LIMIT_TABLE, tableCreated: true };
   const window = config.AUTH_FAILURE_WINDOW_SECONDS;
-  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: false });
+  // The library's clean-up (every 5 minutes, of counters whose window ended over an hour ago) runs on one limiter:
+  // it deletes from the whole table, so every guessed key, address and caller leaves no row behind for long.
+  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: true });
   const byAddress = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_addr', points: config.AUTH_FAILURES_PER_ADDRESS, duration: window, clearExpiredByTimeout: false });
   const perCaller = config.REQUESTS_PER_CALLER_PER_MINUTE
     ? new RateLimiterPostgres({ ...common, keyPrefix: 'req', points: config.REQUESTS_PER_CALLER_PER_MINUTE, duration: 60, clearExpiredByTimeout: false })
     : undefined;
   const slots = pLimit(config.PASSWORD_HASHING_CONCURRENCY);
   const doorKey = (door: AuthDoor, credentialOrAddress: string) => `${door}:${credentialOrAddress}`.slice(0, 200);
+  const addressKey = (door: AuthDoor, address: string) => doorKey(door, addressGroup(address, config.AUTH_FAILURE_IPV6_PREFIX));
 
   /** One point of `key` taken, with when its window ends; `over` when the take went past the limit. */
   interface Taken {
@@ -121,7 +137,7 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   return {
     async beginAttempt(door, credential, address) {
       const credentialKey = doorKey(door, credential);
-      const taken = await Promise.allSettled([take(byCredential, credentialKey), take(byAddress, doorKey(door, address))]);
+      const taken = await Promise.allSettled([take(byCredential, credentialKey), take(byAddress, addressKey(door, address))]);
       const points = taken.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
       const failed = taken.find((outcome) => outcome.status === 'rejected');
       if (failed || points.some((point) => point.over)) {
@@ -143,7 +159,7 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
       };
     },
     async recordFailure(door, credential, address) {
-      await Promise.all([take(byCredential, doorKey(door, credential)), take(byAddress, doorKey(door, address))]);
+      await Promise.all([take(byCredential, doorKey(door, credential)), take(byAddress, addressKey(door, address))]);
     },
     async consumeRequest(caller) {
       if (!perCaller) return;
