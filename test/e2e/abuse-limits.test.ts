@@ -93,6 +93,14 @@ describe('abuse limits', () => {
     expect(statuses).toEqual(Array(10).fill(401));
     const locked = await partner.token();
     expect(locked).toEqual({ status: 429, body: { success: false, error_code: 'SYSTEMERROR', error_desc: 'Too many requests. Retry after the time in Retry-After.' } });
+    const raw = await fetch(`${platform.facadeUrl}/partnerapi/v1/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'partner-id': credentials.partner_id, 'partner-secret-key': credentials.partner_secret_key },
+      body: JSON.stringify({ user_name: credentials.user_name, password: credentials.password }),
+    });
+    expect(raw.status).toBe(429);
+    expect(Number(raw.headers.get('retry-after'))).toBeGreaterThan(0);
+    await raw.arrayBuffer();
   });
 
   it('locks a client address after 50 unknown API keys, whatever the keys, in the Area B envelope', async () => {
@@ -146,9 +154,12 @@ describe('abuse limits', () => {
       const submitted = await fetch(action, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
       await submitted.arrayBuffer();
     }
+    const deposits = () => platform.deps.database('deposits').where({ pre_order_token: preorder.pre_order_token }).count('* as n').first();
+    const before = await deposits();
     const locked = await pay();
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await deposits()).toEqual(before);
   });
 
   it('locks the activation pages for an address after 50 unknown codes', async () => {
