@@ -114,6 +114,11 @@ const schema = z.object({
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
+  /**
+   * Failures from IPv6 clients are counted per network of this prefix length (one client usually holds a whole
+   * /64, so counting single addresses would not limit it); IPv4 addresses are counted one by one.
+   */
+  AUTH_FAILURE_IPV6_PREFIX: z.coerce.number().int().min(32).max(128).default(64),
   /** Password hashes and checks (scrypt) running at once per process; more wait their turn. */
   PASSWORD_HASHING_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** Prometheus `/metrics` of this process on METRICS_HOST:METRICS_PORT; 0 = not served. */

@@ -8,41 +8,75 @@
  *   failures per address      AUTH_FAILURES_PER_ADDRESS (50) per window and door, whatever the credentials tried
  *   requests per caller       REQUESTS_PER_CALLER_PER_MINUTE (6000) for a verified partner or merchant; 0 = off
  *
- * A locked or limited call is refused before its credential is checked, with RATE_LIMITED and the seconds until
- * it may be tried again (each area answers 429 with `Retry-After`). The answer is the same for a credential that
- * exists and one that does not. A successful authentication clears its credential's failures, not its address's.
+ * An attempt is counted as a failure before its credential is checked (`beginAttempt`, one atomic increment per
+ * counter), so concurrent attempts cannot all pass a check that none of them has counted yet: at most the limit's
+ * number of attempts are ever checked per window, however many arrive at once. A success gives its address's point
+ * back and clears its credential's failures; an attempt that decided nothing (an internal error, a page that is
+ * neither a success nor a failure) gives both points back. A refused attempt is not counted. A locked or limited
+ * call is refused with RATE_LIMITED and the seconds until it may be tried again (each area answers 429 with
+ * `Retry-After`), the same for a credential that exists and one that does not.
  *
- * Password hashing runs under a bounded concurrency (`hashingSlots`), so a flood of logins queues for CPU
- * instead of taking every database connection and the event loop from webhooks and settlements.
+ * Password hashing runs under a bounded concurrency (`hashing`), so a flood of logins queues for CPU instead of
+ * taking every database connection and the event loop from webhooks and settlements.
  */
+import ipaddr from 'ipaddr.js';
 import pLimit from 'p-limit';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import type { Knex } from '../db/knex';
 import { COMMON_REASONS, reasonError, type DomainError } from '../errors';
 
-/** Doors whose failures are counted: A1 token, C1 login and Area C action headers, Area B API key, hosted pages. */
+/** Doors whose failures are counted: A1 token, C1 login, Area B API key, hosted card form, activation pages. */
 export type AuthDoor = 'partner_token' | 'merchant_login' | 'api_key' | 'preorder_card' | 'activation';
 
 export const RATE_LIMIT_TABLE = 'rate_limits';
 
+/**
+ * One authentication attempt, already counted as a failure of its credential and its address. Settle it once;
+ * an attempt never settled stays a failure.
+ */
+export interface AuthAttempt {
+  /** The credential was wrong: the failure stays counted. */
+  failed(): Promise<void>;
+  /** The credential was right: its failures start again from zero, and its address's point is given back. */
+  succeeded(): Promise<void>;
+  /** Neither (an internal error, a page that checked nothing): both points are given back. */
+  withdrawn(): Promise<void>;
+}
+
 export interface AbuseLimits {
   /**
-   * Refuses when `credential` or `address` has used up its failures at `door`.
+   * Counts one attempt of `credential` from `address` at `door` before it is checked; refused (and not counted)
+   * when either has used up its failures of the window.
    * @throws DomainError RATE_LIMITED (with retryAfterSeconds)
    */
-  checkAttempt(door: AuthDoor, credential: string, address: string): Promise<void>;
-  /** Counts one failed authentication of `credential` from `address`. */
+  beginAttempt(door: AuthDoor, credential: string, address: string): Promise<AuthAttempt>;
+  /** Counts one failure found after the attempt was answered (a declined card), never refusing. */
   recordFailure(door: AuthDoor, credential: string, address: string): Promise<void>;
-  /** A successful authentication: `credential`'s failures start again from zero. */
-  recordSuccess(door: AuthDoor, credential: string): Promise<void>;
   /**
    * Counts one request of a verified caller (e.g. `merchant:M…`, `partner:P…`).
    * @throws DomainError RATE_LIMITED (with retryAfterSeconds)
    */
   consumeRequest(caller: string): Promise<void>;
-  /** Runs a password hash or check in one of the bounded hashing slots. */
-  hashing<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs a password hash or check in one of the bounded hashing slots (PASSWORD_HASHING_CONCURRENCY per process).
+   * Work whose `signal` has aborted by the time its slot comes (the caller's deadline passed, or it went away) is
+   * dropped, so a backlog of abandoned logins does not hold live ones behind it.
+   * @throws the signal's reason when dropped
+   */
+  hashing<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T>;
+}
+
+/**
+ * The form of a client address its failures are counted under: an IPv4 address as is (an IPv4-mapped IPv6 address
+ * as its IPv4 address), an IPv6 address as its network of `ipv6Prefix` bits (`2001:db8:1:2::/64`), anything else
+ * (no address known) as given.
+ */
+export function addressGroup(address: string, ipv6Prefix: number): string {
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${parsed.toNormalizedString()}/${ipv6Prefix}`).toString()}/${ipv6Prefix}`;
 }
 
 /** RATE_LIMITED, to be retried after `milliseconds`. */
@@ -52,40 +86,80 @@ export function rateLimited(milliseconds: number): DomainError {
   return error;
 }
 
+/**
+ * A point is given back only while its window has at least this long to run: given back into the next window, it
+ * would let that window count one failure less.
+ */
+const GIVE_BACK_MARGIN_MS = 1000;
+
 /** The limits of `config`, counted in `database` (one instance per process, created at the composition root). */
 export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   const common = { storeClient: database, storeType: 'knex', tableName: RATE_LIMIT_TABLE, tableCreated: true };
   const window = config.AUTH_FAILURE_WINDOW_SECONDS;
-  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: false });
+  // The library's clean-up (every 5 minutes, of counters whose window ended over an hour ago) runs on one limiter:
+  // it deletes from the whole table, so every guessed key, address and caller leaves no row behind for long.
+  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: true });
   const byAddress = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_addr', points: config.AUTH_FAILURES_PER_ADDRESS, duration: window, clearExpiredByTimeout: false });
   const perCaller = config.REQUESTS_PER_CALLER_PER_MINUTE
     ? new RateLimiterPostgres({ ...common, keyPrefix: 'req', points: config.REQUESTS_PER_CALLER_PER_MINUTE, duration: 60, clearExpiredByTimeout: false })
     : undefined;
   const slots = pLimit(config.PASSWORD_HASHING_CONCURRENCY);
-  const credentialKey = (door: AuthDoor, credential: string) => `${door}:${credential}`.slice(0, 200);
+  const doorKey = (door: AuthDoor, credentialOrAddress: string) => `${door}:${credentialOrAddress}`.slice(0, 200);
+  const addressKey = (door: AuthDoor, address: string) => doorKey(door, addressGroup(address, config.AUTH_FAILURE_IPV6_PREFIX));
 
-  /** Milliseconds until `limiter` lets `key` try again, or 0 when it may now. */
-  async function lockedFor(limiter: RateLimiterPostgres, key: string): Promise<number> {
-    const state = await limiter.get(key);
-    return state && state.consumedPoints >= limiter.points ? state.msBeforeNext : 0;
+  /** One point of `key` taken, with when its window ends; `over` when the take went past the limit. */
+  interface Taken {
+    limiter: RateLimiterPostgres;
+    key: string;
+    over: boolean;
+    windowEndsAt: number;
+  }
+
+  /** Takes one point of `key`; consuming past the limit rejects with a RateLimiterRes, and the point counts anyway. */
+  async function take(limiter: RateLimiterPostgres, key: string): Promise<Taken> {
+    let state: RateLimiterRes;
+    let over = false;
+    try {
+      state = await limiter.consume(key);
+    } catch (outcome) {
+      if (!(outcome instanceof RateLimiterRes)) throw outcome;
+      state = outcome;
+      over = true;
+    }
+    return { limiter, key, over, windowEndsAt: Date.now() + state.msBeforeNext };
+  }
+
+  /** Gives `taken`'s point back, unless its window is (nearly) over: then the point expires with it. */
+  async function giveBack(taken: Taken): Promise<void> {
+    if (taken.windowEndsAt - Date.now() > GIVE_BACK_MARGIN_MS) await taken.limiter.reward(taken.key, 1);
   }
 
   return {
-    async checkAttempt(door, credential, address) {
-      const [credentialMs, addressMs] = await Promise.all([lockedFor(byCredential, credentialKey(door, credential)), lockedFor(byAddress, credentialKey(door, address))]);
-      const wait = Math.max(credentialMs, addressMs);
-      if (wait > 0) throw rateLimited(wait);
+    async beginAttempt(door, credential, address) {
+      const credentialKey = doorKey(door, credential);
+      const taken = await Promise.allSettled([take(byCredential, credentialKey), take(byAddress, addressKey(door, address))]);
+      const points = taken.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
+      const failed = taken.find((outcome) => outcome.status === 'rejected');
+      if (failed || points.some((point) => point.over)) {
+        await Promise.all(points.map(giveBack));
+        if (failed) throw failed.reason;
+        throw rateLimited(Math.max(...points.filter((point) => point.over).map((point) => point.windowEndsAt - Date.now())));
+      }
+      const [credentialPoint, addressPoint] = points;
+      let settled = false;
+      const settle = async (work: () => Promise<unknown>) => {
+        if (settled) return;
+        settled = true;
+        await work();
+      };
+      return {
+        failed: () => settle(async () => undefined),
+        succeeded: () => settle(() => Promise.all([byCredential.delete(credentialKey), giveBack(addressPoint)])),
+        withdrawn: () => settle(() => Promise.all([giveBack(credentialPoint), giveBack(addressPoint)])),
+      };
     },
     async recordFailure(door, credential, address) {
-      // Consuming past the limit rejects with a RateLimiterRes: the failure is counted either way.
-      const count = (limiter: RateLimiterPostgres, key: string) =>
-        limiter.consume(key).catch((outcome: unknown) => {
-          if (!(outcome instanceof RateLimiterRes)) throw outcome;
-        });
-      await Promise.all([count(byCredential, credentialKey(door, credential)), count(byAddress, credentialKey(door, address))]);
-    },
-    async recordSuccess(door, credential) {
-      await byCredential.delete(credentialKey(door, credential));
+      await Promise.all([take(byCredential, doorKey(door, credential)), take(byAddress, addressKey(door, address))]);
     },
     async consumeRequest(caller) {
       if (!perCaller) return;
@@ -96,6 +170,10 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
         throw outcome;
       }
     },
-    hashing: (work) => slots(work),
+    hashing: (work, signal) =>
+      slots(() => {
+        signal?.throwIfAborted();
+        return work();
+      }),
   };
 }

@@ -120,8 +120,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
   async function activationMissed(presented: string, context: HandlerContext): Promise<void> {
     const address = clientAddressOf(context);
     const credential = sha256Hex(presented).slice(0, 32);
-    await deps.abuse.checkAttempt('activation', credential, address);
-    await deps.abuse.recordFailure('activation', credential, address);
+    await (await deps.abuse.beginAttempt('activation', credential, address)).failed();
   }
 
   function logRequest(merchantId: string, kind: string, userId: string): void {

@@ -2,10 +2,14 @@
  * Abuse limits (docs/security.md "Abuse limits") with their defaults: the 11th failed login of one credential within
  * a minute answers 429 in the area's envelope with Retry-After, even with the right password; an unknown
  * credential is answered exactly like a known one; failures from one address lock it whatever the credentials; the
- * counters live in PostgreSQL, so a second platform process sees them; and a verified caller past its request rate
- * gets 429 too.
+ * counters live in PostgreSQL, so a second platform process sees them; attempts arriving at once are counted before
+ * they are checked, so no more than the limit are ever checked; and a verified caller past its request rate gets 429
+ * too. Tests that need their own client address connect from another loopback address (127.0.0.0/8).
  */
+import { createPrivateKey } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { createAbuseLimits } from '../../src/abuse';
+import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { createLogger } from '../../src/logger';
 import { createMerchant } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';
@@ -24,6 +28,27 @@ describe('abuse limits', () => {
     platform = await startTestPlatform({ env: DEFAULTS });
   });
   afterAll(() => platform.stop());
+
+  /** POSTs `client`'s signed C1 login with `password` from the local address `from`; answers status and Retry-After. */
+  function loginFrom(from: string, client: MerchantClient, password: string): Promise<{ status: number; retryAfter?: string; text: string }> {
+    const url = new URL(`${client.options.baseUrl}/login`);
+    const body = JSON.stringify(signRequestParameters({ user_name: client.options.userName, password }, createPrivateKey(client.options.privateKeyPem)));
+    return new Promise((resolve, reject) => {
+      const sent = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress: from, headers: client.headers() }, (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, retryAfter: response.headers['retry-after'], text }));
+      });
+      sent.on('error', reject);
+      sent.end(body);
+    });
+  }
+
+  /** A client for an unknown merchant id (`M` + 29 characters), signing with `like`'s key. */
+  function unknownMerchant(like: MerchantClient, index: number): MerchantClient {
+    return new MerchantClient({ ...like.options, merchantId: `M${String(index).padStart(29, 'X')}` });
+  }
 
   /** Sends the login with a wrong password `times` times; returns the statuses. */
   async function failLogins(client: MerchantClient, times: number): Promise<number[]> {
@@ -68,6 +93,14 @@ describe('abuse limits', () => {
     expect(statuses).toEqual(Array(10).fill(401));
     const locked = await partner.token();
     expect(locked).toEqual({ status: 429, body: { success: false, error_code: 'SYSTEMERROR', error_desc: 'Too many requests. Retry after the time in Retry-After.' } });
+    const raw = await fetch(`${platform.facadeUrl}/partnerapi/v1/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'partner-id': credentials.partner_id, 'partner-secret-key': credentials.partner_secret_key },
+      body: JSON.stringify({ user_name: credentials.user_name, password: credentials.password }),
+    });
+    expect(raw.status).toBe(429);
+    expect(Number(raw.headers.get('retry-after'))).toBeGreaterThan(0);
+    await raw.arrayBuffer();
   });
 
   it('locks a client address after 50 unknown API keys, whatever the keys, in the Area B envelope', async () => {
@@ -121,9 +154,12 @@ describe('abuse limits', () => {
       const submitted = await fetch(action, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
       await submitted.arrayBuffer();
     }
+    const deposits = () => platform.deps.database('deposits').where({ pre_order_token: preorder.pre_order_token }).count('* as n').first();
+    const before = await deposits();
     const locked = await pay();
     expect(locked.status).toBe(429);
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await deposits()).toEqual(before);
   });
 
   it('locks the activation pages for an address after 50 unknown codes', async () => {
@@ -154,18 +190,95 @@ describe('abuse limits', () => {
 
   it('lets a credential try again once its window has passed, and a success clears its failures', async () => {
     const limits = createAbuseLimits(platform.deps.database, { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 2, AUTH_FAILURE_WINDOW_SECONDS: 1 });
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.7');
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.7');
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.7')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    const fail = async (address: string) => (await limits.beginAttempt('merchant_login', 'window-test', address)).failed();
+    await fail('198.51.100.7');
+    await fail('198.51.100.7');
+    await expect(limits.beginAttempt('merchant_login', 'window-test', '198.51.100.7')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
     await new Promise((resolve) => setTimeout(resolve, 1200));
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.7')).resolves.toBeUndefined();
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.8');
-    await limits.recordSuccess('merchant_login', 'window-test');
-    await limits.recordFailure('merchant_login', 'window-test', '198.51.100.8');
-    await expect(limits.checkAttempt('merchant_login', 'window-test', '198.51.100.8')).resolves.toBeUndefined();
+    await fail('198.51.100.8');
+    await (await limits.beginAttempt('merchant_login', 'window-test', '198.51.100.8')).succeeded();
+    await fail('198.51.100.8');
+    await expect(limits.beginAttempt('merchant_login', 'window-test', '198.51.100.8')).resolves.toBeDefined();
   });
 
-  it('answers a verified merchant past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {
+  it('checks at most 10 passwords of 30 wrong C1 logins arriving at once; the rest answer 429', async () => {
+    const { client } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Flooded Shop');
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => loginFrom('127.0.0.2', client, `wrong-${index}`)));
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(400), ...Array(20).fill(429)]);
+    expect((await loginFrom('127.0.0.2', client, client.options.password)).status).toBe(429);
+  });
+
+  it('checks at most 10 secrets of 30 wrong A1 token requests arriving at once', async () => {
+    const keys = generatePartnerKeys();
+    const { credentials } = await createPartner(platform.deps, { name: 'Flooded Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+    const partner = new PartnerClient(platform.facadeUrl, credentials, keys, platform.deps.keys.publicKeyPem);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, index) => partner.token({ body: { user_name: credentials.user_name, password: `wrong-${index}` } })));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([...Array(10).fill(401), ...Array(20).fill(429)]);
+  });
+
+  it('locks a client address after 50 failed C1 logins across merchant ids, right password included; successes use none of them', async () => {
+    const { client } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Shared Address Shop');
+    for (let index = 0; index < 49; index++) expect((await loginFrom('127.0.0.3', unknownMerchant(client, index), 'guess')).status).not.toBe(429);
+    // Two successes neither count against the address nor clear its failures.
+    expect((await loginFrom('127.0.0.3', client, client.options.password)).status).toBe(200);
+    expect((await loginFrom('127.0.0.3', client, client.options.password)).status).toBe(200);
+    expect((await loginFrom('127.0.0.3', unknownMerchant(client, 49), 'guess')).status).not.toBe(429);
+    const locked = await loginFrom('127.0.0.3', client, client.options.password);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.retryAfter)).toBeGreaterThan(0);
+    expect(JSON.parse(locked.text)).toMatchObject({ success: false, code: 429 });
+    // Another address, same merchant: its own count.
+    expect((await loginFrom('127.0.0.4', client, client.options.password)).status).toBe(200);
+  });
+
+  it('counts attempts of two limiter instances on one database together, and gives back attempts that decided nothing', async () => {
+    const config = { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 5, AUTH_FAILURES_PER_ADDRESS: 3, AUTH_FAILURE_WINDOW_SECONDS: 60 };
+    const [one, two] = [createAbuseLimits(platform.deps.database, config), createAbuseLimits(platform.deps.database, config)];
+    const raced = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => (index % 2 ? one : two).beginAttempt('partner_token', 'P-raced', `198.51.100.${index}`)));
+    expect(raced.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5);
+    expect(raced.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual(
+      Array(15).fill(expect.objectContaining({ reason: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) })),
+    );
+    // Withdrawn attempts (an internal error) and refused ones use up nothing.
+    for (let index = 0; index < 5; index++) await (await one.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).withdrawn();
+    await (await two.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).failed();
+    await (await one.beginAttempt('partner_token', 'P-other', '203.0.113.9')).failed();
+    for (let index = 0; index < 3; index++) await expect(two.beginAttempt('partner_token', 'P-raced', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    await (await one.beginAttempt('partner_token', 'P-third', '203.0.113.9')).failed();
+    await expect(two.beginAttempt('partner_token', 'P-fourth', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+  });
+
+  it('runs at most PASSWORD_HASHING_CONCURRENCY password checks at once, and drops a queued one whose caller has gone', async () => {
+    const limits = createAbuseLimits(platform.deps.database, { ...platform.deps.config, PASSWORD_HASHING_CONCURRENCY: 2 });
+    let running = 0;
+    let most = 0;
+    const check = () =>
+      limits.hashing(async () => {
+        most = Math.max(most, ++running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+      });
+    await Promise.all(Array.from({ length: 6 }, check));
+    expect(most).toBe(2);
+
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const busy = [limits.hashing(() => held), limits.hashing(() => held)];
+    const gone = new AbortController();
+    let ran = false;
+    const queued = limits.hashing(async () => {
+      ran = true;
+    }, gone.signal);
+    gone.abort(new Error('deadline passed'));
+    release();
+    await Promise.all(busy);
+    await expect(queued).rejects.toThrow('deadline passed');
+    expect(ran).toBe(false);
+    await expect(limits.hashing(async () => 'checked', new AbortController().signal)).resolves.toBe('checked');
+  });
+
+  it('answers a verified merchant (API key or session) or partner past REQUESTS_PER_CALLER_PER_MINUTE with 429', async () => {
     const limited = await runRoles(
       testConfig({ ...DEFAULTS, REQUESTS_PER_CALLER_PER_MINUTE: '5', DATABASE_URL: platform.config.DATABASE_URL!, TEMPORAL_TASK_QUEUE: platform.config.TEMPORAL_TASK_QUEUE, PLATFORM_KEY_DIR: platform.config.PLATFORM_KEY_DIR }),
       ['api', 'facade'],
@@ -183,6 +296,27 @@ describe('abuse limits', () => {
       }
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
       expect(Number(retryAfter)).toBeGreaterThan(0);
+
+      // Area C with a session: an action the façade refuses itself (unknown service) counts as well.
+      const { client } = await onboardMerchantClient(platform.deps, limited.facadeUrl!, 'Busy Session Shop');
+      expect((await client.login()).status).toBe(200);
+      const actions = [];
+      for (let index = 0; index < 4; index++) actions.push((await client.action('list_fees')).status);
+      actions.push((await client.action('no_such_service')).status);
+      const limitedAction = await client.action('list_fees');
+      expect([...actions, limitedAction.status]).toEqual([200, 200, 200, 200, 400, 429]);
+      expect(Number(limitedAction.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(limitedAction.body).toEqual({ success: false, code: 429, message: 'Too Many Requests', error: { request: ['Too many requests. Retry after the time in Retry-After.'] } });
+
+      // Area A gateway calls of a partner with a token (the token request itself is not counted).
+      const keys = generatePartnerKeys();
+      const { credentials: partnerCredentials } = await createPartner(platform.deps, { name: 'Busy Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+      const partner = new PartnerClient(limited.facadeUrl!, partnerCredentials, keys, platform.deps.keys.publicKeyPem);
+      expect((await partner.token()).status).toBe(200);
+      const gateway = [];
+      for (let index = 0; index < 6; index++) gateway.push(await partner.gateway({ service: 'query.fundTransfer', out_trade_no: `BUSY${index}` }));
+      expect(gateway.slice(0, 5).map((reply) => reply.status)).not.toContain(429);
+      expect(gateway[5]).toMatchObject({ status: 429, body: { success: false, error_code: 'SYSTEMERROR', error_desc: 'Too many requests. Retry after the time in Retry-After.' } });
     } finally {
       await limited.stop();
     }

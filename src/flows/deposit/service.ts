@@ -415,9 +415,16 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
      */
     async payPreOrderByCard(request, context) {
       const address = clientAddressOf(context);
-      await deps.abuse.checkAttempt('preorder_card', request.preOrderToken, address);
-      const answer = await payPreorderForm(request);
-      if (answer.page.statusCode === 400 || answer.page.statusCode === 404) await deps.abuse.recordFailure('preorder_card', request.preOrderToken, address);
+      // A shown confirmation page is no success of the token: its card's decline is counted at the confirmation.
+      const attempt = await deps.abuse.beginAttempt('preorder_card', request.preOrderToken, address);
+      let answer;
+      try {
+        answer = await payPreorderForm(request);
+      } catch (error) {
+        await attempt.withdrawn();
+        throw error;
+      }
+      await (answer.page.statusCode === 400 || answer.page.statusCode === 404 ? attempt.failed() : attempt.withdrawn());
       return answer;
     },
   };

@@ -207,8 +207,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
       // failures gets RATE_LIMITED instead of another "unknown key". Only a digest of the key names it.
       const address = clientAddressOf(context);
       const credential = sha256Hex(api_key).slice(0, 32);
-      await deps.abuse.checkAttempt('api_key', credential, address);
-      await deps.abuse.recordFailure('api_key', credential, address);
+      await (await deps.abuse.beginAttempt('api_key', credential, address)).failed();
       throw unauthenticated();
     }
     if (merchant.status !== 'active') throw refuse('MERCHANT_SUSPENDED');

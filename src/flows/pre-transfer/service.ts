@@ -109,23 +109,30 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
      */
     async issueAccessToken(request, context) {
       const address = clientAddressOf(context);
-      await deps.abuse.checkAttempt('partner_token', request.partnerId, address);
-      const partner =
-        request.partnerId && request.partnerSecretKey && request.userName && request.password
-          ? await deps.abuse.hashing(() =>
-              authenticatePartner(deps.database, {
-                partner_id: request.partnerId,
-                partner_secret_key: request.partnerSecretKey,
-                user_name: request.userName,
-                password: request.password,
-              }),
-            )
-          : undefined;
+      const attempt = await deps.abuse.beginAttempt('partner_token', request.partnerId, address);
+      let partner;
+      try {
+        partner =
+          request.partnerId && request.partnerSecretKey && request.userName && request.password
+            ? await deps.abuse.hashing(() =>
+                authenticatePartner(deps.database, {
+                  partner_id: request.partnerId,
+                  partner_secret_key: request.partnerSecretKey,
+                  user_name: request.userName,
+                  password: request.password,
+                }),
+                context.signal,
+              )
+            : undefined;
+      } catch (error) {
+        await attempt.withdrawn();
+        throw error;
+      }
       if (!partner) {
-        await deps.abuse.recordFailure('partner_token', request.partnerId, address);
+        await attempt.failed();
         throw unauthenticated();
       }
-      await deps.abuse.recordSuccess('partner_token', request.partnerId);
+      await attempt.succeeded();
       const expireIn = deps.config.ACCESS_TOKEN_TTL_SECONDS;
       return { accessToken: await issueAccessToken(key, partner.id, expireIn), expireInSeconds: BigInt(expireIn) };
     },

@@ -82,21 +82,24 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       const envelope = request.envelope;
       const address = clientAddressOf(context);
       const credential = envelope?.merchantId ?? '';
-      await deps.abuse.checkAttempt('merchant_login', credential, address);
+      const attempt = await deps.abuse.beginAttempt('merchant_login', credential, address);
       let merchant;
       try {
         merchant = await authenticateEnvelope(database, envelope);
         deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
         const merchantId = merchant.id;
-        const ok = await deps.abuse.hashing(() => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }));
+        const ok = await deps.abuse.hashing(
+          () => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }),
+          context.signal,
+        );
         if (!ok) {
           throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
         }
       } catch (error) {
-        if (error instanceof DomainError && error.kind !== 'internal') await deps.abuse.recordFailure('merchant_login', credential, address);
+        await (error instanceof DomainError && error.kind !== 'internal' ? attempt.failed() : attempt.withdrawn());
         throw error;
       }
-      await deps.abuse.recordSuccess('merchant_login', credential);
+      await attempt.succeeded();
       const ttl = deps.config.MERCHANT_SESSION_TTL_SECONDS;
       const token = await openSession(database, merchant.id, ttl);
       const profile = await merchantApiUser(database, merchant.id);
@@ -118,8 +121,11 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       };
     },
 
+    /** An action the façade answers itself (no or unknown service, unreadable fields): counted like any other. */
     async authenticateAction(request) {
-      return { merchantId: await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken) };
+      const merchantId = await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken);
+      await deps.abuse.consumeRequest(`merchant:${merchantId}`);
+      return { merchantId };
     },
 
     async listFees(request) {
