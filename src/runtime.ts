@@ -9,8 +9,8 @@ import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { readFileSync } from 'node:fs';
 import { ConfigError, isLoopbackHost, type Config } from './config';
-import { verifyDataKeys } from './crypto/key-registry';
-import { KeyFileError, loadPlatformKeys } from './crypto/platform-keys';
+import { keysMayBeCreated, verifyDataKeys } from './crypto/key-registry';
+import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
 import { createAbuseLimits } from './abuse';
@@ -152,7 +152,9 @@ export async function runRoles(
         temporalConnectionOptions(config),
       );
       stops.push(() => temporal.close());
-      const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR);
+      // Keys are created on a first start only: a deployment that has keys refuses a directory lacking one.
+      const create = missingKeyFiles(config.PLATFORM_KEY_DIR).length > 0 && (await keysMayBeCreated(database));
+      const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR, { create });
       // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
       stops.push(await checkDataKeys(database, keys, logger));
       if (keys.fieldEncryptionShared) {

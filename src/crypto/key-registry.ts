@@ -14,7 +14,7 @@ import type { Knex } from '../db/knex';
 import { hmacContext } from '../onboarding/merchants';
 import { numberContext } from '../instruments/vault';
 import { isCurrent, keyIdOf, LEGACY_DATA_KEY_ID, openSecret, sealSecret, type DataKeyring } from './data-keys';
-import { addDataKey, keyFingerprint, KeyFileError, readDataKeyring } from './platform-keys';
+import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDataKeyring } from './platform-keys';
 
 /** The sealed columns: table, key column, sealed column, associated data of a row. */
 const SEALED_COLUMNS = [
@@ -69,14 +69,36 @@ export interface RotationReport {
 }
 
 /**
- * Adds a data key to `directory`, makes it current and re-seals every secret under it (`resealAll`).
+ * Adds a data key to `directory`, registers it, then makes it current and re-seals every secret under it
+ * (`resealAll`). Registered before any process can seal under it, so the registry always names every key a
+ * ciphertext in the database may carry.
  * @returns the new key's id and the rows re-sealed
  */
 export async function rotateDataKey(database: Knex, directory: string): Promise<RotationReport> {
-  const id = addDataKey(directory);
-  const ring = readDataKeyring(directory);
-  await register(database, ring.currentId, ring.current);
-  return { key_id: id, resealed: await resealAll(database, ring) };
+  const id = createDataKey(directory);
+  await register(database, id, readDataKeyring(directory).keys.get(id)!);
+  makeDataKeyCurrent(directory, id);
+  return { key_id: id, resealed: await resealAll(database, readDataKeyring(directory)) };
+}
+
+/**
+ * Whether start-up may create missing key files: only on a first start, when the database holds no registered
+ * data key, no partner and no merchant. Anything else means keys exist somewhere and a directory lacking one is a
+ * lost or wrong mount, never a reason to make new keys.
+ * @throws KeyFileError when the database cannot be reached or is not migrated (a first start cannot be told from a
+ *         lost key directory then)
+ */
+export async function keysMayBeCreated(database: Knex): Promise<boolean> {
+  try {
+    const found = await database.raw(`
+      SELECT EXISTS (SELECT 1 FROM data_keys) OR EXISTS (SELECT 1 FROM partners) OR EXISTS (SELECT 1 FROM merchants) AS started
+    `);
+    return !(found.rows[0] as { started: boolean }).started;
+  } catch (error) {
+    throw new KeyFileError(
+      `PLATFORM_KEY_DIR lacks key files and the database cannot tell a first start from a lost key directory (${(error as Error).message}): start again once it answers and is migrated`,
+    );
+  }
 }
 
 /** Re-seals every secret not under the ring's current key, in locked batches. Idempotent. */

@@ -12,9 +12,11 @@
  *   data-keys/<id>.key, data-keys/CURRENT
  *       data keys added by `payments admin keys rotate`; CURRENT names the one new secrets are sealed under
  *
- * A key directory from before the field-encryption pair existed gets a copy of the signing pair as its field pair,
- * so merchants that encrypt with the one key they were given keep working; a warning says the pair is shared.
- * Every process of one deployment shares the directory (or its contents).
+ * A key directory from before the field-encryption pair existed (loaded with `create: false`, i.e. a deployment that
+ * has keys) gets a copy of the signing pair as its field pair, so merchants that encrypt with the one key they were
+ * given keep working; a warning says the pair is shared.
+ * Every process of one deployment shares the directory (or its contents). Keys are created only on a first start
+ * (`create`; src/runtime.ts asks the database): a deployment that already has keys refuses a directory lacking one.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
@@ -104,6 +106,16 @@ function readDataKey(file: string): Buffer {
   return key;
 }
 
+/**
+ * The key files `directory` lacks (names relative to it), that loading it would have to create. The field pair is
+ * not listed when the signing pair exists: it is then copied from it, which creates no key.
+ */
+export function missingKeyFiles(directory: string): string[] {
+  const missing = [SIGNING_PRIVATE_FILE, DATA_KEY_FILE].filter((name) => !existsSync(path.join(directory, name)));
+  if (missing.includes(SIGNING_PRIVATE_FILE) && !existsSync(path.join(directory, FIELD_PRIVATE_FILE))) missing.push(FIELD_PRIVATE_FILE);
+  return missing;
+}
+
 /** Reads every data key of `directory` and the CURRENT one. */
 export function readDataKeyring(directory: string): DataKeyring {
   const keys = new Map<string, Buffer>([[LEGACY_DATA_KEY_ID, readDataKey(path.join(directory, DATA_KEY_FILE))]]);
@@ -123,18 +135,36 @@ export function readDataKeyring(directory: string): DataKeyring {
 }
 
 /**
- * Adds a new data key to `directory` and makes it CURRENT. @returns its id
- * Other processes keep sealing under their current key until they restart, and read the new one on first sight.
+ * Writes a new data key into `directory` without making it current (rotation registers it first). @returns its id
  */
-export function addDataKey(directory: string): string {
+export function createDataKey(directory: string): string {
   const extra = path.join(directory, DATA_KEYS_DIRECTORY);
   mkdirSync(extra, { recursive: true, mode: 0o700 });
   const id = `k${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   writeSecret(path.join(extra, `${id}.key`), randomBytes(32).toString('base64'));
+  return id;
+}
+
+/**
+ * Makes the data key `id` of `directory` the one new secrets are sealed under (its CURRENT file).
+ * @throws KeyFileError when the directory lacks that key
+ */
+export function makeDataKeyCurrent(directory: string, id: string): void {
+  const extra = path.join(directory, DATA_KEYS_DIRECTORY);
+  if (!KEY_ID.test(id) || !existsSync(path.join(extra, `${id}.key`))) throw new KeyFileError(`${extra} lacks data key ${id}`);
   const currentPath = path.join(extra, CURRENT_FILE);
   writeFileSync(`${currentPath}.tmp`, `${id}\n`, { mode: 0o600 });
   // Rename is atomic: a process reading CURRENT sees the old id or the new one, never half a file.
   renameSync(`${currentPath}.tmp`, currentPath);
+}
+
+/**
+ * Adds a new data key to `directory` and makes it CURRENT. @returns its id
+ * Other processes keep sealing under their current key for up to 10 s, and read the new one on first sight.
+ */
+export function addDataKey(directory: string): string {
+  const id = createDataKey(directory);
+  makeDataKeyCurrent(directory, id);
   return id;
 }
 
@@ -180,14 +210,25 @@ export function keyFingerprint(key: Buffer): string {
 }
 
 /**
- * Loads the keys from `directory`, creating any that are missing (see above).
- * @throws KeyFileError when a file is malformed or too open (never silently replaced)
+ * Loads the keys from `directory`, creating any that are missing when `options.create` (the default; see above).
+ * @throws KeyFileError when a file is malformed or too open, or missing while `create` is false: nothing is then
+ *         written to the directory (never silently replaced)
  */
-export function loadPlatformKeys(directory: string): PlatformKeys {
+export function loadPlatformKeys(directory: string, options: { create?: boolean } = {}): PlatformKeys {
+  if (options.create === false) {
+    const missing = missingKeyFiles(directory);
+    if (missing.length > 0) {
+      throw new KeyFileError(
+        `PLATFORM_KEY_DIR ${directory} lacks ${missing.join(', ')}, and this deployment already has keys: restore the key directory (keys are never regenerated)`,
+      );
+    }
+  }
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   const signing = { privatePath: path.join(directory, SIGNING_PRIVATE_FILE), publicPath: path.join(directory, SIGNING_PUBLIC_FILE) };
   const field = { privatePath: path.join(directory, FIELD_PRIVATE_FILE), publicPath: path.join(directory, FIELD_PUBLIC_FILE) };
-  const upgraded = existsSync(signing.privatePath) && !existsSync(field.privatePath);
+  // Only a deployment that already has keys is upgraded by a copy; on a first start (another process may be
+  // writing the signing pair right now) the field pair is a pair of its own.
+  const upgraded = options.create === false && existsSync(signing.privatePath) && !existsSync(field.privatePath);
   ensurePair(signing.privatePath, signing.publicPath);
   ensurePair(field.privatePath, field.publicPath, upgraded ? signing : undefined);
   const dataKeyPath = path.join(directory, DATA_KEY_FILE);

@@ -3,19 +3,32 @@
  * secret, rotation that re-seals every secret at rest, a start-up that refuses a key directory lacking a key the
  * database needs (never regenerating one silently), and key files that must be 0600.
  */
-import { chmodSync, copyFileSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LEGACY_DATA_KEY_ID, openSecret, sealSecret } from '../../src/crypto/data-keys';
-import { verifyDataKeys } from '../../src/crypto/key-registry';
-import { addDataKey, KeyFileError, loadPlatformKeys } from '../../src/crypto/platform-keys';
+import { keysMayBeCreated, rotateDataKey, verifyDataKeys } from '../../src/crypto/key-registry';
+import { addDataKey, keyFingerprint, KeyFileError, loadPlatformKeys, readDataKeyring } from '../../src/crypto/platform-keys';
 import { encryptSecret } from '../../src/crypto/secrets';
 import { revealCardNumber, requireInstrument } from '../../src/instruments/store';
+import { createDatabase } from '../../src/db/knex';
 import { createLogger } from '../../src/logger';
 import { merchantHmacSecret } from '../../src/onboarding/merchants';
 import { runRoles } from '../../src/runtime';
 import { loggedInMerchant, newUser, tokenizeLocalCard, SANDBOX_CARDS } from '../support/deposit-setup';
 import { startTestPlatform, testConfig, type TestPlatform } from '../support/platform';
+
+/** The variables a `payments serve` child process needs to reach the test platform's database and Temporal. */
+function testEnvironment(platform: TestPlatform): Record<string, string> {
+  return {
+    DATABASE_URL: platform.config.DATABASE_URL!,
+    TEMPORAL_ADDRESS: platform.config.TEMPORAL_ADDRESS!,
+    TEMPORAL_TASK_QUEUE: platform.config.TEMPORAL_TASK_QUEUE,
+    HTTP_PORT: '0',
+    RPC_PORT: '0',
+  };
+}
 
 const directories: string[] = [];
 function keyDirectory(): string {
@@ -53,9 +66,39 @@ describe('platform key files', () => {
     const directory = keyDirectory();
     loadPlatformKeys(directory);
     for (const name of ['field-encryption-private.pem', 'field-encryption-public.pem']) rmSync(path.join(directory, name));
-    const upgraded = loadPlatformKeys(directory);
+    // A copy creates no key: allowed on a deployment that already has keys.
+    const upgraded = loadPlatformKeys(directory, { create: false });
     expect(upgraded.fieldEncryptionShared).toBe(true);
     expect(upgraded.fieldEncryption.publicKeyPem).toBe(upgraded.publicKeyPem);
+    expect((statSync(path.join(directory, 'field-encryption-private.pem')).mode & 0o777).toString(8)).toBe('600');
+    // On a first start (keys may be created), a missing field pair is a new pair of its own, never a copy.
+    for (const name of ['field-encryption-private.pem', 'field-encryption-public.pem']) rmSync(path.join(directory, name));
+    const fresh = loadPlatformKeys(directory);
+    expect(fresh.fieldEncryptionShared).toBe(false);
+    expect(fresh.fieldEncryption.publicKeyPem).not.toBe(fresh.publicKeyPem);
+  });
+
+  it('creates nothing when keys may not be created: one line naming every missing file', () => {
+    const directory = keyDirectory();
+    expect(() => loadPlatformKeys(directory, { create: false })).toThrow(
+      new KeyFileError(
+        `PLATFORM_KEY_DIR ${directory} lacks platform-private.pem, data-encryption.key, field-encryption-private.pem, and this deployment already has keys: restore the key directory (keys are never regenerated)`,
+      ),
+    );
+    expect(existsSync(directory)).toBe(false);
+    loadPlatformKeys(directory);
+    rmSync(path.join(directory, 'data-encryption.key'));
+    expect(() => loadPlatformKeys(directory, { create: false })).toThrow(/lacks data-encryption\.key, and this deployment already has keys/);
+    expect(existsSync(path.join(directory, 'data-encryption.key'))).toBe(false);
+  });
+
+  it('does not guess a first start while the database cannot answer', async () => {
+    const unreachable = createDatabase('postgres://postgres@127.0.0.1:1/none');
+    try {
+      await expect(keysMayBeCreated(unreachable)).rejects.toThrow(/^PLATFORM_KEY_DIR lacks key files and the database cannot tell a first start from a lost key directory/);
+    } finally {
+      await unreachable.destroy();
+    }
   });
 
   it('names the key in every sealed secret, and opens secrets under every key after a new one is added', () => {
@@ -118,8 +161,14 @@ describe('data key rotation and start-up checks', () => {
   it('refuses to start with a key directory that lacks a key the database needs, or holds another one', async () => {
     const logger = createLogger('silent');
     const config = (keys: string) => testConfig({ DATABASE_URL: platform.config.DATABASE_URL!, PLATFORM_KEY_DIR: keys });
-    // A fresh directory: its own k0 is not the database's k0, and the rotated key is missing.
-    await expect(runRoles(config(keyDirectory()), ['api'], logger)).rejects.toThrow(/PLATFORM_KEY_DIR (lacks data key|holds another data key under id k0)/);
+    // An empty (or wrongly mounted) directory against a deployment that has keys: refused, and no key is made.
+    const empty = keyDirectory();
+    await expect(runRoles(config(empty), ['api'], logger)).rejects.toThrow(/^PLATFORM_KEY_DIR \S+ lacks platform-private\.pem, data-encryption\.key, field-encryption-private\.pem, and this deployment already has keys/);
+    expect(existsSync(empty)).toBe(false);
+    // A directory with keys of its own: its k0 is not the database's k0, and the rotated key is missing.
+    const stranger = keyDirectory();
+    loadPlatformKeys(stranger);
+    await expect(runRoles(config(stranger), ['api'], logger)).rejects.toThrow(/PLATFORM_KEY_DIR (lacks data key|holds another data key under id k0)/);
     // The right directory without the rotated key file.
     const partial = keyDirectory();
     loadPlatformKeys(partial);
@@ -129,6 +178,44 @@ describe('data key rotation and start-up checks', () => {
     await expect(runRoles(config(partial), ['api'], logger)).rejects.toThrow(/^PLATFORM_KEY_DIR lacks data key k[0-9a-z]+, under which the database holds sealed secrets/);
     // Nothing was generated in the way of the real keys: the key directory still has only k0 in it.
     expect(readdirSync(partial).includes('data-keys')).toBe(false);
+  });
+
+  it('registers a rotated key before making it current: a failed registration leaves the current key as it was', async () => {
+    const database = platform.deps.database;
+    const currentBefore = readDataKeyring(directory).currentId;
+    await database.raw(`
+      CREATE FUNCTION refuse_data_key() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'registration refused'; END $$;
+      CREATE TRIGGER refuse_data_key BEFORE INSERT ON data_keys FOR EACH ROW EXECUTE FUNCTION refuse_data_key();
+    `);
+    try {
+      await expect(rotateDataKey(database, directory)).rejects.toThrow(/registration refused/);
+    } finally {
+      await database.raw('DROP TRIGGER refuse_data_key ON data_keys; DROP FUNCTION refuse_data_key();');
+    }
+    // No process seals under the unregistered key: CURRENT still names the old one.
+    expect(readDataKeyring(directory).currentId).toBe(currentBefore);
+    // A rotation that goes through registers its key with the fingerprint of the file.
+    const rotated = await platform.clients.admin.rotateDataKey({});
+    const registered = (await database('data_keys').where({ id: rotated.keyId }).first('fingerprint')) as { fingerprint: string };
+    expect(registered.fingerprint).toBe(keyFingerprint(readDataKeyring(directory).keys.get(rotated.keyId)!));
+  });
+
+  it('stops `payments serve` with one line on stderr when a private key file is group- or world-readable', async () => {
+    const copy = keyDirectory();
+    cpSync(directory, copy, { recursive: true });
+    chmodSync(path.join(copy, 'platform-private.pem'), 0o644);
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [path.resolve(__dirname, '../../bin/payments'), 'serve', '--roles', 'api'],
+        {
+          env: { ...process.env, ...testEnvironment(platform), PLATFORM_KEY_DIR: copy, LOG_LEVEL: 'silent' },
+          timeout: 60_000,
+        },
+        (error, _stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stderr }),
+      );
+    });
+    expect(result).toEqual({ code: 1, stderr: `${path.join(copy, 'platform-private.pem')} has mode 0644: a private key file must be 0600 (chmod 600 it)\n` });
   });
 
   it('checks the legacy key against a secret sealed before key ids existed', async () => {
