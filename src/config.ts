@@ -4,6 +4,7 @@
  * Every variable is optional; defaults are in brackets in the README's configuration table. A bad value stops
  * start-up with one line naming the variable (`ConfigError`).
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -200,4 +201,16 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
   }
   return parsed.data;
+}
+
+/**
+ * The bytes of the file a variable names (a PEM certificate or key).
+ * @throws ConfigError naming `variable` when the file cannot be read
+ */
+export function readConfiguredFile(variable: string, file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
 }

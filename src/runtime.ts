@@ -7,8 +7,7 @@
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
-import { readFileSync } from 'node:fs';
-import { ConfigError, isLoopbackHost, type Config } from './config';
+import { ConfigError, isLoopbackHost, readConfiguredFile, type Config } from './config';
 import { keysMayBeCreated, verifyDataKeys } from './crypto/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
@@ -77,13 +76,7 @@ async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: 
 }
 
 /** A PEM file's text. @throws ConfigError naming `variable` when it cannot be read. */
-function readPem(variable: string, file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-}
+const readPem = (variable: string, file: string): string => readConfiguredFile(variable, file).toString('utf8');
 
 /** The token of the credentials file `file`. @throws ConfigError RPC_TOKEN_FILE when it holds none. */
 function facadeToken(file: string): string {

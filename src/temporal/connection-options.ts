@@ -10,8 +10,7 @@
  * A non-loopback TEMPORAL_ADDRESS without TLS is refused by the configuration (src/config.ts) unless
  * TEMPORAL_ALLOW_INSECURE=true: a Temporal frontend accepts signals and updates from whoever reaches it.
  */
-import { readFileSync } from 'node:fs';
-import { ConfigError, temporalUsesTls, type Config } from '../config';
+import { readConfiguredFile, temporalUsesTls, type Config } from '../config';
 
 /** TLS and API key of a connection; the same shape fits `Connection.connect` and `NativeConnection.connect`. */
 export interface TemporalConnectionOptions {
@@ -23,23 +22,15 @@ export interface TemporalConnectionOptions {
   apiKey?: string;
 }
 
-function readPem(variable: string, file: string): Buffer {
-  try {
-    return readFileSync(file);
-  } catch (error) {
-    throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
-  }
-}
-
 /** @throws ConfigError naming the variable whose file cannot be read. */
 export function temporalConnectionOptions(config: Config): TemporalConnectionOptions {
   if (!temporalUsesTls(config)) return {};
   return {
     tls: {
       ...(config.TEMPORAL_TLS_SERVER_NAME ? { serverNameOverride: config.TEMPORAL_TLS_SERVER_NAME } : {}),
-      ...(config.TEMPORAL_TLS_CA ? { serverRootCACertificate: readPem('TEMPORAL_TLS_CA', config.TEMPORAL_TLS_CA) } : {}),
+      ...(config.TEMPORAL_TLS_CA ? { serverRootCACertificate: readConfiguredFile('TEMPORAL_TLS_CA', config.TEMPORAL_TLS_CA) } : {}),
       ...(config.TEMPORAL_TLS_CERT && config.TEMPORAL_TLS_KEY
-        ? { clientCertPair: { crt: readPem('TEMPORAL_TLS_CERT', config.TEMPORAL_TLS_CERT), key: readPem('TEMPORAL_TLS_KEY', config.TEMPORAL_TLS_KEY) } }
+        ? { clientCertPair: { crt: readConfiguredFile('TEMPORAL_TLS_CERT', config.TEMPORAL_TLS_CERT), key: readConfiguredFile('TEMPORAL_TLS_KEY', config.TEMPORAL_TLS_KEY) } }
         : {}),
     },
     ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
