@@ -1,7 +1,7 @@
 /**
  * Area C contract (interface "Area C" and "Errors / Area C", platform decisions §7 and §8): the envelopes, the
- * /do-action field readers (re-exported from the flows that share their messages with the services), and the one
- * exhaustive error table of the area.
+ * /do-action field readers (./fields.ts), the documented messages with the exhaustive table rendering every field
+ * problem code the services answer (./messages.ts), and the one exhaustive error table of the area.
  *
  *   success  200 {"success":true,"code":200,"message":"OK","data":…}
  *   failure  400 {"success":false,"code":400,"message":"Bad Request","error":{field:[messages]}}
@@ -18,9 +18,13 @@ import type { MerchantAuthReason } from '../../src/merchant-auth/reasons';
 import type { PreorderReason } from '../../src/preorders/reasons';
 import { codeOfKind, readRpcFailure } from '../../src/rpc/errors';
 
-export { readLogin, readGeneratePreOrderToken, readCreateUser, readUpdateUser, readPayByToken, readTransfer, readListBanks, readBlockMoney, readCancelBlockMoney } from '../../src/flows/wallet/fields';
-export { readDeposit, readVisaMasterDeposit, readConfirmPayments, readCardForm } from '../../src/flows/deposit/fields';
-export { readTokenizeLocalCard, readTokenizeBankAccount, readTokenizeVisaMaster } from '../../src/instruments/fields';
+import { AUTH_MESSAGES, renderFieldProblems } from './messages';
+
+export {
+  readLogin, readGeneratePreOrderToken, readCreateUser, readUpdateUser, readPayByToken, readTransfer, readListBanks, readBlockMoney,
+  readCancelBlockMoney, readDeposit, readVisaMasterDeposit, readConfirmPayments, readCardForm, readTokenizeLocalCard,
+  readTokenizeBankAccount, readTokenizeVisaMaster,
+} from './fields';
 
 export interface AreaCAnswer {
   status: number;
@@ -122,7 +126,7 @@ export const AREA_C_ERRORS: Partial<Record<Code, { status: number; message: stri
 };
 
 
-export const UNAUTHORIZED_TOKEN_MISSING = failure(401, 'Unauthorized', { token: ['The token is required.'] });
+export const UNAUTHORIZED_TOKEN_MISSING = failure(401, 'Unauthorized', { token: [AUTH_MESSAGES.tokenMissing] });
 
 export function badRequest(fields: FieldViolations): AreaCAnswer {
   return failure(400, 'Bad Request', fields);
@@ -146,7 +150,7 @@ export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean
   const known = Object.hasOwn(AREA_C_REASON_ERRORS, failureInfo.reason) ? AREA_C_REASON_ERRORS[failureInfo.reason as AreaCReason] : undefined;
   const entry = known ?? AREA_C_ERRORS[failureInfo.code];
   if (!entry || entry.status === 500) return { ...internalError(), isFault: true };
-  let fields = failureInfo.fields;
+  let fields = renderFieldProblems(failureInfo.fields);
   if (Object.keys(fields).length === 0) fields = { [known?.field ?? 'request']: [failureInfo.message] };
   return { ...failure(entry.status, entry.message, fields), isFault: false };
 }

@@ -16,7 +16,7 @@ import { readRpcFailure } from '../../src/rpc/errors';
 import { renderQrPng } from '../../src/web/qr-png';
 import type { FacadeContext, FacadeState } from '../app';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { tooManyRequestsPage } from '../../src/web/deposit-pages';
+import { tooManyRequestsPage } from './deposit-pages';
 import { sendHtml } from '../html-response';
 
 /**

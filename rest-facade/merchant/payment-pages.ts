@@ -1,7 +1,7 @@
 /**
- * The browser pages of Area C deposits (docs/area-c.md "Deposits and confirmations"): translation only.
- * Every page is an HTML document rendered by DepositService; the façade passes it through with its status, or
- * answers the service's redirect.
+ * The browser pages of Area C deposits (docs/area-c.md "Deposits and confirmations"): DepositService answers a
+ * typed page view; the façade renders it (./deposit-pages.ts) with its status, or redirects the payer with the
+ * result to the paid preorder's redirect_url.
  *
  *   GET  /visa-master/confirm/:token     the confirmation page of a Visa/Master deposit again
  *   POST /visa-master/confirm/:token     the confirmation form's submission → 303 to redirect_url?result=… or the
@@ -12,7 +12,8 @@
 import type Router from '@koa/router';
 import { readCardForm } from './contract';
 import { readRpcFailure } from '../../src/rpc/errors';
-import { faultPage, notFoundPage, tooManyRequestsPage } from '../../src/web/deposit-pages';
+import { faultPage, notFoundPage, renderDepositPage, resultRedirect, tooManyRequestsPage } from './deposit-pages';
+import type { DepositPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import type { FacadeContext, FacadeState } from '../app';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { sendHtml } from '../html-response';
@@ -20,9 +21,10 @@ import { sendHtml } from '../html-response';
 /** A page token as the platform issues them (deposit and preorder tokens); anything else is an unknown page. */
 const PAGE_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
-/** Passes a page the service rendered through (a missing page is a fault). */
-function sendPage(ctx: FacadeContext, page: { statusCode: number; html: string } | undefined): void {
-  sendHtml(ctx, page?.statusCode || 500, page?.html ?? faultPage());
+/** Renders a page view of the service (a missing view is a fault). */
+function sendPage(ctx: FacadeContext, page: DepositPage | undefined): void {
+  const rendered = renderDepositPage(page, `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`);
+  sendHtml(ctx, rendered.status, rendered.html);
 }
 
 async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<void> {
@@ -55,14 +57,14 @@ export function registerPaymentPages(router: Router<FacadeState>): void {
   router.post('/visa-master/confirm/:token', (ctx) =>
     answer(ctx, async () => {
       const reply = await ctx.state.clients.deposit.submitVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
-      if (reply.outcome.case === 'redirectLocation') {
+      if (reply.redirectUrl && reply.page?.view.case === 'result') {
         ctx.set('Cache-Control', 'no-store');
         ctx.set('Referrer-Policy', 'no-referrer');
         ctx.status = 303;
-        ctx.redirect(reply.outcome.value);
+        ctx.redirect(resultRedirect(reply.redirectUrl, reply.page.view.value));
         return;
       }
-      sendPage(ctx, reply.outcome.value);
+      sendPage(ctx, reply.page);
     }),
   );
 

@@ -137,7 +137,8 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
       let data: unknown;
       try {
         const idempotencyKey = ctx.get('Idempotency-Key') || (typeof body.request_id === 'string' ? body.request_id : '');
-        data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions, idempotencyKey });
+        const pageBaseUrl = `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`;
+        data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions, idempotencyKey, pageBaseUrl });
       } catch (error) {
         if (error instanceof DomainError) await authenticate(); // field errors of the façade's readers
         throw error;

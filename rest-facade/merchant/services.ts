@@ -36,6 +36,8 @@ export interface MerchantActionContext {
    * `request_id` (so a captured signed request replayed later moves nothing again); empty when neither is given.
    */
   idempotencyKey: string;
+  /** `<PUBLIC_BASE_URL><MERCHANT_PREFIX>`: where the hosted pages' forms post (html_confirm_payment). */
+  pageBaseUrl: string;
 }
 
 /** Returns the success `data`; throws DomainError (field violations) or an RPC error. */

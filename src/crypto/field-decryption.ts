@@ -10,20 +10,21 @@
  *                                                        forge's pure-JS RSA costs tens of ms per block
  *
  * The plaintext must be non-empty UTF-8. Every failure (not a string, not base64, wrong length or truncated, wrong
- * key, wrong padding, empty or invalid UTF-8) throws the one same error on the field, "The <field> could not be
- * decrypted.", so the endpoint tells nothing about which step failed. Plaintexts are never logged.
+ * key, wrong padding, empty or invalid UTF-8) throws the one same error on the field
+ * (problem `not_decryptable`), so the endpoint tells nothing about which step failed. Plaintexts are never logged.
  */
 import { constants, privateDecrypt, type KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { Piscina } from 'piscina';
 import { DomainError } from '../errors';
+import { problem } from '../field-problems';
 import type { RsaKeyPair } from './platform-keys';
 
 export type FieldPadding = 'oaep-sha256' | 'oaep-sha1' | 'pkcs1';
 
-/** The one message of every decryption failure on `field`. */
-export function fieldNotDecryptable(field: string): string {
-  return `The ${field} could not be decrypted.`;
+/** The one field problem of every decryption failure on `field` (the same code whatever the field). */
+export function fieldNotDecryptable(_field: string): string {
+  return problem('not_decryptable');
 }
 
 /** Longest accepted base64 text (a 16384-bit key's ciphertext is 2732 characters). */
@@ -100,7 +101,7 @@ export async function tryDecryptField(
 
 /**
  * Decrypts the encrypted field `field`.
- * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["The <field> could not be decrypted."]}`
+ * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["not_decryptable"]}`
  *         for every cause of failure.
  */
 export async function decryptField(

@@ -11,14 +11,6 @@
 
 export type CardBrand = 'visa' | 'mastercard' | 'unionpay' | 'amex' | 'jcb' | 'discover' | 'other';
 
-export const CARD_MESSAGES = {
-  number: 'The card number is invalid.',
-  expired: 'The card has expired.',
-  expiry: 'The card expiry is invalid.',
-  securityCode: 'The security code must be 3 or 4 digits.',
-  accountNumber: (field: string) => `The ${field} must be 6 to 20 digits.`,
-} as const;
-
 /** Drops spaces and hyphens; returns the digits when only digits remain, else undefined. */
 /** The digits of a number written with optional spaces or dashes between digit groups (never a sign). */
 function digitsOf(text: string): string | undefined {

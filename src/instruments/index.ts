@@ -1,6 +1,5 @@
 /** Instruments: the card and bank-account vault, tokenization, bank-account QR activation. */
 export * from './store';
 export * from './cards';
-export { createInstrumentService, readSourceOfFunds, TOKENIZE_MESSAGES } from './service';
+export { createInstrumentService, readSourceOfFunds } from './service';
 export { activationCode, activationUrl, qrImageUrl, recordActivationCallBack, ACTIVATED_EVENT } from './activation';
-export { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './fields';

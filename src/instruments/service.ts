@@ -15,21 +15,14 @@ import { decryptField, fieldNotDecryptable } from '../crypto/field-decryption';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import type { PlatformDeps } from '../platform-deps';
-import { MESSAGES } from '../flows/wallet/fields';
+import { problem } from '../field-problems';
 import { isHttpUrl } from '../web/url';
 import { merchantUser } from '../flows/wallet/activities';
 import { startWebhookDeliveriesAfterCommit } from '../webhooks';
 import { activationCode, activationCodeSha256, activationUrl, qrImageUrl, recordActivationCallBack } from './activation';
-import { CARD_MESSAGES, cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
+import { cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
 import { checkHolderName, findBankAccountByToken, findByActivationCodeHash, insertInstrument, markActivated, newInstrumentToken, type Instrument } from './store';
 
-export const TOKENIZE_MESSAGES = {
-  bankId: 'The selected bank_id is invalid.',
-  sourceOfFundsJson: 'The sourceOfFunds must be a JSON object.',
-  sourceOfFundsType: 'The sourceOfFunds type must be CARD.',
-  sourceOfFundsCard: 'The sourceOfFunds must contain provided.card.',
-  activationNotFound: 'The activation link is invalid.',
-} as const;
 
 function add(problems: FieldViolations, field: string, message: string): void {
   (problems[field] ??= []).push(message);
@@ -59,19 +52,19 @@ export function readSourceOfFunds(plaintext: string, problems: FieldViolations):
   } catch {
     value = undefined;
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return void add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsJson);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return void add(problems, field, problem('source_of_funds_json'));
   const source = value as { type?: unknown; provided?: { card?: unknown } };
-  if (source.type !== 'CARD') add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsType);
+  if (source.type !== 'CARD') add(problems, field, problem('source_of_funds_type'));
   const card = source.provided && typeof source.provided === 'object' ? source.provided.card : undefined;
-  if (card === null || typeof card !== 'object' || Array.isArray(card)) return void add(problems, field, TOKENIZE_MESSAGES.sourceOfFundsCard);
+  if (card === null || typeof card !== 'object' || Array.isArray(card)) return void add(problems, field, problem('source_of_funds_card'));
   const { number: numberText, securityCode, expiry: expiryValue } = card as { number?: unknown; securityCode?: unknown; expiry?: unknown };
   const number = typeof numberText === 'string' ? normalizeCardNumber(numberText) : undefined;
-  if (!number) add(problems, field, CARD_MESSAGES.number);
-  if (!validSecurityCode(securityCode)) add(problems, field, CARD_MESSAGES.securityCode);
+  if (!number) add(problems, field, problem('card_number'));
+  if (!validSecurityCode(securityCode)) add(problems, field, problem('security_code'));
   const expiryObject = expiryValue && typeof expiryValue === 'object' ? (expiryValue as { month?: unknown; year?: unknown }) : {};
   const expiry = parseExpiry(expiryObject.month, expiryObject.year);
-  if (!expiry) add(problems, field, CARD_MESSAGES.expiry);
-  else if (isExpired(expiry)) add(problems, field, CARD_MESSAGES.expired);
+  if (!expiry) add(problems, field, problem('card_expiry'));
+  else if (isExpired(expiry)) add(problems, field, problem('card_expired'));
   return number && expiry && source.type === 'CARD' && !problems[field] ? { number, expiry } : undefined;
 }
 
@@ -83,7 +76,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
 
   async function checkBank(bankId: string, problems: FieldViolations): Promise<string | undefined> {
     const bank = /^\d{1,18}$/.test(bankId) ? await database('banks').where({ id: bankId }).first('id') : undefined;
-    if (!bank) return void add(problems, 'bank_id', TOKENIZE_MESSAGES.bankId);
+    if (!bank) return void add(problems, 'bank_id', problem('not_found'));
     return bankId;
   }
 
@@ -91,8 +84,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
    * The checked value of an encrypted field, or undefined with the field's one error added to `problems`.
    *
    * No padding oracle (platform decisions §7): a value that does not decrypt and a value that decrypts to something
-   * `check` refuses (a bad card number, a JSON of the wrong shape, a blank name) answer the very same error, "The
-   * <field> could not be decrypted.", so a caller probing with modified ciphertexts learns nothing about which
+   * `check` refuses (a bad card number, a JSON of the wrong shape, a blank name) answer the very same error (problem
+   * `not_decryptable`), so a caller probing with modified ciphertexts learns nothing about which
    * step failed. Both paths run the same decryption attempts; only the microseconds of `check` differ.
    */
   async function decryptChecked<T>(field: string, value: string, problems: FieldViolations, check: (plaintext: string, scratch: FieldViolations) => T | undefined): Promise<T | undefined> {
@@ -165,8 +158,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const bankId = await checkBank(request.bankId, problems);
       const holder = await holderName(request.holderName, problems);
       const number = await decryptChecked('bank_number', request.bankNumber, problems, (plaintext) => normalizeAccountNumber(plaintext));
-      if (!isHttpUrl(request.callBack)) add(problems, 'call_back', MESSAGES.url('call_back'));
-      else if (deps.outbound.checkUrl(request.callBack)) add(problems, 'call_back', MESSAGES.publicUrl('call_back'));
+      if (!isHttpUrl(request.callBack)) add(problems, 'call_back', problem('format'));
+      else if (deps.outbound.checkUrl(request.callBack)) add(problems, 'call_back', problem('public_url'));
       finish(problems);
       const token = newInstrumentToken();
       const instrument = await insertInstrument(deps, {
@@ -216,7 +209,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
           : undefined;
       if (!instrument) {
         await activationMissed(request.token || request.activationCode, context);
-        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [TOKENIZE_MESSAGES.activationNotFound] });
+        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [problem('activation_not_found')] });
       }
       const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
       return {
@@ -233,7 +226,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const instrument = hash ? await findByActivationCodeHash(database, hash) : undefined;
       if (!instrument) {
         await activationMissed(request.activationCode, context);
-        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [TOKENIZE_MESSAGES.activationNotFound] });
+        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [problem('activation_not_found')] });
       }
       // The activation and its call-back event commit together; the event's durable delivery starts after.
       const { activatedNow, webhookIds } = await database.transaction(async (trx) => {

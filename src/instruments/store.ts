@@ -13,7 +13,8 @@ import { randomToken } from '../crypto/secrets';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { PlatformDeps } from '../platform-deps';
 import { hasControlCharacters } from '../text';
-import { CARD_MESSAGES, cardBrand, isExpired, lastFour, normalizeCardNumber, type Expiry } from './cards';
+import { problem } from '../field-problems';
+import { cardBrand, isExpired, lastFour, normalizeCardNumber, type Expiry } from './cards';
 import { openNumber, sealNumber } from './vault';
 
 export type InstrumentKind = 'local_card' | 'bank_account' | 'visa_master';
@@ -40,13 +41,6 @@ export interface Instrument {
   status: InstrumentStatus;
 }
 
-export const INSTRUMENT_MESSAGES = {
-  tokenInvalid: 'The selected token is invalid.',
-  notActivated: 'The bank account is not activated yet.',
-  holderName: 'The holder_name field is required.',
-  holderNameInvalid: 'The holder_name is invalid.',
-  holderNameMax: (max: number) => `The holder_name may not be greater than ${max} characters.`,
-} as const;
 
 /** Longest holder name kept. */
 export const HOLDER_NAME_MAX = 100;
@@ -124,11 +118,11 @@ export async function requireInstrument(
     (input.userId !== undefined && instrument.userId !== input.userId) ||
     (input.kinds && !input.kinds.includes(instrument.kind))
   ) {
-    throw new DomainError('not_found', 'INSTRUMENT_NOT_FOUND', 'instrument not found', { [field]: [INSTRUMENT_MESSAGES.tokenInvalid] });
+    throw new DomainError('not_found', 'INSTRUMENT_NOT_FOUND', 'instrument not found', { [field]: [problem('not_found')] });
   }
   if (instrument.status !== 'active') {
     throw new DomainError('failed_precondition', 'INSTRUMENT_NOT_ACTIVATED', 'bank account not activated', {
-      [field]: [INSTRUMENT_MESSAGES.notActivated],
+      [field]: [problem('not_activated')],
     });
   }
   return instrument;
@@ -195,16 +189,16 @@ export async function insertInstrument(
 /** A holder name as kept: trimmed, 1–HOLDER_NAME_MAX characters. Adds violations under `field` otherwise. */
 export function checkHolderName(value: string, problems: FieldViolations, field = 'holder_name'): string {
   const name = value.trim();
-  if (!name) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderName);
-  else if (hasControlCharacters(name)) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderNameInvalid);
-  else if (name.length > HOLDER_NAME_MAX) (problems[field] ??= []).push(INSTRUMENT_MESSAGES.holderNameMax(HOLDER_NAME_MAX));
+  if (!name) (problems[field] ??= []).push(problem('required'));
+  else if (hasControlCharacters(name)) (problems[field] ??= []).push(problem('invalid'));
+  else if (name.length > HOLDER_NAME_MAX) (problems[field] ??= []).push(problem('max_length', HOLDER_NAME_MAX));
   return name;
 }
 
 /**
  * Vaults a Visa/Master card typed on the hosted preorder page as a guest instrument (no user) of `merchantId`.
  * @throws DomainError invalid_argument VALIDATION_FAILED listing `holder_name` (empty or too long), `number`
- *         ("The card number is invalid."), `expiry` ("The card expiry is invalid." / "The card has expired.").
+ *         (card_number), `expiry` (card_expiry, card_expired).
  */
 export async function vaultGuestCard(
   deps: Pick<PlatformDeps, 'database' | 'keys'>,
@@ -213,13 +207,13 @@ export async function vaultGuestCard(
   const problems: FieldViolations = {};
   const holderName = checkHolderName(input.holderName, problems);
   const number = normalizeCardNumber(input.number);
-  if (!number) problems.number = [CARD_MESSAGES.number];
+  if (!number) problems.number = [problem('card_number')];
   const year = input.expiryYear < 100 ? 2000 + input.expiryYear : input.expiryYear;
   const validExpiry =
     Number.isInteger(input.expiryMonth) && input.expiryMonth >= 1 && input.expiryMonth <= 12 && Number.isInteger(year) && year >= 2000 && year <= 9999;
   const expiry: Expiry = { month: input.expiryMonth, year };
-  if (!validExpiry) problems.expiry = [CARD_MESSAGES.expiry];
-  else if (isExpired(expiry)) problems.expiry = [CARD_MESSAGES.expired];
+  if (!validExpiry) problems.expiry = [problem('card_expiry')];
+  else if (isExpired(expiry)) problems.expiry = [problem('card_expired')];
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
   return insertInstrument(deps, {
     merchantId: input.merchantId,

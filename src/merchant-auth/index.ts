@@ -13,6 +13,7 @@ import type { Knex } from 'knex';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
+import { problem } from '../field-problems';
 import { DomainError } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import type { AuthChanges } from '../auth-changes';
@@ -24,15 +25,15 @@ export * from './reasons';
 /** Most merchants and sessions one process remembers. */
 const AUTH_CACHE_MAX = 10_000;
 
-export const AUTH_MESSAGES = {
-  merchant: 'The merchant-id or merchant-secret-key is invalid.',
-  tokenMissing: 'The token is required.',
-  tokenInvalid: 'The token is invalid.',
-  tokenExpired: 'The token has expired.',
-  sign: 'invalid sign',
-  signType: `The sign_type must be ${SIGN_TYPE_RSA2}.`,
-  login: 'These credentials do not match our records.',
-};
+/** The field problems merchant authentication answers (rendered by the façade's Area C contract). */
+const AUTH_PROBLEMS = {
+  merchant: problem('merchant_credentials'),
+  tokenMissing: problem('session_missing'),
+  tokenInvalid: problem('session_invalid'),
+  tokenExpired: problem('session_expired'),
+  sign: problem('sign'),
+  signType: problem('sign_type'),
+} as const;
 
 export interface Envelope {
   merchantId: string;
@@ -52,7 +53,7 @@ export async function authenticateEnvelope(database: Knex, envelope: Envelope | 
     ? await authenticateMerchant(database, { merchant_id: envelope.merchantId, merchant_secret_key: envelope.merchantSecretKey })
     : undefined;
   if (!merchant || !envelope) {
-    throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant unauthenticated', { merchant: [AUTH_MESSAGES.merchant] });
+    throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant unauthenticated', { merchant: [AUTH_PROBLEMS.merchant] });
   }
   return merchant;
 }
@@ -81,12 +82,12 @@ function publicKeyCache(): (pem: string) => KeyObject | string {
 function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merchant: Merchant, envelope: Envelope): void {
   if (envelope.signType !== SIGN_TYPE_RSA2) {
     throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign_type', {
-      sign_type: [AUTH_MESSAGES.signType],
-      ...(envelope.sign ? {} : { sign: [AUTH_MESSAGES.sign] }),
+      sign_type: [AUTH_PROBLEMS.signType],
+      ...(envelope.sign ? {} : { sign: [AUTH_PROBLEMS.sign] }),
     });
   }
   if (!envelope.sign || !verifyRsa2(envelope.canonicalString, envelope.sign, publicKeyOf(merchant.public_key_pem))) {
-    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign', { sign: [AUTH_MESSAGES.sign] });
+    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign', { sign: [AUTH_PROBLEMS.sign] });
   }
 }
 
@@ -120,7 +121,7 @@ async function checkSession(
   sessions: LRUCache<string, SessionRow> | undefined,
   cacheSeconds: number,
 ): Promise<Date> {
-  if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_MESSAGES.tokenMissing] });
+  if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_PROBLEMS.tokenMissing] });
   const token_hash = sha256Hex(token);
   let row = sessions?.get(token_hash);
   if (!row) {
@@ -128,10 +129,10 @@ async function checkSession(
     if (row && sessions) sessions.set(token_hash, row, { ttl: cacheSeconds * 1000 });
   }
   if (!row || row.merchant_id !== merchantId) {
-    throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_MESSAGES.tokenInvalid] });
+    throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_PROBLEMS.tokenInvalid] });
   }
   if (row.expires_at.getTime() <= Date.now()) {
-    throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_MESSAGES.tokenExpired] });
+    throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_PROBLEMS.tokenExpired] });
   }
   return row.expires_at;
 }
@@ -239,7 +240,7 @@ export function createMerchantAuth(deps: {
     verifyEnvelopeSignature: (merchant, envelope) => verifySignature(publicKeyOf, merchant, envelope),
     async requireMerchant(request) {
       if (!request.auth) {
-        throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_MESSAGES.merchant] });
+        throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
       }
       const merchantId = await authenticateAction(request.auth.envelope, request.auth.sessionToken);
       await deps.abuse.consumeRequest(`merchant:${merchantId}`);

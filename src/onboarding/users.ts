@@ -3,6 +3,7 @@
  * libphonenumber-js (default region KH) and unique; emails are unique ignoring case. Each user gets a wallet in its
  * currency (ledger account kind `wallet`), an opaque `user_token` (Area C block_money) and a unique `wallet_ref`.
  */
+import { problem } from '../field-problems';
 import type { Knex } from 'knex';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
@@ -119,31 +120,31 @@ function validateFields(input: UserFields, required: boolean): { values: Record<
   if (input.phone_number !== undefined && input.phone_number !== null && String(input.phone_number).trim() !== '') {
     const phone = normalizePhone(String(input.phone_number));
     if (phone) values.phone_number = phone;
-    else add('phone_number', 'The phone number is invalid.');
+    else add('phone_number', problem('invalid_label', 'phone number'));
   } else if (input.phone_number !== undefined) values.phone_number = null;
   if (input.email !== undefined && input.email !== null && input.email.trim() !== '') {
     const email = input.email.trim();
-    if (email.length > 254 || !EMAIL.test(email)) add('email', 'The email must be a valid email address.');
+    if (email.length > 254 || !EMAIL.test(email)) add('email', problem('email'));
     else values.email = email;
   } else if (input.email !== undefined) values.email = null;
   for (const field of ['first_name', 'last_name'] as const) {
     const value = input[field];
     if (value === undefined && !required) continue;
     const text = (value ?? '').trim();
-    if (!text) add(field, `The ${field.replace('_', ' ')} field is required.`);
-    else if (text.length > 96) add(field, `The ${field.replace('_', ' ')} may not be greater than 96 characters.`);
+    if (!text) add(field, problem('required_label', field.replace('_', ' ')));
+    else if (text.length > 96) add(field, problem('max_length_label', field.replace('_', ' '), 96));
     else values[field] = text;
   }
   for (const field of Object.keys(OPTIONAL_LIMITS) as OptionalText[]) {
     const value = input[field];
     if (value === undefined) continue;
     const text = (value ?? '').trim();
-    if (text.length > OPTIONAL_LIMITS[field]) add(field, `The ${field} may not be greater than ${OPTIONAL_LIMITS[field]} characters.`);
+    if (text.length > OPTIONAL_LIMITS[field]) add(field, problem('max_length', OPTIONAL_LIMITS[field]));
     else values[field] = text || null;
   }
   if (input.birthday !== undefined) {
     const text = (input.birthday ?? '').trim();
-    if (text && !validBirthday(text)) add('birthday', 'The birthday must be a past date in the format YYYY-MM-DD.');
+    if (text && !validBirthday(text)) add('birthday', problem('past_date'));
     else values.birthday = text || null;
   }
   return { values, violations };
@@ -159,12 +160,12 @@ async function assertUnique(
   if (values.phone_number) {
     const query = database('users').where({ phone_number: values.phone_number });
     if (except_user_id) query.whereNot({ id: except_user_id });
-    if (await query.first('id')) fields.phone_number = ['The phone number has already been taken.'];
+    if (await query.first('id')) fields.phone_number = [problem('taken', 'phone number')];
   }
   if (values.email) {
     const query = database('users').whereRaw('lower(email) = lower(?)', [values.email]);
     if (except_user_id) query.whereNot({ id: except_user_id });
-    if (await query.first('id')) fields.email = ['The email has already been taken.'];
+    if (await query.first('id')) fields.email = [problem('taken', 'email')];
   }
   if (fields.phone_number) throw new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', fields);
   if (fields.email) throw new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', fields);
@@ -174,11 +175,11 @@ async function assertUnique(
 function duplicateFrom(error: unknown): DomainError | undefined {
   if (isUniqueViolation(error, 'users_phone_number_unique')) {
     return new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', {
-      phone_number: ['The phone number has already been taken.'],
+      phone_number: [problem('taken', 'phone number')],
     });
   }
   if (isUniqueViolation(error, 'users_email_unique')) {
-    return new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', { email: ['The email has already been taken.'] });
+    return new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', { email: [problem('taken', 'email')] });
   }
   return undefined;
 }
@@ -195,10 +196,10 @@ export async function createUser(
   input: UserFields & { first_name: string; last_name: string; currency: Currency; merchant_id?: string; eligible?: boolean },
 ): Promise<User> {
   const { values, violations } = validateFields(input, true);
-  if (!isCurrency(input.currency)) (violations.currency ??= []).push('The selected currency is invalid.');
+  if (!isCurrency(input.currency)) (violations.currency ??= []).push(problem('not_found'));
   if (!values.phone_number && !values.email && !violations.phone_number && !violations.email) {
-    violations.phone_number = ['The phone number field is required when email is not present.'];
-    violations.email = ['The email field is required when phone number is not present.'];
+    violations.phone_number = [problem('required_without', 'phone number', 'email')];
+    violations.email = [problem('required_without', 'email', 'phone number')];
   }
   if (Object.keys(violations).length > 0) throw invalidFields(violations);
   if (input.merchant_id !== undefined && input.merchant_id !== null && input.merchant_id !== '') {
@@ -246,7 +247,7 @@ export async function updateUser(
   const phone = values.phone_number !== undefined ? values.phone_number : current.phone_number;
   const email = values.email !== undefined ? values.email : current.email;
   if (!phone && !email && !violations.phone_number && !violations.email) {
-    violations.phone_number = ['The phone number field is required when email is not present.'];
+    violations.phone_number = [problem('required_without', 'phone number', 'email')];
   }
   if (Object.keys(violations).length > 0) throw invalidFields(violations);
   await assertUnique(deps.database, values, String(current.id));

@@ -7,7 +7,7 @@
 import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
 import { DomainError } from '../errors';
-import { MESSAGES } from '../flows/wallet/fields';
+import { problem } from '../field-problems';
 import { merchantApiUser } from '../merchant-auth';
 import { getUser } from '../onboarding';
 import type { PlatformDeps } from '../platform-deps';
@@ -35,7 +35,7 @@ export interface PreorderRow {
  * @throws DomainError not_found SELLER_NOT_FOUND on seller_code
  */
 export async function sellerAccountId(deps: PlatformDeps, merchantId: string, sellerCode: string, currency: Currency): Promise<string> {
-  const unknown = new DomainError('not_found', 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [MESSAGES.userNotFound('seller_code')] });
+  const unknown = new DomainError('not_found', 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [problem('not_found')] });
   const apiUser = await merchantApiUser(deps.database, merchantId);
   if (sellerCode === merchantId || sellerCode === apiUser.wallet_ref) {
     const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchantId, currency, kind: 'wallet' });
@@ -79,7 +79,7 @@ export async function generatePreOrder(
     .returning('token');
   if (inserted.length === 0) {
     throw new DomainError('already_exists', 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
-      out_trade_no: ['The out_trade_no has already been taken.'],
+      out_trade_no: [problem('taken', 'out_trade_no')],
     });
   }
   return { token, url: `${deps.config.PUBLIC_BASE_URL}${deps.config.MERCHANT_PREFIX}/pre-order/${token}` };

@@ -6,8 +6,8 @@
  * balances before/after. Real PostgreSQL, Temporal, RPC and façade; `stop()` checks the ledger balances.
  */
 import { insertInstrument } from '../../src/instruments/store';
-import { DEPOSIT_MESSAGES } from '../../src/flows/deposit/fields';
-import { MESSAGES } from '../../src/flows/wallet/fields';
+import { DEPOSIT_MESSAGES } from '../../rest-facade/merchant/messages';
+import { MESSAGES } from '../../rest-facade/merchant/fields';
 import {
   activateBankAccount,
   decodeResult,

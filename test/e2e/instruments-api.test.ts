@@ -4,6 +4,7 @@
  * every cause, tenant isolation, the bank-account QR activation with its call_back, and a check that no full card
  * or account number reaches the database or the logs (LOG_LEVEL debug). Real PostgreSQL, Temporal, RPC and façade.
  */
+import { renderFieldProblems } from '../../rest-facade/merchant/messages';
 import { constants, generateKeyPairSync, publicEncrypt, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +14,7 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import { activationCode } from '../../src/instruments/activation';
 import { findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard } from '../../src/instruments/store';
-import { MESSAGES } from '../../src/flows/wallet/fields';
+import { MESSAGES } from '../../rest-facade/merchant/fields';
 import { encryptField, sourceOfFundsJson, type FieldPadding } from '../support/field-encryption';
 import { activationPageUrl, tokenizeBankAccount, tokenizeLocalCard, tokenizeVisaMaster } from '../support/instruments';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
@@ -25,6 +26,16 @@ const PADDINGS: FieldPadding[] = ['oaep-sha256', 'oaep-sha1', 'pkcs1'];
 
 /** Every full number sent in this file, successful or not: none may appear in the database or the logs. */
 const SECRET_NUMBERS = new Set<string>();
+/** A service call whose field problems are read in the Area C contract's words (services answer codes). */
+async function rendered<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (error instanceof DomainError) throw Object.assign(error, { fields: renderFieldProblems(error.fields) });
+    throw error;
+  }
+}
+
 function secret(number: string): string {
   SECRET_NUMBERS.add(number);
   return number;
@@ -356,7 +367,7 @@ describe('Area C tokenization', () => {
       });
       const row = await platform.deps.database('instruments').where({ token }).first();
       expect(row).toMatchObject({ kind: 'bank_account', status: 'pending_activation', last4: '6501', brand: null, call_back_url: callBackUrl });
-      await expect(requireInstrument(platform.deps.database, { merchantId: merchant.options.merchantId, token })).rejects.toMatchObject({
+      await expect(rendered(requireInstrument(platform.deps.database, { merchantId: merchant.options.merchantId, token }))).rejects.toMatchObject({
         reason: 'INSTRUMENT_NOT_ACTIVATED',
         fields: { token: ['The bank account is not activated yet.'] },
       });
@@ -455,10 +466,10 @@ describe('Area C tokenization', () => {
       expect(await findInstrumentByToken(database, other.options.merchantId, token)).toBeUndefined();
       expect(await findInstrumentByToken(database, merchant.options.merchantId, 'tok_unknown')).toBeUndefined();
       const invalid = { reason: 'INSTRUMENT_NOT_FOUND', fields: { token: ['The selected token is invalid.'] } };
-      await expect(requireInstrument(database, { merchantId: other.options.merchantId, token })).rejects.toMatchObject(invalid);
-      await expect(requireInstrument(database, { merchantId: merchant.options.merchantId, token, userId: String(secondUserId) })).rejects.toMatchObject(invalid);
-      await expect(requireInstrument(database, { merchantId: merchant.options.merchantId, token, kinds: ['local_card'] })).rejects.toMatchObject(invalid);
-      await expect(requireInstrument(database, { merchantId: merchant.options.merchantId, token, userId: String(userId) })).resolves.toMatchObject({ token });
+      await expect(rendered(requireInstrument(database, { merchantId: other.options.merchantId, token }))).rejects.toMatchObject(invalid);
+      await expect(rendered(requireInstrument(database, { merchantId: merchant.options.merchantId, token, userId: String(secondUserId) }))).rejects.toMatchObject(invalid);
+      await expect(rendered(requireInstrument(database, { merchantId: merchant.options.merchantId, token, kinds: ['local_card'] }))).rejects.toMatchObject(invalid);
+      await expect(rendered(requireInstrument(database, { merchantId: merchant.options.merchantId, token, userId: String(userId) }))).resolves.toMatchObject({ token });
     });
 
     it("another merchant's user cannot be given an instrument (visa_master, bank_account)", async () => {
@@ -476,7 +487,7 @@ describe('Area C tokenization', () => {
       await expect(revealCardNumber(platform.deps, guest)).resolves.toBe(VISA);
       const error = await vaultGuestCard(platform.deps, { merchantId: merchant.options.merchantId, holderName: '', number: secret('4242424242424243'), expiryMonth: 1, expiryYear: 2020 }).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(DomainError);
-      expect((error as DomainError).fields).toEqual({
+      expect(renderFieldProblems((error as DomainError).fields)).toEqual({
         holder_name: ['The holder_name field is required.'],
         number: ['The card number is invalid.'],
         expiry: ['The card has expired.'],

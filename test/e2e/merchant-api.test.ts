@@ -3,7 +3,7 @@
  * and its services, every documented failure, tenant isolation. Real PostgreSQL, Temporal, RPC and façade.
  */
 import { getUser } from '../../src/onboarding';
-import { MESSAGES } from '../../src/flows/wallet/fields';
+import { MESSAGES } from '../../rest-facade/merchant/fields';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { fundUser } from '../support/wallets';

@@ -2,6 +2,7 @@
  * Onboarding: partners, merchants and users through the AdminService RPC client and the
  * onboarding functions, on real PostgreSQL. Every failure path asserts its RPC code, reason and fields.
  */
+import { renderFieldProblems } from '../../rest-facade/merchant/messages';
 import { createSign, createVerify, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,7 +38,9 @@ async function failure(work: Promise<unknown>): Promise<RpcFailure> {
   try {
     await work;
   } catch (error) {
-    return readRpcFailure(error);
+    const failure = readRpcFailure(error);
+    // Services answer field problem codes; these are the words the Area C contract renders them in.
+    return { ...failure, fields: renderFieldProblems(failure.fields) };
   }
   throw new Error('expected the call to fail');
 }

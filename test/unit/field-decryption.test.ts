@@ -2,6 +2,7 @@
  * src/crypto/field-decryption.ts (platform decisions §7): the three accepted paddings decrypt, and every
  * failure (not base64, wrong key, wrong padding, truncated, empty, not UTF-8, not a string) gives the identical error.
  */
+import { renderFieldProblems } from '../../rest-facade/merchant/messages';
 import { constants, generateKeyPairSync, publicEncrypt } from 'node:crypto';
 import fc from 'fast-check';
 import { decryptField, fieldNotDecryptable, tryDecryptField } from '../../src/crypto/field-decryption';
@@ -27,7 +28,8 @@ async function failureOf(value: unknown, field = 'bank_code') {
   } catch (error) {
     expect(error).toBeInstanceOf(DomainError);
     const domain = error as DomainError;
-    return { kind: domain.kind, reason: domain.reason, message: domain.message, fields: domain.fields };
+    // The service answers a field problem code; the merchant reads it in the Area C contract's words.
+    return { kind: domain.kind, reason: domain.reason, message: domain.message, fields: renderFieldProblems(domain.fields) };
   }
   throw new Error('decryptField accepted the value');
 }
@@ -104,7 +106,7 @@ describe('decryptField: every failure gives the identical error', () => {
   });
 
   it('names the field it was given', async () => {
-    expect((await failureOf('!', 'sourceOfFunds')).fields).toEqual({ sourceOfFunds: [fieldNotDecryptable('sourceOfFunds')] });
+    expect((await failureOf('!', 'sourceOfFunds')).fields).toEqual(renderFieldProblems({ sourceOfFunds: [fieldNotDecryptable('sourceOfFunds')] }));
   });
 
   it('random base64 of the right length never decrypts (property)', async () => {

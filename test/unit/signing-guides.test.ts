@@ -6,6 +6,7 @@
  *
  * In the guides, `<!-- vector:NAME -->` marks the fenced block holding a value and `<!-- run:NAME -->` a command.
  */
+import { renderFieldProblems } from '../../rest-facade/merchant/messages';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -99,7 +100,7 @@ describe('docs/signing-area-c.md', () => {
     } catch (error) {
       thrown = error;
     }
-    expect((thrown as { fields?: unknown }).fields).toEqual({ holder_name: ['The holder_name could not be decrypted.'] });
+    expect(renderFieldProblems((thrown as { fields: Record<string, string[]> }).fields)).toEqual({ holder_name: ['The holder_name could not be decrypted.'] });
     expect(read('docs/signing-area-c.md')).toContain('The holder_name could not be decrypted.');
   });
 });

@@ -7,7 +7,7 @@ import {
   readTransfer,
   readGeneratePreOrderToken,
   MESSAGES,
-} from '../../src/flows/wallet/fields';
+} from '../../rest-facade/merchant/fields';
 
 function body(text: string): Record<string, unknown> {
   return parseJsonLossless(text) as Record<string, unknown>;

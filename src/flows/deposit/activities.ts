@@ -14,7 +14,7 @@ import { payPreorder, sellerAccountId } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
 import { depositIdempotencyKey, type DepositActivities, type DepositReason } from './contract';
-import { DEPOSIT_MESSAGES } from './fields';
+import { problem } from '../../field-problems';
 import { openDepositPassword } from './sealing';
 import { finishDeposit, getDeposit, type Deposit } from './store';
 
@@ -93,15 +93,14 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
         // and nothing moves. Anything else (database down) is retried by the workflow's activity policy.
         if (!(error instanceof DomainError)) throw error;
         deps.logger.warn({ reference: found.reference, reason: error.reason }, 'deposit failed at completion');
-        await finishDeposit(deps.database, found.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.failed });
+        await finishDeposit(deps.database, found.reference, { state: 'failed', failure_message: problem('payment_failed') });
         return { state: 'failed' };
       }
     },
 
     /** Ends a pending deposit without moving money: declined (card), cancelled (passwords) or expired. Repeats are no-ops. */
     async closeDeposit(input) {
-      const message =
-        input.state === 'declined' ? DEPOSIT_MESSAGES.declined : input.state === 'cancelled' ? DEPOSIT_MESSAGES.cancelled : DEPOSIT_MESSAGES.expired;
+      const message = problem(input.state === 'declined' ? 'card_declined' : input.state === 'cancelled' ? 'payment_cancelled' : 'payment_expired');
       await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
     },
   };
@@ -133,7 +132,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
           paidByUserId: deposit.user_id,
         });
         if (paid.status === 'already_paid') {
-          await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: DEPOSIT_MESSAGES.preorderPaid });
+          await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: problem('preorder_paid') });
           return { state: 'failed' as const };
         }
         transactionId = paid.transactionId;

@@ -13,19 +13,23 @@ import {
   DepositByBankAccountResponseSchema,
   DepositByLocalCardResponseSchema,
   DepositByVisaMasterResponseSchema,
+  type CardConfirmationSchema,
+  type DepositPageSchema,
   type DepositService,
   type PayPreOrderByCardRequest,
 } from '../../gen/payments/deposit/v1/deposit_pb';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { problem, type FieldProblem } from '../../field-problems';
 import { answerIdempotently } from '../../idempotency';
-import { CARD_MESSAGES, isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
+import { isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../../instruments/store';
-import { formatAmount, isCurrency, type Currency } from '../../money';
+import { isCurrency, type Currency } from '../../money';
 import { getMerchant, getUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
-import { MESSAGES, WALLET_CURRENCIES } from '../wallet/fields';
+import { WALLET_CURRENCIES } from '../wallet/contract';
 import { merchantUser } from '../wallet/activities';
 import { merchantApiUser } from '../../merchant-auth';
 import { depositWorkflow } from '../../../workflows/deposit';
@@ -37,50 +41,69 @@ import {
   type DepositRejection,
   type DepositWorkflowInput,
 } from './contract';
-import { DEPOSIT_MESSAGES, type CardFormFields } from './fields';
-import { confirmationPage, notFoundPage, preorderPage, resultPage } from '../../web/deposit-pages';
 import { sealDepositPassword } from './sealing';
 import {
-  encodeResult,
+  depositResult,
   findDepositByToken,
   findPreorder,
   insertDeposit,
   lifetimeOver,
   newDepositIdentity,
-  resultObject,
   TOKEN_TYPE,
   type Deposit,
   type PreorderForDeposit,
 } from './store';
 
-function fail(field: string, message: string, reason: string, kind: DomainError['kind'] = 'failed_precondition'): DomainError {
-  return new DomainError(kind, reason, message, { [field]: [message] });
+function fail(field: string, code: FieldProblem, reason: string, kind: DomainError['kind'] = 'failed_precondition'): DomainError {
+  return new DomainError(kind, reason, reason.toLowerCase().replace(/_/g, ' '), { [field]: [problem(code)] });
+}
+
+/** A page view (DepositPage init shape). */
+type PageView = MessageInitShape<typeof DepositPageSchema>;
+const NOT_FOUND_PAGE: PageView = { view: { case: 'notFound', value: {} } };
+
+/** The summary of the hosted preorder page (PreorderPage without the answer to a submission). */
+interface PreorderSummary {
+  preOrderToken: string;
+  sellerName: string;
+  description: string;
+  amountUnits: bigint;
+  currency: string;
+  paid: boolean;
+}
+
+/** What a refused submission adds to the preorder page. */
+interface PreorderPageExtra {
+  errors?: Array<{ field: string; messages: string[] }>;
+  holderName?: string;
+  expiryMonth?: string;
+  expiryYear?: string;
 }
 
 /** The confirm_payments answer for a deposit that is no longer pending (or whose lifetime is over). */
 function notPending(deposit: Deposit): DomainError {
   switch (deposit.state) {
     case 'completed':
-      return fail('token', DEPOSIT_MESSAGES.confirmed, 'DEPOSIT_COMPLETED');
+      return fail('token', 'payment_confirmed', 'DEPOSIT_COMPLETED');
     case 'cancelled':
-      return fail('token', DEPOSIT_MESSAGES.cancelled, 'DEPOSIT_CANCELLED');
+      return fail('token', 'payment_cancelled', 'DEPOSIT_CANCELLED');
     case 'failed':
-      return fail('token', DEPOSIT_MESSAGES.failed, 'DEPOSIT_FAILED');
+      return fail('token', 'payment_failed', 'DEPOSIT_FAILED');
     case 'declined':
-      return fail('token', DEPOSIT_MESSAGES.declined, 'DEPOSIT_DECLINED');
+      return fail('token', 'card_declined', 'DEPOSIT_DECLINED');
     default:
-      return fail('token', DEPOSIT_MESSAGES.expired, 'DEPOSIT_EXPIRED');
+      return fail('token', 'payment_expired', 'DEPOSIT_EXPIRED');
   }
 }
 
 const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
-  DEPOSIT_COMPLETED: () => fail('token', DEPOSIT_MESSAGES.confirmed, 'DEPOSIT_COMPLETED'),
-  DEPOSIT_DECLINED: () => fail('token', DEPOSIT_MESSAGES.declined, 'DEPOSIT_DECLINED'),
-  DEPOSIT_FAILED: () => fail('token', DEPOSIT_MESSAGES.failed, 'DEPOSIT_FAILED'),
-  DEPOSIT_CANCELLED: () => fail('token', DEPOSIT_MESSAGES.cancelled, 'DEPOSIT_CANCELLED'),
-  DEPOSIT_EXPIRED: () => fail('token', DEPOSIT_MESSAGES.expired, 'DEPOSIT_EXPIRED'),
-  DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', DEPOSIT_MESSAGES.confirmByForm, 'DEPOSIT_CONFIRMED_BY_FORM', 'invalid_argument'),
-  DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', DEPOSIT_MESSAGES.tokenInvalid, 'DEPOSIT_NOT_FOUND', 'not_found'),
+  DEPOSIT_COMPLETED: () => fail('token', 'payment_confirmed', 'DEPOSIT_COMPLETED'),
+  DEPOSIT_DECLINED: () => fail('token', 'card_declined', 'DEPOSIT_DECLINED'),
+  DEPOSIT_FAILED: () => fail('token', 'payment_failed', 'DEPOSIT_FAILED'),
+  DEPOSIT_CANCELLED: () => fail('token', 'payment_cancelled', 'DEPOSIT_CANCELLED'),
+  DEPOSIT_EXPIRED: () => fail('token', 'payment_expired', 'DEPOSIT_EXPIRED'),
+  DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', 'confirm_by_form', 'DEPOSIT_CONFIRMED_BY_FORM', 'invalid_argument'),
+  DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found'),
 };
 
 /** The typed rejection of a DepositWorkflow Update, if that is what `error` is (one of REJECTION_ERRORS' keys). */
@@ -118,9 +141,6 @@ function startRequest(input: StartInput, key: string) {
 
 export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof DepositService> {
   const { database, config } = deps;
-  const baseUrl = `${config.PUBLIC_BASE_URL}${config.MERCHANT_PREFIX}`;
-  const confirmUrl = (depositToken: string) => `${baseUrl}/visa-master/confirm/${encodeURIComponent(depositToken)}`;
-  const preorderPayUrl = (preOrderToken: string) => `${baseUrl}/pre-order/${encodeURIComponent(preOrderToken)}/pay`;
 
   // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
   const { requireMerchant } = deps.merchantAuth;
@@ -130,12 +150,12 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     if (!input.preOrderToken) return undefined;
     const preorder = await findPreorder(database, input.preOrderToken);
     if (!preorder || preorder.merchant_id !== merchantId) {
-      problems.pre_order_token = [DEPOSIT_MESSAGES.preorderInvalid];
+      problems.pre_order_token = [problem('not_found')];
       return undefined;
     }
-    if (preorder.status !== 'pending') problems.pre_order_token = [DEPOSIT_MESSAGES.preorderPaid];
-    if (preorder.currency !== input.currency) problems.currency = [DEPOSIT_MESSAGES.currencyMismatch];
-    else if (preorder.amount_units !== input.amountUnits) problems.amount = [DEPOSIT_MESSAGES.amountMismatch];
+    if (preorder.status !== 'pending') problems.pre_order_token = [problem('preorder_paid')];
+    if (preorder.currency !== input.currency) problems.currency = [problem('currency_mismatch')];
+    else if (preorder.amount_units !== input.amountUnits) problems.amount = [problem('amount_mismatch')];
     return preorder;
   }
 
@@ -148,11 +168,11 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         userId: input.userId || undefined,
         kinds: [input.kind],
       });
-      if (instrument.userId === null) throw fail('token', DEPOSIT_MESSAGES.tokenInvalid, 'INSTRUMENT_NOT_FOUND', 'not_found');
+      if (instrument.userId === null) throw fail('token', 'not_found', 'INSTRUMENT_NOT_FOUND', 'not_found');
       await merchantUser(database, input.merchantId, instrument.userId, 'token');
       if (instrument.kind === 'visa_master' && instrument.expiryMonth && instrument.expiryYear) {
         if (isExpired({ month: instrument.expiryMonth, year: instrument.expiryYear })) {
-          throw fail('token', DEPOSIT_MESSAGES.cardExpired, 'CARD_EXPIRED', 'invalid_argument');
+          throw fail('token', 'card_expired', 'CARD_EXPIRED', 'invalid_argument');
         }
       }
       return instrument;
@@ -204,29 +224,34 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     return { deposit: { reference }, token };
   }
 
-  /** The confirmation page (html_confirm_payment) of a Visa/Master deposit. */
-  async function confirmationHtml(depositToken: string, deposit: Pick<Deposit, 'reference' | 'merchant_id' | 'amount_units' | 'currency'>, instrument: Instrument, preorder: PreorderForDeposit | undefined) {
+  /** What the confirmation page (html_confirm_payment) of a Visa/Master deposit shows. */
+  async function cardConfirmation(
+    depositToken: string,
+    deposit: Pick<Deposit, 'reference' | 'merchant_id' | 'amount_units' | 'currency'>,
+    instrument: Instrument,
+    preorder: PreorderForDeposit | undefined,
+  ): Promise<MessageInitShape<typeof CardConfirmationSchema>> {
     const merchant = await getMerchant(database, deposit.merchant_id);
-    return confirmationPage({
-      actionUrl: confirmUrl(depositToken),
+    return {
+      depositToken,
       merchantName: merchant?.name ?? '',
-      description: preorder?.description ?? null,
-      amount: formatAmount(deposit.amount_units, deposit.currency),
+      description: preorder?.description ?? '',
+      amountUnits: deposit.amount_units,
       currency: deposit.currency,
-      brand: instrument.brand,
+      brand: instrument.brand ?? '',
       last4: instrument.last4,
       holderName: instrument.holderName,
       reference: deposit.reference,
-    });
+    };
   }
 
   /** A merchant's deposit call: checks, then the pending deposit and its workflow. */
   async function startDeposit(input: StartInput) {
     // Live mode without a configured acquirer: nothing could authorize the card or check the OTP, so nothing starts.
-    if (!deps.acquirer) throw reasonError(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured', { token: [DEPOSIT_MESSAGES.acquirerMissing] });
+    if (!deps.acquirer) throw reasonError(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured', { token: [problem('acquirer_missing')] });
     const problems: FieldViolations = {};
-    if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [MESSAGES.currency('currency')];
-    if (input.amountUnits <= 0n) problems.amount = ['The amount must be greater than 0.'];
+    if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [problem('currency')];
+    if (input.amountUnits <= 0n) problems.amount = [problem('positive')];
     if (input.kind === 'visa_master') {
       // No padding oracle (platform decisions §7): a CVV that does not decrypt and one that decrypts to anything but
       // 3 or 4 digits answer the same error.
@@ -250,9 +275,9 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         token,
         tokenType: cardForm ? TOKEN_TYPE.cardForm : TOKEN_TYPE.otp,
         needVerifyTrx: !cardForm,
-        htmlConfirmPayment: cardForm
-          ? await confirmationHtml(token, { ...deposit, merchant_id: input.merchantId, amount_units: input.amountUnits, currency }, instrument, preorder)
-          : '',
+        confirmation: cardForm
+          ? await cardConfirmation(token, { ...deposit, merchant_id: input.merchantId, amount_units: input.amountUnits, currency }, instrument, preorder)
+          : undefined,
       },
     };
   }
@@ -271,12 +296,12 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     return merchant?.name ?? '';
   }
 
-  async function preorderView(preorder: PreorderForDeposit) {
+  async function preorderView(preorder: PreorderForDeposit): Promise<PreorderSummary> {
     return {
-      actionUrl: preorderPayUrl(preorder.token),
+      preOrderToken: preorder.token,
       sellerName: await sellerName(preorder),
       description: preorder.description,
-      amount: formatAmount(preorder.amount_units, preorder.currency),
+      amountUnits: preorder.amount_units,
       currency: preorder.currency,
       paid: preorder.status !== 'pending',
     };
@@ -312,7 +337,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       const user = await merchantUser(database, merchantId, request.userId, 'user_id');
       const deposit = await findDepositByToken(database, request.token);
       if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {
-        throw fail('token', DEPOSIT_MESSAGES.tokenInvalid, 'DEPOSIT_NOT_FOUND', 'not_found');
+        throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found');
       }
       if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
       if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
@@ -336,31 +361,28 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         case 'completed':
           return {};
         case 'wrong_password':
-          throw fail('password', DEPOSIT_MESSAGES.passwordIncorrect, 'PASSWORD_INCORRECT', 'invalid_argument');
+          throw fail('password', 'password_incorrect', 'PASSWORD_INCORRECT', 'invalid_argument');
         case 'cancelled':
           throw new DomainError('failed_precondition', 'DEPOSIT_CANCELLED', 'deposit cancelled', {
-            password: [DEPOSIT_MESSAGES.passwordIncorrect],
-            token: [DEPOSIT_MESSAGES.cancelled],
+            password: [problem('password_incorrect')],
+            token: [problem('payment_cancelled')],
           });
         default:
           // failed: the preorder was paid by someone else meanwhile; nothing moved.
           throw new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
-            pre_order_token: [DEPOSIT_MESSAGES.preorderPaid],
+            pre_order_token: [problem('preorder_paid')],
           });
       }
     },
 
     async getVisaMasterConfirmation(request) {
       const deposit = await cardFormDeposit(request.depositToken);
-      if (!deposit) return { page: { statusCode: 404, html: notFoundPage() } };
-      if (deposit.state !== 'pending' || lifetimeOver(deposit)) {
-        const result = resultObject(deposit);
-        return { page: { statusCode: 200, html: resultPage({ ...result, reference: deposit.reference, resultBase64: encodeResult(deposit) }) } };
-      }
+      if (!deposit) return { page: NOT_FOUND_PAGE };
+      if (deposit.state !== 'pending' || lifetimeOver(deposit)) return { page: { view: { case: 'result', value: depositResult(deposit) } } };
       const merchant = deposit.merchant_id;
       const instrument = await requireInstrument(database, { merchantId: merchant, token: deposit.instrument_token });
       const preorder = deposit.pre_order_token ? await findPreorder(database, deposit.pre_order_token) : undefined;
-      return { page: { statusCode: 200, html: await confirmationHtml(request.depositToken, deposit, instrument, preorder) } };
+      return { page: { view: { case: 'confirmation', value: await cardConfirmation(request.depositToken, deposit, instrument, preorder) } } };
     },
 
     /**
@@ -369,7 +391,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
      */
     async submitVisaMasterConfirmation(request, context) {
       const found = await cardFormDeposit(request.depositToken);
-      if (!found) return { outcome: { case: 'page', value: { statusCode: 404, html: notFoundPage() } } };
+      if (!found) return { page: NOT_FOUND_PAGE };
       if (found.state === 'pending' && !lifetimeOver(found)) {
         try {
           await withRequestDeadline(deps, () =>
@@ -388,23 +410,13 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         await deps.abuse.recordFailure('preorder_card', deposit.pre_order_token, clientAddressOf(context));
       }
       const preorder = deposit.pre_order_token ? await findPreorder(database, deposit.pre_order_token) : undefined;
-      const resultBase64 = encodeResult(deposit);
-      if (preorder?.redirect_url) {
-        const target = new URL(preorder.redirect_url);
-        const parameter = `result=${encodeURIComponent(resultBase64)}`;
-        target.search = target.search ? `${target.search}&${parameter}` : `?${parameter}`;
-        return { outcome: { case: 'redirectLocation', value: target.toString() } };
-      }
-      const result = resultObject(deposit);
-      return {
-        outcome: { case: 'page', value: { statusCode: 200, html: resultPage({ ...result, reference: deposit.reference, resultBase64 }) } },
-      };
+      return { page: { view: { case: 'result', value: depositResult(deposit) } }, redirectUrl: preorder?.redirect_url ?? '' };
     },
 
     async getPreOrderPage(request) {
       const preorder = await findPreorder(database, request.preOrderToken);
-      if (!preorder) return { page: { statusCode: 404, html: notFoundPage() } };
-      return { page: { statusCode: 200, html: preorderPage(await preorderView(preorder)) } };
+      if (!preorder) return { page: NOT_FOUND_PAGE };
+      return { page: { view: { case: 'preorder', value: await preorderView(preorder) } } };
     },
 
     /**
@@ -424,25 +436,28 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         await attempt.withdrawn();
         throw error;
       }
-      await (answer.page.statusCode === 400 || answer.page.statusCode === 404 ? attempt.failed() : attempt.withdrawn());
+      await (refusedSubmission(answer.page) ? attempt.failed() : attempt.withdrawn());
       return answer;
     },
   };
 
-  /** The card form's answer: a page (400 for refused fields, 404 unknown, 409 paid, 503 no acquirer, 200 the confirmation). */
-  async function payPreorderForm(request: PayPreOrderByCardRequest): Promise<{ page: { statusCode: number; html: string } }> {
+  /** The card form's answer: not found, the preorder page (paid, no acquirer, or refused fields), or the confirmation. */
+  async function payPreorderForm(request: PayPreOrderByCardRequest): Promise<{ page: PageView }> {
     const preorder = await findPreorder(database, request.preOrderToken);
-    if (!preorder) return { page: { statusCode: 404, html: notFoundPage() } };
+    if (!preorder) return { page: NOT_FOUND_PAGE };
     const view = await preorderView(preorder);
-    if (view.paid) return { page: { statusCode: 409, html: preorderPage(view) } };
-    if (!deps.acquirer) return { page: { statusCode: 503, html: preorderPage({ ...view, errors: { number: [DEPOSIT_MESSAGES.acquirerMissing] } }) } };
-    const form: CardFormFields = request;
+    const preorderPage = (extra: PreorderPageExtra): { page: PageView } => ({
+      page: { view: { case: 'preorder', value: { ...view, ...extra } } },
+    });
+    if (view.paid) return preorderPage({});
+    if (!deps.acquirer) return preorderPage({ errors: violations({ number: [problem('acquirer_missing')] }) });
+    const form = request;
     const values = { holderName: form.holderName, expiryMonth: form.expiryMonth, expiryYear: form.expiryYear };
-    const refused = (errors: FieldViolations) => ({ page: { statusCode: 400, html: preorderPage({ ...view, errors, values }) } });
+    const refused = (errors: FieldViolations) => preorderPage({ errors: violations(errors), ...values });
     // The security code is checked first so that no card is vaulted for a submission that is refused anyway.
     if (!validSecurityCode(form.securityCode.trim())) {
-      const problems: FieldViolations = { security_code: [CARD_MESSAGES.securityCode] };
-      if (!normalizeCardNumber(form.cardNumber)) problems.number = [CARD_MESSAGES.number];
+      const problems: FieldViolations = { security_code: [problem('security_code')] };
+      if (!normalizeCardNumber(form.cardNumber)) problems.number = [problem('card_number')];
       return refused(problems);
     }
     const month = /^\d{1,2}$/.test(form.expiryMonth.trim()) ? Number(form.expiryMonth.trim()) : NaN;
@@ -461,7 +476,20 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       throw error;
     }
     const { deposit, token } = await createDeposit(instrument, preorder, preorder.amount_units, preorder.currency);
-    const html = await confirmationHtml(token, { ...deposit, merchant_id: preorder.merchant_id, amount_units: preorder.amount_units, currency: preorder.currency }, instrument, preorder);
-    return { page: { statusCode: 200, html } };
+    const confirmation = await cardConfirmation(token, { ...deposit, merchant_id: preorder.merchant_id, amount_units: preorder.amount_units, currency: preorder.currency }, instrument, preorder);
+    return { page: { view: { case: 'confirmation', value: confirmation } } };
   }
+}
+
+/** Field problems as the RPC's FieldViolation list. */
+function violations(fields: FieldViolations): Array<{ field: string; messages: string[] }> {
+  return Object.entries(fields).map(([field, messages]) => ({ field, messages }));
+}
+
+/** A card-form answer that counts as a failed attempt: an unknown page, or fields refused (not a paid page, not a missing acquirer). */
+function refusedSubmission(page: PageView): boolean {
+  if (page.view?.case === 'notFound') return true;
+  if (page.view?.case !== 'preorder') return false;
+  const errors = page.view.value.errors ?? [];
+  return errors.length > 0 && !errors.some((violation) => violation.messages?.includes(problem('acquirer_missing')));
 }

@@ -1,15 +1,15 @@
 /**
  * The `deposits` table (migration 009; docs/area-c.md "Deposits and confirmations") and the values a
  * deposit shows: its reference (`DEP` + 18 uppercase letters/digits, also the DepositWorkflow id and the ledger
- * idempotency key), its token (`dtk_` + 32 base64url characters, stored as SHA-256 hex only) and the result object
- * of a Visa/Master confirmation.
+ * idempotency key), its token (`dtk_` + 32 base64url characters, stored as SHA-256 hex only) and the result of a
+ * Visa/Master confirmation.
  */
 import type { Knex } from 'knex';
 import { randomToken, sha256Hex } from '../../crypto/secrets';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
 import { newReference } from '../wallet/activities';
-import { DEPOSIT_MESSAGES } from './fields';
+import { problem } from '../../field-problems';
 
 /** pending → completed | declined | failed | cancelled | expired (every end state is final). */
 export type DepositState = 'pending' | 'completed' | 'declined' | 'failed' | 'cancelled' | 'expired';
@@ -94,35 +94,29 @@ export function lifetimeOver(deposit: Deposit, now = new Date()): boolean {
   return deposit.state === 'pending' && deposit.expires_at.getTime() <= now.getTime();
 }
 
-/** The interface message of a deposit's end state, for the result object and for confirm_payments. */
-export function endStateMessage(deposit: Deposit): string {
+/**
+ * The field problem of a deposit's end state (empty for completed). `failure_message` holds the problem recorded
+ * at the end (rows written before problems were codes hold the English text, which the façade passes through).
+ */
+export function endStateProblem(deposit: Deposit): string {
   switch (deposit.state) {
     case 'completed':
-      return 'OK';
+      return '';
     case 'declined':
     case 'failed':
-      return deposit.failure_message ?? DEPOSIT_MESSAGES.failed;
+      return deposit.failure_message ?? problem('payment_failed');
     case 'cancelled':
-      return DEPOSIT_MESSAGES.cancelled;
+      return problem('payment_cancelled');
     case 'expired':
-      return DEPOSIT_MESSAGES.expired;
+      return problem('payment_expired');
     default:
-      return lifetimeOver(deposit) ? DEPOSIT_MESSAGES.expired : DEPOSIT_MESSAGES.pending;
+      return problem(lifetimeOver(deposit) ? 'payment_expired' : 'payment_pending');
   }
 }
 
-/**
- * The result object of a Visa/Master confirmation: `{success, code, message, data: {transaction_ref}}`, success
- * with code 200 and message "OK" for a completed deposit, else code 400 and the end state's message.
- */
-export function resultObject(deposit: Deposit): { success: boolean; code: number; message: string; data: { transaction_ref: string } } {
-  const success = deposit.state === 'completed';
-  return { success, code: success ? 200 : 400, message: endStateMessage(deposit), data: { transaction_ref: deposit.reference } };
-}
-
-/** base64 of the result object's JSON (the `result` query parameter / hidden input). */
-export function encodeResult(deposit: Deposit): string {
-  return Buffer.from(JSON.stringify(resultObject(deposit)), 'utf8').toString('base64');
+/** The result of a Visa/Master confirmation (the façade builds the interface's result object from it). */
+export function depositResult(deposit: Deposit): { reference: string; success: boolean; problem: string } {
+  return { reference: deposit.reference, success: deposit.state === 'completed', problem: endStateProblem(deposit) };
 }
 
 /** The fields of a preorder a deposit needs. */

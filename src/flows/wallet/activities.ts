@@ -16,11 +16,11 @@ import type { Currency } from '../../money';
 import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
 import { walletMovementIdempotencyKey } from './contract';
 import { findTransferParties, insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled, USER_ID, type TransferParty } from './store';
-import { MESSAGES } from './fields';
+import { problem } from '../../field-problems';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 
 function userNotFound(field: string): DomainError {
-  return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [MESSAGES.userNotFound(field)] });
+  return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [problem('not_found')] });
 }
 
 /** The merchant's own active user, else USER_NOT_FOUND on `field`. */
@@ -47,7 +47,7 @@ async function transferParties(database: Knex, merchantId: string, fromUserId: s
 function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, field: string): void {
   if (user.currency !== currency) {
     throw new DomainError('failed_precondition', 'WALLET_CURRENCY_MISMATCH', 'wallet currency differs', {
-      [field]: [`The user's wallet does not hold ${currency}.`],
+      [field]: [problem('wallet_currency', currency)],
     });
   }
 }
@@ -55,7 +55,7 @@ function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, fie
 /** Re-throws the ledger's INSUFFICIENT_FUNDS under the request field `amount`. */
 function mapLedgerError(error: unknown): never {
   if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
-    throw new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [MESSAGES.insufficientFunds] });
+    throw new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [problem('insufficient_funds')] });
   }
   throw error;
 }
@@ -119,10 +119,10 @@ export async function payByToken(
 ): Promise<string> {
   const payer = await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id');
   const unknown = () =>
-    new DomainError('not_found', 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: ['The selected pre_order_token is invalid.'] });
+    new DomainError('not_found', 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: [problem('not_found')] });
   const alreadyPaid = () =>
     new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
-      pre_order_token: ['The preorder has already been paid.'],
+      pre_order_token: [problem('preorder_paid')],
     });
   // Resolve everything that needs other connections first; the transaction then only locks, posts and marks.
   const found = (await deps.database('preorders').where({ token: input.preOrderToken }).first()) as PreorderRow | undefined;
@@ -131,7 +131,7 @@ export async function payByToken(
   checkWalletCurrency(payer, found.currency, 'user_id');
   const sellerAccount = await sellerAccountId(deps, input.merchantId, found.seller_code, found.currency);
   if (sellerAccount === payer.wallet_account_id) {
-    throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: ['The payer must differ from the seller.'] });
+    throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: [problem('payer_is_seller')] });
   }
   const reference = input.reference ?? newReference('PAY');
   const webhookId = await deps.database.transaction(async (trx) => {
@@ -210,12 +210,12 @@ export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: 
     const row = await lockBlockedMoney(trx, input.transactionRef);
     if (!row || row.merchant_id !== input.merchantId) {
       throw new DomainError('not_found', 'BLOCKED_MONEY_NOT_FOUND', 'blocked money not found', {
-        transaction_ref: ['The selected transaction_ref is invalid.'],
+        transaction_ref: [problem('not_found')],
       });
     }
     if (row.state !== 'blocked') {
       throw new DomainError('failed_precondition', 'BLOCKED_MONEY_ALREADY_CANCELLED', 'already cancelled', {
-        transaction_ref: ['The blocked money has already been cancelled.'],
+        transaction_ref: [problem('blocked_money_cancelled')],
       });
     }
     await deps.ledger.voidPendingTransfer(

@@ -4,6 +4,13 @@
  * The movements are synchronous (no workflow), so this file holds no define* objects; it imports nothing.
  */
 
+/** Currencies Area C services accept (interface: "currency string R (USD)"). */
+export const WALLET_CURRENCIES: readonly string[] = ['USD'];
+
+/** Default and bounds of list_banks paging (interface: 20 in the sample). */
+export const BANK_PAGE_DEFAULT = 20;
+export const BANK_PAGE_MAX = 100;
+
 /** Every reason the WalletService and its movements fail with, and its kind (`DomainErrorKind` of src/errors.ts). */
 export const WALLET_REASONS = {
   /** The user id, token or phone is not one of the merchant's active users (answered like an unknown id). */

@@ -18,10 +18,11 @@ import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchant
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
-import { AUTH_MESSAGES, authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
+import { authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
 import { generatePreOrder } from '../../preorders';
 import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer } from './activities';
-import { MESSAGES, WALLET_CURRENCIES } from './fields';
+import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES } from './contract';
+import { problem } from '../../field-problems';
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC (interface "User record"). */
 export function formatDateTime(date: Date): string {
@@ -51,12 +52,12 @@ export function userRecord(user: User) {
 
 
 function walletCurrency(value: string, field = 'currency'): Currency {
-  if (!isCurrency(value) || !WALLET_CURRENCIES.includes(value)) throw invalidFields({ [field]: [MESSAGES.currency(field)] });
+  if (!isCurrency(value) || !WALLET_CURRENCIES.includes(value)) throw invalidFields({ [field]: [problem('currency')] });
   return value;
 }
 
 function positive(units: bigint, field: string): bigint {
-  if (units <= 0n) throw invalidFields({ [field]: [`The ${field} must be greater than 0.`] });
+  if (units <= 0n) throw invalidFields({ [field]: [problem('positive')] });
   return units;
 }
 
@@ -64,7 +65,7 @@ function positive(units: bigint, field: string): bigint {
 function phoneOrFail(text: string | undefined): string | undefined {
   if (text === undefined || text === '') return undefined;
   const phone = normalizePhone(text);
-  if (!phone) throw invalidFields({ phone_number: ['The phone_number format is invalid.'] });
+  if (!phone) throw invalidFields({ phone_number: [problem('format')] });
   return phone;
 }
 
@@ -93,7 +94,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
           context.signal,
         );
         if (!ok) {
-          throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [AUTH_MESSAGES.login] });
+          throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [problem('login')] });
         }
       } catch (error) {
         await (error instanceof DomainError && error.kind !== 'internal' ? attempt.failed() : attempt.withdrawn());
@@ -137,7 +138,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       const merchantId = await requireMerchant(request);
       const currency = walletCurrency(request.currency);
       // The platform calls call_back_url itself once the preorder is paid: it must be a public destination.
-      if (request.callBackUrl && deps.outbound.checkUrl(request.callBackUrl)) throw invalidFields({ call_back_url: [MESSAGES.publicUrl('call_back_url')] });
+      if (request.callBackUrl && deps.outbound.checkUrl(request.callBackUrl)) throw invalidFields({ call_back_url: [problem('public_url')] });
       const { token, url } = await generatePreOrder(deps, {
         merchantId,
         outTradeNo: request.outTradeNo,
@@ -155,7 +156,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     async createUser(request) {
       const merchantId = await requireMerchant(request);
       if (!request.phoneNumber && !request.email) {
-        throw invalidFields({ phone_number: [MESSAGES.phoneOrEmail], email: [MESSAGES.emailOrPhone] });
+        throw invalidFields({ phone_number: [problem('required_without', 'phone_number', 'email')], email: [problem('required_without', 'email', 'phone_number')] });
       }
       const user = await createUser(deps, {
         phone_number: phoneOrFail(request.phoneNumber),
@@ -181,7 +182,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         // No user_id: the user is the merchant's user with this phone number.
         const found = phone ? await findUserByPhone(database, phone) : undefined;
         if (!found || found.merchant_id !== merchantId) {
-          throw new DomainError('not_found', 'USER_NOT_FOUND', 'user not found', { phone_number: [MESSAGES.userNotFound('phone_number')] });
+          throw new DomainError('not_found', 'USER_NOT_FOUND', 'user not found', { phone_number: [problem('not_found')] });
         }
         userId = found.id;
       } else {
@@ -216,11 +217,11 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     async transfer(request) {
       const merchantId = await requireMerchant(request);
       const currency = walletCurrency(request.currency);
-      if (request.feesAmountUnits < 0n) throw invalidFields({ fees_amount: ['The fees_amount must not be negative.'] });
+      if (request.feesAmountUnits < 0n) throw invalidFields({ fees_amount: [problem('not_negative')] });
       if (request.feesAmountUnits > 0n && request.feesCurrency !== currency) {
-        throw invalidFields({ fees_currency: [request.feesCurrency ? MESSAGES.feesCurrencyMismatch : MESSAGES.feesCurrencyRequired] });
+        throw invalidFields({ fees_currency: [problem(request.feesCurrency ? 'fees_currency_mismatch' : 'fees_currency_required')] });
       }
-      if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [MESSAGES.sameUser] });
+      if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [problem('same_user')] });
       const amountUnits = positive(request.amountUnits, 'amount');
       const move = (reference?: string) =>
         transfer(deps, { merchantId, fromUserId: request.fromUserId, toUserId: request.toUserId, amountUnits, currency, feesAmountUnits: request.feesAmountUnits, reference });
@@ -240,10 +241,10 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
     async listBanks(request) {
       await requireMerchant(request);
       const page = request.page || 1;
-      const perPage = request.perPage || 20;
+      const perPage = request.perPage || BANK_PAGE_DEFAULT;
       const problems: Record<string, string[]> = {};
-      if (page < 1) problems.page = [MESSAGES.min('page', 1)];
-      if (perPage < 1 || perPage > 100) problems.per_page = [perPage < 1 ? MESSAGES.min('per_page', 1) : MESSAGES.maxValue('per_page', 100)];
+      if (page < 1) problems.page = [problem('min', 1)];
+      if (perPage < 1 || perPage > BANK_PAGE_MAX) problems.per_page = [perPage < 1 ? problem('min', 1) : problem('max', BANK_PAGE_MAX)];
       if (Object.keys(problems).length) throw invalidFields(problems);
       return listBanks(database, page, perPage);
     },

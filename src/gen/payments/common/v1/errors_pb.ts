@@ -27,7 +27,7 @@ export type ErrorDetail = Message<"payments.common.v1.ErrorDetail"> & {
   reason: string;
 
   /**
-   * Every failing field with its messages (empty when the error is not about a field).
+   * Every failing field with its problems (empty when the error is not about a field).
    *
    * @generated from field: repeated payments.common.v1.FieldViolation fields = 2;
    */
@@ -62,7 +62,8 @@ export type FieldViolation = Message<"payments.common.v1.FieldViolation"> & {
   field: string;
 
   /**
-   * Human-readable messages.
+   * Field problem codes (src/field-problems.ts: `required`, `max_length:64`, `not_found`, …); each façade area
+   * renders them in its documented words. Admin-only checks may answer a short free-text detail instead.
    *
    * @generated from field: repeated string messages = 2;
    */

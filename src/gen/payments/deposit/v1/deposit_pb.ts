@@ -4,6 +4,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FieldViolation } from "../../common/v1/errors_pb";
+import { file_payments_common_v1_errors } from "../../common/v1/errors_pb";
 import type { ActionAuth } from "../../wallet/v1/wallet_pb";
 import { file_payments_wallet_v1_wallet } from "../../wallet/v1/wallet_pb";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/deposit/v1/deposit.proto.
  */
 export const file_payments_deposit_v1_deposit: GenFile = /*@__PURE__*/
-  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEi2AEKGURlcG9zaXRCeUxvY2FsQ2FyZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAki2gEKG0RlcG9zaXRCeUJhbmtBY2NvdW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIXCg9wcmVfb3JkZXJfdG9rZW4YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSLwAQoaRGVwb3NpdEJ5VmlzYU1hc3RlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEhUKDXNlY3VyaXR5X2NvZGUYByABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSJ9Cg5TdGFydGVkRGVwb3NpdBIRCglyZWZlcmVuY2UYASABKAkSDQoFdG9rZW4YAiABKAkSEgoKdG9rZW5fdHlwZRgDIAEoBRIXCg9uZWVkX3ZlcmlmeV90cngYBCABKAgSHAoUaHRtbF9jb25maXJtX3BheW1lbnQYBSABKAkiUgoaRGVwb3NpdEJ5TG9jYWxDYXJkUmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQiVAocRGVwb3NpdEJ5QmFua0FjY291bnRSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCJTChtEZXBvc2l0QnlWaXNhTWFzdGVyUmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQijAEKFUNvbmZpcm1QYXltZW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aCIYChZDb25maXJtUGF5bWVudFJlc3BvbnNlIi0KCEh0bWxQYWdlEhMKC3N0YXR1c19jb2RlGAEgASgFEgwKBGh0bWwYAiABKAkiOQogR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QSFQoNZGVwb3NpdF90b2tlbhgBIAEoCSJQCiFHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2USKwoEcGFnZRgBIAEoCzIdLnBheW1lbnRzLmRlcG9zaXQudjEuSHRtbFBhZ2UiPAojU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QSFQoNZGVwb3NpdF90b2tlbhgBIAEoCSJ9CiRTdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2USGwoRcmVkaXJlY3RfbG9jYXRpb24YASABKAlIABItCgRwYWdlGAIgASgLMh0ucGF5bWVudHMuZGVwb3NpdC52MS5IdG1sUGFnZUgAQgkKB291dGNvbWUiMQoWR2V0UHJlT3JkZXJQYWdlUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkiRgoXR2V0UHJlT3JkZXJQYWdlUmVzcG9uc2USKwoEcGFnZRgBIAEoCzIdLnBheW1lbnRzLmRlcG9zaXQudjEuSHRtbFBhZ2UinwEKGFBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSEwoLaG9sZGVyX25hbWUYAiABKAkSEwoLY2FyZF9udW1iZXIYAyABKAkSFAoMZXhwaXJ5X21vbnRoGAQgASgJEhMKC2V4cGlyeV95ZWFyGAUgASgJEhUKDXNlY3VyaXR5X2NvZGUYBiABKAkiSAoZUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZRIrCgRwYWdlGAEgASgLMh0ucGF5bWVudHMuZGVwb3NpdC52MS5IdG1sUGFnZTL+BwoORGVwb3NpdFNlcnZpY2USdwoSRGVwb3NpdEJ5TG9jYWxDYXJkEi4ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXF1ZXN0Gi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXNwb25zZSIAEn0KFERlcG9zaXRCeUJhbmtBY2NvdW50EjAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlCYW5rQWNjb3VudFJlcXVlc3QaMS5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUJhbmtBY2NvdW50UmVzcG9uc2UiABJ6ChNEZXBvc2l0QnlWaXNhTWFzdGVyEi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlWaXNhTWFzdGVyUmVxdWVzdBowLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5VmlzYU1hc3RlclJlc3BvbnNlIgASawoOQ29uZmlybVBheW1lbnQSKi5wYXltZW50cy5kZXBvc2l0LnYxLkNvbmZpcm1QYXltZW50UmVxdWVzdBorLnBheW1lbnRzLmRlcG9zaXQudjEuQ29uZmlybVBheW1lbnRSZXNwb25zZSIAEowBChlHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uEjUucGF5bWVudHMuZGVwb3NpdC52MS5HZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBo2LnBheW1lbnRzLmRlcG9zaXQudjEuR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlIgASlQEKHFN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb24SOC5wYXltZW50cy5kZXBvc2l0LnYxLlN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0GjkucGF5bWVudHMuZGVwb3NpdC52MS5TdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2UiABJuCg9HZXRQcmVPcmRlclBhZ2USKy5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlcXVlc3QaLC5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlc3BvbnNlIgASdAoRUGF5UHJlT3JkZXJCeUNhcmQSLS5wYXltZW50cy5kZXBvc2l0LnYxLlBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBouLnBheW1lbnRzLmRlcG9zaXQudjEuUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZSIAYgZwcm90bzM", [file_payments_wallet_v1_wallet]);
+  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEi2AEKGURlcG9zaXRCeUxvY2FsQ2FyZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAki2gEKG0RlcG9zaXRCeUJhbmtBY2NvdW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIXCg9wcmVfb3JkZXJfdG9rZW4YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSLwAQoaRGVwb3NpdEJ5VmlzYU1hc3RlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEhUKDXNlY3VyaXR5X2NvZGUYByABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSK4AQoOU3RhcnRlZERlcG9zaXQSEQoJcmVmZXJlbmNlGAEgASgJEg0KBXRva2VuGAIgASgJEhIKCnRva2VuX3R5cGUYAyABKAUSFwoPbmVlZF92ZXJpZnlfdHJ4GAQgASgIEjsKDGNvbmZpcm1hdGlvbhgGIAEoCzIlLnBheW1lbnRzLmRlcG9zaXQudjEuQ2FyZENvbmZpcm1hdGlvbkoECAUQBlIUaHRtbF9jb25maXJtX3BheW1lbnQiwwEKEENhcmRDb25maXJtYXRpb24SFQoNZGVwb3NpdF90b2tlbhgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRINCgVicmFuZBgGIAEoCRINCgVsYXN0NBgHIAEoCRITCgtob2xkZXJfbmFtZRgIIAEoCRIRCglyZWZlcmVuY2UYCSABKAkiRAoNRGVwb3NpdFJlc3VsdBIRCglyZWZlcmVuY2UYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIPCgdwcm9ibGVtGAMgASgJIvsBCgxQcmVvcmRlclBhZ2USFwoPcHJlX29yZGVyX3Rva2VuGAEgASgJEhMKC3NlbGxlcl9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIMCgRwYWlkGAYgASgIEjIKBmVycm9ycxgHIAMoCzIiLnBheW1lbnRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbhITCgtob2xkZXJfbmFtZRgIIAEoCRIUCgxleHBpcnlfbW9udGgYCSABKAkSEwoLZXhwaXJ5X3llYXIYCiABKAkiDgoMUGFnZU5vdEZvdW5kIvkBCgtEZXBvc2l0UGFnZRI2Cglub3RfZm91bmQYASABKAsyIS5wYXltZW50cy5kZXBvc2l0LnYxLlBhZ2VOb3RGb3VuZEgAEj0KDGNvbmZpcm1hdGlvbhgCIAEoCzIlLnBheW1lbnRzLmRlcG9zaXQudjEuQ2FyZENvbmZpcm1hdGlvbkgAEjQKBnJlc3VsdBgDIAEoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlc3VsdEgAEjUKCHByZW9yZGVyGAQgASgLMiEucGF5bWVudHMuZGVwb3NpdC52MS5QcmVvcmRlclBhZ2VIAEIGCgR2aWV3IlIKGkRlcG9zaXRCeUxvY2FsQ2FyZFJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IlQKHERlcG9zaXRCeUJhbmtBY2NvdW50UmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQiUwobRGVwb3NpdEJ5VmlzYU1hc3RlclJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IowBChVDb25maXJtUGF5bWVudFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b2tlbhgDIAEoCRIQCghwYXNzd29yZBgEIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgiGAoWQ29uZmlybVBheW1lbnRSZXNwb25zZSI5CiBHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBIVCg1kZXBvc2l0X3Rva2VuGAEgASgJIlkKIUdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAiI8CiNTdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBIVCg1kZXBvc2l0X3Rva2VuGAEgASgJIngKJFN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZRIuCgRwYWdlGAMgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZRIUCgxyZWRpcmVjdF91cmwYBCABKAlKBAgBEAJKBAgCEAMiMQoWR2V0UHJlT3JkZXJQYWdlUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkiTwoXR2V0UHJlT3JkZXJQYWdlUmVzcG9uc2USLgoEcGFnZRgCIAEoCzIgLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFBhZ2VKBAgBEAIinwEKGFBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSEwoLaG9sZGVyX25hbWUYAiABKAkSEwoLY2FyZF9udW1iZXIYAyABKAkSFAoMZXhwaXJ5X21vbnRoGAQgASgJEhMKC2V4cGlyeV95ZWFyGAUgASgJEhUKDXNlY3VyaXR5X2NvZGUYBiABKAkiUQoZUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAjL+BwoORGVwb3NpdFNlcnZpY2USdwoSRGVwb3NpdEJ5TG9jYWxDYXJkEi4ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXF1ZXN0Gi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXNwb25zZSIAEn0KFERlcG9zaXRCeUJhbmtBY2NvdW50EjAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlCYW5rQWNjb3VudFJlcXVlc3QaMS5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUJhbmtBY2NvdW50UmVzcG9uc2UiABJ6ChNEZXBvc2l0QnlWaXNhTWFzdGVyEi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlWaXNhTWFzdGVyUmVxdWVzdBowLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5VmlzYU1hc3RlclJlc3BvbnNlIgASawoOQ29uZmlybVBheW1lbnQSKi5wYXltZW50cy5kZXBvc2l0LnYxLkNvbmZpcm1QYXltZW50UmVxdWVzdBorLnBheW1lbnRzLmRlcG9zaXQudjEuQ29uZmlybVBheW1lbnRSZXNwb25zZSIAEowBChlHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uEjUucGF5bWVudHMuZGVwb3NpdC52MS5HZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBo2LnBheW1lbnRzLmRlcG9zaXQudjEuR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlIgASlQEKHFN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb24SOC5wYXltZW50cy5kZXBvc2l0LnYxLlN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0GjkucGF5bWVudHMuZGVwb3NpdC52MS5TdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2UiABJuCg9HZXRQcmVPcmRlclBhZ2USKy5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlcXVlc3QaLC5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlc3BvbnNlIgASdAoRUGF5UHJlT3JkZXJCeUNhcmQSLS5wYXltZW50cy5kZXBvc2l0LnYxLlBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBouLnBheW1lbnRzLmRlcG9zaXQudjEuUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZSIAYgZwcm90bzM", [file_payments_common_v1_errors, file_payments_wallet_v1_wallet]);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardRequest
@@ -234,11 +236,11 @@ export type StartedDeposit = Message<"payments.deposit.v1.StartedDeposit"> & {
   needVerifyTrx: boolean;
 
   /**
-   * A complete HTML document (Visa/Master), else empty.
+   * Visa/Master: what html_confirm_payment shows (the façade renders the document); unset otherwise.
    *
-   * @generated from field: string html_confirm_payment = 5;
+   * @generated from field: payments.deposit.v1.CardConfirmation confirmation = 6;
    */
-  htmlConfirmPayment: string;
+  confirmation?: CardConfirmation | undefined;
 };
 
 /**
@@ -247,6 +249,229 @@ export type StartedDeposit = Message<"payments.deposit.v1.StartedDeposit"> & {
  */
 export const StartedDepositSchema: GenMessage<StartedDeposit> = /*@__PURE__*/
   messageDesc(file_payments_deposit_v1_deposit, 3);
+
+/**
+ * What the Visa/Master confirmation page shows and where its form posts.
+ *
+ * @generated from message payments.deposit.v1.CardConfirmation
+ */
+export type CardConfirmation = Message<"payments.deposit.v1.CardConfirmation"> & {
+  /**
+   * The deposit token: the path of the confirmation URL the form posts to.
+   *
+   * @generated from field: string deposit_token = 1;
+   */
+  depositToken: string;
+
+  /**
+   * @generated from field: string merchant_name = 2;
+   */
+  merchantName: string;
+
+  /**
+   * The preorder's description; empty when the deposit pays none.
+   *
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: int64 amount_units = 4;
+   */
+  amountUnits: bigint;
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+
+  /**
+   * visa, mastercard, …; empty when unknown.
+   *
+   * @generated from field: string brand = 6;
+   */
+  brand: string;
+
+  /**
+   * @generated from field: string last4 = 7;
+   */
+  last4: string;
+
+  /**
+   * @generated from field: string holder_name = 8;
+   */
+  holderName: string;
+
+  /**
+   * @generated from field: string reference = 9;
+   */
+  reference: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.CardConfirmation.
+ * Use `create(CardConfirmationSchema)` to create a new message.
+ */
+export const CardConfirmationSchema: GenMessage<CardConfirmation> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 4);
+
+/**
+ * A deposit that is no longer pending, as the result object reports it.
+ *
+ * @generated from message payments.deposit.v1.DepositResult
+ */
+export type DepositResult = Message<"payments.deposit.v1.DepositResult"> & {
+  /**
+   * @generated from field: string reference = 1;
+   */
+  reference: string;
+
+  /**
+   * @generated from field: bool success = 2;
+   */
+  success: boolean;
+
+  /**
+   * The field problem code of the end state (payment_cancelled, card_declined, …); empty on success.
+   *
+   * @generated from field: string problem = 3;
+   */
+  problem: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.DepositResult.
+ * Use `create(DepositResultSchema)` to create a new message.
+ */
+export const DepositResultSchema: GenMessage<DepositResult> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 5);
+
+/**
+ * The hosted preorder page: its summary, and after a refused submission the failing fields and what was typed
+ * (never the card number or security code).
+ *
+ * @generated from message payments.deposit.v1.PreorderPage
+ */
+export type PreorderPage = Message<"payments.deposit.v1.PreorderPage"> & {
+  /**
+   * @generated from field: string pre_order_token = 1;
+   */
+  preOrderToken: string;
+
+  /**
+   * @generated from field: string seller_name = 2;
+   */
+  sellerName: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * @generated from field: int64 amount_units = 4;
+   */
+  amountUnits: bigint;
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+
+  /**
+   * Already paid: the page shows no form.
+   *
+   * @generated from field: bool paid = 6;
+   */
+  paid: boolean;
+
+  /**
+   * Field problem codes (acquirer_missing when card payments are unavailable).
+   *
+   * @generated from field: repeated payments.common.v1.FieldViolation errors = 7;
+   */
+  errors: FieldViolation[];
+
+  /**
+   * @generated from field: string holder_name = 8;
+   */
+  holderName: string;
+
+  /**
+   * @generated from field: string expiry_month = 9;
+   */
+  expiryMonth: string;
+
+  /**
+   * @generated from field: string expiry_year = 10;
+   */
+  expiryYear: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.PreorderPage.
+ * Use `create(PreorderPageSchema)` to create a new message.
+ */
+export const PreorderPageSchema: GenMessage<PreorderPage> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 6);
+
+/**
+ * The token names no page.
+ *
+ * @generated from message payments.deposit.v1.PageNotFound
+ */
+export type PageNotFound = Message<"payments.deposit.v1.PageNotFound"> & {
+};
+
+/**
+ * Describes the message payments.deposit.v1.PageNotFound.
+ * Use `create(PageNotFoundSchema)` to create a new message.
+ */
+export const PageNotFoundSchema: GenMessage<PageNotFound> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 7);
+
+/**
+ * One deposit page as a view.
+ *
+ * @generated from message payments.deposit.v1.DepositPage
+ */
+export type DepositPage = Message<"payments.deposit.v1.DepositPage"> & {
+  /**
+   * @generated from oneof payments.deposit.v1.DepositPage.view
+   */
+  view: {
+    /**
+     * @generated from field: payments.deposit.v1.PageNotFound not_found = 1;
+     */
+    value: PageNotFound;
+    case: "notFound";
+  } | {
+    /**
+     * @generated from field: payments.deposit.v1.CardConfirmation confirmation = 2;
+     */
+    value: CardConfirmation;
+    case: "confirmation";
+  } | {
+    /**
+     * @generated from field: payments.deposit.v1.DepositResult result = 3;
+     */
+    value: DepositResult;
+    case: "result";
+  } | {
+    /**
+     * @generated from field: payments.deposit.v1.PreorderPage preorder = 4;
+     */
+    value: PreorderPage;
+    case: "preorder";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message payments.deposit.v1.DepositPage.
+ * Use `create(DepositPageSchema)` to create a new message.
+ */
+export const DepositPageSchema: GenMessage<DepositPage> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 8);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardResponse
@@ -263,7 +488,7 @@ export type DepositByLocalCardResponse = Message<"payments.deposit.v1.DepositByL
  * Use `create(DepositByLocalCardResponseSchema)` to create a new message.
  */
 export const DepositByLocalCardResponseSchema: GenMessage<DepositByLocalCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 4);
+  messageDesc(file_payments_deposit_v1_deposit, 9);
 
 /**
  * @generated from message payments.deposit.v1.DepositByBankAccountResponse
@@ -280,7 +505,7 @@ export type DepositByBankAccountResponse = Message<"payments.deposit.v1.DepositB
  * Use `create(DepositByBankAccountResponseSchema)` to create a new message.
  */
 export const DepositByBankAccountResponseSchema: GenMessage<DepositByBankAccountResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 5);
+  messageDesc(file_payments_deposit_v1_deposit, 10);
 
 /**
  * @generated from message payments.deposit.v1.DepositByVisaMasterResponse
@@ -297,7 +522,7 @@ export type DepositByVisaMasterResponse = Message<"payments.deposit.v1.DepositBy
  * Use `create(DepositByVisaMasterResponseSchema)` to create a new message.
  */
 export const DepositByVisaMasterResponseSchema: GenMessage<DepositByVisaMasterResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 6);
+  messageDesc(file_payments_deposit_v1_deposit, 11);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentRequest
@@ -340,7 +565,7 @@ export type ConfirmPaymentRequest = Message<"payments.deposit.v1.ConfirmPaymentR
  * Use `create(ConfirmPaymentRequestSchema)` to create a new message.
  */
 export const ConfirmPaymentRequestSchema: GenMessage<ConfirmPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 7);
+  messageDesc(file_payments_deposit_v1_deposit, 12);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentResponse
@@ -353,33 +578,7 @@ export type ConfirmPaymentResponse = Message<"payments.deposit.v1.ConfirmPayment
  * Use `create(ConfirmPaymentResponseSchema)` to create a new message.
  */
 export const ConfirmPaymentResponseSchema: GenMessage<ConfirmPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 8);
-
-/**
- * An HTML document the façade sends as it is.
- *
- * @generated from message payments.deposit.v1.HtmlPage
- */
-export type HtmlPage = Message<"payments.deposit.v1.HtmlPage"> & {
-  /**
-   * HTTP status to answer with (200, 400, 404, 409).
-   *
-   * @generated from field: int32 status_code = 1;
-   */
-  statusCode: number;
-
-  /**
-   * @generated from field: string html = 2;
-   */
-  html: string;
-};
-
-/**
- * Describes the message payments.deposit.v1.HtmlPage.
- * Use `create(HtmlPageSchema)` to create a new message.
- */
-export const HtmlPageSchema: GenMessage<HtmlPage> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 9);
+  messageDesc(file_payments_deposit_v1_deposit, 13);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationRequest
@@ -396,16 +595,18 @@ export type GetVisaMasterConfirmationRequest = Message<"payments.deposit.v1.GetV
  * Use `create(GetVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationRequestSchema: GenMessage<GetVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 10);
+  messageDesc(file_payments_deposit_v1_deposit, 14);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationResponse
  */
 export type GetVisaMasterConfirmationResponse = Message<"payments.deposit.v1.GetVisaMasterConfirmationResponse"> & {
   /**
-   * @generated from field: payments.deposit.v1.HtmlPage page = 1;
+   * not_found, confirmation, or result when the deposit is no longer pending.
+   *
+   * @generated from field: payments.deposit.v1.DepositPage page = 2;
    */
-  page?: HtmlPage | undefined;
+  page?: DepositPage | undefined;
 };
 
 /**
@@ -413,7 +614,7 @@ export type GetVisaMasterConfirmationResponse = Message<"payments.deposit.v1.Get
  * Use `create(GetVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationResponseSchema: GenMessage<GetVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 11);
+  messageDesc(file_payments_deposit_v1_deposit, 15);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationRequest
@@ -430,32 +631,25 @@ export type SubmitVisaMasterConfirmationRequest = Message<"payments.deposit.v1.S
  * Use `create(SubmitVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationRequestSchema: GenMessage<SubmitVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 12);
+  messageDesc(file_payments_deposit_v1_deposit, 16);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationResponse
  */
 export type SubmitVisaMasterConfirmationResponse = Message<"payments.deposit.v1.SubmitVisaMasterConfirmationResponse"> & {
   /**
-   * @generated from oneof payments.deposit.v1.SubmitVisaMasterConfirmationResponse.outcome
+   * not_found, or the result.
+   *
+   * @generated from field: payments.deposit.v1.DepositPage page = 3;
    */
-  outcome: {
-    /**
-     * The preorder's redirect_url with the query parameter result (base64 of the result JSON): answer HTTP 303.
-     *
-     * @generated from field: string redirect_location = 1;
-     */
-    value: string;
-    case: "redirectLocation";
-  } | {
-    /**
-     * Without a redirect_url: the result page (hidden input named result), or an error page.
-     *
-     * @generated from field: payments.deposit.v1.HtmlPage page = 2;
-     */
-    value: HtmlPage;
-    case: "page";
-  } | { case: undefined; value?: undefined };
+  page?: DepositPage | undefined;
+
+  /**
+   * The paid preorder's redirect_url, where the payer goes with the result; empty: the result page.
+   *
+   * @generated from field: string redirect_url = 4;
+   */
+  redirectUrl: string;
 };
 
 /**
@@ -463,7 +657,7 @@ export type SubmitVisaMasterConfirmationResponse = Message<"payments.deposit.v1.
  * Use `create(SubmitVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationResponseSchema: GenMessage<SubmitVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 13);
+  messageDesc(file_payments_deposit_v1_deposit, 17);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageRequest
@@ -480,16 +674,18 @@ export type GetPreOrderPageRequest = Message<"payments.deposit.v1.GetPreOrderPag
  * Use `create(GetPreOrderPageRequestSchema)` to create a new message.
  */
 export const GetPreOrderPageRequestSchema: GenMessage<GetPreOrderPageRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 14);
+  messageDesc(file_payments_deposit_v1_deposit, 18);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageResponse
  */
 export type GetPreOrderPageResponse = Message<"payments.deposit.v1.GetPreOrderPageResponse"> & {
   /**
-   * @generated from field: payments.deposit.v1.HtmlPage page = 1;
+   * not_found or preorder.
+   *
+   * @generated from field: payments.deposit.v1.DepositPage page = 2;
    */
-  page?: HtmlPage | undefined;
+  page?: DepositPage | undefined;
 };
 
 /**
@@ -497,7 +693,7 @@ export type GetPreOrderPageResponse = Message<"payments.deposit.v1.GetPreOrderPa
  * Use `create(GetPreOrderPageResponseSchema)` to create a new message.
  */
 export const GetPreOrderPageResponseSchema: GenMessage<GetPreOrderPageResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 15);
+  messageDesc(file_payments_deposit_v1_deposit, 19);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardRequest
@@ -541,16 +737,18 @@ export type PayPreOrderByCardRequest = Message<"payments.deposit.v1.PayPreOrderB
  * Use `create(PayPreOrderByCardRequestSchema)` to create a new message.
  */
 export const PayPreOrderByCardRequestSchema: GenMessage<PayPreOrderByCardRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 16);
+  messageDesc(file_payments_deposit_v1_deposit, 20);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardResponse
  */
 export type PayPreOrderByCardResponse = Message<"payments.deposit.v1.PayPreOrderByCardResponse"> & {
   /**
-   * @generated from field: payments.deposit.v1.HtmlPage page = 1;
+   * not_found, preorder (paid, or refused with its errors), or the confirmation of the started deposit.
+   *
+   * @generated from field: payments.deposit.v1.DepositPage page = 2;
    */
-  page?: HtmlPage | undefined;
+  page?: DepositPage | undefined;
 };
 
 /**
@@ -558,16 +756,18 @@ export type PayPreOrderByCardResponse = Message<"payments.deposit.v1.PayPreOrder
  * Use `create(PayPreOrderByCardResponseSchema)` to create a new message.
  */
 export const PayPreOrderByCardResponseSchema: GenMessage<PayPreOrderByCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 17);
+  messageDesc(file_payments_deposit_v1_deposit, 21);
 
 /**
- * DepositService carries the Area C deposits (issue 7, docs/area-c.md "Deposits and confirmations"): a deposit
+ * DepositService carries the Area C deposits (docs/area-c.md "Deposits and confirmations"): a deposit
  * with a tokenized instrument credits the user's wallet, or pays a preorder to its seller less commission; it waits
  * for confirmation in a DepositWorkflow (id = reference) for DEPOSIT_TTL_SECONDS. Local cards and bank accounts
  * are confirmed by OTP (ConfirmPayment); Visa/Master cards through an HTML form (html_confirm_payment) that posts
  * to the platform (SubmitVisaMasterConfirmation). The hosted preorder page (GetPreOrderPage, PayPreOrderByCard)
  * takes a guest card through the same flow. Merchant calls carry payments.wallet.v1.ActionAuth; the page RPCs are
  * public (the façade passes what the browser sent). Amounts are minor units (int64 amount_units + currency).
+ * The pages' HTML, wording and HTTP statuses belong to the façade: these RPCs answer typed views (DepositPage) and
+ * field problem codes.
  *
  * @generated from service payments.deposit.v1.DepositService
  */
@@ -613,7 +813,7 @@ export const DepositService: GenService<{
     output: typeof ConfirmPaymentResponseSchema;
   },
   /**
-   * GetVisaMasterConfirmation renders the confirmation page of a Visa/Master deposit again.
+   * GetVisaMasterConfirmation answers the confirmation page of a Visa/Master deposit again (or its result).
    *
    * @generated from rpc payments.deposit.v1.DepositService.GetVisaMasterConfirmation
    */
@@ -634,7 +834,7 @@ export const DepositService: GenService<{
     output: typeof SubmitVisaMasterConfirmationResponseSchema;
   },
   /**
-   * GetPreOrderPage renders the hosted preorder page (seller, description, amount, card form).
+   * GetPreOrderPage answers the hosted preorder page (seller, description, amount, card form).
    *
    * @generated from rpc payments.deposit.v1.DepositService.GetPreOrderPage
    */

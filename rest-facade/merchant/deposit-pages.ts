@@ -1,10 +1,15 @@
 /**
  * The HTML documents of Area C deposits (docs/area-c.md "Deposits and confirmations"): the Visa/Master
  * confirmation page (html_confirm_payment), the result page with the hidden input `result`, the hosted preorder
- * page with its card form, and small error pages. Pure functions, no I/O.
+ * page with its card form, and small error pages; and the translation of DepositService's page views (DepositPage)
+ * into them with their HTTP status, the result object and the redirect with `result`. Pure functions, no I/O.
  * Layout and escaping: src/web/html.ts.
  */
-import { html, messagePage, page, SafeHtml } from './html';
+import { formatAmount, isCurrency } from '../../src/money';
+import { html, messagePage, page, SafeHtml } from '../../src/web/html';
+import type { CardConfirmation, DepositPage, DepositResult, PreorderPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
+import { problem } from '../../src/field-problems';
+import { DEPOSIT_MESSAGES, renderProblem } from './messages';
 
 export interface ConfirmationView {
   /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */
@@ -119,4 +124,92 @@ export function tooManyRequestsPage(): string {
 /** The page the façade shows when the platform fails unexpectedly (no details). */
 export function faultPage(): string {
   return messagePage('Something went wrong', 'An unexpected error occurred. Please try again later.');
+}
+
+// ---- DepositService views → documents ----
+
+/** Decimal text of minor units ("12.50"); the units as they are for a currency the platform does not know. */
+function amountText(amountUnits: bigint, currency: string): string {
+  return isCurrency(currency) ? formatAmount(amountUnits, currency) : amountUnits.toString();
+}
+
+/** `<PUBLIC_BASE_URL><MERCHANT_PREFIX>`: where the hosted pages' forms post. */
+export type PageBaseUrl = string;
+
+/** The confirmation page's view: the form posts to `<base>/visa-master/confirm/<deposit token>`. */
+export function confirmationView(confirmation: CardConfirmation, base: PageBaseUrl): ConfirmationView {
+  return {
+    actionUrl: `${base}/visa-master/confirm/${encodeURIComponent(confirmation.depositToken)}`,
+    merchantName: confirmation.merchantName,
+    description: confirmation.description || null,
+    amount: amountText(confirmation.amountUnits, confirmation.currency),
+    currency: confirmation.currency,
+    brand: confirmation.brand || null,
+    last4: confirmation.last4,
+    holderName: confirmation.holderName,
+    reference: confirmation.reference,
+  };
+}
+
+/**
+ * The result object of a Visa/Master confirmation: `{success, code, message, data: {transaction_ref}}`, code 200
+ * and "OK" for a completed deposit, else code 400 and the end state's message.
+ */
+export function resultObject(result: DepositResult): { success: boolean; code: number; message: string; data: { transaction_ref: string } } {
+  const message = result.success ? 'OK' : result.problem ? renderProblem('token', result.problem) : DEPOSIT_MESSAGES.failed;
+  return { success: result.success, code: result.success ? 200 : 400, message, data: { transaction_ref: result.reference } };
+}
+
+/** base64 of the result object's JSON (the `result` query parameter / hidden input). */
+export function encodeResult(result: DepositResult): string {
+  return Buffer.from(JSON.stringify(resultObject(result)), 'utf8').toString('base64');
+}
+
+/** The preorder's redirect_url with the query parameter `result` added. */
+export function resultRedirect(redirectUrl: string, result: DepositResult): string {
+  const target = new URL(redirectUrl);
+  const parameter = `result=${encodeURIComponent(encodeResult(result))}`;
+  target.search = target.search ? `${target.search}&${parameter}` : `?${parameter}`;
+  return target.toString();
+}
+
+function preorderPageHtml(view: PreorderPage, base: PageBaseUrl): { status: number; html: string } {
+  const errors: Record<string, string[]> = {};
+  for (const violation of view.errors) errors[violation.field] = violation.messages.map((text) => renderProblem(violation.field, text));
+  const acquirerMissing = view.errors.some((violation) => violation.messages.includes(problem('acquirer_missing')));
+  const status = view.paid ? 409 : acquirerMissing ? 503 : view.errors.length > 0 ? 400 : 200;
+  const rendered = preorderPage({
+    actionUrl: `${base}/pre-order/${encodeURIComponent(view.preOrderToken)}/pay`,
+    sellerName: view.sellerName,
+    description: view.description,
+    amount: amountText(view.amountUnits, view.currency),
+    currency: view.currency,
+    paid: view.paid,
+    errors: view.errors.length > 0 ? errors : undefined,
+    values: view.errors.length > 0 && !acquirerMissing ? { holderName: view.holderName, expiryMonth: view.expiryMonth, expiryYear: view.expiryYear } : undefined,
+  });
+  return { status, html: rendered };
+}
+
+/**
+ * One DepositService page view as its HTML document and status: not found 404; the confirmation and the result
+ * 200; the preorder page 200, 400 after a refused submission, 409 when paid, 503 when card payments are off.
+ * A missing view is a fault (500).
+ */
+export function renderDepositPage(view: DepositPage | undefined, base: PageBaseUrl): { status: number; html: string } {
+  switch (view?.view.case) {
+    case 'notFound':
+      return { status: 404, html: notFoundPage() };
+    case 'confirmation':
+      return { status: 200, html: confirmationPage(confirmationView(view.view.value, base)) };
+    case 'result': {
+      const result = view.view.value;
+      const object = resultObject(result);
+      return { status: 200, html: resultPage({ success: object.success, message: object.message, reference: result.reference, resultBase64: encodeResult(result) }) };
+    }
+    case 'preorder':
+      return preorderPageHtml(view.view.value, base);
+    default:
+      return { status: 500, html: faultPage() };
+  }
 }

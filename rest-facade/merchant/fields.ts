@@ -1,16 +1,17 @@
 /**
- * Area C field rules and messages (interface "Area C", platform decisions §7 and §8): pure readers that turn a
- * losslessly parsed /do-action body into the typed fields of a WalletService request, collecting every failing
- * field under its own name. Shared by the façade (translation) and the service (business checks use the same
- * messages). No I/O.
+ * Area C field readers (interface "Area C", platform decisions §7 and §8): pure readers that turn a losslessly
+ * parsed /do-action body into the typed fields of a WalletService, DepositService or InstrumentService request,
+ * collecting every failing field under its own name in the documented words (./messages.ts). The services check
+ * what needs the database or a key, and answer field problem codes the façade renders. No I/O.
  */
-import { hasControlCharacters } from '../../text';
-import { isHttpUrl } from '../../web/url';
-import { DomainError, invalidFields, type FieldViolations } from '../../errors';
-import { isLosslessNumber, readAmount, type Currency } from '../../money';
+import { hasControlCharacters } from '../../src/text';
+import { isHttpUrl } from '../../src/web/url';
+import { AmountError, decimalsOf, isLosslessNumber, readAmount, type Currency } from '../../src/money';
+import { invalidFields, type FieldViolations } from '../../src/errors';
+import { WALLET_CURRENCIES, BANK_PAGE_DEFAULT, BANK_PAGE_MAX } from '../../src/flows/wallet/contract';
+import { AREA_C_PROBLEM_MESSAGES, MESSAGES, TOKENIZE_MESSAGES } from './messages';
 
-/** Currencies Area C services accept (interface: "currency string R (USD)"). */
-export const WALLET_CURRENCIES: readonly Currency[] = ['USD'];
+export { MESSAGES } from './messages';
 
 /** Longest accepted text per field (interface "Limits" where given; otherwise the platform's choice). */
 export const FIELD_MAX_LENGTH: Record<string, number> = {
@@ -34,29 +35,6 @@ export const FIELD_MAX_LENGTH: Record<string, number> = {
   transaction_ref: 64,
 };
 
-export const MESSAGES = {
-  required: (field: string) => `The ${field} field is required.`,
-  string: (field: string) => `The ${field} must be a string.`,
-  max: (field: string, max: number) => `The ${field} may not be greater than ${max} characters.`,
-  integer: (field: string) => `The ${field} must be an integer.`,
-  min: (field: string, min: number) => `The ${field} must be at least ${min}.`,
-  maxValue: (field: string, max: number) => `The ${field} may not be greater than ${max}.`,
-  currency: (field: string) => `The selected ${field} is invalid. Accepted: ${WALLET_CURRENCIES.join(', ')}.`,
-  date: (field: string) => `The ${field} does not match the format YYYY-MM-DD.`,
-  email: (field: string) => `The ${field} must be a valid email address.`,
-  url: (field: string) => `The ${field} format is invalid.`,
-  publicUrl: (field: string) => `The ${field} must be a public http or https URL.`,
-  percent: (field: string) => `The ${field} must be a number between 0 and 100 with at most 6 decimal places.`,
-  phoneOrEmail: 'The phone_number field is required when email is not present.',
-  emailOrPhone: 'The email field is required when phone_number is not present.',
-  feesCurrencyRequired: 'The fees_currency field is required when fees_amount is present.',
-  feesCurrencyMismatch: 'The fees_currency must be the same as currency.',
-  sameUser: 'The to_user_id and from_user_id must be different.',
-  userNotFound: (field: string) => `The selected ${field} is invalid.`,
-  insufficientFunds: 'Insufficient balance.',
-  unknownService: (service: string) => `The service "${service}" is not supported.`,
-  controlCharacters: (field: string) => `The ${field} must not contain control characters.`,
-} as const;
 
 
 /** Collects field violations; `finish()` throws them all at once. */
@@ -68,6 +46,20 @@ export class FieldReader {
   fail(field: string, message: string): undefined {
     (this.errors[field] ??= []).push(message);
     return undefined;
+  }
+
+  /** An amount the money module refused, in Area C words. */
+  failAmount(field: string, error: AmountError, currency: Currency | undefined): undefined {
+    const messages = AREA_C_PROBLEM_MESSAGES;
+    const decimals = String(decimalsOf(currency ?? 'USD'));
+    const rendered = {
+      not_a_number: messages.decimal(field),
+      too_many_decimals: messages.decimals(field, decimals),
+      negative: messages.not_negative(field),
+      zero: messages.positive(field),
+      too_large: messages.too_large(field),
+    }[error.problem];
+    return this.fail(field, rendered);
   }
 
   has(field: string): boolean {
@@ -122,15 +114,12 @@ export class FieldReader {
       return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
     }
     if (typeof value === 'boolean' || (typeof value === 'object' && !isLosslessNumber(value))) {
-      return this.fail(field, `The ${field} must be a number.`);
+      return this.fail(field, MESSAGES.number(field));
     }
     try {
       return readAmount(value, currency ?? 'USD', { field });
     } catch (error) {
-      if (error instanceof DomainError) {
-        for (const message of error.fields[field] ?? [error.message]) this.fail(field, message);
-        return undefined;
-      }
+      if (error instanceof AmountError) return this.failAmount(field, error, currency);
       throw error;
     }
   }
@@ -290,22 +279,15 @@ export function readTransfer(body: Record<string, unknown>) {
 function readZeroableAmount(reader: FieldReader, field: string, currency: Currency | undefined): bigint | undefined {
   const value = reader.body[field];
   if (typeof value === 'boolean' || (typeof value === 'object' && value !== null && !isLosslessNumber(value))) {
-    return reader.fail(field, `The ${field} must be a number.`);
+    return reader.fail(field, MESSAGES.number(field));
   }
   try {
     return readAmount(value, currency ?? 'USD', { field, allowZero: true });
   } catch (error) {
-    if (error instanceof DomainError) {
-      for (const message of error.fields[field] ?? [error.message]) reader.fail(field, message);
-      return undefined;
-    }
+    if (error instanceof AmountError) return reader.failAmount(field, error, currency);
     throw error;
   }
 }
-
-/** Default and bounds of list_banks paging (interface: 20 in the sample). */
-export const BANK_PAGE_DEFAULT = 20;
-export const BANK_PAGE_MAX = 100;
 
 export function readListBanks(body: Record<string, unknown>) {
   const reader = new FieldReader(body);
@@ -343,4 +325,140 @@ export function readLogin(body: Record<string, unknown>) {
   const fields = { userName: reader.string('user_name', { required: true }), password: reader.string('password', { required: true }) };
   reader.finish();
   return fields as { userName: string; password: string };
+}
+
+// ---- deposits (docs/area-c.md "Deposits and confirmations") ----
+
+/** Longest accepted text of the deposit fields. */
+const MAX_LENGTH = { token: 64, password: 64, encrypted: 4096 } as const;
+
+export interface DepositFields {
+  token: string;
+  preOrderToken: string;
+  amountUnits: bigint;
+  currency: Currency;
+  /** Empty when not sent. */
+  userId: string;
+}
+
+function readDepositFields(reader: FieldReader) {
+  const currency = reader.currency('currency');
+  return {
+    token: reader.string('token', { required: true, max: MAX_LENGTH.token }),
+    preOrderToken: reader.string('pre_order_token') ?? '',
+    amountUnits: reader.amount('amount', currency),
+    currency,
+    userId: reader.id('user_id') ?? '',
+  };
+}
+
+/** deposit_by_local_card and deposit_by_bank_account: token, pre_order_token (O), amount, currency, user_id (O). */
+export function readDeposit(body: Record<string, unknown>): DepositFields {
+  const reader = new FieldReader(body);
+  const fields = readDepositFields(reader);
+  reader.finish();
+  return fields as DepositFields;
+}
+
+/** deposit_by_visa_master: the deposit fields and security_code (encrypted, base64; decrypted by the service). */
+export function readVisaMasterDeposit(body: Record<string, unknown>): DepositFields & { securityCode: string } {
+  const reader = new FieldReader(body);
+  const fields = readDepositFields(reader);
+  const securityCode = reader.string('security_code', { required: true, max: MAX_LENGTH.encrypted });
+  reader.finish();
+  return { ...(fields as DepositFields), securityCode: securityCode! };
+}
+
+/** confirm_payments: user_id, token (the deposit token), password (OTP or soft token). */
+export function readConfirmPayments(body: Record<string, unknown>): { userId: string; token: string; password: string } {
+  const reader = new FieldReader(body);
+  const fields = {
+    userId: reader.id('user_id', { required: true }),
+    token: reader.string('token', { required: true, max: MAX_LENGTH.token }),
+    password: reader.string('password', { required: true, max: MAX_LENGTH.password }),
+  };
+  reader.finish();
+  return fields as { userId: string; token: string; password: string };
+}
+
+/** The card form of the hosted preorder page (application/x-www-form-urlencoded fields, all text). */
+export interface CardFormFields {
+  holderName: string;
+  cardNumber: string;
+  expiryMonth: string;
+  expiryYear: string;
+  securityCode: string;
+}
+
+/** Reads the hosted page's card form from parsed form fields (missing fields become empty text). */
+export function readCardForm(form: URLSearchParams): CardFormFields {
+  const text = (name: string) => (form.get(name) ?? '').slice(0, 256);
+  return {
+    holderName: text('holder_name'),
+    cardNumber: text('card_number'),
+    expiryMonth: text('expiry_month'),
+    expiryYear: text('expiry_year'),
+    securityCode: text('security_code'),
+  };
+}
+
+// ---- tokenization (interface "Area C" tokenize_local_card, tokenize_bank_account, tokenize_visa_master) ----
+// Encrypted fields are only checked for presence and type here; InstrumentService decrypts and checks them.
+
+/** Longest accepted encrypted field (base64 of a ciphertext of up to a 16384-bit key, plus line breaks). */
+export const ENCRYPTED_FIELD_MAX = 4096;
+export const CALL_BACK_MAX = 2048;
+
+function encrypted(reader: FieldReader, field: string): string | undefined {
+  return reader.string(field, { required: true, max: ENCRYPTED_FIELD_MAX });
+}
+
+/** bank_id: a listed bank's id, as a JSON integer or a digit string; anything else is "The selected bank_id is invalid.". */
+function bankId(reader: FieldReader): string | undefined {
+  const value = reader.body.bank_id;
+  if (value === undefined || value === null || value === '') return reader.fail('bank_id', MESSAGES.required('bank_id'));
+  const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
+  if (text === undefined || !/^[1-9]\d{0,17}$/.test(text)) return reader.fail('bank_id', TOKENIZE_MESSAGES.bankId);
+  return text;
+}
+
+/** call_back: required text here; InstrumentService checks it is an http(s) URL (with the decrypted fields' checks). */
+function callBack(reader: FieldReader): string | undefined {
+  return reader.string('call_back', { required: true, max: CALL_BACK_MAX });
+}
+
+export function readTokenizeLocalCard(body: Record<string, unknown>) {
+  const reader = new FieldReader(body);
+  const fields = {
+    userId: reader.id('user_id', { required: true }),
+    holderName: encrypted(reader, 'holder_name'),
+    bankId: bankId(reader),
+    bankCode: encrypted(reader, 'bank_code'),
+  };
+  reader.finish();
+  return fields as Required<{ [K in keyof typeof fields]: string }>;
+}
+
+export function readTokenizeBankAccount(body: Record<string, unknown>) {
+  const reader = new FieldReader(body);
+  const fields = {
+    userId: reader.id('user_id', { required: true }),
+    holderName: encrypted(reader, 'holder_name'),
+    bankId: bankId(reader),
+    bankNumber: encrypted(reader, 'bank_number'),
+    callBack: callBack(reader),
+  };
+  reader.finish();
+  return fields as Required<{ [K in keyof typeof fields]: string }>;
+}
+
+export function readTokenizeVisaMaster(body: Record<string, unknown>) {
+  const reader = new FieldReader(body);
+  const fields = {
+    userId: reader.id('user_id', { required: true }),
+    sourceOfFunds: encrypted(reader, 'sourceOfFunds'),
+    holderName: encrypted(reader, 'holder_name'),
+  };
+  reader.finish();
+  return fields as Required<{ [K in keyof typeof fields]: string }>;
 }
