@@ -4,6 +4,7 @@
  * (src/payins/outbox.ts). `stop()` drains in order: façade, RPC, outbox dispatcher, worker, then closes the
  * database pool and the Temporal connection.
  */
+import { createFieldDecryption } from './crypto/field-decryption';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
@@ -155,7 +156,9 @@ export async function runRoles(
       }
       const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
       const abuse = createAbuseLimits(database, config);
+      const fieldDecryption = createFieldDecryption();
       stops.push(() => outbound.close());
+      stops.push(() => fieldDecryption.close());
       deps = {
         config,
         database,
@@ -163,6 +166,7 @@ export async function runRoles(
         logger,
         ledger: createLedger(database),
         keys,
+        fieldDecryption,
         authChanges,
         merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
         // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.

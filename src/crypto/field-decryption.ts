@@ -33,30 +33,59 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * The PKCS#1 v1.5 worker pool: at most 2 threads, started on first use, each ending after 10 s idle (so a test run
- * or a stopping process is not held open). Limits: 256 queued blocks; beyond that the field fails like any other.
+ * PKCS#1 v1.5 worker pool limits: at most 2 threads, started on first use, each ending after 10 s idle (so a test
+ * run or a stopping process is not held open); 256 queued blocks, beyond which the field fails like any other.
  */
-let pool: Piscina | undefined;
 const POOL_MAX_THREADS = 2;
 const POOL_IDLE_TIMEOUT_MILLISECONDS = 10_000;
 const POOL_MAX_QUEUE = 256;
 
-function pkcs1Pool(): Piscina {
-  pool ??= new Piscina({
-    filename: path.join(__dirname, 'pkcs1-v1_5-worker.js'),
-    minThreads: 0,
-    maxThreads: POOL_MAX_THREADS,
-    idleTimeout: POOL_IDLE_TIMEOUT_MILLISECONDS,
-    maxQueue: POOL_MAX_QUEUE,
-  });
-  return pool;
+type FieldKeys = Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>;
+
+/**
+ * Decryption of encrypted fields with its own PKCS#1 v1.5 worker pool. One per process, created at the composition
+ * root (PlatformDeps.fieldDecryption) and closed at shutdown.
+ */
+export interface FieldDecryption {
+  /** The UTF-8 plaintext of one encrypted field value, or undefined for any failure. */
+  tryDecrypt(keys: FieldKeys, value: unknown): Promise<string | undefined>;
+  /**
+   * The plaintext of the encrypted field `field`.
+   * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["not_decryptable"]}` for every cause.
+   */
+  decrypt(keys: FieldKeys, field: string, value: unknown): Promise<string>;
+  /** Stops the worker pool (idle threads also end by themselves). */
+  close(): Promise<void>;
 }
 
-/** Stops the worker pool (graceful shutdown; idle threads also end by themselves). */
-export async function closeFieldDecryption(): Promise<void> {
-  const closing = pool;
-  pool = undefined;
-  await closing?.destroy();
+export function createFieldDecryption(): FieldDecryption {
+  let pool: Piscina | undefined;
+  const pkcs1Pool = (): Piscina =>
+    (pool ??= new Piscina({
+      filename: path.join(__dirname, 'pkcs1-v1_5-worker.js'),
+      minThreads: 0,
+      maxThreads: POOL_MAX_THREADS,
+      idleTimeout: POOL_IDLE_TIMEOUT_MILLISECONDS,
+      maxQueue: POOL_MAX_QUEUE,
+    }));
+  const tryDecrypt = (keys: FieldKeys, value: unknown) => tryDecryptWith(pkcs1Pool, keys, value);
+  return {
+    tryDecrypt,
+    async decrypt(keys, field, value) {
+      const plaintext = await tryDecrypt(keys, value);
+      if (plaintext === undefined) {
+        throw new DomainError('invalid_argument', 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
+          [field]: [fieldNotDecryptable(field)],
+        });
+      }
+      return plaintext;
+    },
+    async close() {
+      const closing = pool;
+      pool = undefined;
+      await closing?.destroy();
+    },
+  };
 }
 
 function oaep(privateKey: KeyObject, ciphertext: Buffer, hash: 'sha256' | 'sha1'): Buffer | undefined {
@@ -67,7 +96,7 @@ function oaep(privateKey: KeyObject, ciphertext: Buffer, hash: 'sha256' | 'sha1'
   }
 }
 
-async function pkcs1(privateKeyPem: string, ciphertext: Buffer): Promise<Buffer | undefined> {
+async function pkcs1(pkcs1Pool: () => Piscina, privateKeyPem: string, ciphertext: Buffer): Promise<Buffer | undefined> {
   try {
     const plaintext = (await pkcs1Pool().run({ privateKeyPem, ciphertext: new Uint8Array(ciphertext) })) as Uint8Array | null;
     return plaintext ? Buffer.from(plaintext) : undefined;
@@ -76,13 +105,7 @@ async function pkcs1(privateKeyPem: string, ciphertext: Buffer): Promise<Buffer 
   }
 }
 
-/**
- * Decrypts one encrypted field value. @returns the UTF-8 plaintext, or undefined for any failure.
- */
-export async function tryDecryptField(
-  keys: Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>,
-  value: unknown,
-): Promise<string | undefined> {
+async function tryDecryptWith(pkcs1Pool: () => Piscina, keys: FieldKeys, value: unknown): Promise<string | undefined> {
   if (typeof value !== 'string') return undefined;
   const text = value.replace(/\s+/g, '');
   if (text.length === 0 || text.length > MAX_BASE64_LENGTH || !BASE64.test(text)) return undefined;
@@ -90,7 +113,9 @@ export async function tryDecryptField(
   const modulusBytes = Math.ceil((keys.privateKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
   if (ciphertext.length !== modulusBytes) return undefined;
   const plaintext =
-    oaep(keys.privateKey, ciphertext, 'sha256') ?? oaep(keys.privateKey, ciphertext, 'sha1') ?? (await pkcs1(keys.privateKeyPem, ciphertext));
+    oaep(keys.privateKey, ciphertext, 'sha256') ??
+    oaep(keys.privateKey, ciphertext, 'sha1') ??
+    (await pkcs1(pkcs1Pool, keys.privateKeyPem, ciphertext));
   if (!plaintext || plaintext.length === 0) return undefined;
   try {
     return utf8.decode(plaintext);
@@ -99,21 +124,22 @@ export async function tryDecryptField(
   }
 }
 
-/**
- * Decrypts the encrypted field `field`.
- * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["not_decryptable"]}`
- *         for every cause of failure.
- */
-export async function decryptField(
-  keys: Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>,
-  field: string,
-  value: unknown,
-): Promise<string> {
-  const plaintext = await tryDecryptField(keys, value);
-  if (plaintext === undefined) {
-    throw new DomainError('invalid_argument', 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
-      [field]: [fieldNotDecryptable(field)],
-    });
+/** One decryption outside a process's FieldDecryption (tools, tests): its pool is closed afterwards. */
+async function once<T>(work: (decryption: FieldDecryption) => Promise<T>): Promise<T> {
+  const decryption = createFieldDecryption();
+  try {
+    return await work(decryption);
+  } finally {
+    await decryption.close();
   }
-  return plaintext;
+}
+
+/** FieldDecryption.tryDecrypt with a pool of its own (tools, tests). */
+export function tryDecryptField(keys: FieldKeys, value: unknown): Promise<string | undefined> {
+  return once((decryption) => decryption.tryDecrypt(keys, value));
+}
+
+/** FieldDecryption.decrypt with a pool of its own (tools, tests). */
+export function decryptField(keys: FieldKeys, field: string, value: unknown): Promise<string> {
+  return once((decryption) => decryption.decrypt(keys, field, value));
 }

@@ -11,7 +11,7 @@
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { sha256Hex } from '../crypto/secrets';
 import { clientAddressOf } from '../rpc/client-address';
-import { decryptField, fieldNotDecryptable } from '../crypto/field-decryption';
+import { fieldNotDecryptable } from '../crypto/field-decryption';
 import { DomainError, invalidFields, type FieldViolations } from '../errors';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import type { PlatformDeps } from '../platform-deps';
@@ -92,7 +92,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
     let checked: T | undefined;
     try {
       const scratch: FieldViolations = {};
-      checked = check(await decryptField(keys.fieldEncryption, field, value), scratch);
+      checked = check(await deps.fieldDecryption.decrypt(keys.fieldEncryption, field, value), scratch);
       if (Object.keys(scratch).length > 0) checked = undefined;
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;

@@ -7,7 +7,7 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { decryptField, fieldNotDecryptable } from '../../crypto/field-decryption';
+import { fieldNotDecryptable } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import {
   DepositByBankAccountResponseSchema,
@@ -257,7 +257,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       // 3 or 4 digits answer the same error.
       let valid = false;
       try {
-        valid = validSecurityCode(await decryptField(deps.keys.fieldEncryption, 'security_code', input.securityCode ?? ''));
+        valid = validSecurityCode(await deps.fieldDecryption.decrypt(deps.keys.fieldEncryption, 'security_code', input.securityCode ?? ''));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
       }
