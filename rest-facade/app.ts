@@ -10,6 +10,7 @@ import getRawBody from 'raw-body';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/logger';
 import type { PlatformMetrics } from '../src/metrics';
+import { AdmissionRefusedError, createAdmission } from '../src/admission';
 import { listenOn } from '../src/net';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
@@ -31,7 +32,7 @@ export interface FacadeState {
 export type FacadeContext = Koa.ParameterizedContext<FacadeState>;
 
 /** The statuses the façade itself answers on an area's paths, before or after its router. */
-export type EdgeStatus = 404 | 405 | 413 | 500;
+export type EdgeStatus = 404 | 405 | 413 | 500 | 503;
 
 /** A router for one area, mounted under its prefix, and the area's own envelope for the façade's answers. */
 export interface AreaRouter {
@@ -149,6 +150,24 @@ export function createFacadeApp(options: {
         { method: ctx.method, path: loggablePath(ctx), status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
         'request',
       );
+    }
+  });
+  // Admission control: bounded concurrency and queue; past them 503 in the area's envelope, at once (health checks
+  // are always answered, so an overloaded process is not taken for a dead one).
+  const admission = createAdmission({
+    max_in_flight: options.config.FACADE_MAX_IN_FLIGHT,
+    max_queued: options.config.FACADE_MAX_QUEUED,
+    queue_timeout_ms: options.config.FACADE_QUEUE_TIMEOUT_SECONDS * 1000,
+  });
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/healthz') return next();
+    try {
+      await admission.run(() => next());
+    } catch (error) {
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      ctx.set('Retry-After', '1');
+      answerEdge(ctx, areas, 503);
+      if (ctx.method === 'POST' || ctx.method === 'PUT' || ctx.method === 'PATCH') closeAfterAnswer(ctx);
     }
   });
   app.use(async (ctx, next) => {

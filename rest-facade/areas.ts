@@ -13,10 +13,11 @@ import { payinRouter } from './payin/router';
 /** Area C's hosted pages (browsers): their errors are HTML pages. */
 const AREA_C_PAGES = /^\/(pre-order|visa-master|instruments)(\/|$)/;
 
-function areaCPageError(status: 404 | 405 | 413 | 500): string {
+function areaCPageError(status: 404 | 405 | 413 | 500 | 503): string {
   if (status === 404) return notFoundPage();
   if (status === 405) return messagePage('Not allowed', 'This page cannot be used this way.');
   if (status === 413) return messagePage('Too large', 'The form sent is too large.');
+  if (status === 503) return messagePage('Busy', 'The service is busy. Please try again in a moment.');
   return faultPage();
 }
 

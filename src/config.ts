@@ -30,6 +30,17 @@ const schema = z.object({
   RPC_HOST: z.string().min(1).default('127.0.0.1'),
   /** Largest RPC request message accepted, bytes (larger: ResourceExhausted). */
   RPC_READ_MAX_BYTES: z.coerce.number().int().min(65_536).max(67_108_864).default(4_194_304),
+  /**
+   * Admission control (docs/operations.md "Admission control"): requests the façade (and the RPC server) runs at
+   * once, how many may wait for a slot, and how long, seconds. Past either bound a request is refused at once: 503
+   * in the area's envelope with Retry-After, or RPC UNAVAILABLE. *_MAX_IN_FLIGHT=0 turns admission control off.
+   */
+  FACADE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(256),
+  FACADE_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(1024),
+  FACADE_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),
+  RPC_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(512),
+  RPC_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(2048),
+  RPC_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),
   /** PEM files of the RPC listener's TLS certificate and key; with RPC_TLS_CLIENT_CA, clients need a certificate. */
   RPC_TLS_CERT: file.optional(),
   RPC_TLS_KEY: file.optional(),
@@ -71,6 +82,14 @@ const schema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * Payin webhooks: make the first delivery attempt right after the settlement commits, in the payin's own
+   * activity (at most WEBHOOK_INLINE_TIMEOUT_SECONDS), and start the WebhookDeliveryWorkflow only when it fails.
+   * false: every event gets its workflow, which makes every attempt.
+   */
+  WEBHOOK_INLINE_FIRST_ATTEMPT: flag.default(true),
+  /** Longest inline first attempt, seconds (kept well inside the 30 s local activity that makes it). */
+  WEBHOOK_INLINE_TIMEOUT_SECONDS: z.coerce.number().positive().max(20).default(5),
   UPSTREAM_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   /**
    * How long a process reuses a successful credential lookup (Area B API key; Area C merchant headers and session):

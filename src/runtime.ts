@@ -213,6 +213,11 @@ export async function runRoles(
         verifier: createCredentialVerifier(deps.database, deps.authChanges, config.AUTH_CACHE_SECONDS),
         readMaxBytes: config.RPC_READ_MAX_BYTES,
         tls,
+        admission: {
+          max_in_flight: config.RPC_MAX_IN_FLIGHT,
+          max_queued: config.RPC_MAX_QUEUED,
+          queue_timeout_ms: config.RPC_QUEUE_TIMEOUT_SECONDS * 1000,
+        },
       });
       stops.push(() => rpc.close(config.SHUTDOWN_GRACE_SECONDS));
       rpcUrl = rpc.url;

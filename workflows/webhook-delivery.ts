@@ -12,12 +12,20 @@ const { attemptWebhookDelivery, markWebhookFailed } = proxyLocalActivities<Webho
  * WebhookDeliveryWorkflow (platform decisions §5), one per event, id = webhook id. Attempts delivery; on anything
  * but a 2xx sleeps with exponential backoff (WEBHOOK_RETRY_INITIAL_SECONDS, factor 2, capped at
  * WEBHOOK_RETRY_MAX_INTERVAL_SECONDS) and tries again until WEBHOOK_RETRY_WINDOW_SECONDS of waiting have passed,
- * then marks the event failed. Every attempt is recorded by the activity.
+ * then marks the event failed. Every attempt is recorded by the activity. When the first attempt was already made
+ * inline after the event committed (`first_attempt_failed`), the run starts with the first backoff delay.
  */
 export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Promise<WebhookDeliveryResult> {
   let waited_seconds = 0;
   let delay_seconds: number | undefined;
   let attempts = 0;
+  if (input.first_attempt_failed && input.retry) {
+    // The first attempt was made inline (src/webhooks) and failed: back off before the second.
+    attempts = 1;
+    delay_seconds = input.retry.initial_seconds;
+    await sleep(Math.round(delay_seconds * 1000));
+    waited_seconds += delay_seconds;
+  }
   for (;;) {
     const result = await attemptWebhookDelivery({ webhook_id: input.webhook_id });
     attempts += 1;

@@ -42,6 +42,7 @@ function failure(status: number, message: string, error: FieldViolations): AreaC
 }
 
 export const INTERNAL_ERROR_MESSAGE = 'An unexpected error occurred. Please try again later.';
+export const BUSY_MESSAGE = 'The service is busy. Please try again later.';
 export const RATE_LIMITED_MESSAGE = 'Too many requests. Retry after the time in Retry-After.';
 
 /** Every reason the Area C RPCs can answer. */
@@ -156,9 +157,10 @@ export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean
 }
 
 /** The façade's own answers on an Area C path: unknown route, wrong method, body too large, last-resort fault. */
-export function areaCEdgeError(status: 404 | 405 | 413 | 500): AreaCAnswer {
+export function areaCEdgeError(status: 404 | 405 | 413 | 500 | 503): AreaCAnswer {
   if (status === 404) return failure(404, 'Not Found', { route: ['The route does not exist.'] });
   if (status === 405) return failure(405, 'Method Not Allowed', { method: ['The method is not allowed on this route.'] });
   if (status === 413) return failure(413, 'Payload Too Large', { body: ['The request body may not be greater than 1048576 bytes.'] });
+  if (status === 503) return failure(503, 'Service Unavailable', { server: [BUSY_MESSAGE] });
   return internalError();
 }

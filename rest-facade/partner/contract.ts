@@ -144,10 +144,11 @@ export function requireFields(body: Body, checks: Array<[string, FieldKind, numb
 }
 
 /** The façade's own answers on an Area A path: unknown route, wrong method, body too large, last-resort fault. */
-export function areaAEdgeError(status: 404 | 405 | 413 | 500): { status: number; body: Record<string, unknown> } {
+export function areaAEdgeError(status: 404 | 405 | 413 | 500 | 503): { status: number; body: Record<string, unknown> } {
   const body = (error: AreaAError) => ({ success: false, error_code: error.error_code, error_desc: error.error_desc });
   if (status === 404) return { status, body: body({ status, error_code: 'NOTEXIST', error_desc: 'No such route.' }) };
   if (status === 405) return { status, body: body(validationError('method not allowed')) };
   if (status === 413) return { status, body: body(validationError('the request body is too large')) };
+  // 503: refused by admission control (busy); retry after Retry-After.
   return { status, body: body(SYSTEM_ERROR) };
 }

@@ -26,6 +26,7 @@ export const PAYIN_MESSAGES = {
   suspended: 'Merchant account is suspended',
   invalidSignature: 'Invalid signature',
   internal: 'Internal server error',
+  busy: 'Service is busy. Please try again later.',
 } as const;
 
 /** Field limits of B1 (interface "Limits"). */
@@ -229,7 +230,7 @@ export function readPayinStatus(raw: string): { out_trade_no: string } | { error
 
 
 /** The façade's own answers on an Area B path: unknown route, wrong method, body too large, last-resort fault. */
-export function areaBEdgeError(status: 404 | 405 | 413 | 500): { status: number; body: PayinErrorBody } {
-  const messages = { 404: 'Not Found.', 405: 'Method Not Allowed.', 413: 'Payload Too Large.', 500: PAYIN_MESSAGES.internal };
+export function areaBEdgeError(status: 404 | 405 | 413 | 500 | 503): { status: number; body: PayinErrorBody } {
+  const messages = { 404: 'Not Found.', 405: 'Method Not Allowed.', 413: 'Payload Too Large.', 500: PAYIN_MESSAGES.internal, 503: PAYIN_MESSAGES.busy };
   return failure(status, messages[status]);
 }

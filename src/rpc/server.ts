@@ -5,6 +5,8 @@
  * by ALPN, and with RPC_TLS_CLIENT_CA it requires a client certificate signed by that CA (mTLS). Every call passes
  * the credential check of `auth.ts` first; a message over `readMaxBytes` is refused with ResourceExhausted.
  */
+import { AdmissionRefusedError, createAdmission, type Admission, type AdmissionLimits } from '../admission';
+import { COMMON_REASONS, reasonError } from '../errors';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { Code, ConnectError, createContextValues, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
 import http from 'node:http';
@@ -28,14 +30,29 @@ export interface RunningServer {
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
 /**
- * The interceptors of every platform RPC, outermost first: error mapping, the caller's credential (network calls
- * only), then request validation.
+ * The interceptors of every platform RPC, outermost first: error mapping, admission control and the caller's
+ * credential (network calls only), then request validation.
  */
-export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics): Interceptor[] {
+export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics, admission?: Admission): Interceptor[] {
   const measured = metrics ? [metricsInterceptor(metrics)] : [];
+  const admitted = admission ? [admissionInterceptor(admission)] : [];
   return verifier
-    ? [...measured, errorInterceptor(logger), authInterceptor(verifier, logger), validationInterceptor]
-    : [...measured, errorInterceptor(logger), validationInterceptor];
+    ? [...measured, errorInterceptor(logger), ...admitted, authInterceptor(verifier, logger), validationInterceptor]
+    : [...measured, errorInterceptor(logger), ...admitted, validationInterceptor];
+}
+
+/** Bounded concurrency: a call past the in-flight and queue bounds is UNAVAILABLE at once, retry after 1 s. */
+function admissionInterceptor(admission: Admission): Interceptor {
+  return (next) => async (request) => {
+    try {
+      return await admission.run(() => next(request));
+    } catch (error) {
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      const busy = reasonError(COMMON_REASONS, 'UNAVAILABLE', 'busy: refused by admission control');
+      busy.retryAfterSeconds = 1;
+      throw busy;
+    }
+  };
 }
 
 /** Observes every RPC's duration and outcome code (`ok`, or the Connect code's name). */
@@ -82,10 +99,12 @@ export async function startRpcServer(options: {
   readMaxBytes: number;
   tls?: RpcTls;
   metrics?: PlatformMetrics;
+  /** Admission control of network calls (in-process calls were admitted by the façade). */
+  admission?: AdmissionLimits;
 }): Promise<RunningServer> {
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics),
+    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics, options.admission && createAdmission(options.admission)),
     readMaxBytes: options.readMaxBytes,
     contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
   });

@@ -12,6 +12,14 @@ export interface WebhookRetrySettings {
 
 export interface WebhookDeliveryInput {
   webhook_id: string;
+  /**
+   * The first attempt was made before the workflow started (right after the event committed) and failed: the run
+   * begins with the first backoff delay instead of an attempt. Absent in runs started before first attempts were
+   * made inline, which replay as they were.
+   */
+  first_attempt_failed?: boolean;
+  /** With `first_attempt_failed`: the retry settings the inline attempt answered. */
+  retry?: WebhookRetrySettings;
 }
 
 export interface WebhookDeliveryResult {

@@ -1,8 +1,9 @@
 /**
  * Outbound webhooks (platform decisions §5): one durable, recorded, signed sender for every event the platform
  * announces to a merchant. A capability records its event inside its own database transaction
- * (`recordWebhookEvent`), then starts its delivery (`startWebhookDeliveries`); the WebhookDeliveryWorkflow (id =
- * webhook id, the X-Webhook-Id) retries with backoff and records every attempt. Operators list and redeliver events.
+ * (`recordWebhookEvent`), then starts its delivery (`startWebhookDeliveries`, or from a workflow's activity
+ * `deliverWebhooks`, which makes the first attempt itself); the WebhookDeliveryWorkflow (id = webhook id, the
+ * X-Webhook-Id) retries with backoff and records every attempt. Operators list and redeliver events.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Knex } from '../db/knex';
@@ -11,7 +12,8 @@ import { getMerchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { withRequestDeadline } from '../temporal/deadline';
-import { WEBHOOK_REASONS } from './contract';
+import { attemptDelivery, webhookRetrySettings } from './activities';
+import { WEBHOOK_REASONS, type WebhookDeliveryInput } from './contract';
 import { attemptsOf, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
 
 /** The default signature header of a merchant that configured none (payment-services-interface.md "Area B"). */
@@ -71,19 +73,44 @@ export async function startWebhookDeliveriesAfterCommit(deps: PlatformDeps, webh
  * Starts the delivery workflow of each recorded event, unless one was ever started for it (`REJECT_DUPLICATE`: a
  * retried call never delivers twice; redelivery is an explicit operator action).
  */
-export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
+export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[], input: Omit<WebhookDeliveryInput, 'webhook_id'> = {}): Promise<void> {
   for (const webhook_id of webhook_ids) {
     try {
       await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
         taskQueue: deps.temporal.taskQueue,
         workflowId: webhook_id,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args: [{ webhook_id }],
+        args: [{ webhook_id, ...input }],
       });
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
   }
+}
+
+/**
+ * Delivers recorded events from a workflow's activity: each event's first attempt is made right here (bounded by
+ * WEBHOOK_INLINE_TIMEOUT_SECONDS), so an event the merchant accepts at once costs no workflow; an event whose first
+ * attempt fails gets its WebhookDeliveryWorkflow, which backs off and retries (durable, visible in the Temporal UI).
+ * A retried call skips delivered and failed events and hands an event already attempted to its workflow, so an
+ * event is attempted inline at most once (delivery stays at least once, as every webhook's: merchants dedupe on
+ * webhook-id). WEBHOOK_INLINE_FIRST_ATTEMPT=false starts every workflow instead.
+ */
+export async function deliverWebhooks(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
+  if (!deps.config.WEBHOOK_INLINE_FIRST_ATTEMPT) return startWebhookDeliveries(deps, webhook_ids);
+  const timeout_seconds = Math.min(deps.config.WEBHOOK_INLINE_TIMEOUT_SECONDS, deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  await Promise.all(
+    webhook_ids.map(async (webhook_id) => {
+      const event = await findWebhookEvent(deps.database, webhook_id);
+      if (!event) throw new Error(`webhook ${webhook_id} not found`);
+      if (event.status !== 'pending') return;
+      if (event.attempt_count > 0) {
+        return startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: webhookRetrySettings(deps) });
+      }
+      const first = await attemptDelivery(deps, webhook_id, timeout_seconds);
+      if (!first.delivered) await startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: first.retry });
+    }),
+  );
 }
 
 async function deliveryRecords(deps: PlatformDeps, events: WebhookEventRow[]) {

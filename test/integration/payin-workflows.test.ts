@@ -103,6 +103,37 @@ describe('payin expiry, late success and the retry window', () => {
     }
   });
 
+  it('delivers a webhook the merchant accepts at once without a delivery workflow; a refused first attempt hands over to one', async () => {
+    const client = harness.platform.deps.temporal.client;
+    const accepted = await create('3');
+    expect((await harness.sandbox.pay(accepted.invoice_reference, '3')).status).toBe(200);
+    await harness.receiver.waitFor(() => webhooksOf(accepted.invoice_reference).some((item) => item.json.event === 'payin.success'));
+    const acceptedId = webhooksOf(accepted.invoice_reference).find((item) => item.json.event === 'payin.success')!.webhook_id;
+    const acceptedRow = await eventually(async () => {
+      const row = await harness.platform.deps.database('webhook_events').where({ id: acceptedId }).first();
+      return row?.status === 'delivered' ? row : undefined;
+    });
+    expect(acceptedRow).toMatchObject({ status: 'delivered', attempt_count: 1 });
+    await expect(client.workflow.getHandle(acceptedId).describe()).rejects.toMatchObject({ name: 'WorkflowNotFoundError' });
+
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, fail_first: 1 });
+    try {
+      const refused = await create('4');
+      expect((await harness.sandbox.pay(refused.invoice_reference, '4')).status).toBe(200);
+      await harness.receiver.waitFor(() => webhooksOf(refused.invoice_reference).filter((item) => item.json.event === 'payin.success').length >= 2);
+      const deliveries = webhooksOf(refused.invoice_reference).filter((item) => item.json.event === 'payin.success');
+      expect(deliveries.map((item) => item.headers['x-webhook-attempt'])).toEqual(['1', '2']);
+      const refusedId = deliveries[0]!.webhook_id;
+      const handle = client.workflow.getHandle(refusedId);
+      expect(await handle.result()).toEqual({ delivered: true, attempts: 2 });
+      const attempts = await harness.platform.deps.database('webhook_delivery_attempts').where({ webhook_id: refusedId }).orderBy('attempt');
+      // The workflow backed off WEBHOOK_RETRY_INITIAL_SECONDS (0.2 s) after the inline attempt before the second.
+      expect(attempts[1].attempted_at.getTime() - attempts[0].attempted_at.getTime()).toBeGreaterThanOrEqual(200);
+    } finally {
+      harness.receiver.configure({ hmac_secret: merchant.hmac_secret, fail_first: 0 });
+    }
+  });
+
   it('leaves the ledger balanced', async () => {
     expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
   });

@@ -7,7 +7,7 @@
 import type { Knex } from '../../db/knex';
 import { amountJson, percentOf, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
-import { recordWebhookEvent, startWebhookDeliveries } from '../../webhooks';
+import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
@@ -168,6 +168,6 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
 
     closePayin: (input) => transition(input.invoice_reference, 'close', 'payin.closed'),
 
-    startWebhookDeliveries: (input) => startWebhookDeliveries(deps, input.webhook_ids),
+    startWebhookDeliveries: (input) => deliverWebhooks(deps, input.webhook_ids),
   };
 }

@@ -107,6 +107,9 @@ export interface PayinActivities {
   expirePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
   /** waiting → close and the payin.closed webhook; anything else: no change. */
   closePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
-  /** Starts the durable delivery of each recorded webhook event (once per event, ever). */
+  /**
+   * Delivers each recorded webhook event: the first attempt right away, and the durable WebhookDeliveryWorkflow
+   * (once per event, ever) only for an event whose first attempt failed (src/webhooks `deliverWebhooks`).
+   */
   startWebhookDeliveries(input: { webhook_ids: string[] }): Promise<void>;
 }
