@@ -13,6 +13,7 @@ import net from 'node:net';
 import type { Logger } from '../logger';
 import type { PlatformMetrics } from '../metrics';
 import { listenOn, trackSockets } from '../net';
+import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
 import { errorInterceptor, validationInterceptor } from './interceptors';
@@ -28,11 +29,11 @@ export interface RunningServer {
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
 /**
- * The interceptors of every platform RPC, outermost first: error mapping, the caller's credential (network calls
- * only), then request validation.
+ * The interceptors of every platform RPC, outermost first: the trace span (when tracing), metrics, error mapping,
+ * the caller's credential (network calls only), then request validation.
  */
-export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics): Interceptor[] {
-  const measured = metrics ? [metricsInterceptor(metrics)] : [];
+export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics, tracing?: Tracing): Interceptor[] {
+  const measured = [...(tracing ? [tracing.rpcServerInterceptor] : []), ...(metrics ? [metricsInterceptor(metrics)] : [])];
   return verifier
     ? [...measured, errorInterceptor(logger), authInterceptor(verifier, logger), validationInterceptor]
     : [...measured, errorInterceptor(logger), validationInterceptor];
@@ -64,10 +65,14 @@ export interface RpcTls {
 /**
  * A Connect transport to the platform routes in this process (the façade when the api role runs beside it):
  * the same Connect protocol, binary messages, interceptors and error details as the network server, without the
- * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU).
+ * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU). With `tracing`, the
+ * caller's client span and the server's span, as over the network.
  */
-export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics): Transport {
-  return createRouterTransport(routes, { router: { interceptors: rpcInterceptors(logger, undefined, metrics) } });
+export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics, tracing?: Tracing): Transport {
+  return createRouterTransport(routes, {
+    router: { interceptors: rpcInterceptors(logger, undefined, metrics, tracing) },
+    ...(tracing ? { transport: { interceptors: [tracing.rpcClientInterceptor] } } : {}),
+  });
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */
@@ -82,10 +87,11 @@ export async function startRpcServer(options: {
   readMaxBytes: number;
   tls?: RpcTls;
   metrics?: PlatformMetrics;
+  tracing?: Tracing;
 }): Promise<RunningServer> {
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics),
+    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics, options.tracing),
     readMaxBytes: options.readMaxBytes,
     contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
   });
