@@ -89,7 +89,7 @@ describe('docs/grafana-dashboard.json', () => {
 
   it('queries only metrics the platform registers or the Temporal SDK exports', () => {
     const registry = createMetrics('test', {} as Knex, true).registry;
-    const platform = seriesNames(registry.getMetricsAsArray().map((metric) => ({ name: metric.name, type: metric.type })));
+    const platform = seriesNames(registry.getMetricsAsArray().map((metric) => ({ name: metric.name, type: String(metric.type) })));
     const temporal = seriesNames([
       ...TEMPORAL_COUNTERS_AND_GAUGES.map((name) => ({ name, type: 'counter' })),
       ...TEMPORAL_HISTOGRAMS.map((name) => ({ name, type: 'histogram' })),
