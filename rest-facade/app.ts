@@ -3,6 +3,7 @@
  * area. It holds no business logic: every fact comes from a Connect client (`ctx.state.clients`).
  */
 import Router from '@koa/router';
+import { trace } from '@opentelemetry/api';
 import Koa from 'koa';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
@@ -104,6 +105,18 @@ function closeAfterAnswer(ctx: FacadeContext): void {
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
 /**
+ * When traced (src/tracing.ts), names the request's HTTP server span after the route pattern and replaces the raw
+ * path in its attributes with the loggable one: tokens in paths never reach a trace either.
+ */
+function nameRequestSpan(ctx: Koa.ParameterizedContext<FacadeState>, route: string): void {
+  const span = trace.getActiveSpan();
+  if (!span) return;
+  const path = loggablePath(ctx);
+  span.updateName(`${ctx.method} ${route}`);
+  span.setAttributes({ 'http.route': route, 'http.target': path, 'http.url': `${ctx.protocol}://${ctx.host}${path}`, 'url.path': path });
+}
+
+/**
  * The path as logged: the matched route pattern (`/pre-order/:token`) when a router matched, so preorder tokens,
  * instrument tokens and activation codes in paths never reach a log; otherwise the raw path with every segment of
  * 16 characters or more (anything token-like) replaced by `:redacted`.
@@ -146,6 +159,7 @@ export function createFacadeApp(options: {
       // The route pattern only (an unmatched path would make one series per path).
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
       options.metrics?.httpRequests.observe({ route, method: ctx.method, status: String(ctx.status) }, duration_ms / 1000);
+      nameRequestSpan(ctx, route);
       ctx.state.logger.info(
         { method: ctx.method, path: loggablePath(ctx), status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
         'request',

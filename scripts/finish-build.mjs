@@ -13,8 +13,11 @@ cpSync(path.join(root, 'src/crypto/pkcs1-v1_5-worker.js'), path.join(dist, 'src/
 mkdirSync(path.join(dist, 'docs'), { recursive: true });
 cpSync(path.join(root, 'docs/openapi.yaml'), path.join(dist, 'docs/openapi.yaml'));
 
-const started = Date.now();
-const { bundleWorkflows, PREBUILT_BUNDLE_FILE } = require(path.join(dist, 'src/worker.js'));
-const bundle = await bundleWorkflows();
-writeFileSync(path.join(dist, PREBUILT_BUNDLE_FILE), bundle.code);
-process.stderr.write(`workflow bundle: dist/${PREBUILT_BUNDLE_FILE} (${Math.round(bundle.code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+const { bundleWorkflows, PREBUILT_BUNDLE_FILE, PREBUILT_TRACED_BUNDLE_FILE } = require(path.join(dist, 'src/worker.js'));
+// The plain bundle, and the one with the OpenTelemetry workflow interceptors a worker uses when tracing is on.
+for (const [file, traced] of [[PREBUILT_BUNDLE_FILE, false], [PREBUILT_TRACED_BUNDLE_FILE, true]]) {
+  const started = Date.now();
+  const bundle = await bundleWorkflows({ traced });
+  writeFileSync(path.join(dist, file), bundle.code);
+  process.stderr.write(`workflow bundle: dist/${file} (${Math.round(bundle.code.length / 1024)} KiB, ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+}

@@ -144,6 +144,24 @@ const schema = z.object({
   /** Prometheus `/metrics` of this process on METRICS_HOST:METRICS_PORT; 0 = not served. */
   METRICS_PORT: port.default(0),
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * Prometheus metrics of the Temporal SDK (worker task slots, poll and schedule-to-start latencies, requests to the
+   * Temporal server) on TEMPORAL_METRICS_HOST:TEMPORAL_METRICS_PORT, served by the SDK's core, not by METRICS_PORT;
+   * 0 = not served. Set once per process (the Temporal runtime is installed once).
+   */
+  TEMPORAL_METRICS_PORT: port.default(0),
+  TEMPORAL_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * OpenTelemetry traces (docs/operations.md "Traces"): spans of the façade, RPC, Temporal client, workflow,
+   * activity and ledger are sent by OTLP/HTTP (JSON) to this base URL (`/v1/traces` appended, as OTel specifies;
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is). Unset: no tracing and no instrumentation at all.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
+  /** OTLP over HTTP with protobuf or JSON bodies (gRPC is not supported) [http/protobuf, OTel's default]. */
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json']).default('http/protobuf'),
+  /** The `service.name` of this process's spans [payments-<roles>, e.g. payments-api-worker]. */
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
   /** Seconds between two scheduled reconciliations (the ReconciliationWorkflow); 0 = no schedule. */
   RECONCILE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   /** Records younger than this are in flight, not inconsistent, for reconciliation. */

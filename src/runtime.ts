@@ -32,6 +32,7 @@ import { createCredentialVerifier, hasLiveServiceCredential } from './service-cr
 import { connectTemporal } from './temporal/client';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalConnectionOptions } from './temporal/connection-options';
+import { startTracing, type Tracing } from './tracing';
 import { startWorker } from './worker';
 
 export const ROLES = ['api', 'facade', 'worker'] as const;
@@ -128,6 +129,9 @@ export async function runRoles(
     }
   };
   try {
+    // Traces (src/tracing.ts) when an OTLP endpoint is configured: started first, stopped last (flushes the spans).
+    const tracing: Tracing | undefined = await startTracing(config, roles);
+    if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
     if (roles.includes('api') || roles.includes('worker')) {
       if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
@@ -144,6 +148,7 @@ export async function runRoles(
         config.TEMPORAL_NAMESPACE,
         config.TEMPORAL_TASK_QUEUE,
         temporalConnectionOptions(config),
+        tracing?.temporalClientInterceptors,
       );
       stops.push(() => temporal.close());
       // Keys are created on a first start only: a deployment that has keys refuses a directory lacking one.
@@ -164,7 +169,7 @@ export async function runRoles(
         database,
         temporal,
         logger,
-        ledger: createLedger(database),
+        ledger: tracing ? tracing.traceLedger(createLedger(database)) : createLedger(database),
         keys,
         fieldDecryption,
         authChanges,
@@ -187,7 +192,7 @@ export async function runRoles(
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-      const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle });
+      const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing });
       stops.push(() => worker.shutdown());
     }
     let rpcUrl: string | undefined;
@@ -213,6 +218,7 @@ export async function runRoles(
         verifier: createCredentialVerifier(deps.database, deps.authChanges, config.AUTH_CACHE_SECONDS),
         readMaxBytes: config.RPC_READ_MAX_BYTES,
         tls,
+        tracing,
         admission: {
           max_in_flight: config.RPC_MAX_IN_FLIGHT,
           max_queued: config.RPC_MAX_QUEUED,
@@ -229,9 +235,10 @@ export async function runRoles(
       // RPC_URL: the api role elsewhere, over the network. Else the api role of this process, in process (same
       // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
       const clients = createPlatformClients(
-        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger, metrics) : `http://127.0.0.1:${config.RPC_PORT}`),
+        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger, metrics, tracing) : `http://127.0.0.1:${config.RPC_PORT}`),
         {
           timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
+          interceptors: tracing ? [tracing.rpcClientInterceptor] : [],
           credentials: {
             token: config.RPC_TOKEN ?? (config.RPC_TOKEN_FILE && facadeToken(config.RPC_TOKEN_FILE)),
             tls:

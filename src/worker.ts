@@ -8,25 +8,37 @@ import path from 'node:path';
 import { createActivities, type Activities } from './activities';
 import type { PlatformDeps } from './platform-deps';
 import { temporalConnectionOptions } from './temporal/connection-options';
+import { WORKFLOW_INTERCEPTOR_MODULE, type Tracing } from './tracing';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
 /** The workflow bundle `npm run build` writes next to the compiled code (dist/workflow-bundle.js). */
 export const PREBUILT_BUNDLE_FILE = 'workflow-bundle.js';
 
+/** The same with the OpenTelemetry workflow interceptors (dist/workflow-bundle-traced.js), used when tracing is on. */
+export const PREBUILT_TRACED_BUNDLE_FILE = 'workflow-bundle-traced.js';
+
 /**
  * The prebuilt bundle when this is compiled code that has one (`npm run build`), else undefined: the worker then
  * bundles `workflows/` at start (the sources under tsx, `npm start` and tests).
  */
-export function prebuiltBundle(): WorkflowBundlePath | undefined {
+export function prebuiltBundle(traced = false): WorkflowBundlePath | undefined {
   if (!__filename.endsWith('.js')) return undefined;
-  const file = path.join(__dirname, '..', PREBUILT_BUNDLE_FILE);
+  const file = path.join(__dirname, '..', traced ? PREBUILT_TRACED_BUNDLE_FILE : PREBUILT_BUNDLE_FILE);
   return existsSync(file) ? { codePath: file } : undefined;
 }
 
-/** Bundles `workflows/` once (webpack, seconds); pass the result to several workers to skip re-bundling. */
-export async function bundleWorkflows(): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+/**
+ * Bundles `workflows/` once (webpack, seconds); pass the result to several workers to skip re-bundling. `traced`
+ * adds the OpenTelemetry workflow interceptors (src/tracing.ts) through the bundle's interceptor modules: the
+ * workflows themselves never import them.
+ */
+export async function bundleWorkflows(options: { traced?: boolean } = {}): Promise<WorkflowBundle> {
+  return bundleWorkflowCode({
+    workflowsPath: WORKFLOWS_PATH,
+    logger: quietBundlerLogger,
+    workflowInterceptorModules: options.traced ? [WORKFLOW_INTERCEPTOR_MODULE] : [],
+  });
 }
 
 const quietBundlerLogger = {
@@ -38,11 +50,31 @@ const quietBundlerLogger = {
   error: (message: string) => process.stderr.write(`${message}\n`),
 };
 
-/** Where the worker's workflow code comes from: the given bundle, the prebuilt one, or `workflows/` bundled now. */
-function workflowSource(bundle: WorkflowBundle | undefined) {
-  const prebuilt = bundle ? undefined : prebuiltBundle();
+/**
+ * Where the worker's workflow code comes from: the given bundle (with the interceptors when traced, see
+ * `bundleWorkflows`), the prebuilt one, or `workflows/` bundled now.
+ */
+function workflowSource(bundle: WorkflowBundle | undefined, traced: boolean) {
+  const prebuilt = bundle ? undefined : prebuiltBundle(traced);
   if (bundle) return { workflowBundle: bundle };
   return prebuilt ? { workflowBundle: prebuilt } : { workflowsPath: WORKFLOWS_PATH };
+}
+
+/**
+ * The Temporal SDK's Prometheus exporter address (TEMPORAL_METRICS_HOST:TEMPORAL_METRICS_PORT), or undefined when
+ * TEMPORAL_METRICS_PORT is 0.
+ */
+export function temporalMetricsAddress(config: Pick<PlatformDeps['config'], 'TEMPORAL_METRICS_HOST' | 'TEMPORAL_METRICS_PORT'>): string | undefined {
+  if (config.TEMPORAL_METRICS_PORT === 0) return undefined;
+  const host = config.TEMPORAL_METRICS_HOST.includes(':') && !config.TEMPORAL_METRICS_HOST.startsWith('[') ? `[${config.TEMPORAL_METRICS_HOST}]` : config.TEMPORAL_METRICS_HOST;
+  return `${host}:${config.TEMPORAL_METRICS_PORT}`;
+}
+
+/** The worker options of `tracing`; `bundlesNow`: the worker bundles `workflows/` itself, with the interceptors. */
+function tracingOptions(tracing: Tracing | undefined, bundlesNow: boolean) {
+  if (!tracing) return {};
+  const { interceptors, sinks } = tracing.workerOptions();
+  return { sinks, interceptors: bundlesNow ? { ...interceptors, workflowModules: [WORKFLOW_INTERCEPTOR_MODULE] } : interceptors };
 }
 
 let runtimeInstalled = false;
@@ -59,10 +91,17 @@ export async function startWorker(
     bundle?: WorkflowBundle;
     /** Wraps the activities before they are registered (fault-injection tests slow one step down). */
     wrapActivities?: (activities: Activities) => Activities;
+    /** Traces workflows and activities (a given `bundle` must then be built with `bundleWorkflows({ traced: true })`). */
+    tracing?: Tracing;
   },
 ): Promise<RunningWorker> {
   if (!runtimeInstalled) {
+    // Once per process: the first worker's settings hold for every later one.
+    const metricsAddress = temporalMetricsAddress(deps.config);
     Runtime.install({
+      ...(metricsAddress
+        ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsAddress, useSecondsForDurations: true } } } }
+        : {}),
       logger: {
         log: () => undefined,
         trace: () => undefined,
@@ -79,8 +118,9 @@ export async function startWorker(
     connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,
     taskQueue: deps.temporal.taskQueue,
-    ...workflowSource(options.bundle),
+    ...workflowSource(options.bundle, Boolean(options.tracing)),
     activities: (options.wrapActivities ?? ((activities: Activities) => activities))(createActivities(deps)),
+    ...tracingOptions(options.tracing, !options.bundle && !prebuiltBundle(true)),
     shutdownGraceTime: `${deps.config.SHUTDOWN_GRACE_SECONDS}s`,
   });
   const running = worker.run();

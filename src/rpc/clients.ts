@@ -2,7 +2,7 @@
  * Connect clients of the platform services, as the façade and the admin CLI use them (HTTP/2 h2c, Connect
  * protocol). The façade reaches the platform only through these.
  */
-import { createClient, type Transport } from '@connectrpc/connect';
+import { createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { bearerInterceptor } from './auth';
 import { PLATFORM_SERVICE_NAMES, PLATFORM_SERVICES, type PlatformClients } from './services';
@@ -35,10 +35,11 @@ export interface RpcClientCredentials {
  *            https:// with TLS), or a transport (`createInProcessTransport` when the api role runs in this process)
  * @param options.timeoutMs the deadline of every call that names none (REQUEST_TIMEOUT_SECONDS for the façade)
  * @param options.credentials what a network client presents; ignored for a transport
+ * @param options.interceptors more interceptors of a network client (tracing); ignored for a transport
  */
 export function createPlatformClients(
   rpc: string | Transport,
-  options: { httpVersion?: '1.1' | '2'; timeoutMs?: number; credentials?: RpcClientCredentials } = {},
+  options: { httpVersion?: '1.1' | '2'; timeoutMs?: number; credentials?: RpcClientCredentials; interceptors?: Interceptor[] } = {},
 ): PlatformClients {
   const { token, tls } = options.credentials ?? {};
   const base =
@@ -46,7 +47,7 @@ export function createPlatformClients(
       ? createConnectTransport({
           baseUrl: rpc,
           httpVersion: options.httpVersion ?? '2',
-          interceptors: token ? [bearerInterceptor(token)] : [],
+          interceptors: [...(options.interceptors ?? []), ...(token ? [bearerInterceptor(token)] : [])],
           ...(tls ? { nodeOptions: { cert: tls.cert, key: tls.key, ca: tls.ca } } : {}),
         })
       : rpc;

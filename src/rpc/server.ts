@@ -15,6 +15,7 @@ import net from 'node:net';
 import type { Logger } from '../logger';
 import type { PlatformMetrics } from '../metrics';
 import { listenOn, trackSockets } from '../net';
+import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
 import { errorInterceptor, validationInterceptor } from './interceptors';
@@ -30,11 +31,11 @@ export interface RunningServer {
 const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
 /**
- * The interceptors of every platform RPC, outermost first: error mapping, admission control and the caller's
- * credential (network calls only), then request validation.
+ * The interceptors of every platform RPC, outermost first: the trace span (when tracing), metrics, error mapping,
+ * admission control and the caller's credential (network calls only), then request validation.
  */
-export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics, admission?: Admission): Interceptor[] {
-  const measured = metrics ? [metricsInterceptor(metrics)] : [];
+export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics, tracing?: Tracing, admission?: Admission): Interceptor[] {
+  const measured = [...(tracing ? [tracing.rpcServerInterceptor] : []), ...(metrics ? [metricsInterceptor(metrics)] : [])];
   const admitted = admission ? [admissionInterceptor(admission)] : [];
   return verifier
     ? [...measured, errorInterceptor(logger), ...admitted, authInterceptor(verifier, logger), validationInterceptor]
@@ -81,10 +82,14 @@ export interface RpcTls {
 /**
  * A Connect transport to the platform routes in this process (the façade when the api role runs beside it):
  * the same Connect protocol, binary messages, interceptors and error details as the network server, without the
- * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU).
+ * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU). With `tracing`, the
+ * caller's client span and the server's span, as over the network.
  */
-export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics): Transport {
-  return createRouterTransport(routes, { router: { interceptors: rpcInterceptors(logger, undefined, metrics) } });
+export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics, tracing?: Tracing): Transport {
+  return createRouterTransport(routes, {
+    router: { interceptors: rpcInterceptors(logger, undefined, metrics, tracing) },
+    ...(tracing ? { transport: { interceptors: [tracing.rpcClientInterceptor] } } : {}),
+  });
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */
@@ -99,12 +104,13 @@ export async function startRpcServer(options: {
   readMaxBytes: number;
   tls?: RpcTls;
   metrics?: PlatformMetrics;
+  tracing?: Tracing;
   /** Admission control of network calls (in-process calls were admitted by the façade). */
   admission?: AdmissionLimits;
 }): Promise<RunningServer> {
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics, options.admission && createAdmission(options.admission)),
+    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics, options.tracing, options.admission && createAdmission(options.admission)),
     readMaxBytes: options.readMaxBytes,
     contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
   });

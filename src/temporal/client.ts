@@ -1,5 +1,5 @@
 /** Temporal client connection for services (start workflows, send updates and signals). */
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import type { TemporalConnectionOptions } from './connection-options';
 
 export interface TemporalHandle {
@@ -11,13 +11,14 @@ export interface TemporalHandle {
 
 /**
  * Connects to `address` (host:port) with `security` (TLS, API key; see connection-options.ts). Throws when the
- * server cannot be reached within 10 s.
+ * server cannot be reached within 10 s. `interceptors`: the client's (tracing, src/tracing.ts).
  */
 export async function connectTemporal(
   address: string,
   namespace: string,
   taskQueue: string,
   security: TemporalConnectionOptions = {},
+  interceptors?: ClientInterceptors,
 ): Promise<TemporalHandle> {
   const connection = await Connection.connect({ address, connectTimeout: '10s', ...security });
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
@@ -25,6 +26,6 @@ export async function connectTemporal(
   // `wallet`). Nothing here calls withDeadline/withMetadata/withAbortSignal, the only users of that
   // storage; a later call would simply switch it on again.
   connection.callContextStorage.disable();
-  const client = new Client({ connection, namespace });
+  const client = new Client({ connection, namespace, interceptors });
   return { client, connection, taskQueue, close: () => connection.close() };
 }

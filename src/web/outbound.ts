@@ -111,7 +111,7 @@ export function outboundOptionsFromConfig(config: Config): OutboundOptions {
       .filter(Boolean)
       .map(hostPortKey),
   );
-  const ports = [config.HTTP_PORT, config.RPC_PORT, config.METRICS_PORT];
+  const ports = [config.HTTP_PORT, config.RPC_PORT, config.METRICS_PORT, config.TEMPORAL_METRICS_PORT];
   // `npm start` runs the sandbox upstream on SANDBOX_PORT in test mode; its pay/close endpoints are the platform's.
   if (config.PAYMENTS_MODE === 'test') ports.push(config.SANDBOX_PORT);
   return {

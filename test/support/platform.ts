@@ -85,14 +85,21 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 }
 
 export async function startTestPlatform(
-  options: { env?: Record<string, string>; roles?: Role[]; /** Receives every log line (JSON) instead of stdout. */ logDestination?: { write(line: string): void } } = {},
+  options: {
+    env?: Record<string, string>;
+    roles?: Role[];
+    /** Receives every log line (JSON) instead of stdout. */
+    logDestination?: { write(line: string): void };
+    /** The worker's workflow code instead of the run's bundle (e.g. `bundleWorkflows({ traced: true })`). */
+    bundleCode?: string;
+  } = {},
 ): Promise<TestPlatform> {
   const database = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: database.url, ...options.env });
   const logger = createLogger(config.LOG_LEVEL, 'test', options.logDestination);
   bundleCode ??= readFileSync(required('PAYMENTS_TEST_WORKFLOW_BUNDLE'), 'utf8');
   const running = await runRoles(config, options.roles ?? ['api', 'facade', 'worker'], logger, {
-    bundle: { code: bundleCode },
+    bundle: { code: options.bundleCode ?? bundleCode },
   });
   const rpcUrl = running.rpcUrl!;
   const adminToken = running.deps ? (await createServiceCredential(running.deps.database, { name: 'test admin', scopes: ['admin'] })).token : '';
