@@ -5,7 +5,8 @@
  * workflow had started), beside the same
  * upstream called directly in the same run (goal: façade ≥ 0.5 × direct). Then BENCH_SETTLEMENTS (default 1000)
  * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
- * none duplicated, with p50/p99 from notification to receipt.
+ * none duplicated, with p50/p99 from notification to receipt; before them, in the same run, a baseline burst of
+ * BENCH_BASELINE_SETTLEMENTS (default 300) with every webhook through its own delivery workflow.
  *
  * Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else embedded;
  * a fresh database is created and dropped) and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
@@ -103,23 +104,43 @@ export async function run(): Promise<BenchResult> {
     }
     const outboxLagSeconds = (performance.now() - facadeEnded) / 1000;
 
-    // Settlements: the upstream notifies; the merchant receives one webhook per payin.
-    const notifiedAt = new Map<string, number>();
+    // Settlements: the upstream notifies; the merchant receives one webhook per payin. Measured twice in this run:
+    // first a smaller baseline burst with every webhook through its own WebhookDeliveryWorkflow (the platform's
+    // behaviour with WEBHOOK_INLINE_FIRST_ATTEMPT=false, switched in this process), then the BENCH_SETTLEMENTS burst
+    // with the first attempt made by the payin's own activity (the default).
+    const burst = async (chosen: string[]) => {
+      const notifiedAt = new Map<string, number>();
+      const settleStarted = performance.now();
+      const settle = await measure(chosen.length, concurrency, async (index) => {
+        const invoice = chosen[index]!;
+        notifiedAt.set(invoice, Date.now());
+        const answer = await sandbox.pay(invoice, '12.345678');
+        if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
+      });
+      const wanted = new Set(chosen);
+      await receiver.waitFor((list) => new Set(list.filter((item) => wanted.has(String(item.json.data.invoice_reference))).map((item) => item.webhook_id)).size >= chosen.length, 600_000);
+      const allSeconds = (performance.now() - settleStarted) / 1000;
+      const mine = receiver.received.filter((item) => wanted.has(String(item.json.data.invoice_reference)));
+      const ids = mine.map((item) => item.webhook_id);
+      const lags = mine.map((item) => item.received_at - notifiedAt.get(String(item.json.data.invoice_reference))!).sort((a, b) => a - b);
+      return { settle, received: mine.length, distinct: new Set(ids).size, duplicates: ids.length - new Set(ids).size, per_second: chosen.length / allSeconds, lags };
+    };
+    const baselineCount = Math.min(Number(process.env.BENCH_BASELINE_SETTLEMENTS ?? 300), settlements);
+    const baselineInvoices: string[] = [];
+    offset = 10_000_000;
+    const before = invoices.length;
+    await measure(baselineCount, concurrency, facade);
+    baselineInvoices.push(...invoices.splice(before));
+    while (Number((await platform.deps!.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const mutableConfig = platform.deps!.config as { WEBHOOK_INLINE_FIRST_ATTEMPT: boolean };
+    mutableConfig.WEBHOOK_INLINE_FIRST_ATTEMPT = false;
+    const baseline = await burst(baselineInvoices);
+    mutableConfig.WEBHOOK_INLINE_FIRST_ATTEMPT = true;
     const chosen = invoices.slice(0, settlements);
-    const settleStarted = performance.now();
-    const settle = await measure(chosen.length, concurrency, async (index) => {
-      const invoice = chosen[index]!;
-      notifiedAt.set(invoice, Date.now());
-      const answer = await sandbox.pay(invoice, '12.345678');
-      if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
-    });
-    const wanted = new Set(chosen);
-    await receiver.waitFor((list) => new Set(list.filter((item) => wanted.has(String(item.json.data.invoice_reference))).map((item) => item.webhook_id)).size >= chosen.length, 600_000);
-    const allSeconds = (performance.now() - settleStarted) / 1000;
-    const mine = receiver.received.filter((item) => wanted.has(String(item.json.data.invoice_reference)));
-    const ids = mine.map((item) => item.webhook_id);
-    const duplicates = ids.length - new Set(ids).size;
-    const lags = mine.map((item) => item.received_at - notifiedAt.get(String(item.json.data.invoice_reference))!).sort((a, b) => a - b);
+    const inline = await burst(chosen);
+    const duplicates = baseline.duplicates + inline.duplicates;
     const check = await platform.deps!.ledger.check();
 
     return {
@@ -128,22 +149,20 @@ export async function run(): Promise<BenchResult> {
         { phase: 'upstream direct (create)', operations, concurrency, per_second: round(directResult.per_second), p50_ms: round(directResult.p50_ms), p99_ms: round(directResult.p99_ms) },
         { phase: 'Temporal floor (workflow start)', operations, concurrency, per_second: round(floorResult.per_second), p50_ms: round(floorResult.p50_ms), p99_ms: round(floorResult.p99_ms) },
         { phase: 'façade B1 (create)', operations, concurrency, per_second: round(facadeResult.per_second), p50_ms: round(facadeResult.p50_ms), p99_ms: round(facadeResult.p99_ms) },
-        { phase: 'notifications accepted', operations: chosen.length, concurrency, per_second: round(settle.per_second), p50_ms: round(settle.p50_ms), p99_ms: round(settle.p99_ms) },
-        {
-          phase: 'notification → webhook received',
-          operations: mine.length,
-          concurrency,
-          per_second: round(chosen.length / allSeconds),
-          p50_ms: round(percentile(lags, 50)),
-          p99_ms: round(percentile(lags, 99)),
-        },
+        { phase: 'baseline: notifications accepted', operations: baselineInvoices.length, concurrency, per_second: round(baseline.settle.per_second), p50_ms: round(baseline.settle.p50_ms), p99_ms: round(baseline.settle.p99_ms) },
+        { phase: 'baseline: notification → webhook received (workflow per webhook)', operations: baseline.received, concurrency, per_second: round(baseline.per_second), p50_ms: round(percentile(baseline.lags, 50)), p99_ms: round(percentile(baseline.lags, 99)) },
+        { phase: 'notifications accepted', operations: chosen.length, concurrency, per_second: round(inline.settle.per_second), p50_ms: round(inline.settle.p50_ms), p99_ms: round(inline.settle.p99_ms) },
+        { phase: 'notification → webhook received (first attempt inline)', operations: inline.received, concurrency, per_second: round(inline.per_second), p50_ms: round(percentile(inline.lags, 50)), p99_ms: round(percentile(inline.lags, 99)) },
       ],
       ratios: [
         { label: 'façade creations/s ÷ direct upstream/s', value: facadeResult.per_second / directResult.per_second, goal: 0.5 },
+        { label: 'webhooks received/s ÷ notifications accepted/s (first attempt inline)', value: inline.per_second / inline.settle.per_second, goal: 0.8 },
       ],
       notes: [
         `information (no goal): façade creations/s ÷ Temporal workflow-start floor/s = ${round(facadeResult.per_second / floorResult.per_second, 2)}×`,
-        `${chosen.length} settlements → ${new Set(ids).size} distinct webhooks received, ${duplicates} duplicate deliveries, ledger ok: ${check.ok}`,
+        `${chosen.length} settlements → ${inline.distinct} distinct webhooks received (baseline ${baselineInvoices.length} → ${baseline.distinct}), ${duplicates} duplicate deliveries, ledger ok: ${check.ok}`,
+        `information (no goal): webhooks received/s, first attempt inline ÷ workflow per webhook = ${round(inline.per_second / baseline.per_second, 2)}×; p50 ${round(percentile(inline.lags, 50))} ms vs ${round(percentile(baseline.lags, 50))} ms, p99 ${round(percentile(inline.lags, 99))} ms vs ${round(percentile(baseline.lags, 99))} ms (goal p50 ≤ 2000 ms, p99 ≤ 5000 ms)`,
+        `RSS of the platform process after the run: ${Math.round(process.memoryUsage().rss / 1_048_576)} MiB (api + facade + worker roles and the bench client)`,
         `every PayinWorkflow of the façade phase started ${round(outboxLagSeconds, 1)} s after its last creation (transactional outbox, dispatched in batches)`,
       ],
     };

@@ -173,6 +173,8 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
           RPC_PORT: '0',
           LOG_LEVEL: 'silent',
           PLATFORM_KEY_DIR: keyDirectory,
+          // The bench's merchant receivers listen on loopback.
+          OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
           ...overrides,
         }),
       defer: (step) => steps.push(step),
