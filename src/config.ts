@@ -106,6 +106,17 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_GRACE_SECONDS: seconds.default(10),
+  /**
+   * Worker tuning (docs/operations.md "Worker tuning"); 0 = the Temporal SDK's default. Slots bound what one worker
+   * process runs at once; pollers how many long polls it keeps open per task type; the sticky cache how many
+   * workflow runs it keeps in memory (a cached run's next task needs no history replay).
+   */
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(0).max(10_000).default(0),
+  WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(0).max(10_000).default(0),
+  WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: z.coerce.number().int().min(0).max(10_000).default(0),
+  WORKER_WORKFLOW_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
+  WORKER_ACTIVITY_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
   /** Server-side `statement_timeout` of every database connection; 0 = none. */
   DATABASE_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Server-side `idle_in_transaction_session_timeout` of every database connection; 0 = none. */

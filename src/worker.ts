@@ -2,7 +2,7 @@
  * The Temporal worker: registers the workflow bundle (`workflows/`) and every capability's activities on
  * `TEMPORAL_TASK_QUEUE` (platform decisions §1).
  */
-import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle, type WorkflowBundlePath } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkerOptions, type WorkflowBundle, type WorkflowBundlePath } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createActivities, type Activities } from './activities';
@@ -84,6 +84,19 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
+/** The worker options the WORKER_* settings set (each 0 = the SDK's default, left out). */
+export function workerTuning(config: PlatformDeps['config']): Partial<WorkerOptions> {
+  const set = <K extends keyof WorkerOptions>(key: K, value: number): Partial<WorkerOptions> => (value > 0 ? ({ [key]: value } as Partial<WorkerOptions>) : {});
+  return {
+    ...set('maxConcurrentWorkflowTaskExecutions', config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS),
+    ...set('maxConcurrentActivityTaskExecutions', config.WORKER_MAX_CONCURRENT_ACTIVITIES),
+    ...set('maxConcurrentLocalActivityExecutions', config.WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES),
+    ...set('maxConcurrentWorkflowTaskPolls', config.WORKER_WORKFLOW_TASK_POLLERS),
+    ...set('maxConcurrentActivityTaskPolls', config.WORKER_ACTIVITY_TASK_POLLERS),
+    ...set('maxCachedWorkflows', config.WORKER_MAX_CACHED_WORKFLOWS),
+  };
+}
+
 export async function startWorker(
   deps: PlatformDeps,
   options: {
@@ -122,6 +135,7 @@ export async function startWorker(
     activities: (options.wrapActivities ?? ((activities: Activities) => activities))(createActivities(deps)),
     ...tracingOptions(options.tracing, !options.bundle && !prebuiltBundle(true)),
     shutdownGraceTime: `${deps.config.SHUTDOWN_GRACE_SECONDS}s`,
+    ...workerTuning(deps.config),
   });
   const running = worker.run();
   return {
