@@ -173,11 +173,12 @@ export function resultRedirect(redirectUrl: string, result: DepositResult): stri
   return target.toString();
 }
 
-function preorderPageHtml(view: PreorderPage, base: PageBaseUrl): { status: number; html: string } {
+function preorderPageHtml(view: PreorderPage, base: PageBaseUrl, submission: boolean): { status: number; html: string } {
   const errors: Record<string, string[]> = {};
   for (const violation of view.errors) errors[violation.field] = violation.messages.map((text) => renderProblem(violation.field, text));
   const acquirerMissing = view.errors.some((violation) => violation.messages.includes(problem('acquirer_missing')));
-  const status = view.paid ? 409 : acquirerMissing ? 503 : view.errors.length > 0 ? 400 : 200;
+  // Showing a paid preorder is a page like any other; paying it again is the conflict.
+  const status = view.paid ? (submission ? 409 : 200) : acquirerMissing ? 503 : view.errors.length > 0 ? 400 : 200;
   const rendered = preorderPage({
     actionUrl: `${base}/pre-order/${encodeURIComponent(view.preOrderToken)}/pay`,
     sellerName: view.sellerName,
@@ -193,10 +194,10 @@ function preorderPageHtml(view: PreorderPage, base: PageBaseUrl): { status: numb
 
 /**
  * One DepositService page view as its HTML document and status: not found 404; the confirmation and the result
- * 200; the preorder page 200, 400 after a refused submission, 409 when paid, 503 when card payments are off.
- * A missing view is a fault (500).
+ * 200; the preorder page 200, and for a card form submission (`submission`) 400 when refused, 409 when already
+ * paid, 503 when card payments are off. A missing view is a fault (500).
  */
-export function renderDepositPage(view: DepositPage | undefined, base: PageBaseUrl): { status: number; html: string } {
+export function renderDepositPage(view: DepositPage | undefined, base: PageBaseUrl, submission = false): { status: number; html: string } {
   switch (view?.view.case) {
     case 'notFound':
       return { status: 404, html: notFoundPage() };
@@ -208,7 +209,7 @@ export function renderDepositPage(view: DepositPage | undefined, base: PageBaseU
       return { status: 200, html: resultPage({ success: object.success, message: object.message, reference: result.reference, resultBase64: encodeResult(result) }) };
     }
     case 'preorder':
-      return preorderPageHtml(view.view.value, base);
+      return preorderPageHtml(view.view.value, base, submission);
     default:
       return { status: 500, html: faultPage() };
   }

@@ -22,8 +22,8 @@ import { sendHtml } from '../html-response';
 const PAGE_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** Renders a page view of the service (a missing view is a fault). */
-function sendPage(ctx: FacadeContext, page: DepositPage | undefined): void {
-  const rendered = renderDepositPage(page, `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`);
+function sendPage(ctx: FacadeContext, page: DepositPage | undefined, submission = false): void {
+  const rendered = renderDepositPage(page, `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`, submission);
   sendHtml(ctx, rendered.status, rendered.html);
 }
 
@@ -83,7 +83,7 @@ export function registerPaymentPages(router: Router<FacadeState>): void {
         { preOrderToken: ctx.params.token ?? '', ...readCardForm(form) },
         options(ctx),
       );
-      sendPage(ctx, reply.page);
+      sendPage(ctx, reply.page, true);
     }),
   );
 }

@@ -435,7 +435,9 @@ describe('Area C deposits', () => {
       expect(confirmation.status).toBe(200);
       const result = await submitConfirmation(platform, await confirmation.text());
       expect(decodeResult(hiddenResult(await result.text())!).success).toBe(true);
-      const paid = await (await fetch(url)).text();
+      const paidPage = await fetch(url);
+      expect(paidPage.status).toBe(200);
+      const paid = await paidPage.text();
       expect(paid).toContain('This order has already been paid.');
       expect(paid).not.toContain('<form');
       expect((await form(card)).status).toBe(409);
