@@ -16,7 +16,7 @@
  * Temporal server last. The running cluster is described in `<DATA_DIR>/cluster/cluster.json` while it is up.
  */
 import cluster, { type Worker as ClusterChild } from 'node:cluster';
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
@@ -100,10 +100,23 @@ export interface ClusterState {
 
 /** The command each child runs: compiled code when `npm run build` produced it, else the sources through tsx. */
 export function childCommand(root = path.resolve(__dirname, '..', '..')): { exec: string; execArgv: string[]; compiled: boolean } {
-  const compiledRoot = path.basename(path.dirname(root)) === 'dist' ? root : path.join(root, 'dist');
+  // `root` is the repository when running the sources, or dist/ when running compiled code.
+  const compiledRoot = path.basename(root) === 'dist' ? root : path.join(root, 'dist');
+  const sourceRoot = path.basename(root) === 'dist' ? path.dirname(root) : root;
   const compiled = path.join(compiledRoot, 'src', 'cli', 'main.js');
   if (existsSync(compiled)) return { exec: compiled, execArgv: [], compiled: true };
-  return { exec: path.join(root, 'src', 'cli', 'main.ts'), execArgv: ['--import', 'tsx'], compiled: false };
+  return { exec: path.join(sourceRoot, 'src', 'cli', 'main.ts'), execArgv: ['--import', 'tsx'], compiled: false };
+}
+
+/** Whether a source file (src, workflows, rest-facade) is newer than the compiled entry point. */
+function compiledIsStale(compiledEntry: string, sourceRoot: string): boolean {
+  const built = statSync(compiledEntry).mtimeMs;
+  const newer = (directory: string): boolean =>
+    existsSync(directory) &&
+    readdirSync(directory, { withFileTypes: true }).some((entry) =>
+      entry.isDirectory() ? newer(path.join(directory, entry.name)) : entry.name.endsWith('.ts') && statSync(path.join(directory, entry.name)).mtimeMs > built,
+    );
+  return ['src', 'workflows', 'rest-facade'].some((directory) => newer(path.join(sourceRoot, directory)));
 }
 
 /** A credential kept in `file` across restarts while the database still knows it. @returns its token */
@@ -234,6 +247,9 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
 
     const command = childCommand();
     say(`roles run ${command.compiled ? 'compiled code from dist/' : 'the sources through tsx (no dist/: npm run build)'}`);
+    if (command.compiled && compiledIsStale(command.exec, path.resolve(__dirname, '..', '..'))) {
+      say('warning: dist/ is older than the sources: run npm run build (or remove dist/ to run the sources)');
+    }
     cluster.setupPrimary({ exec: command.exec, execArgv: command.execArgv, silent: true });
 
     const children: Child[] = [];
