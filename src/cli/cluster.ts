@@ -177,7 +177,9 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     let temporalServerPid: number | undefined;
     if (!temporalAddress) {
       const binaries = ensureTemporalServer(say);
+      const preparing = Date.now();
       await prepareTemporalDatabases(binaries.sql, endpoint, say, options.temporalDatabases);
+      say(`Temporal databases ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility}: schema up to date (${((Date.now() - preparing) / 1000).toFixed(1)} s)`);
       const temporalStarted = Date.now();
       const server = await startTemporalServer({
         binaries,
@@ -259,7 +261,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const writeState = () => {
       const state = current.state;
       if (!state || stopping) return;
-      state.processes = children.filter((child) => child.worker?.process.pid).map((child) => ({ role: child.role, index: child.index, pid: child.worker!.process.pid!, starts: child.starts }));
+      const alive = (child: Child) => child.worker?.process.pid !== undefined && child.worker.process.exitCode === null && child.worker.process.signalCode === null;
+      state.processes = children.filter(alive).map((child) => ({ role: child.role, index: child.index, pid: child.worker!.process.pid!, starts: child.starts }));
       writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
     };
 
@@ -322,9 +325,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       rmSync(stateFile, { force: true });
     });
     // One api process first: a first start creates the platform keys, which concurrent starts must not race for.
+    const forking = Date.now();
     const [firstApi, ...otherApis] = apis;
     if (firstApi) await fork(firstApi);
     await Promise.all([...otherApis, ...workers, ...facades].map((child) => fork(child)));
+    say(`${children.length} role processes serving in ${((Date.now() - forking) / 1000).toFixed(1)} s`);
     if (options.facades) await waitForPort(config.HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.HTTP_HOST, config.HTTP_PORT, 30);
 
     const state: ClusterState = {

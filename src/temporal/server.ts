@@ -290,7 +290,7 @@ export async function startTemporalServer(options: {
     { mode: 0o600 },
   );
   const output = openSync(path.join(options.directory, 'temporal-server.out'), 'a');
-  const child = spawn(options.binaries.server, ['--root', options.directory, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'], {
+  const child = spawn(options.binaries.server, ['--config-file', path.resolve(configFile), '--allow-no-auth', 'start'], {
     stdio: ['ignore', output, output],
     detached: true,
   });
