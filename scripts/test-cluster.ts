@@ -110,9 +110,12 @@ async function startCluster(): Promise<StartedCluster> {
   let text = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the cluster was not up within 900 s; log ${log}`)), 900_000);
+    let partial = '';
     child.stderr?.on('data', (chunk: Buffer) => {
       output.write(chunk);
-      process.stderr.write(chunk.toString().replace(/^/gm, '  cluster| '));
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) process.stderr.write(`  cluster| ${line}\n`);
       text += chunk.toString();
       if (text.includes('Press Ctrl-C to stop.')) {
         clearTimeout(timer);

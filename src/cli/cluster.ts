@@ -24,7 +24,7 @@ import { waitForPort } from '../net';
 import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
 import { createServiceCredential } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
-import { ensureTemporalServer, findTemporalUiServer } from '../temporal/server-binary';
+import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
 import { createDatabaseIfAbsent, ensureNamespace, postgresEndpoint, prepareTemporalDatabases, startTemporalServer, TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
 import { startTemporalUiServer } from '../temporal/ui-server';
 
@@ -200,7 +200,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     }
 
     let uiUrl: string | undefined;
-    const uiBinary = options.uiPort ? findTemporalUiServer() : undefined;
+    const uiBinary = options.uiPort && temporalServerPid ? uiServerOrNothing(say) : undefined;
     if (uiBinary && temporalServerPid) {
       const ui = await startTemporalUiServer({ binary: uiBinary, directory: path.join(options.directory, 'ui'), temporalAddress, port: options.uiPort });
       stops.push(() => ui.stop());
@@ -365,6 +365,16 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/** The Web UI server, built once when absent (about a minute); a failed build leaves the cluster without UI. */
+function uiServerOrNothing(say: (line: string) => void): string | undefined {
+  try {
+    return ensureTemporalUiServer(say);
+  } catch (error) {
+    say(`no Temporal Web UI: ${(error as Error).message}`);
+    return undefined;
   }
 }
 

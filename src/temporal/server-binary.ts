@@ -4,8 +4,9 @@
  *   1. `TEMPORAL_SERVER_PATH` and `TEMPORAL_SQL_TOOL_PATH`, 2. the per-user cache
  *   (`$XDG_CACHE_HOME/payments-platform/temporal-server-v1.32.1/{server,sql}`), 3. one `go install` of both
  *   commands into that cache (about 3.5 minutes and 2.6 GB of Go build cache the first time).
- * The Web UI server (`temporalio/ui-server`) is optional: `TEMPORAL_UI_SERVER_PATH`, else its own cache directory
- * (`temporal-ui-server-v2.55.0/server`), else built on request only (ensureTemporalUiServer).
+ * The Web UI server (`temporalio/ui-server`): `TEMPORAL_UI_SERVER_PATH`, else its own cache directory
+ * (`temporal-ui-server-v2.55.0/server`), else one `go install` into it (about a minute; the cluster runs without a
+ * UI when that fails).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -76,7 +77,7 @@ export function ensureTemporalServer(log: (line: string) => void = () => undefin
   return built;
 }
 
-/** The Web UI server when present (TEMPORAL_UI_SERVER_PATH or the cache), else undefined; never builds. */
+/** The Web UI server when present (TEMPORAL_UI_SERVER_PATH or the cache), else undefined; builds nothing. */
 export function findTemporalUiServer(): string | undefined {
   const configured = fromEnvironment('TEMPORAL_UI_SERVER_PATH');
   if (configured) return configured;
