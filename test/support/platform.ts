@@ -120,6 +120,8 @@ async function clusterPlatform(cluster: ClusterState, logDestination?: { write(l
   });
   const adminToken = (await createServiceCredential(deps.database, { name: 'test admin', scopes: ['admin'] })).token;
   clusterServed.count += 1;
+  const testPath = (expect.getState().testPath ?? '').replace(/^.*\/test\//, 'test/');
+  process.stderr.write(`${testPath}: served by the cluster (façade ${cluster.facadeUrl})\n`);
   return {
     config,
     deps,
