@@ -40,7 +40,7 @@ export interface ClusterOptions {
   facades: number;
   /** The Temporal frontend's gRPC port (the server's other ports follow it, src/temporal/server.ts). */
   temporalPort: number;
-  /** Fixed at the first start of the `temporal` database. */
+  /** Fixed at the server's first start on the `temporal` database (a later change is ignored, with a warning). */
   historyShards: number;
   /** The Web UI's port; 0: no UI. Served only when the UI server binary is present. */
   uiPort: number;
@@ -194,6 +194,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       temporalAddress = server.address;
       temporalServerPid = server.pid;
       say(`Temporal server healthy in ${((Date.now() - temporalStarted) / 1000).toFixed(1)} s (config ${server.configFile}, log ${server.logFile})`);
+      if (server.shardMismatch) {
+        say(
+          `warning: TEMPORAL_NUM_HISTORY_SHARDS=${server.shardMismatch.configured} ignored: ${options.temporalDatabases.default} was first started with ${server.shardMismatch.persisted} shards, which stay (a new count needs a new database)`,
+        );
+      }
       await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say);
     } else {
       say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace must exist)`);

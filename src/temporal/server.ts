@@ -5,11 +5,12 @@
  * schemas; the server configuration is written under the cluster directory; the `default` namespace is registered
  * when absent.
  *
- * The history shard count is fixed when the `temporal` database is first set up: a server started later with
- * another count refuses to start, so `TEMPORAL_NUM_HISTORY_SHARDS` must stay what it was at the first start.
+ * The history shard count is fixed when the server first starts on the `temporal` database: a server started later
+ * with another count keeps the persisted one (it logs a warning, which startTemporalServer reports as
+ * `shardMismatch`), so a changed `TEMPORAL_NUM_HISTORY_SHARDS` has no effect without a new database.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
@@ -141,7 +142,7 @@ log:
 persistence:
   defaultStore: postgres-default
   visibilityStore: postgres-visibility
-  # Fixed when the temporal database is first set up: a different count later is refused by the server.
+  # Fixed at the server's first start on this database: a different count later is ignored (the persisted one stays).
   numHistoryShards: ${options.historyShards}
   datastores:
     postgres-default:
@@ -210,7 +211,23 @@ export interface RunningTemporalServer {
   pid: number;
   configFile: string;
   logFile: string;
+  /** The persisted shard count when it differs from the configured one (which the server then ignored). */
+  shardMismatch?: { configured: number; persisted: number };
   stop(): Promise<void>;
+}
+
+/** The server's warning that the configured shard count differs from the persisted one, in `text` (JSON log lines). */
+export function findShardMismatch(text: string): { configured: number; persisted: number } | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.includes('persistence.numHistoryShards')) continue;
+    try {
+      const entry = JSON.parse(line) as { 'ignored-value'?: number; value?: number };
+      if (typeof entry['ignored-value'] === 'number' && typeof entry.value === 'number') return { configured: entry['ignored-value'], persisted: entry.value };
+    } catch {
+      // not a JSON line
+    }
+  }
+  return undefined;
 }
 
 /** Polls the frontend's health check until it answers SERVING (the gRPC port opens before the services are ready). */
@@ -290,6 +307,8 @@ export async function startTemporalServer(options: {
     { mode: 0o600 },
   );
   const output = openSync(path.join(options.directory, 'temporal-server.out'), 'a');
+  // The log is appended to across starts: only this start's lines count.
+  const logOffset = existsSync(logFile) ? statSync(logFile).size : 0;
   const child = spawn(options.binaries.server, ['--config-file', path.resolve(configFile), '--allow-no-auth', 'start'], {
     stdio: ['ignore', output, output],
     detached: true,
@@ -312,5 +331,6 @@ export async function startTemporalServer(options: {
     await stop();
     throw error;
   }
-  return { address, pid: child.pid!, configFile, logFile, stop };
+  const log = existsSync(logFile) ? readFileSync(logFile).subarray(logOffset).toString('utf8') : '';
+  return { address, pid: child.pid!, configFile, logFile, shardMismatch: findShardMismatch(log), stop };
 }
