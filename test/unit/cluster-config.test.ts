@@ -1,0 +1,84 @@
+/**
+ * The pure parts of `payments cluster up`: the Temporal server configuration it writes, the ports it derives, the
+ * settings it reads, the server's shard-count warning it reports, and which code its children run.
+ */
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { childCommand, clusterOptionsFromEnvironment } from '../../src/cli/cluster';
+import { loadConfig } from '../../src/config';
+import { findShardMismatch, postgresEndpoint, temporalServerConfig, temporalServerPorts } from '../../src/temporal/server';
+
+describe('the Temporal server configuration', () => {
+  const endpoint = postgresEndpoint('postgres://temporal%40ops:p%3Ass@db.internal:6543/payments');
+
+  it('reads host, port, user and password from DATABASE_URL (its database aside)', () => {
+    expect(endpoint).toEqual({ host: 'db.internal', port: 6543, user: 'temporal@ops', password: 'p:ss' });
+    expect(postgresEndpoint('postgres://127.0.0.1/payments')).toEqual({ host: '127.0.0.1', port: 5432, user: 'postgres', password: '' });
+  });
+
+  it('is YAML with postgres12 stores, the shard count, every service port and an absolute dynamic config path', () => {
+    const text = temporalServerConfig({
+      endpoint,
+      frontendPort: 27233,
+      historyShards: 4,
+      dynamicConfigFile: '/var/cluster/config/dynamicconfig.yaml',
+      logFile: '/var/cluster/temporal-server.log',
+      databases: { default: 'temporal_x', visibility: 'temporal_visibility_x' },
+    });
+    const config = parse(text);
+    expect(config.persistence.numHistoryShards).toBe(4);
+    expect(config.persistence.datastores['postgres-default'].sql).toMatchObject({ pluginName: 'postgres12', databaseName: 'temporal_x', connectAddr: 'db.internal:6543', user: 'temporal@ops', password: 'p:ss' });
+    expect(config.persistence.datastores['postgres-visibility'].sql).toMatchObject({ pluginName: 'postgres12', databaseName: 'temporal_visibility_x' });
+    expect(config.services.frontend.rpc).toMatchObject({ grpcPort: 27233, membershipPort: 26933, httpPort: 27243, bindOnLocalHost: true });
+    expect(config.services.history.rpc.grpcPort).toBe(27234);
+    expect(config.services.matching.rpc.grpcPort).toBe(27235);
+    expect(config.services.worker.rpc.grpcPort).toBe(27239);
+    expect(config.clusterMetadata.clusterInformation.active.rpcAddress).toBe('127.0.0.1:27233');
+    expect(path.isAbsolute(config.dynamicConfigClient.filepath)).toBe(true);
+    expect(new Set(Object.values(temporalServerPorts(7233))).size).toBe(9);
+  });
+
+  it('finds the server warning that a changed shard count was ignored', () => {
+    const line = JSON.stringify({ level: 'warn', msg: 'Supplied configuration key/value mismatches persisted cluster metadata.', key: 'persistence.numHistoryShards', 'ignored-value': 8, value: 4 });
+    expect(findShardMismatch(`not json\n${line}\n`)).toEqual({ configured: 8, persisted: 4 });
+    expect(findShardMismatch('{"level":"warn","msg":"other"}\n')).toBeUndefined();
+  });
+});
+
+describe('cluster settings', () => {
+  const config = loadConfig({ DATA_DIR: '/srv/payments' });
+
+  it('defaults to two processes per role, 4 shards, 7233 and the UI on 8233, under DATA_DIR/cluster', () => {
+    expect(clusterOptionsFromEnvironment(config, {})).toEqual({
+      workers: 2,
+      apis: 2,
+      facades: 2,
+      temporalPort: 7233,
+      historyShards: 4,
+      uiPort: 8233,
+      respawnSeconds: 2,
+      directory: '/srv/payments/cluster',
+      temporalDatabases: { default: 'temporal', visibility: 'temporal_visibility' },
+    });
+  });
+
+  it('takes every setting from the environment and refuses a bad number', () => {
+    const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', TEMPORAL_NUM_HISTORY_SHARDS: '512', TEMPORAL_UI_PORT: '0', TEMPORAL_DATABASE: 'tdb' });
+    expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' } });
+    expect(() => clusterOptionsFromEnvironment(config, { CLUSTER_APIS: 'two' })).toThrow('CLUSTER_APIS');
+  });
+});
+
+describe('the children’s code', () => {
+  it('is the compiled dist/ when it exists, else the sources through tsx', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cluster-child-'));
+    expect(childCommand(root)).toEqual({ exec: path.join(root, 'src', 'cli', 'main.ts'), execArgv: ['--import', 'tsx'], compiled: false });
+    mkdirSync(path.join(root, 'dist', 'src', 'cli'), { recursive: true });
+    writeFileSync(path.join(root, 'dist', 'src', 'cli', 'main.js'), '');
+    const compiled = { exec: path.join(root, 'dist', 'src', 'cli', 'main.js'), execArgv: [], compiled: true };
+    expect(childCommand(root)).toEqual(compiled);
+    expect(childCommand(path.join(root, 'dist'))).toEqual(compiled);
+  });
+});
