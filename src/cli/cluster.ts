@@ -61,11 +61,14 @@ export function clusterOptionsFromEnvironment(config: Config, environment: NodeJ
     if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer (got "${text}")`);
     return value;
   };
+  const temporalPort = integer('TEMPORAL_FRONTEND_PORT', 7233);
+  // The server's other ports sit at -300 … +10 from the frontend's (src/temporal/server.ts).
+  if (temporalPort < 1324 || temporalPort > 65_525) throw new Error(`TEMPORAL_FRONTEND_PORT must be within 1324-65525 (got ${temporalPort})`);
   return {
     workers: integer('CLUSTER_WORKERS', 2),
     apis: integer('CLUSTER_APIS', 2),
     facades: integer('CLUSTER_FACADES', 2),
-    temporalPort: integer('TEMPORAL_FRONTEND_PORT', 7233),
+    temporalPort,
     historyShards: integer('TEMPORAL_NUM_HISTORY_SHARDS', 4),
     uiPort: integer('TEMPORAL_UI_PORT', 8233),
     respawnSeconds: integer('CLUSTER_RESPAWN_SECONDS', 2),

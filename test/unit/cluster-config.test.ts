@@ -68,6 +68,7 @@ describe('cluster settings', () => {
     const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', TEMPORAL_NUM_HISTORY_SHARDS: '512', TEMPORAL_UI_PORT: '0', TEMPORAL_DATABASE: 'tdb' });
     expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' } });
     expect(() => clusterOptionsFromEnvironment(config, { CLUSTER_APIS: 'two' })).toThrow('CLUSTER_APIS');
+    expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '1000' })).toThrow('TEMPORAL_FRONTEND_PORT');
   });
 });
 
