@@ -99,6 +99,8 @@ async function startCluster(): Promise<StartedCluster> {
     AUTH_FAILURES_PER_CREDENTIAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     RECONCILE_INTERVAL_SECONDS: '0',
+    // What test/e2e/preorder-callback.test.ts asks for, so that the cluster serves it too.
+    WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
     SHUTDOWN_GRACE_SECONDS: '2',
     LOG_LEVEL: process.env.CLUSTER_TEST_LOG_LEVEL ?? 'warn',
   };

@@ -96,6 +96,8 @@ export interface ClusterState {
   adminCredentialsFile: string;
   respawnSeconds: number;
   upstream?: { payinUrl: string; apiKey: string; webhookSecret: string };
+  /** The roles' settings (src/config.ts), secrets left out. */
+  settings: Record<string, unknown>;
   processes: Array<{ role: ClusterRole; index: number; pid: number; starts: number }>;
   /** Milliseconds from the command to every role serving. */
   startMilliseconds: number;
@@ -354,6 +356,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       adminCredentialsFile,
       respawnSeconds: options.respawnSeconds,
       upstream,
+      settings: publicSettings(config),
       processes: [],
       startMilliseconds: Date.now() - started,
     };
@@ -374,6 +377,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     await stop();
     throw error;
   }
+}
+
+/** The settings without the secret ones (keys, tokens, passwords, secrets). */
+function publicSettings(config: Config): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(config).filter(([name]) => !/SECRET|TOKEN|PASSWORD|API_KEY|_KEY$/.test(name)));
 }
 
 /** The Web UI server, built once when absent (about a minute); a failed build leaves the cluster without UI. */

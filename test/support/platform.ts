@@ -2,8 +2,8 @@
  * A whole platform for one test file, against the run's real PostgreSQL and Temporal: its own database (cloned
  * from the migrated template), its own task queue and worker, an RPC server and the façade on free ports.
  *
- * Against a cluster (PAYMENTS_TEST_CLUSTER, `npm run test:cluster`), a test file that asks for the default platform
- * (every role, no setting of its own) gets the cluster itself instead: its façade and RPC URLs, its database and task
+ * Against a cluster (PAYMENTS_TEST_CLUSTER, `npm run test:cluster`), a test file that asks for every role and only
+ * settings the cluster already has (clusterFits) gets the cluster itself instead: its façade and RPC URLs, its database and task
  * queue, with the dependencies (database, ledger, keys, Temporal client) built here against them and no role started
  * here. A file that needs its own settings or roles still runs them here, on the cluster's Temporal server and
  * PostgreSQL server.
@@ -94,8 +94,20 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 /** How many test platforms of this file the cluster served (the rest ran their own roles). */
 export const clusterServed = { count: 0 };
 
+/**
+ * Whether the cluster can stand for the platform a test file asks for: every role, no log capture, and every
+ * setting it asks for already the cluster's (scripts/test-cluster.ts starts the cluster with test settings).
+ */
+function clusterFits(cluster: ClusterState, options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown }): boolean {
+  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination) return false;
+  const env = options.env ?? {};
+  if (Object.keys(env).length === 0) return true;
+  const wanted = testConfig(env) as unknown as Record<string, unknown>;
+  return Object.keys(env).every((name) => name in cluster.settings && JSON.stringify(wanted[name]) === JSON.stringify(cluster.settings[name]));
+}
+
 /** The cluster as a test platform: nothing started here but the dependencies used to inspect and seed it. */
-async function clusterPlatform(cluster: ClusterState, logDestination?: { write(line: string): void }): Promise<TestPlatform> {
+async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
   const facade = new URL(cluster.facadeUrl);
   const rpc = new URL(cluster.rpcUrl);
   const config = testConfig({
@@ -109,7 +121,7 @@ async function clusterPlatform(cluster: ClusterState, logDestination?: { write(l
     PUBLIC_BASE_URL: cluster.facadeUrl,
     ...(cluster.upstream ? { UPSTREAM_PAYIN_URL: cluster.upstream.payinUrl, UPSTREAM_API_KEY: cluster.upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: cluster.upstream.webhookSecret } : {}),
   });
-  const logger = createLogger(config.LOG_LEVEL, 'test', logDestination);
+  const logger = createLogger(config.LOG_LEVEL, 'test');
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const step of stops.reverse()) await step();
@@ -147,8 +159,7 @@ export async function startTestPlatform(
   options: { env?: Record<string, string>; roles?: Role[]; /** Receives every log line (JSON) instead of stdout. */ logDestination?: { write(line: string): void } } = {},
 ): Promise<TestPlatform> {
   const cluster = readClusterState();
-  const defaultPlatform = Object.keys(options.env ?? {}).length === 0 && (options.roles ?? ['api', 'facade', 'worker']).length === 3;
-  if (cluster && defaultPlatform) return clusterPlatform(cluster, options.logDestination);
+  if (cluster && clusterFits(cluster, options)) return clusterPlatform(cluster);
   const database = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: database.url, ...options.env });
   const logger = createLogger(config.LOG_LEVEL, 'test', options.logDestination);
