@@ -182,7 +182,8 @@ async function main(): Promise<void> {
   try {
     const jest = spawnSync(
       process.execPath,
-      [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--runInBand', '--selectProjects', 'integration', 'cluster', '--', 'test/e2e/', 'test/cluster/', ...process.argv.slice(2)],
+      // Paths given on the command line (`npm run test:cluster -- test/e2e/partner-api`) replace the default ones.
+      [path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js'), '--runInBand', '--selectProjects', 'integration', 'cluster', '--', ...(process.argv.length > 2 ? process.argv.slice(2) : ['test/e2e/', 'test/cluster/'])],
       { cwd: ROOT, stdio: 'inherit', env: { ...process.env, PAYMENTS_TEST_CLUSTER: stateFile } },
     );
     status = jest.status ?? 1;

@@ -95,11 +95,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 export const clusterServed = { count: 0 };
 
 /**
- * Whether the cluster can stand for the platform a test file asks for: every role, no log capture, and every
- * setting it asks for already the cluster's (scripts/test-cluster.ts starts the cluster with test settings).
+ * Whether the cluster can stand for the platform a test file asks for: every role, no log capture, no reading of
+ * in-process state, and every setting it asks for already the cluster's (scripts/test-cluster.ts starts the cluster with test settings).
  */
-function clusterFits(cluster: ClusterState, options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown }): boolean {
-  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination) return false;
+function clusterFits(cluster: ClusterState, options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown; inProcess?: boolean }): boolean {
+  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination || options.inProcess) return false;
   const env = options.env ?? {};
   if (Object.keys(env).length === 0) return true;
   const wanted = testConfig(env) as unknown as Record<string, unknown>;
@@ -156,7 +156,14 @@ async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
 }
 
 export async function startTestPlatform(
-  options: { env?: Record<string, string>; roles?: Role[]; /** Receives every log line (JSON) instead of stdout. */ logDestination?: { write(line: string): void } } = {},
+  options: {
+    env?: Record<string, string>;
+    roles?: Role[];
+    /** Receives every log line (JSON) instead of stdout. */
+    logDestination?: { write(line: string): void };
+    /** The file reads state kept inside the platform's process (the sandbox acquirer's record): never the cluster. */
+    inProcess?: boolean;
+  } = {},
 ): Promise<TestPlatform> {
   const cluster = readClusterState();
   if (cluster && clusterFits(cluster, options)) return clusterPlatform(cluster);
