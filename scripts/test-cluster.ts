@@ -33,10 +33,10 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** A frontend port whose whole Temporal port block (frontend-300 … frontend+10) is free. */
+/** A frontend port whose whole Temporal port block (frontend-300 … frontend+10) is free, below the 33061 limit. */
 async function freeTemporalPort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt += 1) {
-    const candidate = 20_000 + Math.floor(Math.random() * 20_000);
+    const candidate = 20_000 + Math.floor(Math.random() * 13_000);
     const ports = Object.values(temporalServerPorts(candidate));
     if ((await Promise.all(ports.map(portFree))).every(Boolean)) return candidate;
   }

@@ -62,8 +62,11 @@ export function clusterOptionsFromEnvironment(config: Config, environment: NodeJ
     return value;
   };
   const temporalPort = integer('TEMPORAL_FRONTEND_PORT', 7233);
-  // The server's other ports sit at -300 … +10 from the frontend's (src/temporal/server.ts).
-  if (temporalPort < 1324 || temporalPort > 65_525) throw new Error(`TEMPORAL_FRONTEND_PORT must be within 1324-65525 (got ${temporalPort})`);
+  // The server's other ports sit at -300 … +10 from the frontend's (src/temporal/server.ts), and Temporal's SQL
+  // schema stores the membership ports (frontend-300 … -294) as a smallint: at most 32767.
+  if (temporalPort < 1324 || temporalPort > 33_061) {
+    throw new Error(`TEMPORAL_FRONTEND_PORT must be within 1324-33061 (its membership port, 300 below, is stored as a smallint) (got ${temporalPort})`);
+  }
   return {
     workers: integer('CLUSTER_WORKERS', 2),
     apis: integer('CLUSTER_APIS', 2),

@@ -69,6 +69,9 @@ describe('cluster settings', () => {
     expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' } });
     expect(() => clusterOptionsFromEnvironment(config, { CLUSTER_APIS: 'two' })).toThrow('CLUSTER_APIS');
     expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '1000' })).toThrow('TEMPORAL_FRONTEND_PORT');
+    // Temporal's SQL schema keeps membership ports (300 below the frontend's) in a smallint.
+    expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '37317' })).toThrow('smallint');
+    expect(clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '33061' }).temporalPort).toBe(33_061);
   });
 });
 
