@@ -110,7 +110,7 @@ async function startCluster(): Promise<StartedCluster> {
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'bin', 'payments'), 'cluster', 'up'], { env, stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
   child.stdout?.pipe(output, { end: false });
   let text = '';
-  await new Promise<void>((resolve, reject) => {
+  const up = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the cluster was not up within 900 s; log ${log}`)), 900_000);
     let partial = '';
     child.stderr?.on('data', (chunk: Buffer) => {
@@ -129,6 +129,18 @@ async function startCluster(): Promise<StartedCluster> {
       reject(new Error(`payments cluster up exited (${code ?? signal}); log ${log}`));
     });
   });
+  try {
+    await up;
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await dropDatabases(base, databases).catch(() => undefined);
+    say(`cluster log and state kept in ${directory}`);
+    throw error;
+  }
   child.removeAllListeners('exit');
   say(`cluster up in ${seconds(started)} (wall clock, from the command)`);
   const stateFile = path.join(directory, 'cluster', CLUSTER_STATE_FILE);
