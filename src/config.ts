@@ -87,6 +87,8 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_GRACE_SECONDS: seconds.default(10),
+  /** Connections per database pool (each api or worker process has one). */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   /** Server-side `statement_timeout` of every database connection; 0 = none. */
   DATABASE_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Server-side `idle_in_transaction_session_timeout` of every database connection; 0 = none. */

@@ -117,7 +117,7 @@ function protectPort(deps: PlatformDeps | undefined, listening: string): void {
  */
 export async function createPlatformDeps(config: Config, logger: Logger, stops: Array<() => Promise<void>>): Promise<PlatformDeps> {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
-  const database = createDatabase(config.DATABASE_URL, undefined, {
+  const database = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, {
     statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
     idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
   });

@@ -50,6 +50,8 @@ export interface ClusterOptions {
   directory: string;
   /** The Temporal server's two databases on the platform's PostgreSQL server. */
   temporalDatabases: TemporalDatabases;
+  /** The Temporal server's pool on its default database. */
+  temporalMaxConns: number;
 }
 
 /** The options from the environment (each has a `payments cluster up` flag too). */
@@ -80,6 +82,7 @@ export function clusterOptionsFromEnvironment(config: Config, environment: NodeJ
       default: environment.TEMPORAL_DATABASE || TEMPORAL_DATABASES.default,
       visibility: environment.TEMPORAL_VISIBILITY_DATABASE || TEMPORAL_DATABASES.visibility,
     },
+    temporalMaxConns: Math.max(1, integer('TEMPORAL_SQL_MAX_CONNS', 20)),
   };
 }
 
@@ -151,6 +154,7 @@ interface Child {
 }
 
 const READY_MARKER = 'serving roles';
+export const CHILD_DATABASE_POOL_MAX = 10;
 const CHILD_START_SECONDS = 180;
 const CHILD_STOP_SECONDS = 30;
 
@@ -196,6 +200,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
         frontendPort: options.temporalPort,
         historyShards: options.historyShards,
         databases: options.temporalDatabases,
+        maxConns: options.temporalMaxConns,
         log: say,
       });
       stops.push(() => server.stop());
@@ -248,6 +253,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const facadeUrl = `http://${hostForUrl(config.HTTP_HOST)}:${config.HTTP_PORT}`;
     const platformKeyDir = path.resolve(config.PLATFORM_KEY_DIR);
     const childEnvironment: NodeJS.ProcessEnv = {
+      // Smaller pools than a lone process's 20 unless set: the default cluster then fits PostgreSQL's default 100.
+      DATABASE_POOL_MAX: String(CHILD_DATABASE_POOL_MAX),
       ...process.env,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,

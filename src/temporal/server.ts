@@ -116,8 +116,11 @@ export function temporalServerConfig(options: {
   dynamicConfigFile: string;
   logFile: string;
   databases?: TemporalDatabases;
+  /** The pool on the `temporal` database (visibility: a fifth of it, at least 2). */
+  maxConns?: number;
 }): string {
   const databases = options.databases ?? TEMPORAL_DATABASES;
+  const maxConns = options.maxConns ?? 20;
   const ports = temporalServerPorts(options.frontendPort);
   const store = (database: string, maxConns: number) => `      sql:
         pluginName: "postgres12"
@@ -146,9 +149,9 @@ persistence:
   numHistoryShards: ${options.historyShards}
   datastores:
     postgres-default:
-${store(databases.default, 20)}
+${store(databases.default, maxConns)}
     postgres-visibility:
-${store(databases.visibility, 4)}
+${store(databases.visibility, Math.max(2, Math.round(maxConns / 5)))}
 
 global:
   membership:
@@ -293,6 +296,7 @@ export async function startTemporalServer(options: {
   frontendPort: number;
   historyShards: number;
   databases?: TemporalDatabases;
+  maxConns?: number;
   log: (line: string) => void;
 }): Promise<RunningTemporalServer> {
   const configDirectory = path.join(options.directory, 'config');

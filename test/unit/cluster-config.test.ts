@@ -61,6 +61,7 @@ describe('cluster settings', () => {
       respawnSeconds: 2,
       directory: '/srv/payments/cluster',
       temporalDatabases: { default: 'temporal', visibility: 'temporal_visibility' },
+      temporalMaxConns: 20,
     });
   });
 
