@@ -99,9 +99,11 @@ async function startCluster(): Promise<StartedCluster> {
     AUTH_FAILURES_PER_CREDENTIAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     RECONCILE_INTERVAL_SECONDS: '0',
+    SHUTDOWN_GRACE_SECONDS: '2',
     // What test/e2e/preorder-callback.test.ts asks for, so that the cluster serves it too.
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
-    SHUTDOWN_GRACE_SECONDS: '2',
+    // Leaves room on a shared PostgreSQL (default max_connections 100) for the test process's own pools.
+    TEMPORAL_SQL_MAX_CONNS: '10',
     LOG_LEVEL: process.env.CLUSTER_TEST_LOG_LEVEL ?? 'warn',
   };
   const log = path.join(directory, 'cluster.log');
