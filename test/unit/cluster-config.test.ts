@@ -87,3 +87,43 @@ describe('the children’s code', () => {
     expect(childCommand(path.join(root, 'dist'))).toEqual(compiled);
   });
 });
+
+describe('the Temporal server binaries', () => {
+  const saved = { PATH: process.env.PATH, XDG_CACHE_HOME: process.env.XDG_CACHE_HOME, TEMPORAL_SERVER_PATH: process.env.TEMPORAL_SERVER_PATH, TEMPORAL_SQL_TOOL_PATH: process.env.TEMPORAL_SQL_TOOL_PATH };
+  afterEach(() => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  it('are built once with go install into the per-user cache, then found there', async () => {
+    const { ensureTemporalServer, findTemporalServer } = await import('../../src/temporal/server-binary');
+    const home = mkdtempSync(path.join(os.tmpdir(), 'cluster-go-'));
+    const bin = path.join(home, 'bin');
+    mkdirSync(bin);
+    // A stand-in `go`: records its arguments and GOBIN, and "installs" two executables there.
+    writeFileSync(
+      path.join(bin, 'go'),
+      `#!/bin/sh\necho "$@ GOBIN=$GOBIN" >> "${home}/go.log"\nfor name in server sql; do printf '#!/bin/sh\\nexit 0\\n' > "$GOBIN/$name"; chmod +x "$GOBIN/$name"; done\n`,
+      { mode: 0o755 },
+    );
+    process.env.PATH = `${bin}:${process.env.PATH}`;
+    process.env.XDG_CACHE_HOME = path.join(home, 'cache');
+    delete process.env.TEMPORAL_SERVER_PATH;
+    delete process.env.TEMPORAL_SQL_TOOL_PATH;
+    const directory = path.join(home, 'cache', 'payments-platform', 'temporal-server-v1.32.1');
+    expect(findTemporalServer()).toBeUndefined();
+    const lines: string[] = [];
+    expect(ensureTemporalServer((line) => lines.push(line))).toEqual({ server: path.join(directory, 'server'), sql: path.join(directory, 'sql') });
+    expect(lines.join('\n')).toContain('go install');
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(path.join(home, 'go.log'), 'utf8').trim()).toBe(
+      `install go.temporal.io/server/cmd/server@v1.32.1 go.temporal.io/server/cmd/tools/sql@v1.32.1 GOBIN=${directory}`,
+    );
+    // Found in the cache from then on: no second build.
+    expect(findTemporalServer()).toEqual({ server: path.join(directory, 'server'), sql: path.join(directory, 'sql') });
+    ensureTemporalServer();
+    expect(readFileSync(path.join(home, 'go.log'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+});
