@@ -12,5 +12,9 @@ module.exports = {
       transform,
       testEnvironment: 'node',
     },
+    // Only against a running cluster (`npm run test:cluster` sets PAYMENTS_TEST_CLUSTER): never part of `npm test`.
+    ...(process.env.PAYMENTS_TEST_CLUSTER
+      ? [{ displayName: 'cluster', testMatch: ['<rootDir>/test/cluster/**/*.test.ts'], transform, testEnvironment: 'node' }]
+      : []),
   ],
 };

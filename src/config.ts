@@ -117,6 +117,8 @@ const schema = z.object({
   WORKER_WORKFLOW_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
   WORKER_ACTIVITY_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  /** Connections per database pool (each api or worker process has one). */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   /** Server-side `statement_timeout` of every database connection; 0 = none. */
   DATABASE_STATEMENT_TIMEOUT_SECONDS: z.coerce.number().int().min(0).max(3600).default(30),
   /** Server-side `idle_in_transaction_session_timeout` of every database connection; 0 = none. */

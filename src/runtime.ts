@@ -112,6 +112,64 @@ function protectPort(deps: PlatformDeps | undefined, listening: string): void {
   deps?.outbound.protectPort(Number(url.port || (url.protocol === 'https:' ? 443 : 80)));
 }
 
+/**
+ * The dependencies the api and worker roles are built from (database pool, Temporal client, keys, ledger, …),
+ * without starting any role; each resource's stop step is pushed onto `stops` (run in reverse).
+ * Also used by the tests that drive a running cluster (test/support/platform.ts).
+ */
+export async function createPlatformDeps(config: Config, logger: Logger, stops: Array<() => Promise<void>>, tracing?: Tracing): Promise<PlatformDeps> {
+  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
+  const database = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, {
+    statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
+    idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
+  });
+  stops.push(() => database.destroy());
+  const authChanges = await startAuthChanges(config.DATABASE_URL, logger);
+  stops.push(() => authChanges.close());
+  const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  const temporal = await connectTemporal(
+    temporalAddress,
+    config.TEMPORAL_NAMESPACE,
+    config.TEMPORAL_TASK_QUEUE,
+    temporalConnectionOptions(config),
+    tracing?.temporalClientInterceptors,
+  );
+  stops.push(() => temporal.close());
+  // Keys are created on a first start only: a deployment that has keys refuses a directory lacking one.
+  const create = missingKeyFiles(config.PLATFORM_KEY_DIR).length > 0 && (await keysMayBeCreated(database));
+  const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR, { create });
+  // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
+  stops.push(await checkDataKeys(database, keys, logger));
+  if (keys.fieldEncryptionShared) {
+    logger.warn('field encryption shares the signing key pair (a key directory from before they were separate): see docs/operations.md "Keys"');
+  }
+  const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
+  const abuse = createAbuseLimits(database, config);
+  const fieldDecryption = createFieldDecryption();
+  stops.push(() => outbound.close());
+  stops.push(() => fieldDecryption.close());
+  return {
+    config,
+    database,
+    temporal,
+    logger,
+    ledger: tracing ? tracing.traceLedger(createLedger(database)) : createLedger(database),
+    keys,
+    fieldDecryption,
+    authChanges,
+    merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
+    // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
+    acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
+    idempotency: createIdempotencyStore(database, {
+      retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
+      // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
+      lock_seconds: config.REQUEST_TIMEOUT_SECONDS + 30,
+    }),
+    outbound,
+    abuse,
+  };
+}
+
 export async function runRoles(
   config: Config,
   roles: Role[],
@@ -133,58 +191,7 @@ export async function runRoles(
     const tracing: Tracing | undefined = await startTracing(config, roles);
     if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
-    if (roles.includes('api') || roles.includes('worker')) {
-      if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
-      const database = createDatabase(config.DATABASE_URL, undefined, {
-        statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
-        idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
-      });
-      stops.push(() => database.destroy());
-      const authChanges = await startAuthChanges(config.DATABASE_URL, logger);
-      stops.push(() => authChanges.close());
-      const temporalAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-      const temporal = await connectTemporal(
-        temporalAddress,
-        config.TEMPORAL_NAMESPACE,
-        config.TEMPORAL_TASK_QUEUE,
-        temporalConnectionOptions(config),
-        tracing?.temporalClientInterceptors,
-      );
-      stops.push(() => temporal.close());
-      // Keys are created on a first start only: a deployment that has keys refuses a directory lacking one.
-      const create = missingKeyFiles(config.PLATFORM_KEY_DIR).length > 0 && (await keysMayBeCreated(database));
-      const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR, { create });
-      // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
-      stops.push(await checkDataKeys(database, keys, logger));
-      if (keys.fieldEncryptionShared) {
-        logger.warn('field encryption shares the signing key pair (a key directory from before they were separate): see docs/operations.md "Keys"');
-      }
-      const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
-      const abuse = createAbuseLimits(database, config);
-      const fieldDecryption = createFieldDecryption();
-      stops.push(() => outbound.close());
-      stops.push(() => fieldDecryption.close());
-      deps = {
-        config,
-        database,
-        temporal,
-        logger,
-        ledger: tracing ? tracing.traceLedger(createLedger(database)) : createLedger(database),
-        keys,
-        fieldDecryption,
-        authChanges,
-        merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
-        // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
-        acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
-        idempotency: createIdempotencyStore(database, {
-          retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
-          // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
-          lock_seconds: config.REQUEST_TIMEOUT_SECONDS + 30,
-        }),
-        outbound,
-        abuse,
-      };
-    }
+    if (roles.includes('api') || roles.includes('worker')) deps = await createPlatformDeps(config, logger, stops, tracing);
     // One registry per process: every role here reports into it (METRICS_PORT serves it).
     const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
     const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);

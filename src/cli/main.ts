@@ -2,10 +2,12 @@
  * The `payments` binary (platform decisions §1, §2):
  *   payments serve [--roles api,facade,worker]   run roles against configured PostgreSQL and Temporal
  *   payments dev                                 the dev stack (`npm start`)
+ *   payments cluster up                          the production topology on one machine (`npm run cluster`)
  *   payments migrate                             apply database migrations
  *   payments credentials create --scope S …      bootstrap a service credential straight in DATABASE_URL (offline)
  *   payments admin ...                           onboarding and operations (src/cli/admin.ts)
  */
+import cluster from 'node:cluster';
 import { Command } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createLogger } from '../logger';
@@ -17,6 +19,7 @@ import { stopOnSignals } from './signals';
 // `payments admin …` (a Connect client) starts without loading the Temporal worker, knex and every service.
 const runtime = () => require('../runtime') as typeof import('../runtime');
 const devStack = () => require('./dev') as typeof import('./dev');
+const clusterStack = () => require('./cluster') as typeof import('./cluster');
 const knex = () => require('../db/knex') as typeof import('../db/knex');
 const sandbox = () => require('../sandbox/upstream') as typeof import('../sandbox/upstream');
 
@@ -54,7 +57,8 @@ program
     const logger = createLogger(settings.LOG_LEVEL);
     const platform = await runtime().runRoles(settings, roles, logger).catch(fail);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
-    stopOnSignals(platform.stop, say);
+    // A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in order, not by a terminal's Ctrl-C.
+    stopOnSignals(platform.stop, say, cluster.isWorker ? ['SIGTERM'] : undefined);
   });
 
 program
@@ -65,6 +69,38 @@ program
     const logger = createLogger(settings.LOG_LEVEL);
     const stop = await devStack().runDevStack(settings, logger, say).catch(fail);
     stopOnSignals(stop, say);
+  });
+
+const clusterCommand = program.command('cluster').description('the production topology on one machine');
+clusterCommand
+  .command('up')
+  .description('a real Temporal server on PostgreSQL, then worker, api and façade processes (npm run cluster)')
+  .option('--workers <n>', 'worker processes (CLUSTER_WORKERS, default 2)')
+  .option('--apis <n>', 'api processes sharing RPC_PORT (CLUSTER_APIS, default 2)')
+  .option('--facades <n>', 'façade processes sharing HTTP_PORT (CLUSTER_FACADES, default 2)')
+  .option('--temporal-port <port>', 'Temporal frontend gRPC port (TEMPORAL_FRONTEND_PORT, default 7233)')
+  .option('--ui-port <port>', 'Temporal Web UI port, 0 for none (TEMPORAL_UI_PORT, default 8233)')
+  .option('--respawn-seconds <s>', 'restart a dead child after this many seconds, 0 never (CLUSTER_RESPAWN_SECONDS, default 2)')
+  .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string }) => {
+    const settings = config();
+    const stack = clusterStack();
+    const options = (() => {
+      try {
+        return stack.clusterOptionsFromEnvironment(settings, {
+          ...process.env,
+          ...(flags.workers ? { CLUSTER_WORKERS: flags.workers } : {}),
+          ...(flags.apis ? { CLUSTER_APIS: flags.apis } : {}),
+          ...(flags.facades ? { CLUSTER_FACADES: flags.facades } : {}),
+          ...(flags.temporalPort ? { TEMPORAL_FRONTEND_PORT: flags.temporalPort } : {}),
+          ...(flags.uiPort ? { TEMPORAL_UI_PORT: flags.uiPort } : {}),
+          ...(flags.respawnSeconds ? { CLUSTER_RESPAWN_SECONDS: flags.respawnSeconds } : {}),
+        });
+      } catch (error) {
+        fail(error);
+      }
+    })();
+    const running = await stack.runCluster(settings, options, say).catch(fail);
+    stopOnSignals(running.stop, say);
   });
 
 program

@@ -3,9 +3,11 @@ const DUPLICATE_SIGNAL_WINDOW_MILLISECONDS = 1000;
 
 /**
  * Graceful shutdown: the first SIGINT/SIGTERM runs `stop` (drain, then stop everything started) and exits 0;
- * another signal later than one second exits at once with 130.
+ * another signal later than one second exits at once with 130. `signals`: the ones obeyed (a child of
+ * `payments cluster up` obeys SIGTERM only: a terminal's Ctrl-C reaches the whole process group, and the supervisor
+ * stops its children in order itself).
  */
-export function stopOnSignals(stop: () => Promise<void>, log: (line: string) => void): void {
+export function stopOnSignals(stop: () => Promise<void>, log: (line: string) => void, signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM']): void {
   let stoppingSince = 0;
   const handler = (signal: NodeJS.Signals) => {
     if (stoppingSince) {
@@ -23,6 +25,7 @@ export function stopOnSignals(stop: () => Promise<void>, log: (line: string) => 
       },
     );
   };
-  process.on('SIGINT', handler);
-  process.on('SIGTERM', handler);
+  for (const signal of signals) process.on(signal, handler);
+  // Not obeyed, but not fatal either (Node's default for SIGINT would exit at once).
+  if (!signals.includes('SIGINT')) process.on('SIGINT', () => undefined);
 }

@@ -13,11 +13,21 @@ export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 
 /** The cache directory holding the built CLI; outside the repository so clones share it. */
 export function temporalCacheDirectory(): string {
-  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  return path.join(base, 'payments-platform', `temporal-cli-${TEMPORAL_CLI_VERSION}`);
+  return path.join(platformCacheDirectory(), `temporal-cli-${TEMPORAL_CLI_VERSION}`);
 }
 
-function isExecutable(file: string): boolean {
+/** `$XDG_CACHE_HOME/payments-platform` (else `~/.cache/payments-platform`): built tools shared by every clone. */
+export function platformCacheDirectory(): string {
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'payments-platform');
+}
+
+/** The Go toolchain: `go` on PATH, else /usr/local/go/bin/go, else undefined. */
+export function goBinary(): string | undefined {
+  return onPath('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+}
+
+export function isExecutable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
     return true;
@@ -26,7 +36,7 @@ function isExecutable(file: string): boolean {
   }
 }
 
-function onPath(command: string): string | undefined {
+export function onPath(command: string): string | undefined {
   for (const directory of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!directory) continue;
     const candidate = path.join(directory, command);
@@ -56,7 +66,7 @@ export function findTemporalCli(): string | undefined {
 export function ensureTemporalCli(log: (line: string) => void = () => undefined): string | undefined {
   const existing = findTemporalCli();
   if (existing) return existing;
-  const go = onPath('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = goBinary();
   if (!go) return undefined;
   const directory = temporalCacheDirectory();
   mkdirSync(directory, { recursive: true });

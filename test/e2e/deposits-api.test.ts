@@ -59,7 +59,8 @@ describe('Area C deposits', () => {
   let declinedCard: string;
 
   beforeAll(async () => {
-    platform = await startTestPlatform({ env: { DEPOSIT_MAX_OTP_ATTEMPTS: '3' } });
+    // inProcess: the card tests read the sandbox acquirer's record, kept in the platform's own process.
+    platform = await startTestPlatform({ env: { DEPOSIT_MAX_OTP_ATTEMPTS: '3' }, inProcess: true });
     merchant = await loggedInMerchant(platform, 'Angkor Mart');
     other = await loggedInMerchant(platform, 'Other Shop');
     payer = await newUser(merchant, 'Payer');

@@ -1,4 +1,8 @@
 /**
+ * With PAYMENTS_TEST_CLUSTER (the cluster.json of a running `payments cluster up`, set by `npm run test:cluster`),
+ * the run uses that cluster's PostgreSQL server and Temporal frontend instead of starting its own, and
+ * test/support/platform.ts points the test files it can at the cluster's façade and RPC.
+ *
  * Once per `npm test` run: PostgreSQL (the server at TEST_DATABASE_URL / DATABASE_URL when set, else an embedded
  * cluster in a temporary directory), a migrated template database, the Temporal dev server (the CLI found or
  * built by src/temporal/cli-binary.ts), one workflow bundle and Debian's chromium for the browser tests
@@ -15,6 +19,7 @@ import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
 import { bundleWorkflows } from '../../src/worker';
 import { ensureChromium } from './chromium';
+import { readClusterState } from './cluster';
 
 
 export default async function globalSetup(): Promise<void> {
@@ -25,7 +30,8 @@ export default async function globalSetup(): Promise<void> {
   const stops: Array<() => Promise<void>> = [async () => rmSync(directory, { recursive: true, force: true })];
 
   let serverUrl: string;
-  const external = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const cluster = readClusterState();
+  const external = cluster?.databaseUrl || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (external) {
     serverUrl = external.replace(/\/[^/]*$/, '');
   } else {
@@ -56,15 +62,21 @@ export default async function globalSetup(): Promise<void> {
   await migrateToLatest(template);
   await template.destroy();
 
-  const executable = ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
-  const environment = await TestWorkflowEnvironment.createLocal({
-    server: {
-      ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
-      ip: '127.0.0.1',
-      extraArgs: ['--log-level', 'error'],
-    },
-  });
-  stops.push(() => environment.teardown());
+  let temporalAddress: string;
+  if (cluster) {
+    temporalAddress = cluster.temporalAddress;
+  } else {
+    const executable = ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
+    const environment = await TestWorkflowEnvironment.createLocal({
+      server: {
+        ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
+        ip: '127.0.0.1',
+        extraArgs: ['--log-level', 'error'],
+      },
+    });
+    stops.push(() => environment.teardown());
+    temporalAddress = environment.connection.options.address;
+  }
 
   const bundle = await bundleWorkflows();
   const bundlePath = path.join(directory, 'workflow-bundle.js');
@@ -73,9 +85,10 @@ export default async function globalSetup(): Promise<void> {
   process.env.PAYMENTS_TEST_KEY_DIR = path.join(directory, 'keys');
   process.env.PAYMENTS_TEST_PG_SERVER_URL = serverUrl;
   process.env.PAYMENTS_TEST_TEMPLATE_DATABASE = TEMPLATE_DATABASE;
-  process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS = environment.connection.options.address;
+  process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS = temporalAddress;
   process.env.PAYMENTS_TEST_WORKFLOW_BUNDLE = bundlePath;
   process.env.PAYMENTS_TEST_CHROMIUM = ensureChromium((line) => process.stderr.write(`${line}\n`));
   (globalThis as { __paymentsTestStops?: Array<() => Promise<void>> }).__paymentsTestStops = stops;
+  if (cluster) process.stderr.write(`\nagainst the cluster: façade ${cluster.facadeUrl}, rpc ${cluster.rpcUrl}, Temporal ${cluster.temporalAddress}`);
   process.stderr.write(`\ntest services ready in ${((Date.now() - started) / 1000).toFixed(1)}s\n`);
 }

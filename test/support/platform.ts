@@ -2,6 +2,12 @@
  * A whole platform for one test file, against the run's real PostgreSQL and Temporal: its own database (cloned
  * from the migrated template), its own task queue and worker, an RPC server and the façade on free ports.
  *
+ * Against a cluster (PAYMENTS_TEST_CLUSTER, `npm run test:cluster`), a test file that asks for every role and only
+ * settings the cluster already has (clusterFits) gets the cluster itself instead: its façade and RPC URLs, its database and task
+ * queue, with the dependencies (database, ledger, keys, Temporal client) built here against them and no role started
+ * here. A file that needs its own settings or roles still runs them here, on the cluster's Temporal server and
+ * PostgreSQL server.
+ *
  *   const platform = await startTestPlatform();
  *   afterAll(() => platform.stop());   // also asserts the ledger invariants once the ledger exists
  */
@@ -12,8 +18,9 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
-import { runRoles, type Role } from '../../src/runtime';
+import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
 import { createServiceCredential } from '../../src/service-credentials';
+import { readClusterState, type ClusterState } from './cluster';
 
 export interface TestPlatform {
   config: Config;
@@ -84,6 +91,70 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
+/** How many test platforms of this file the cluster served (the rest ran their own roles). */
+export const clusterServed = { count: 0 };
+
+/**
+ * Whether the cluster can stand for the platform a test file asks for: every role, no log capture, no reading of
+ * in-process state, and every setting it asks for already the cluster's (scripts/test-cluster.ts starts the cluster with test settings).
+ */
+function clusterFits(cluster: ClusterState, options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown; inProcess?: boolean; bundleCode?: string }): boolean {
+  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination || options.inProcess || options.bundleCode) return false;
+  const env = options.env ?? {};
+  if (Object.keys(env).length === 0) return true;
+  const wanted = testConfig(env) as unknown as Record<string, unknown>;
+  return Object.keys(env).every((name) => name in cluster.settings && JSON.stringify(wanted[name]) === JSON.stringify(cluster.settings[name]));
+}
+
+/** The cluster as a test platform: nothing started here but the dependencies used to inspect and seed it. */
+async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
+  const facade = new URL(cluster.facadeUrl);
+  const rpc = new URL(cluster.rpcUrl);
+  const config = testConfig({
+    DATABASE_URL: cluster.databaseUrl,
+    TEMPORAL_ADDRESS: cluster.temporalAddress,
+    TEMPORAL_NAMESPACE: cluster.namespace,
+    TEMPORAL_TASK_QUEUE: cluster.taskQueue,
+    PLATFORM_KEY_DIR: cluster.platformKeyDir,
+    HTTP_PORT: facade.port,
+    RPC_PORT: rpc.port,
+    PUBLIC_BASE_URL: cluster.facadeUrl,
+    ...(cluster.upstream ? { UPSTREAM_PAYIN_URL: cluster.upstream.payinUrl, UPSTREAM_API_KEY: cluster.upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: cluster.upstream.webhookSecret } : {}),
+  });
+  const logger = createLogger(config.LOG_LEVEL, 'test');
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const step of stops.reverse()) await step();
+  };
+  const deps = await createPlatformDeps(config, logger, stops).catch(async (error: unknown) => {
+    await stopAll();
+    throw error;
+  });
+  const adminToken = (await createServiceCredential(deps.database, { name: 'test admin', scopes: ['admin'] })).token;
+  clusterServed.count += 1;
+  const testPath = (expect.getState().testPath ?? '').replace(/^.*\/test\//, 'test/');
+  process.stderr.write(`${testPath}: served by the cluster (façade ${cluster.facadeUrl})\n`);
+  return {
+    config,
+    deps,
+    rpcUrl: cluster.rpcUrl,
+    facadeUrl: cluster.facadeUrl,
+    clients: createPlatformClients(cluster.rpcUrl, { credentials: { token: adminToken } }),
+    adminToken,
+    databaseName: new URL(cluster.databaseUrl).pathname.slice(1),
+    async stop() {
+      // The cluster's whole ledger balances after every test file.
+      let check: Awaited<ReturnType<PlatformDeps['ledger']['check']>> | undefined;
+      try {
+        check = await deps.ledger.check();
+      } finally {
+        await stopAll();
+      }
+      if (!check.ok) throw new Error(`ledger invariants broken: ${check.imbalances.join('; ')}`);
+    },
+  };
+}
+
 export async function startTestPlatform(
   options: {
     env?: Record<string, string>;
@@ -92,8 +163,12 @@ export async function startTestPlatform(
     logDestination?: { write(line: string): void };
     /** The worker's workflow code instead of the run's bundle (e.g. `bundleWorkflows({ traced: true })`). */
     bundleCode?: string;
+    /** The file reads state kept inside the platform's process (the sandbox acquirer's record): never the cluster. */
+    inProcess?: boolean;
   } = {},
 ): Promise<TestPlatform> {
+  const cluster = readClusterState();
+  if (cluster && clusterFits(cluster, options)) return clusterPlatform(cluster);
   const database = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: database.url, ...options.env });
   const logger = createLogger(config.LOG_LEVEL, 'test', options.logDestination);

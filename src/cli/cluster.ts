@@ -1,0 +1,423 @@
+/**
+ * `payments cluster up` (`npm run cluster`): the production topology on one machine (docs/operations.md "Cluster
+ * topology"):
+ *
+ *   PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/payments): the platform's database plus
+ *     `temporal` and `temporal_visibility`, created when absent and migrated / schema-updated at every start
+ *   a real Temporal server (src/temporal/server.ts) on TEMPORAL_FRONTEND_PORT, unless TEMPORAL_ADDRESS names one
+ *   the Temporal Web UI server, when its binary is present (src/temporal/server-binary.ts)
+ *   N worker processes, N api processes sharing RPC_PORT and N façade processes sharing HTTP_PORT (Node's
+ *     `cluster` module: this process holds each listening socket and hands connections to its children in turn)
+ *   the sandbox upstream payin provider in test mode when no UPSTREAM_PAYIN_URL is set
+ *
+ * Every child runs `payments serve --roles <role>` from the compiled `dist/` when it exists (`npm run build`), else
+ * the sources through tsx. A child that dies is started again after CLUSTER_RESPAWN_SECONDS (0: never). Ctrl-C /
+ * SIGTERM stops the children (façades, then api, then workers, each draining), then the UI, the sandbox and the
+ * Temporal server last. The running cluster is described in `<DATA_DIR>/cluster/cluster.json` while it is up.
+ */
+import cluster, { type Worker as ClusterChild } from 'node:cluster';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config';
+import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
+import { waitForPort } from '../net';
+import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
+import { createServiceCredential } from '../service-credentials';
+import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
+import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
+import { createDatabaseIfAbsent, ensureNamespace, postgresEndpoint, prepareTemporalDatabases, startTemporalServer, TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
+import { startTemporalUiServer } from '../temporal/ui-server';
+
+export const DEFAULT_CLUSTER_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/payments';
+export const CLUSTER_STATE_FILE = 'cluster.json';
+
+export type ClusterRole = 'api' | 'facade' | 'worker';
+
+export interface ClusterOptions {
+  /** Processes per role. */
+  workers: number;
+  apis: number;
+  facades: number;
+  /** The Temporal frontend's gRPC port (the server's other ports follow it, src/temporal/server.ts). */
+  temporalPort: number;
+  /** Fixed at the server's first start on the `temporal` database (a later change is ignored, with a warning). */
+  historyShards: number;
+  /** The Web UI's port; 0: no UI. Served only when the UI server binary is present. */
+  uiPort: number;
+  /** Seconds before a dead child is started again; 0: never. */
+  respawnSeconds: number;
+  /** Where the server configuration, logs, credentials and cluster.json go. */
+  directory: string;
+  /** The Temporal server's two databases on the platform's PostgreSQL server. */
+  temporalDatabases: TemporalDatabases;
+  /** The Temporal server's pool on its default database. */
+  temporalMaxConns: number;
+}
+
+/** The options from the environment (each has a `payments cluster up` flag too). */
+export function clusterOptionsFromEnvironment(config: Config, environment: NodeJS.ProcessEnv = process.env): ClusterOptions {
+  const integer = (name: string, fallback: number) => {
+    const text = environment[name];
+    if (!text) return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer (got "${text}")`);
+    return value;
+  };
+  const temporalPort = integer('TEMPORAL_FRONTEND_PORT', 7233);
+  // The server's other ports sit at -300 … +10 from the frontend's (src/temporal/server.ts), and Temporal's SQL
+  // schema stores the membership ports (frontend-300 … -294) as a smallint: at most 32767.
+  if (temporalPort < 1324 || temporalPort > 33_061) {
+    throw new Error(`TEMPORAL_FRONTEND_PORT must be within 1324-33061 (its membership port, 300 below, is stored as a smallint) (got ${temporalPort})`);
+  }
+  return {
+    workers: integer('CLUSTER_WORKERS', 2),
+    apis: integer('CLUSTER_APIS', 2),
+    facades: integer('CLUSTER_FACADES', 2),
+    temporalPort,
+    historyShards: integer('TEMPORAL_NUM_HISTORY_SHARDS', 4),
+    uiPort: integer('TEMPORAL_UI_PORT', 8233),
+    respawnSeconds: integer('CLUSTER_RESPAWN_SECONDS', 2),
+    directory: path.resolve(environment.CLUSTER_DIR || path.join(config.DATA_DIR, 'cluster')),
+    temporalDatabases: {
+      default: environment.TEMPORAL_DATABASE || TEMPORAL_DATABASES.default,
+      visibility: environment.TEMPORAL_VISIBILITY_DATABASE || TEMPORAL_DATABASES.visibility,
+    },
+    temporalMaxConns: Math.max(1, integer('TEMPORAL_SQL_MAX_CONNS', 20)),
+  };
+}
+
+/** What cluster.json says about a running cluster (tests and operators read it). */
+export interface ClusterState {
+  supervisorPid: number;
+  facadeUrl: string;
+  rpcUrl: string;
+  temporalAddress: string;
+  /** Started by this cluster (false: TEMPORAL_ADDRESS named an existing one). */
+  temporalServerPid?: number;
+  uiUrl?: string;
+  databaseUrl: string;
+  namespace: string;
+  taskQueue: string;
+  platformKeyDir: string;
+  adminCredentialsFile: string;
+  respawnSeconds: number;
+  upstream?: { payinUrl: string; apiKey: string; webhookSecret: string };
+  /** The roles' settings (src/config.ts), secrets left out. */
+  settings: Record<string, unknown>;
+  processes: Array<{ role: ClusterRole; index: number; pid: number; starts: number }>;
+  /** Milliseconds from the command to every role serving. */
+  startMilliseconds: number;
+}
+
+/** The command each child runs: compiled code when `npm run build` produced it, else the sources through tsx. */
+export function childCommand(root = path.resolve(__dirname, '..', '..')): { exec: string; execArgv: string[]; compiled: boolean } {
+  // `root` is the repository when running the sources, or dist/ when running compiled code.
+  const compiledRoot = path.basename(root) === 'dist' ? root : path.join(root, 'dist');
+  const sourceRoot = path.basename(root) === 'dist' ? path.dirname(root) : root;
+  const compiled = path.join(compiledRoot, 'src', 'cli', 'main.js');
+  if (existsSync(compiled)) return { exec: compiled, execArgv: [], compiled: true };
+  return { exec: path.join(sourceRoot, 'src', 'cli', 'main.ts'), execArgv: ['--import', 'tsx'], compiled: false };
+}
+
+/** Whether a source file (src, workflows, rest-facade) is newer than the compiled entry point. */
+function compiledIsStale(compiledEntry: string, sourceRoot: string): boolean {
+  const built = statSync(compiledEntry).mtimeMs;
+  const newer = (directory: string): boolean =>
+    existsSync(directory) &&
+    readdirSync(directory, { withFileTypes: true }).some((entry) =>
+      entry.isDirectory() ? newer(path.join(directory, entry.name)) : entry.name.endsWith('.ts') && statSync(path.join(directory, entry.name)).mtimeMs > built,
+    );
+  return ['src', 'workflows', 'rest-facade'].some((directory) => newer(path.join(sourceRoot, directory)));
+}
+
+/** A credential kept in `file` across restarts while the database still knows it. @returns its token */
+async function ensureCredential(database: Knex, file: string, name: string, scopes: string[]): Promise<string> {
+  const existing = readCredentialsFile(file);
+  if (existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').first('id'))) return existing.token;
+  const created = await createServiceCredential(database, { name, scopes });
+  writeCredentialsFile(file, { credential_id: created.id, token: created.token, scopes: created.scopes });
+  return created.token;
+}
+
+/** The database named in `url` is created when absent (the Temporal schema tool's server gets the same treatment). */
+async function ensurePlatformDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (name && name !== 'postgres') await createDatabaseIfAbsent(postgresEndpoint(url), name);
+}
+
+interface Child {
+  role: ClusterRole;
+  index: number;
+  worker?: ClusterChild;
+  starts: number;
+  log: WriteStream;
+}
+
+const READY_MARKER = 'serving roles';
+export const CHILD_DATABASE_POOL_MAX = 10;
+const CHILD_START_SECONDS = 180;
+const CHILD_STOP_SECONDS = 30;
+
+export interface RunningCluster {
+  state: ClusterState;
+  stop(): Promise<void>;
+}
+
+export async function runCluster(initial: Config, options: ClusterOptions, say: (line: string) => void): Promise<RunningCluster> {
+  const started = Date.now();
+  if (!cluster.isPrimary) throw new Error('payments cluster up must run as the primary process');
+  const stops: Array<() => Promise<void>> = [];
+  let stopping = false;
+  const stop = async () => {
+    stopping = true;
+    for (const step of stops.reverse()) await step().catch((error) => say(`stop error: ${String(error)}`));
+    stops.length = 0;
+  };
+  try {
+    mkdirSync(options.directory, { recursive: true });
+    const logDirectory = path.join(options.directory, 'logs');
+    mkdirSync(logDirectory, { recursive: true });
+    const databaseUrl = initial.DATABASE_URL ?? DEFAULT_CLUSTER_DATABASE_URL;
+    const endpoint = postgresEndpoint(databaseUrl);
+    await ensurePlatformDatabase(databaseUrl);
+    const database = createDatabase(databaseUrl, 2);
+    stops.push(() => database.destroy());
+    const applied = await migrateToLatest(database);
+    say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+
+    let temporalAddress = initial.TEMPORAL_ADDRESS;
+    let temporalServerPid: number | undefined;
+    if (!temporalAddress) {
+      const binaries = ensureTemporalServer(say);
+      const preparing = Date.now();
+      await prepareTemporalDatabases(binaries.sql, endpoint, say, options.temporalDatabases);
+      say(`Temporal databases ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility}: schema up to date (${((Date.now() - preparing) / 1000).toFixed(1)} s)`);
+      const temporalStarted = Date.now();
+      const server = await startTemporalServer({
+        binaries,
+        directory: path.join(options.directory, 'temporal'),
+        endpoint,
+        frontendPort: options.temporalPort,
+        historyShards: options.historyShards,
+        databases: options.temporalDatabases,
+        maxConns: options.temporalMaxConns,
+        log: say,
+      });
+      stops.push(() => server.stop());
+      temporalAddress = server.address;
+      temporalServerPid = server.pid;
+      say(`Temporal server healthy in ${((Date.now() - temporalStarted) / 1000).toFixed(1)} s (config ${server.configFile}, log ${server.logFile})`);
+      if (server.shardMismatch) {
+        say(
+          `warning: TEMPORAL_NUM_HISTORY_SHARDS=${server.shardMismatch.configured} ignored: ${options.temporalDatabases.default} was first started with ${server.shardMismatch.persisted} shards, which stay (a new count needs a new database)`,
+        );
+      }
+      await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say);
+    } else {
+      say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace must exist)`);
+    }
+
+    let uiUrl: string | undefined;
+    const uiBinary = options.uiPort && temporalServerPid ? uiServerOrNothing(say) : undefined;
+    if (uiBinary && temporalServerPid) {
+      const ui = await startTemporalUiServer({ binary: uiBinary, directory: path.join(options.directory, 'ui'), temporalAddress, port: options.uiPort });
+      stops.push(() => ui.stop());
+      uiUrl = ui.url;
+    }
+
+    let config: Config = { ...initial, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress };
+    let upstream: ClusterState['upstream'];
+    if (!config.UPSTREAM_PAYIN_URL && config.PAYMENTS_MODE === 'test') {
+      const sandbox = await startSandboxUpstream({
+        port: config.SANDBOX_PORT,
+        api_key: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
+        webhook_secret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+      });
+      stops.push(() => sandbox.close());
+      upstream = {
+        payinUrl: sandbox.payinUrl,
+        apiKey: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
+        webhookSecret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+      };
+      config = { ...config, UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret };
+      say(`sandbox upstream payin server on ${sandbox.url}`);
+    }
+
+    // The façades reach the api processes over the shared RPC port with their own credential (scope facade).
+    const facadeCredentials = path.join(options.directory, 'facade-credentials.json');
+    await ensureCredential(database, facadeCredentials, 'cluster facade', ['facade']);
+    const adminCredentialsFile = path.join(options.directory, 'admin-credentials.json');
+    await ensureCredential(database, adminCredentialsFile, 'cluster admin', ['admin']);
+
+    const rpcUrl = `http://${hostForUrl(config.RPC_HOST)}:${config.RPC_PORT}`;
+    const facadeUrl = `http://${hostForUrl(config.HTTP_HOST)}:${config.HTTP_PORT}`;
+    const platformKeyDir = path.resolve(config.PLATFORM_KEY_DIR);
+    const childEnvironment: NodeJS.ProcessEnv = {
+      // Smaller pools than a lone process's 20 unless set: the default cluster then fits PostgreSQL's default 100.
+      DATABASE_POOL_MAX: String(CHILD_DATABASE_POOL_MAX),
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      PLATFORM_KEY_DIR: platformKeyDir,
+      ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret } : {}),
+    };
+    const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
+      api: childEnvironment,
+      worker: childEnvironment,
+      facade: { ...childEnvironment, RPC_URL: `http://127.0.0.1:${config.RPC_PORT}`, RPC_TOKEN_FILE: facadeCredentials, RPC_TOKEN: '' },
+    };
+
+    const command = childCommand();
+    say(`roles run ${command.compiled ? 'compiled code from dist/' : 'the sources through tsx (no dist/: npm run build)'}`);
+    if (command.compiled && compiledIsStale(command.exec, path.resolve(__dirname, '..', '..'))) {
+      say('warning: dist/ is older than the sources: run npm run build (or remove dist/ to run the sources)');
+    }
+    cluster.setupPrimary({ exec: command.exec, execArgv: command.execArgv, silent: true });
+
+    const children: Child[] = [];
+    // Set once every role serves; the respawn handler rewrites cluster.json from it.
+    const current: { state?: ClusterState } = {};
+    const stateFile = path.join(options.directory, CLUSTER_STATE_FILE);
+    const writeState = () => {
+      const state = current.state;
+      if (!state || stopping) return;
+      const alive = (child: Child) => child.worker?.process.pid !== undefined && child.worker.process.exitCode === null && child.worker.process.signalCode === null;
+      state.processes = children.filter(alive).map((child) => ({ role: child.role, index: child.index, pid: child.worker!.process.pid!, starts: child.starts }));
+      writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
+    };
+
+    const fork = (child: Child): Promise<void> => {
+      cluster.setupPrimary({ exec: command.exec, execArgv: command.execArgv, args: ['serve', '--roles', child.role], silent: true });
+      const worker = cluster.fork(roleEnvironment[child.role]);
+      child.worker = worker;
+      child.starts += 1;
+      worker.process.stdout?.pipe(child.log, { end: false });
+      const name = `${child.role}-${child.index}`;
+      return new Promise<void>((resolve, reject) => {
+        let text = '';
+        const timer = setTimeout(() => reject(new Error(`${name} did not serve within ${CHILD_START_SECONDS} s: ${text.slice(-500)}`)), CHILD_START_SECONDS * 1000);
+        let ready = false;
+        worker.process.stderr?.on('data', (chunk: Buffer) => {
+          child.log.write(chunk);
+          if (ready) return;
+          text += chunk.toString();
+          if (text.includes(READY_MARKER)) {
+            ready = true;
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        worker.once('exit', (code, signal) => {
+          clearTimeout(timer);
+          if (!ready) reject(new Error(`${name} exited while starting (${code ?? signal}); log ${child.log.path as string}: ${text.slice(-500)}`));
+          if (stopping || !ready) return;
+          say(`${name} (pid ${worker.process.pid}) exited (${code ?? signal})${options.respawnSeconds ? `: starting it again in ${options.respawnSeconds} s` : ''}`);
+          writeState();
+          if (options.respawnSeconds) {
+            setTimeout(() => {
+              if (stopping) return;
+              fork(child).then(
+                () => {
+                  say(`${name} serving again (pid ${child.worker?.process.pid})`);
+                  writeState();
+                },
+                (error: unknown) => say(`${name} failed to start again: ${String(error)}`),
+              );
+            }, options.respawnSeconds * 1000).unref();
+          }
+        });
+      });
+    };
+
+    const make = (role: ClusterRole, count: number) =>
+      Array.from({ length: count }, (_, index): Child => {
+        const child: Child = { role, index: index + 1, starts: 0, log: createWriteStream(path.join(logDirectory, `${role}-${index + 1}.log`), { flags: 'a' }) };
+        children.push(child);
+        return child;
+      });
+    const apis = make('api', options.apis);
+    const workers = make('worker', options.workers);
+    const facades = make('facade', options.facades);
+    // Children stop before anything they use; façades first (they call the api), workers last (they drain).
+    stops.push(async () => {
+      for (const group of [facades, apis, workers]) await Promise.all(group.map((child) => stopClusterChild(child.worker)));
+      for (const child of children) child.log.end();
+      rmSync(stateFile, { force: true });
+    });
+    // One api process first: a first start creates the platform keys, which concurrent starts must not race for.
+    const forking = Date.now();
+    const [firstApi, ...otherApis] = apis;
+    if (firstApi) await fork(firstApi);
+    await Promise.all([...otherApis, ...workers, ...facades].map((child) => fork(child)));
+    say(`${children.length} role processes serving in ${((Date.now() - forking) / 1000).toFixed(1)} s`);
+    if (options.facades) await waitForPort(config.HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.HTTP_HOST, config.HTTP_PORT, 30);
+
+    const state: ClusterState = {
+      supervisorPid: process.pid,
+      facadeUrl,
+      rpcUrl,
+      temporalAddress,
+      temporalServerPid,
+      uiUrl,
+      databaseUrl,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      platformKeyDir,
+      adminCredentialsFile,
+      respawnSeconds: options.respawnSeconds,
+      upstream,
+      settings: publicSettings(config),
+      processes: [],
+      startMilliseconds: Date.now() - started,
+    };
+    current.state = state;
+    writeState();
+    say('');
+    say(`payments cluster is up in ${(state.startMilliseconds / 1000).toFixed(1)} s`);
+    say(`  REST façade (Areas A, B, C)  ${facadeUrl}   ${options.facades} processes sharing the port; health: ${facadeUrl}/healthz`);
+    say(`  Connect RPC                  ${rpcUrl}   ${options.apis} api processes sharing the port`);
+    say(`  Temporal frontend            ${temporalAddress}   namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE}, ${options.workers} worker processes`);
+    say(uiUrl ? `  Temporal Web UI              ${uiUrl}` : '  Temporal Web UI              none (no UI server binary: see docs/operations.md "Cluster topology")');
+    say(`  PostgreSQL                   ${databaseUrl.replace(/\/\/[^@]*@/, '//')} (Temporal: ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility})`);
+    say(`  admin credential             ${adminCredentialsFile}   (PAYMENTS_ADMIN_CREDENTIALS for payments admin …)`);
+    say(`  state and logs               ${stateFile}   ${logDirectory}`);
+    say('Press Ctrl-C to stop.');
+    return { state, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The settings without the secret ones (keys, tokens, passwords, secrets). */
+function publicSettings(config: Config): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(config).filter(([name]) => !/SECRET|TOKEN|PASSWORD|API_KEY|_KEY$/.test(name)));
+}
+
+/** The Web UI server, built once when absent (about a minute); a failed build leaves the cluster without UI. */
+function uiServerOrNothing(say: (line: string) => void): string | undefined {
+  try {
+    return ensureTemporalUiServer(say);
+  } catch (error) {
+    say(`no Temporal Web UI: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+function hostForUrl(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+}
+
+/** SIGTERM (the child drains, like Ctrl-C on `payments serve`), SIGKILL after CHILD_STOP_SECONDS. */
+async function stopClusterChild(worker: ClusterChild | undefined): Promise<void> {
+  const child = worker?.process;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_STOP_SECONDS * 1000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

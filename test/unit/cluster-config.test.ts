@@ -1,0 +1,129 @@
+/**
+ * The pure parts of `payments cluster up`: the Temporal server configuration it writes, the ports it derives, the
+ * settings it reads, the server's shard-count warning it reports, and which code its children run.
+ */
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { childCommand, clusterOptionsFromEnvironment } from '../../src/cli/cluster';
+import { loadConfig } from '../../src/config';
+import { findShardMismatch, postgresEndpoint, temporalServerConfig, temporalServerPorts } from '../../src/temporal/server';
+
+describe('the Temporal server configuration', () => {
+  const endpoint = postgresEndpoint('postgres://temporal%40ops:p%3Ass@db.internal:6543/payments');
+
+  it('reads host, port, user and password from DATABASE_URL (its database aside)', () => {
+    expect(endpoint).toEqual({ host: 'db.internal', port: 6543, user: 'temporal@ops', password: 'p:ss' });
+    expect(postgresEndpoint('postgres://127.0.0.1/payments')).toEqual({ host: '127.0.0.1', port: 5432, user: 'postgres', password: '' });
+  });
+
+  it('is YAML with postgres12 stores, the shard count, every service port and an absolute dynamic config path', () => {
+    const text = temporalServerConfig({
+      endpoint,
+      frontendPort: 27233,
+      historyShards: 4,
+      dynamicConfigFile: '/var/cluster/config/dynamicconfig.yaml',
+      logFile: '/var/cluster/temporal-server.log',
+      databases: { default: 'temporal_x', visibility: 'temporal_visibility_x' },
+    });
+    const config = parse(text);
+    expect(config.persistence.numHistoryShards).toBe(4);
+    expect(config.persistence.datastores['postgres-default'].sql).toMatchObject({ pluginName: 'postgres12', databaseName: 'temporal_x', connectAddr: 'db.internal:6543', user: 'temporal@ops', password: 'p:ss' });
+    expect(config.persistence.datastores['postgres-visibility'].sql).toMatchObject({ pluginName: 'postgres12', databaseName: 'temporal_visibility_x' });
+    expect(config.services.frontend.rpc).toMatchObject({ grpcPort: 27233, membershipPort: 26933, httpPort: 27243, bindOnLocalHost: true });
+    expect(config.services.history.rpc.grpcPort).toBe(27234);
+    expect(config.services.matching.rpc.grpcPort).toBe(27235);
+    expect(config.services.worker.rpc.grpcPort).toBe(27239);
+    expect(config.clusterMetadata.clusterInformation.active.rpcAddress).toBe('127.0.0.1:27233');
+    expect(path.isAbsolute(config.dynamicConfigClient.filepath)).toBe(true);
+    expect(new Set(Object.values(temporalServerPorts(7233))).size).toBe(9);
+  });
+
+  it('finds the server warning that a changed shard count was ignored', () => {
+    const line = JSON.stringify({ level: 'warn', msg: 'Supplied configuration key/value mismatches persisted cluster metadata.', key: 'persistence.numHistoryShards', 'ignored-value': 8, value: 4 });
+    expect(findShardMismatch(`not json\n${line}\n`)).toEqual({ configured: 8, persisted: 4 });
+    expect(findShardMismatch('{"level":"warn","msg":"other"}\n')).toBeUndefined();
+  });
+});
+
+describe('cluster settings', () => {
+  const config = loadConfig({ DATA_DIR: '/srv/payments' });
+
+  it('defaults to two processes per role, 4 shards, 7233 and the UI on 8233, under DATA_DIR/cluster', () => {
+    expect(clusterOptionsFromEnvironment(config, {})).toEqual({
+      workers: 2,
+      apis: 2,
+      facades: 2,
+      temporalPort: 7233,
+      historyShards: 4,
+      uiPort: 8233,
+      respawnSeconds: 2,
+      directory: '/srv/payments/cluster',
+      temporalDatabases: { default: 'temporal', visibility: 'temporal_visibility' },
+      temporalMaxConns: 20,
+    });
+  });
+
+  it('takes every setting from the environment and refuses a bad number', () => {
+    const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', TEMPORAL_NUM_HISTORY_SHARDS: '512', TEMPORAL_UI_PORT: '0', TEMPORAL_DATABASE: 'tdb' });
+    expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' } });
+    expect(() => clusterOptionsFromEnvironment(config, { CLUSTER_APIS: 'two' })).toThrow('CLUSTER_APIS');
+    expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '1000' })).toThrow('TEMPORAL_FRONTEND_PORT');
+    // Temporal's SQL schema keeps membership ports (300 below the frontend's) in a smallint.
+    expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '37317' })).toThrow('smallint');
+    expect(clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '33061' }).temporalPort).toBe(33_061);
+  });
+});
+
+describe('the children’s code', () => {
+  it('is the compiled dist/ when it exists, else the sources through tsx', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cluster-child-'));
+    expect(childCommand(root)).toEqual({ exec: path.join(root, 'src', 'cli', 'main.ts'), execArgv: ['--import', 'tsx'], compiled: false });
+    mkdirSync(path.join(root, 'dist', 'src', 'cli'), { recursive: true });
+    writeFileSync(path.join(root, 'dist', 'src', 'cli', 'main.js'), '');
+    const compiled = { exec: path.join(root, 'dist', 'src', 'cli', 'main.js'), execArgv: [], compiled: true };
+    expect(childCommand(root)).toEqual(compiled);
+    expect(childCommand(path.join(root, 'dist'))).toEqual(compiled);
+  });
+});
+
+describe('the Temporal server binaries', () => {
+  const saved = { PATH: process.env.PATH, XDG_CACHE_HOME: process.env.XDG_CACHE_HOME, TEMPORAL_SERVER_PATH: process.env.TEMPORAL_SERVER_PATH, TEMPORAL_SQL_TOOL_PATH: process.env.TEMPORAL_SQL_TOOL_PATH };
+  afterEach(() => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  it('are built once with go install into the per-user cache, then found there', async () => {
+    const { ensureTemporalServer, findTemporalServer } = await import('../../src/temporal/server-binary');
+    const home = mkdtempSync(path.join(os.tmpdir(), 'cluster-go-'));
+    const bin = path.join(home, 'bin');
+    mkdirSync(bin);
+    // A stand-in `go`: records its arguments and GOBIN, and "installs" two executables there.
+    writeFileSync(
+      path.join(bin, 'go'),
+      `#!/bin/sh\necho "$@ GOBIN=$GOBIN" >> "${home}/go.log"\nfor name in server sql; do printf '#!/bin/sh\\nexit 0\\n' > "$GOBIN/$name"; chmod +x "$GOBIN/$name"; done\n`,
+      { mode: 0o755 },
+    );
+    process.env.PATH = `${bin}:${process.env.PATH}`;
+    process.env.XDG_CACHE_HOME = path.join(home, 'cache');
+    delete process.env.TEMPORAL_SERVER_PATH;
+    delete process.env.TEMPORAL_SQL_TOOL_PATH;
+    const directory = path.join(home, 'cache', 'payments-platform', 'temporal-server-v1.32.1');
+    expect(findTemporalServer()).toBeUndefined();
+    const lines: string[] = [];
+    expect(ensureTemporalServer((line) => lines.push(line))).toEqual({ server: path.join(directory, 'server'), sql: path.join(directory, 'sql') });
+    expect(lines.join('\n')).toContain('go install');
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(path.join(home, 'go.log'), 'utf8').trim()).toBe(
+      `install go.temporal.io/server/cmd/server@v1.32.1 go.temporal.io/server/cmd/tools/sql@v1.32.1 GOBIN=${directory}`,
+    );
+    // Found in the cache from then on: no second build.
+    expect(findTemporalServer()).toEqual({ server: path.join(directory, 'server'), sql: path.join(directory, 'sql') });
+    ensureTemporalServer();
+    expect(readFileSync(path.join(home, 'go.log'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+});
