@@ -74,7 +74,11 @@ async function main(): Promise<void> {
     try {
       const module = (await import(path.join(BENCH_DIR, `${name}.ts`))) as { run?: () => Promise<BenchResult> };
       if (typeof module.run !== 'function') throw new Error(`bench/${name}.ts exports no run()`);
-      const result = await module.run();
+      const measured = await module.run();
+      // BENCH_SERVER_LABEL names the Temporal server a run was measured on (e.g. `cluster` with TEMPORAL_ADDRESS at
+      // `payments cluster up`), so both servers' results stand side by side in the report.
+      const label = process.env.BENCH_SERVER_LABEL;
+      const result = label ? { ...measured, name: `${measured.name || name}-${label}`, notes: [...(measured.notes ?? []), `Temporal: ${label} (${process.env.TEMPORAL_ADDRESS ?? 'dev server'})`] } : measured;
       goalsMet = printResult(result) && goalsMet;
       const file = path.join(RESULTS_DIR, `${result.name || name}.json`);
       const { cpus, load_average, node_version } = machineInfo();
