@@ -21,7 +21,7 @@ import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
 import { waitForPort } from '../net';
-import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
+import { startConfiguredSandbox } from '../sandbox/upstream';
 import { createServiceCredential } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
@@ -227,20 +227,12 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
 
     let config: Config = { ...initial, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress };
     let upstream: ClusterState['upstream'];
-    if (!config.UPSTREAM_PAYIN_URL && config.PAYMENTS_MODE === 'test') {
-      const sandbox = await startSandboxUpstream({
-        port: config.SANDBOX_PORT,
-        api_key: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
-        webhook_secret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
-      });
-      stops.push(() => sandbox.close());
-      upstream = {
-        payinUrl: sandbox.payinUrl,
-        apiKey: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
-        webhookSecret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
-      };
-      config = { ...config, UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret };
-      say(`sandbox upstream payin server on ${sandbox.url}`);
+    const sandbox = await startConfiguredSandbox(config);
+    if (sandbox) {
+      stops.push(() => sandbox.sandbox.close());
+      config = sandbox.config;
+      upstream = { payinUrl: config.UPSTREAM_PAYIN_URL!, apiKey: config.UPSTREAM_API_KEY!, webhookSecret: config.UPSTREAM_WEBHOOK_SECRET! };
+      say(`sandbox upstream payin server on ${sandbox.sandbox.url}`);
     }
 
     // The façades reach the api processes over the shared RPC port with their own credential (scope facade).

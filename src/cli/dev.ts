@@ -12,7 +12,7 @@ import { runRoles } from '../runtime';
 import { ensureDemoData } from '../onboarding/demo';
 import { createServiceCredential } from '../service-credentials';
 import { ADMIN_CREDENTIALS_FILE, readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
-import { SANDBOX_DEFAULTS, startSandboxUpstream } from '../sandbox/upstream';
+import { startConfiguredSandbox } from '../sandbox/upstream';
 import { startTemporalDevServer } from '../temporal/dev-server';
 
 /**
@@ -70,20 +70,11 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
     await database.destroy();
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
     // The sandbox upstream exists only in test mode.
-    if (!config.UPSTREAM_PAYIN_URL && config.PAYMENTS_MODE === 'test') {
-      const sandbox = await startSandboxUpstream({
-        port: config.SANDBOX_PORT,
-        api_key: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
-        webhook_secret: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
-      });
-      stops.push(() => sandbox.close());
-      config = {
-        ...config,
-        UPSTREAM_PAYIN_URL: sandbox.payinUrl,
-        UPSTREAM_API_KEY: config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
-        UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
-      };
-      say(`sandbox upstream payin server on ${sandbox.url} (POST /sandbox/payins/{invoice_reference}/pay | /close)`);
+    const started = await startConfiguredSandbox(config);
+    if (started) {
+      stops.push(() => started.sandbox.close());
+      config = started.config;
+      say(`sandbox upstream payin server on ${started.sandbox.url} (POST /sandbox/payins/{invoice_reference}/pay | /close)`);
     }
     const platform = await runRoles(config, ['api', 'facade', 'worker'], logger);
     stops.push(() => platform.stop());

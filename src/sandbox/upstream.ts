@@ -16,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type net from 'node:net';
 import { request } from 'undici';
+import type { Config } from '../config';
 import { hmacSha256Hex } from '../crypto/hmac';
 import { isLosslessNumber, parseJsonLossless, stringifyJson } from '../money';
 
@@ -159,3 +160,16 @@ export async function startSandboxUpstream(options: {
 
 /** Dev defaults used by `npm start` when the upstream is not configured. */
 export const SANDBOX_DEFAULTS = { api_key: 'sandbox-upstream-key', webhook_secret: 'sandbox-upstream-webhook-secret' } as const;
+
+/**
+ * In test mode without UPSTREAM_PAYIN_URL (`npm start`, `payments cluster up`): starts the sandbox upstream on
+ * SANDBOX_PORT and returns it with `config` pointing the platform at it (its payin URL, API key and webhook
+ * secret). Otherwise undefined: a configured or live upstream is used as it is.
+ */
+export async function startConfiguredSandbox(config: Config): Promise<{ sandbox: SandboxUpstream; config: Config } | undefined> {
+  if (config.UPSTREAM_PAYIN_URL || config.PAYMENTS_MODE !== 'test') return undefined;
+  const api_key = config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key;
+  const webhook_secret = config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret;
+  const sandbox = await startSandboxUpstream({ port: config.SANDBOX_PORT, api_key, webhook_secret });
+  return { sandbox, config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret } };
+}

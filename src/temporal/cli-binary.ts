@@ -59,6 +59,22 @@ export function findTemporalCli(): string | undefined {
 }
 
 /**
+ * `go install` of `packages` with GOBIN = `directory` (the cache), logging one line first (it takes minutes).
+ * @throws when no Go toolchain is installed or the build fails
+ */
+export function goInstall(directory: string, packages: string[], what: string, log: (line: string) => void): void {
+  const go = goBinary();
+  if (!go) throw new Error(`${what} is not built and no Go toolchain is installed to build it`);
+  mkdirSync(directory, { recursive: true });
+  log(`building ${what} with go install into ${directory} (first time only, a few minutes)`);
+  const result = spawnSync(go, ['install', ...packages], {
+    env: { ...process.env, GOBIN: directory, GOFLAGS: '-mod=mod' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (result.status !== 0) throw new Error(`go install of ${what} failed (exit ${result.status})`);
+}
+
+/**
  * Returns the CLI path, building it with `go install` into the cache when needed.
  * Returns undefined when no CLI exists and Go is not installed.
  * @param log receives one line before a build starts (it takes minutes).
@@ -66,16 +82,9 @@ export function findTemporalCli(): string | undefined {
 export function ensureTemporalCli(log: (line: string) => void = () => undefined): string | undefined {
   const existing = findTemporalCli();
   if (existing) return existing;
-  const go = goBinary();
-  if (!go) return undefined;
+  if (!goBinary()) return undefined;
   const directory = temporalCacheDirectory();
-  mkdirSync(directory, { recursive: true });
-  log(`building the Temporal CLI ${TEMPORAL_CLI_VERSION} with go install into ${directory} (first time only, a few minutes)`);
-  const result = spawnSync(go, ['install', `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`], {
-    env: { ...process.env, GOBIN: directory, GOFLAGS: '-mod=mod' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  if (result.status !== 0) throw new Error(`go install of the Temporal CLI failed (exit ${result.status})`);
+  goInstall(directory, [`github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`], `the Temporal CLI ${TEMPORAL_CLI_VERSION}`, log);
   const built = path.join(directory, 'temporal');
   execFileSync(built, ['--version'], { stdio: 'ignore' });
   return built;

@@ -8,10 +8,9 @@
  * (`temporal-ui-server-v2.55.0/server`), else one `go install` into it (about a minute; the cluster runs without a
  * UI when that fails).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { goBinary, isExecutable, platformCacheDirectory } from './cli-binary';
+import { goInstall, isExecutable, platformCacheDirectory } from './cli-binary';
 
 export const TEMPORAL_SERVER_VERSION = 'v1.32.1';
 export const TEMPORAL_UI_SERVER_VERSION = 'v2.55.0';
@@ -44,18 +43,6 @@ export function findTemporalServer(): TemporalServerBinaries | undefined {
   const server = fromEnvironment('TEMPORAL_SERVER_PATH') ?? path.join(directory, 'server');
   const sql = fromEnvironment('TEMPORAL_SQL_TOOL_PATH') ?? path.join(directory, 'sql');
   return isExecutable(server) && isExecutable(sql) ? { server, sql } : undefined;
-}
-
-function goInstall(directory: string, packages: string[], what: string, log: (line: string) => void): void {
-  const go = goBinary();
-  if (!go) throw new Error(`${what} is not built and no Go toolchain is installed to build it (see docs/operations.md "Cluster topology")`);
-  mkdirSync(directory, { recursive: true });
-  log(`building ${what} with go install into ${directory} (first time only, a few minutes)`);
-  const result = spawnSync(go, ['install', ...packages], {
-    env: { ...process.env, GOBIN: directory, GOFLAGS: '-mod=mod' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  if (result.status !== 0) throw new Error(`go install of ${what} failed (exit ${result.status})`);
 }
 
 /**
