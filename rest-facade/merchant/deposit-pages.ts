@@ -9,7 +9,8 @@ import { formatAmount, isCurrency } from '../../src/money';
 import { html, messagePage, page, SafeHtml } from '../../src/web/html';
 import type { CardConfirmation, DepositPage, DepositResult, PreorderPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { problem } from '../../src/field-problems';
-import { DEPOSIT_MESSAGES, renderProblem } from './messages';
+import { fieldViolationsOf } from '../../src/rpc/errors';
+import { DEPOSIT_MESSAGES, renderFieldProblems, renderProblem } from './messages';
 
 export interface ConfirmationView {
   /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */
@@ -174,8 +175,7 @@ export function resultRedirect(redirectUrl: string, result: DepositResult): stri
 }
 
 function preorderPageHtml(view: PreorderPage, base: PageBaseUrl, submission: boolean): { status: number; html: string } {
-  const errors: Record<string, string[]> = {};
-  for (const violation of view.errors) errors[violation.field] = violation.messages.map((text) => renderProblem(violation.field, text));
+  const errors = renderFieldProblems(fieldViolationsOf(view.errors));
   const acquirerMissing = view.errors.some((violation) => violation.messages.includes(problem('acquirer_missing')));
   // Showing a paid preorder is a page like any other; paying it again is the conflict.
   const status = view.paid ? (submission ? 409 : 200) : acquirerMissing ? 503 : view.errors.length > 0 ? 400 : 200;

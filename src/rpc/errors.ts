@@ -26,11 +26,23 @@ export function codeOfKind(kind: DomainErrorKind): Code {
   return codeByKind[kind];
 }
 
+/** Field violations as the RPC's `FieldViolation` list (ErrorDetail, and the views that carry field problems). */
+export function fieldViolationList(fields: FieldViolations): Array<{ field: string; messages: string[] }> {
+  return Object.entries(fields).map(([field, messages]) => ({ field, messages }));
+}
+
+/** A `FieldViolation` list back as field violations. */
+export function fieldViolationsOf(list: ReadonlyArray<{ field: string; messages: readonly string[] }>): FieldViolations {
+  const fields: FieldViolations = {};
+  for (const violation of list) fields[violation.field] = [...violation.messages];
+  return fields;
+}
+
 /** Converts a DomainError into a ConnectError carrying an ErrorDetail. */
 export function toConnectError(error: DomainError): ConnectError {
   const detail = create(ErrorDetailSchema, {
     reason: error.reason,
-    fields: Object.entries(error.fields).map(([field, messages]) => ({ field, messages })),
+    fields: fieldViolationList(error.fields),
     retryAfterSeconds: error.retryAfterSeconds ?? 0,
   });
   return new ConnectError(error.message, codeByKind[error.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
@@ -50,8 +62,7 @@ export interface RpcFailure {
 export function readRpcFailure(error: unknown): RpcFailure {
   const connectError = ConnectError.from(error);
   const [detail] = connectError.findDetails(ErrorDetailSchema);
-  const fields: FieldViolations = {};
-  for (const violation of detail?.fields ?? []) fields[violation.field] = [...violation.messages];
+  const fields = fieldViolationsOf(detail?.fields ?? []);
   return {
     code: connectError.code,
     reason: detail?.reason ?? (connectError.code === Code.InvalidArgument ? 'VALIDATION_FAILED' : 'INTERNAL'),

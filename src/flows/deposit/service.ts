@@ -17,6 +17,7 @@ import {
   type DepositPageSchema,
   type DepositService,
   type PayPreOrderByCardRequest,
+  type PreorderPage,
 } from '../../gen/payments/deposit/v1/deposit_pb';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { problem, type FieldProblem } from '../../field-problems';
@@ -27,6 +28,7 @@ import { isCurrency, type Currency } from '../../money';
 import { getMerchant, getUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
+import { fieldViolationList } from '../../rpc/errors';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { WALLET_CURRENCIES } from '../wallet/contract';
@@ -63,22 +65,7 @@ type PageView = MessageInitShape<typeof DepositPageSchema>;
 const NOT_FOUND_PAGE: PageView = { view: { case: 'notFound', value: {} } };
 
 /** The summary of the hosted preorder page (PreorderPage without the answer to a submission). */
-interface PreorderSummary {
-  preOrderToken: string;
-  sellerName: string;
-  description: string;
-  amountUnits: bigint;
-  currency: string;
-  paid: boolean;
-}
-
-/** What a refused submission adds to the preorder page. */
-interface PreorderPageExtra {
-  errors?: Array<{ field: string; messages: string[] }>;
-  holderName?: string;
-  expiryMonth?: string;
-  expiryYear?: string;
-}
+type PreorderSummary = Pick<PreorderPage, 'preOrderToken' | 'sellerName' | 'description' | 'amountUnits' | 'currency' | 'paid'>;
 
 /** The confirm_payments answer for a deposit that is no longer pending (or whose lifetime is over). */
 function notPending(deposit: Deposit): DomainError {
@@ -436,24 +423,29 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
         await attempt.withdrawn();
         throw error;
       }
-      await (refusedSubmission(answer.page) ? attempt.failed() : attempt.withdrawn());
-      return answer;
+      await (answer.refused ? attempt.failed() : attempt.withdrawn());
+      return { page: answer.page };
     },
   };
 
-  /** The card form's answer: not found, the preorder page (paid, no acquirer, or refused fields), or the confirmation. */
-  async function payPreorderForm(request: PayPreOrderByCardRequest): Promise<{ page: PageView }> {
+  /**
+   * The card form's answer: not found, the preorder page (paid, no acquirer, or refused fields), or the confirmation.
+   * `refused`: an unknown page or refused fields, counted as a failed attempt of the form.
+   */
+  async function payPreorderForm(request: PayPreOrderByCardRequest): Promise<{ page: PageView; refused: boolean }> {
     const preorder = await findPreorder(database, request.preOrderToken);
-    if (!preorder) return { page: NOT_FOUND_PAGE };
+    if (!preorder) return { page: NOT_FOUND_PAGE, refused: true };
     const view = await preorderView(preorder);
-    const preorderPage = (extra: PreorderPageExtra): { page: PageView } => ({
-      page: { view: { case: 'preorder', value: { ...view, ...extra } } },
+    // What a refused submission adds: its field problems and what was typed (never the number or security code).
+    const preorderPage = (errors: FieldViolations = {}, typed: Partial<Pick<PreorderPage, 'holderName' | 'expiryMonth' | 'expiryYear'>> = {}, refused = false) => ({
+      page: { view: { case: 'preorder' as const, value: { ...view, ...typed, errors: fieldViolationList(errors) } } },
+      refused,
     });
-    if (view.paid) return preorderPage({});
-    if (!deps.acquirer) return preorderPage({ errors: violations({ number: [problem('acquirer_missing')] }) });
+    if (view.paid) return preorderPage();
+    if (!deps.acquirer) return preorderPage({ number: [problem('acquirer_missing')] });
     const form = request;
     const values = { holderName: form.holderName, expiryMonth: form.expiryMonth, expiryYear: form.expiryYear };
-    const refused = (errors: FieldViolations) => preorderPage({ errors: violations(errors), ...values });
+    const refused = (errors: FieldViolations) => preorderPage(errors, values, true);
     // The security code is checked first so that no card is vaulted for a submission that is refused anyway.
     if (!validSecurityCode(form.securityCode.trim())) {
       const problems: FieldViolations = { security_code: [problem('security_code')] };
@@ -477,19 +469,6 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     }
     const { deposit, token } = await createDeposit(instrument, preorder, preorder.amount_units, preorder.currency);
     const confirmation = await cardConfirmation(token, { ...deposit, merchant_id: preorder.merchant_id, amount_units: preorder.amount_units, currency: preorder.currency }, instrument, preorder);
-    return { page: { view: { case: 'confirmation', value: confirmation } } };
+    return { page: { view: { case: 'confirmation', value: confirmation } }, refused: false };
   }
-}
-
-/** Field problems as the RPC's FieldViolation list. */
-function violations(fields: FieldViolations): Array<{ field: string; messages: string[] }> {
-  return Object.entries(fields).map(([field, messages]) => ({ field, messages }));
-}
-
-/** A card-form answer that counts as a failed attempt: an unknown page, or fields refused (not a paid page, not a missing acquirer). */
-function refusedSubmission(page: PageView): boolean {
-  if (page.view?.case === 'notFound') return true;
-  if (page.view?.case !== 'preorder') return false;
-  const errors = page.view.value.errors ?? [];
-  return errors.length > 0 && !errors.some((violation) => violation.messages?.includes(problem('acquirer_missing')));
 }
