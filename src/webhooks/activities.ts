@@ -7,7 +7,7 @@ import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import { merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import type { WebhookAttemptResult, WebhookDeliveryActivities, WebhookRetrySettings } from './contract';
-import { findEventForAttempt, markEventFailed, recordAttempt } from './store';
+import { findEventForAttempt, markEventFailed, recordAttempt, type EventForAttempt } from './store';
 import { OutboundRefusedError } from '../web/outbound';
 
 const MAX_ERROR_LENGTH = 500;
@@ -30,12 +30,17 @@ export function webhookRetrySettings(deps: Pick<PlatformDeps, 'config'>): Webhoo
 
 /**
  * One signed delivery attempt of a recorded event, recorded (time, status code, latency, error); any 2xx within
- * `timeout_seconds` (default WEBHOOK_TIMEOUT_SECONDS) is delivered.
+ * `timeout_seconds` (default WEBHOOK_TIMEOUT_SECONDS) is delivered. `event`: the row as just read, when the caller has it.
  * @throws Error when the event does not exist (a programming error)
  */
-export async function attemptDelivery(deps: PlatformDeps, webhook_id: string, timeout_seconds = deps.config.WEBHOOK_TIMEOUT_SECONDS): Promise<WebhookAttemptResult> {
+export async function attemptDelivery(
+  deps: PlatformDeps,
+  webhook_id: string,
+  timeout_seconds = deps.config.WEBHOOK_TIMEOUT_SECONDS,
+  read?: EventForAttempt,
+): Promise<WebhookAttemptResult> {
   const retry = webhookRetrySettings(deps);
-  const event = await findEventForAttempt(deps.database, webhook_id);
+  const event = read ?? (await findEventForAttempt(deps.database, webhook_id));
   if (!event) throw new Error(`webhook ${webhook_id} not found`);
   const attempt = event.last_attempt + 1;
   const secret = await merchantHmacSecret(deps, event.merchant_id);

@@ -14,7 +14,7 @@ import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { withRequestDeadline } from '../temporal/deadline';
 import { attemptDelivery, webhookRetrySettings } from './activities';
 import { WEBHOOK_REASONS, type WebhookDeliveryInput } from './contract';
-import { attemptsOf, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
+import { attemptsOf, findEventForAttempt, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
 
 /** The default signature header of a merchant that configured none (payment-services-interface.md "Area B"). */
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
@@ -101,13 +101,13 @@ export async function deliverWebhooks(deps: PlatformDeps, webhook_ids: string[])
   const timeout_seconds = Math.min(deps.config.WEBHOOK_INLINE_TIMEOUT_SECONDS, deps.config.WEBHOOK_TIMEOUT_SECONDS);
   await Promise.all(
     webhook_ids.map(async (webhook_id) => {
-      const event = await findWebhookEvent(deps.database, webhook_id);
+      const event = await findEventForAttempt(deps.database, webhook_id);
       if (!event) throw new Error(`webhook ${webhook_id} not found`);
       if (event.status !== 'pending') return;
-      if (event.attempt_count > 0) {
+      if (event.last_attempt > 0) {
         return startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: webhookRetrySettings(deps) });
       }
-      const first = await attemptDelivery(deps, webhook_id, timeout_seconds);
+      const first = await attemptDelivery(deps, webhook_id, timeout_seconds, event);
       if (!first.delivered) await startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: first.retry });
     }),
   );

@@ -40,7 +40,10 @@ export function findWebhookEvent(database: Knex, id: string): Promise<WebhookEve
 }
 
 /** The event with the number of its last recorded attempt (0 when none), in one query. */
-export async function findEventForAttempt(database: Knex, id: string): Promise<(WebhookEventRow & { last_attempt: number }) | undefined> {
+/** An event with the number of its last recorded attempt (0 before the first). */
+export type EventForAttempt = WebhookEventRow & { last_attempt: number };
+
+export async function findEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
   const row = await database('webhook_events')
     .where({ id })
     .first('webhook_events.*', database('webhook_delivery_attempts').where('webhook_id', id).max('attempt').as('last_attempt'));
