@@ -8,16 +8,12 @@
  * control ÷ with it ≥ 2 (the latency of admitted work is bounded by the queue, not by the backlog).
  * Run: `npm run bench -- overload`.
  */
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { request } from 'undici';
 import { createLogger } from '../src/logger';
-import { freePort, waitForPort } from '../src/net';
 import { createMerchant } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
-import { stopChild } from '../src/temporal/dev-server';
 import type { BenchResult } from './run';
-import { percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { percentile, round, runWhenMain, startBenchEnvironment, startServeProcess } from './support/harness';
 
 interface PhaseResult {
   answered_per_second: number;
@@ -38,26 +34,9 @@ export async function run(): Promise<BenchResult> {
     environment.defer(() => local.stop());
     const { credentials } = await createMerchant(local.deps!, { name: 'Overload merchant', callback_url: 'https://merchant.example/hook' });
     const phase = async (admission: Record<string, string>): Promise<PhaseResult> => {
-      const [httpPort, rpcPort] = [await freePort(), await freePort()];
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
-        env: {
-          ...process.env,
-          DATABASE_URL: config.DATABASE_URL,
-          TEMPORAL_ADDRESS: environment.temporalAddress,
-          TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
-          HTTP_PORT: String(httpPort),
-          RPC_PORT: String(rpcPort),
-          LOG_LEVEL: 'silent',
-          PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR,
-          RPC_URL: '',
-          REQUESTS_PER_CALLER_PER_MINUTE: '0',
-          ...admission,
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      });
+      const served = await startServeProcess(config, { REQUESTS_PER_CALLER_PER_MINUTE: '0', ...admission });
       try {
-        await waitForPort('127.0.0.1', httpPort, 120);
-        const url = `http://127.0.0.1:${httpPort}/api/v1/balance`;
+        const url = `${served.facadeUrl}/api/v1/balance`;
         const call = async () => {
           const response = await request(url, { headers: { 'x-api-key': credentials.api_key } });
           await response.body.dump();
@@ -97,7 +76,7 @@ export async function run(): Promise<BenchResult> {
           failures,
         };
       } finally {
-        await stopChild(child);
+        await served.stop();
       }
     };
     const off = await phase({ FACADE_MAX_IN_FLIGHT: '0' });

@@ -10,18 +10,14 @@
  * process there. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { createLogger } from '../src/logger';
-import { freePort, waitForPort } from '../src/net';
 import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
-import { stopChild } from '../src/temporal/dev-server';
 import { signRequestParameters } from '../src/crypto/rsa2-query';
 import { onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
-import { measure, runWhenMain, startBenchEnvironment, type Measurement } from './support/harness';
+import { measure, runWhenMain, startBenchEnvironment, startServeProcess, type Measurement } from './support/harness';
 
 const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
 
@@ -43,7 +39,6 @@ export async function run(): Promise<BenchResult> {
   const environment = await startBenchEnvironment('wallet');
   const stops: Array<() => Promise<void>> = [];
   try {
-    const temporalAddress = environment.temporalAddress;
     const config = environment.config();
     // Setup and the ledger baseline use in-process deps; the measured façade + RPC server run as they do in
     // production, in their own process (`payments serve --roles api,facade`), so the client does not share their
@@ -51,17 +46,11 @@ export async function run(): Promise<BenchResult> {
     const local = await runRoles(config, ['api'], createLogger('silent'));
     stops.push(() => local.stop());
     const deps = local.deps!;
-    const [httpPort, rpcPort] = [await freePort(), await freePort()];
     // BENCH_PROFILE_DIR=<dir>: the measured process writes a V8 CPU profile there (open in Chrome DevTools).
     const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-    const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
-      env: { ...process.env, DATABASE_URL: config.DATABASE_URL, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
-        HTTP_PORT: String(httpPort), RPC_PORT: String(rpcPort), LOG_LEVEL: 'silent', PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR, RPC_URL: '' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    stops.push(() => stopChild(child));
-    await waitForPort('127.0.0.1', httpPort, 120);
-    const platform = { facadeUrl: `http://127.0.0.1:${httpPort}` };
+    const platform = await startServeProcess(config, {}, profile);
+    stops.push(() => platform.stop());
+    const { child } = platform;
 
     const { client, credentials } = await onboardMerchantClient(deps, platform.facadeUrl, 'Bench Merchant');
     if ((await client.login()).status !== 200) throw new Error('bench login failed');

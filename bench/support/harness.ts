@@ -4,6 +4,7 @@
  * databases that are dropped afterwards, and Temporal (`TEMPORAL_ADDRESS`, else a dev server on free ports).
  * Lives under bench/support/ so the runner (bench/run.ts) does not take it for a bench.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -12,8 +13,8 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { createDatabase, migrateToLatest } from '../../src/db/knex';
-import { freePort } from '../../src/net';
-import { startTemporalDevServer } from '../../src/temporal/dev-server';
+import { freePort, waitForPort } from '../../src/net';
+import { startTemporalDevServer, stopChild } from '../../src/temporal/dev-server';
 
 /** The p-th percentile (nearest rank) of ascending `sorted` values; 0 for none. */
 export function percentile(sorted: number[], p: number): number {
@@ -201,4 +202,39 @@ export function runWhenMain(module: NodeModule, run: () => Promise<unknown>): vo
       process.exit(1);
     },
   );
+}
+
+/**
+ * `payments serve --roles api,facade` in a process of its own, on free ports, with `config`'s database, Temporal
+ * task queue and keys plus `env` (so the bench client does not share the measured event loop). Resolves once the
+ * façade listens. `nodeOptions`: e.g. `--cpu-prof`.
+ */
+export async function startServeProcess(
+  config: Config,
+  env: Record<string, string> = {},
+  nodeOptions: string[] = [],
+): Promise<{ facadeUrl: string; child: ChildProcess; stop(): Promise<void> }> {
+  const [httpPort, rpcPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: config.DATABASE_URL,
+      TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
+      HTTP_PORT: String(httpPort),
+      RPC_PORT: String(rpcPort),
+      LOG_LEVEL: 'silent',
+      PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR,
+      RPC_URL: '',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    await waitForPort('127.0.0.1', httpPort, 120);
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+  return { facadeUrl: `http://127.0.0.1:${httpPort}`, child, stop: () => stopChild(child) };
 }
