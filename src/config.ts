@@ -90,6 +90,13 @@ const schema = z.object({
   WEBHOOK_INLINE_FIRST_ATTEMPT: flag.default(true),
   /** Longest inline first attempt, seconds (kept well inside the 30 s local activity that makes it). */
   WEBHOOK_INLINE_TIMEOUT_SECONDS: z.coerce.number().positive().max(20).default(5),
+  /**
+   * How long an upstream notification waits for its PayinWorkflow to apply it (credit or close, first webhook attempt)
+   * before it is queued in the workflow as a signal and answered as accepted, seconds (at most three quarters of
+   * REQUEST_TIMEOUT_SECONDS are used). Only a worker that is down or far behind makes a notification wait that long.
+   * 0: queue every notification at once (the answer then means "recorded", not "credited").
+   */
+  NOTIFICATION_APPLY_WAIT_SECONDS: z.coerce.number().min(0).max(60).default(10),
   UPSTREAM_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   /**
    * How long a process reuses a successful credential lookup (Area B API key; Area C merchant headers and session):
@@ -116,7 +123,12 @@ const schema = z.object({
   WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: z.coerce.number().int().min(0).max(10_000).default(0),
   WORKER_WORKFLOW_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
   WORKER_ACTIVITY_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
-  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+/**
+   * Eager workflow start when the api and worker roles share a process (`npm start`, `serve` with both): the start's
+   * answer carries the first workflow task straight to the local worker. false: every start goes through the task queue.
+   */
+  TEMPORAL_EAGER_START: flag.default(true),
+    WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
   /** Connections per database pool (each api or worker process has one). */
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   /** Server-side `statement_timeout` of every database connection; 0 = none. */

@@ -4,6 +4,7 @@
  * (src/payins/outbox.ts). `stop()` drains in order: façade, RPC, outbox dispatcher, worker, then closes the
  * database pool and the Temporal connection.
  */
+import { Client } from '@temporalio/client';
 import { createFieldDecryption } from './crypto/field-decryption';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
@@ -201,6 +202,14 @@ export async function runRoles(
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
       const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing });
       stops.push(() => worker.shutdown());
+      // With the api role in this process too, its workflow starts go through the worker's connection and are
+      // started eagerly on it (src/temporal/client.ts startWorkflow). Stopped before the worker: the api stops first.
+      if (roles.includes('api') && config.TEMPORAL_EAGER_START) {
+        deps.temporal.colocated = {
+          client: new Client({ connection: worker.connection, namespace: config.TEMPORAL_NAMESPACE, interceptors: tracing?.temporalClientInterceptors }),
+          connection: worker.connection,
+        };
+      }
     }
     let rpcUrl: string | undefined;
     let routes: ReturnType<typeof createRoutes> | undefined;

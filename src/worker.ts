@@ -80,6 +80,8 @@ function tracingOptions(tracing: Tracing | undefined, bundlesNow: boolean) {
 let runtimeInstalled = false;
 
 export interface RunningWorker {
+  /** The worker's own connection: a client on it may start workflows eagerly on this worker (src/temporal/client.ts). */
+  connection: NativeConnection;
   /** Stops polling, lets running activities finish, then closes the connection. */
   shutdown(): Promise<void>;
 }
@@ -139,6 +141,7 @@ export async function startWorker(
   });
   const running = worker.run();
   return {
+    connection,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;

@@ -1,9 +1,12 @@
-import { ActivityFailure, ApplicationFailure, condition, ParentClosePolicy, patched, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
+import { ActivityFailure, allHandlersFinished, ApplicationFailure, condition, ParentClosePolicy, patched, proxyLocalActivities, setHandler, startChild } from '@temporalio/workflow';
 import {
   closedSignal,
+  notifyUpdate,
   settledSignal,
   WEBHOOK_START_BY_ACTIVITY,
   type PayinActivities,
+  type PayinNotificationOutcome,
+  type PayinReason,
   type PayinWorkflowInput,
   type PayinWorkflowResult,
   type SettledSignalInput,
@@ -19,21 +22,25 @@ const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLo
 /** Patch id: the run handles every message until it is quiescent (histories recorded before it replay as they were). */
 export const DRAIN_ALL_MESSAGES = 'payin-drain-all-messages';
 
-/** Every message the run received, in arrival order. */
+/** Every message the run received, in arrival order, and what the run did with each (same index). */
 interface Messages {
   settlements: SettledSignalInput[];
   closed: { trx_ref: string } | undefined;
+  settled: PayinNotificationOutcome[];
+  closeOutcome: PayinNotificationOutcome | undefined;
+  /** Webhook events whose delivery the run has made (first attempt) or handed to their delivery workflow. */
+  delivered: Set<string>;
 }
 
 /** The reason an activity refused for good, or undefined for anything else. */
-function refusalOf(error: unknown): string | undefined {
+function refusalOf(error: unknown): PayinReason | undefined {
   const cause = error instanceof ActivityFailure ? error.cause : error;
-  return cause instanceof ApplicationFailure && cause.nonRetryable ? (cause.type ?? 'REFUSED') : undefined;
+  return cause instanceof ApplicationFailure && cause.nonRetryable ? ((cause.type ?? 'SETTLEMENT_NOT_AUTHORIZED') as PayinReason) : undefined;
 }
 
 /**
- * PayinWorkflow (platform decisions §4), id = invoice_reference. Waits in `waiting` until a `settled` signal, a
- * `closed` signal or the expiry timer (to `expires_at`, else PAYIN_TTL_SECONDS), applies each transition through one
+ * PayinWorkflow (platform decisions §4), id = invoice_reference. Waits in `waiting` until a notification (the
+ * `notify` Update, answered once the run handled it; or a `settled` / `closed` signal) or the expiry timer (to `expires_at`, else PAYIN_TTL_SECONDS), applies each transition through one
  * local activity (the settlement credits the paid amount and charges the fee in one ledger transaction, after
  * re-reading its authority, the applied upstream notification, from the database) and starts the
  * WebhookDeliveryWorkflow of each resulting event (id = webhook id) from another; they outlive this workflow.
@@ -41,17 +48,35 @@ function refusalOf(error: unknown): string | undefined {
  * No message is dropped: after every await the run looks again at what arrived meanwhile, and it completes only when
  * every settlement, close and webhook start has been handled (quiescent). A settlement the activity refuses (no
  * applied notification with that amount and trx_ref) moves nothing and the payin keeps waiting. A success that
- * arrives after the run completed reaches a new run through signal-with-start; the settlement is credited late.
+ * arrives after the run completed reaches a new run through Update-with-Start (or signal-with-start); the settlement
+ * is credited late.
  */
 export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWorkflowResult> {
-  const messages: Messages = { settlements: [], closed: undefined };
+  const messages: Messages = { settlements: [], closed: undefined, settled: [], closeOutcome: undefined, delivered: new Set() };
+  // An Update is answered once its outcome is recorded and its webhook delivered or handed to its workflow.
+  const answered = (outcome: PayinNotificationOutcome | undefined) => outcome !== undefined && (outcome.webhook_id === null || messages.delivered.has(outcome.webhook_id));
   setHandler(settledSignal, (payment) => {
     messages.settlements.push(payment);
   });
   setHandler(closedSignal, (closing) => {
     messages.closed ??= closing;
   });
-  if (!patched(DRAIN_ALL_MESSAGES)) return legacyPayinRun(input, messages);
+  // Runs recorded before DRAIN_ALL_MESSAGES take a notification as its signal and answer at once (they never record
+  // outcomes); every new run answers once the notification is handled.
+  const drains = patched(DRAIN_ALL_MESSAGES);
+  setHandler(notifyUpdate, async (notification) => {
+    if (notification.status === 'success') {
+      const index = messages.settlements.push({ amount_units: notification.amount_units, trx_ref: notification.trx_ref }) - 1;
+      if (!drains) return { webhook_id: null };
+      await condition(() => answered(messages.settled[index]));
+      return messages.settled[index]!;
+    }
+    messages.closed ??= { trx_ref: notification.trx_ref };
+    if (!drains) return { webhook_id: null };
+    await condition(() => answered(messages.closeOutcome));
+    return messages.closeOutcome!;
+  });
+  if (!drains) return legacyPayinRun(input, messages);
 
   // Workflow time (Date.now() is deterministic here). At least 1 ms: a run started after the deadline (late start,
   // or a late success through signal-with-start) still takes the signals of its first task before expiring.
@@ -77,33 +102,44 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
       continue;
     }
     if (settlementsHandled < messages.settlements.length) {
-      const payment = messages.settlements[settlementsHandled++]!;
+      const index = settlementsHandled++;
+      const payment = messages.settlements[index]!;
       try {
         const settled = await settlePayin({ invoice_reference: input.invoice_reference, ...payment });
         record(settled.webhook_id);
         if (settled.webhook_id) outcome = 'success';
+        messages.settled[index] = settled;
       } catch (error) {
         // A settlement without its recorded notification (a forged or replayed signal): nothing moved; keep going.
-        if (refusalOf(error) === undefined) throw error;
+        const refused = refusalOf(error);
+        if (refused === undefined) throw error;
+        messages.settled[index] = { webhook_id: null, refused };
       }
       continue;
     }
     if (messages.closed !== undefined && !closeHandled) {
       closeHandled = true;
+      let closed: PayinNotificationOutcome = { webhook_id: null };
       if (outcome === 'waiting') {
-        const closed = await closePayin({ invoice_reference: input.invoice_reference });
+        closed = await closePayin({ invoice_reference: input.invoice_reference });
         record(closed.webhook_id);
         if (closed.webhook_id) outcome = 'close';
       }
+      messages.closeOutcome = closed;
       continue;
     }
     if (deliveriesStarted < webhook_ids.length) {
       const batch = webhook_ids.slice(deliveriesStarted);
       deliveriesStarted = webhook_ids.length;
       await startWebhookDeliveries({ webhook_ids: batch });
+      for (const webhook_id of batch) messages.delivered.add(webhook_id);
       continue;
     }
-    if (outcome !== 'waiting') break;
+    if (outcome !== 'waiting') {
+      // Every Update is answered before the run completes; a message that arrives meanwhile is handled above.
+      if (allHandlersFinished()) break;
+      await condition(() => allHandlersFinished() || unhandled());
+    }
   }
   return { outcome, webhook_ids };
 }

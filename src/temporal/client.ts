@@ -1,5 +1,6 @@
 /** Temporal client connection for services (start workflows, send updates and signals). */
-import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
+import { Client, Connection, type ClientInterceptors, type ConnectionLike, type WorkflowHandleWithStartDetails, type WorkflowStartOptions } from '@temporalio/client';
+import type { Workflow } from '@temporalio/common';
 import type { TemporalConnectionOptions } from './connection-options';
 
 export interface TemporalHandle {
@@ -7,6 +8,23 @@ export interface TemporalHandle {
   connection: Connection;
   taskQueue: string;
   close(): Promise<void>;
+  /**
+   * A client on the connection of the worker polling `taskQueue` in this same process (the api and worker roles run
+   * together, as in `npm start`), set by the composition root; absent when the worker runs elsewhere.
+   */
+  colocated?: { client: Client; connection: ConnectionLike };
+}
+
+/**
+ * Starts a workflow, eagerly when a worker of its task queue runs in this process: the server then hands the first
+ * workflow task back in the start's own answer to that worker (no task-queue dispatch, no poll round trip), and
+ * falls back to a normal start when the worker has no free slot. (withRequestDeadline covers both connections.)
+ * @throws what `WorkflowClient.start` throws (e.g. WorkflowExecutionAlreadyStartedError)
+ */
+export function startWorkflow<T extends Workflow>(temporal: TemporalHandle, workflow: T, options: WorkflowStartOptions<T>): Promise<WorkflowHandleWithStartDetails<T>> {
+  return temporal.colocated
+    ? temporal.colocated.client.workflow.start(workflow, { ...options, requestEagerStart: true })
+    : temporal.client.workflow.start(workflow, options);
 }
 
 /**

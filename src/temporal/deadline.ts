@@ -24,7 +24,10 @@ const TEMPORAL_SHARE_OF_REQUEST = 0.75;
  */
 export async function withRequestDeadline<T>(deps: Pick<PlatformDeps, 'temporal' | 'config'>, call: () => Promise<T>): Promise<T> {
   try {
-    return await deps.temporal.connection.withDeadline(Date.now() + deps.config.REQUEST_TIMEOUT_SECONDS * 1000 * TEMPORAL_SHARE_OF_REQUEST, call);
+    const deadline_ms = Date.now() + deps.config.REQUEST_TIMEOUT_SECONDS * 1000 * TEMPORAL_SHARE_OF_REQUEST;
+    // Each connection keeps its own deadline: cover the co-located worker's too (eager starts go through it).
+    const colocated = deps.temporal.colocated?.connection;
+    return await deps.temporal.connection.withDeadline(deadline_ms, colocated ? () => colocated.withDeadline(deadline_ms, call) : call);
   } catch (error) {
     if (isDeadlineExceeded(error)) throw reasonError(COMMON_REASONS, 'DEADLINE_EXCEEDED', 'the workflow did not answer within the request deadline');
     throw error;

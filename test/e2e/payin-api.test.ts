@@ -382,6 +382,21 @@ describe('upstream notifications and webhooks', () => {
     expect(await balanceUnits(merchant.api_key)).toBe(before + 19_800_000);
   });
 
+  it('answers a notification once the payin is credited and its webhook attempted, with the status after it', async () => {
+    const out_trade_no = nextOrder();
+    const created = await createPayin(`{"amount": 3, "out_trade_no": "${out_trade_no}"}`);
+    const invoice_reference = created.json.data.invoice_reference as string;
+    const before = await balanceUnits(merchant.api_key);
+    const answer = await notify(`{"invoice_reference":"${invoice_reference}","status":"success","amount":3,"currency":"USDT","trx_ref":"0xnow${counter}"}`);
+    expect(answer.status).toBe(200);
+    expect(answer.json.data).toEqual({ invoice_reference, status: 'success', applied: true });
+    // No waiting: the answer means the money is in the wallet and the merchant has had its first attempt.
+    expect(await balanceUnits(merchant.api_key)).toBe(before + 2_970_000);
+    const status = await post(base(), '/api/v1/payins/status', `{"out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect(status.json.data).toMatchObject({ status: 'success', amount: 3 });
+    expect(harness.receiver.received.filter((item) => item.json.data.invoice_reference === invoice_reference).map((item) => item.headers['x-webhook-attempt'])).toEqual(['1']);
+  });
+
   it.each([
     ['overpaid', '25.5', { amount: 25.5, fee: 0.255, original_amount: 10, payment_match_status: 'overpaid' }],
     ['underpaid', '4.000001', { amount: 4.000001, fee: 0.04, original_amount: 10, payment_match_status: 'underpaid' }],

@@ -143,7 +143,8 @@ describe('worker restarted while payins wait', () => {
   let harness: PayinHarness;
   let merchant: MerchantCredentials;
   beforeAll(async () => {
-    harness = await startPayinHarness({ roles: ['api', 'facade'], env: { PAYIN_TTL_SECONDS: '4' } });
+    // A notification waits 1 s for a workflow that cannot answer (no worker), then is queued as a signal.
+    harness = await startPayinHarness({ roles: ['api', 'facade'], env: { PAYIN_TTL_SECONDS: '4', NOTIFICATION_APPLY_WAIT_SECONDS: '1' } });
     merchant = await createTestMerchant(harness);
     harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
   });
@@ -163,7 +164,10 @@ describe('worker restarted while payins wait', () => {
     const expiring = await create();
     const settling = await create();
     await first.shutdown();
-    expect((await harness.sandbox.pay(settling, '3')).status).toBe(200);
+    // Accepted although no worker can apply it: queued in the workflow, the payin still waiting.
+    const accepted = await harness.sandbox.pay(settling, '3');
+    expect(accepted.status).toBe(200);
+    expect(JSON.parse(accepted.body).data).toEqual({ invoice_reference: settling, status: 'waiting', applied: true });
     // Past the TTL with no worker at all: nothing can have happened yet.
     await new Promise((resolve) => setTimeout(resolve, 4500));
     expect(harness.receiver.received).toHaveLength(0);

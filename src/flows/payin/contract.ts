@@ -4,10 +4,11 @@
  * `@temporalio/workflow`, so the workflow bundle can use it.
  *
  * Lifetime: B1 records the payin (status `waiting`) with a workflow-start outbox row; the PayinWorkflow (id =
- * invoice_reference) waits for the upstream's `settled` or `closed` signal or its expiry timer, applies the
- * transition through one activity, and starts the webhook delivery of the resulting event.
+ * invoice_reference) waits for the upstream's notification (the `notify` Update, sent with Update-with-Start; the
+ * `settled` and `closed` signals of earlier releases are still handled) or its expiry timer, applies the
+ * transition through one local activity, and delivers the resulting event's webhook.
  */
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /**
  * Every reason the PayinService, the PayinWorkflow and its activities fail with, and its kind (`DomainErrorKind`
@@ -76,6 +77,25 @@ export interface SettledSignalInput {
 export const settledSignal = defineSignal<[SettledSignalInput]>('settled');
 /** The upstream closed (cancelled) the payin. */
 export const closedSignal = defineSignal<[{ trx_ref: string }]>('closed');
+
+/** A recorded upstream notification, as the PayinService hands it to the run (amount in USDT minor units). */
+export type PayinNotificationInput = ({ status: 'success' } & SettledSignalInput) | { status: 'close'; trx_ref: string };
+
+/** What the run did with one notification. */
+export interface PayinNotificationOutcome {
+  /** The webhook event it produced (and whose first attempt was made or whose delivery workflow started); null: none. */
+  webhook_id: string | null;
+  /** A settlement the activity refused for good (no applied notification with that amount and trx_ref). */
+  refused?: PayinReason;
+}
+
+/**
+ * The upstream's notification, applied by the run before it answers: the PayinService sends it with
+ * Update-with-Start (one Temporal call that starts a new run when none is open, e.g. a late success after expiry),
+ * so its answer to the upstream means "credited" (or "closed") instead of "queued", and a burst of notifications
+ * waits at the door instead of queueing inside Temporal. The `settled`/`closed` signals do the same without an answer.
+ */
+export const notifyUpdate = defineUpdate<PayinNotificationOutcome, [PayinNotificationInput]>('notify');
 
 /** Patch id: WebhookDeliveryWorkflows are started by a local activity instead of as abandoned children. */
 export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';

@@ -15,6 +15,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
+import { startWorkflow } from '../../temporal/client';
 import { payinWorkflow } from '../../../workflows/payin';
 import type { PayinWorkflowInput } from './contract';
 import { deleteOutboxRows, takeOutboxBatch, type OutboxRow } from './store';
@@ -71,7 +72,7 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
           return;
         }
         try {
-          await deps.temporal.client.workflow.start(payinWorkflow, {
+          await startWorkflow(deps.temporal, payinWorkflow, {
             taskQueue: deps.temporal.taskQueue,
             workflowId: row.invoice_reference,
             workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

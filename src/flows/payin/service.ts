@@ -1,14 +1,15 @@
 /**
  * PayinService (Area B, platform decisions §4, §5, §8): the business rules of the crypto payin portal. Payins are
  * recorded with a workflow-start outbox row and forwarded upstream; status and balances are answered from the
- * database and the ledger; upstream notifications are verified, recorded once and signalled to the PayinWorkflow
- * (id = invoice_reference) by reference.
+ * database and the ledger; upstream notifications are verified, recorded once and handed to the PayinWorkflow
+ * (id = invoice_reference) by reference, with Update-with-Start.
  *
  * Errors: the reasons of PAYIN_REASONS and WEBHOOK_REASONS, UNAUTHENTICATED and VALIDATION_FAILED. The Area B
  * façade turns them into the documented messages (rest-facade/payin/contract.ts).
  */
 import { LRUCache } from 'lru-cache';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { randomInt } from 'node:crypto';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
@@ -20,10 +21,11 @@ import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants'
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
+import { isDeadlineExceeded, withRequestDeadline } from '../../temporal/deadline';
 import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, NOTIFICATION_LIMITS, PAYIN_REASONS, settledSignal, type PayinReason, type PayinWorkflowInput } from './contract';
+import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinNotificationOutcome, type PayinReason, type PayinWorkflowInput } from './contract';
 import { payinWorkflowInputOf } from './outbox';
 import {
   findLatestPayin,
@@ -141,35 +143,65 @@ export interface PayinNotification {
   trx_ref: string;
 }
 
+/** Share of REQUEST_TIMEOUT_SECONDS a notification may wait for its workflow, leaving room for the fallback signal. */
+const APPLY_SHARE_OF_REQUEST = 0.75;
+
 /**
- * Signals the payin's workflow with signal-with-start: a payin whose run completed (expired, or settled by another
- * payment) gets a new run, which credits the payment late. Safe to repeat: the settlement re-reads its authority
- * and posts under the payment's ledger idempotency key.
- * @throws the Temporal client's error when the frontend cannot be reached (the caller answers or retries)
+ * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,
+ * its webhook's first attempt made): one Update-with-Start call, so a payin whose run completed (expired, or settled
+ * by another payment) gets a new run, which credits the payment late. When the run does not answer within
+ * NOTIFICATION_APPLY_WAIT_SECONDS (no worker polling, or far behind), the notification is queued in the workflow as
+ * a signal (signal-with-start) and answered as accepted: the run applies it when a worker comes back. Safe to
+ * repeat, and both at once are safe: the settlement re-reads its authority and posts under the payment's ledger
+ * idempotency key, and the run answers a repeated payment with the same webhook.
+ * @returns what the run did; `queued` when it was left to the workflow
+ * @throws DomainError DEADLINE_EXCEEDED when even the signal ran out of the request deadline; the Temporal client's
+ *   error when the frontend cannot be reached (the caller answers; the upstream's repeat re-drives it)
  */
-export async function signalPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<void> {
-  const start = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
-  if (notification.status === 'success') {
-    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-      ...start,
-      signal: settledSignal,
-      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
-    });
-  } else {
-    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...start, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<PayinNotificationOutcome & { queued?: true }> {
+  const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+  const wait_seconds = Math.min(deps.config.NOTIFICATION_APPLY_WAIT_SECONDS, deps.config.REQUEST_TIMEOUT_SECONDS * APPLY_SHARE_OF_REQUEST);
+  if (wait_seconds > 0) {
+    const input: PayinNotificationInput =
+      notification.status === 'success'
+        ? { status: 'success', amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }
+        : { status: 'close', trx_ref: notification.trx_ref };
+    // An open run takes the notification; a closed one (expired, settled) is followed by a new run.
+    const startWorkflowOperation = new WithStartWorkflowOperation(payinWorkflow, { ...workflow, workflowIdConflictPolicy: 'USE_EXISTING' });
+    try {
+      const outcome = await deps.temporal.connection.withDeadline(Date.now() + wait_seconds * 1000, () =>
+        deps.temporal.client.workflow.executeUpdateWithStart(notifyUpdate, { args: [input], startWorkflowOperation }),
+      );
+      if (outcome.refused) deps.logger.warn({ invoice_reference: payin.invoice_reference, reason: outcome.refused }, 'payin workflow refused a recorded notification');
+      return outcome;
+    } catch (error) {
+      if (!isDeadlineExceeded(error)) throw error;
+      deps.logger.warn({ invoice_reference: payin.invoice_reference, wait_seconds }, 'payin workflow did not apply a notification in time; queued as a signal');
+    }
   }
+  await withRequestDeadline(deps, () =>
+    notification.status === 'success'
+      ? deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+          ...workflow,
+          signal: settledSignal,
+          signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+        })
+      : deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] }),
+  );
+  return { webhook_id: null, queued: true };
 }
 
 /**
  * Decides a recorded notification (outcome still `received`) and acts on it: money received is never dropped, so a
  * success applies to any live payin, even one settled by another payment (credited as an additional payment); a
  * close only to a waiting one. Used by B4 and by reconciliation, for a notification whose process died before this.
- * @returns true when it applies (and its signal was sent)
+ * @returns true when it applies (and its workflow handled it)
+ * @throws what notifyPayin throws (the outcome stays `applied`: a repeat re-drives it)
  */
 export async function applyRecordedNotification(deps: PlatformDeps, payin: PayinRow, idempotency_key: string, notification: PayinNotification): Promise<boolean> {
   const applies = notification.status === 'success' || payin.status === 'waiting';
   await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
-  if (applies) await signalPayin(deps, payin, notification);
+  if (applies) await notifyPayin(deps, payin, notification);
   return applies;
 }
 
@@ -296,6 +328,10 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     }
   }
 
+  async function currentStatus(payin: PayinRow): Promise<string> {
+    return (await findPayin(deps.database, payin.invoice_reference))?.status ?? payin.status;
+  }
+
   return {
     async authenticateApiKey(request, context) {
       await authenticate(request.apiKey, context);
@@ -341,8 +377,9 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
 
     /**
      * Verifies `X-Upstream-Signature`, records the notification once (key: invoice, status, trx_ref, amount) and
-     * signals the PayinWorkflow with signal-with-start, so a success after expiry starts a new run that credits it
-     * late. Repeats and no-longer-applicable notifications answer `applied: false` and change nothing.
+     * hands it to the PayinWorkflow with Update-with-Start (a success after expiry starts a new run that credits it
+     * late), answering once the run handled it: `applied: true` with the payin's status after it. Repeats and
+     * no-longer-applicable notifications answer `applied: false` and change nothing.
      */
     async applyUpstreamNotification(request) {
       const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
@@ -365,13 +402,14 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
       const outcome = recorded ? 'received' : await findNotificationOutcome(deps.database, idempotency_key);
       if (outcome === 'ignored') return { applied: false, invoiceReference: invoice_reference, status: payin.status };
       if (outcome === 'applied') {
-        // A repeat of an applied notification changes nothing, but its signal may never have reached the workflow
-        // (Temporal down, or this process died after the commit): re-drive it while the payin does not show it.
-        if (!shows(payin, { status, amount_units, trx_ref })) await signalPayin(deps, payin, { status, amount_units, trx_ref });
-        return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+        // A repeat of an applied notification changes nothing, but it may never have reached the workflow (Temporal
+        // down, or this process died after the commit): re-drive it while the payin does not show it.
+        if (!shows(payin, { status, amount_units, trx_ref })) await notifyPayin(deps, payin, { status, amount_units, trx_ref });
+        return { applied: false, invoiceReference: invoice_reference, status: await currentStatus(payin) };
       }
       const applied = await applyRecordedNotification(deps, payin, idempotency_key, { status, amount_units, trx_ref });
-      return applied ? { applied: true, invoiceReference: invoice_reference, status } : { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      // The run has handled it: the status answered is the payin's own, read after the fact.
+      return { applied, invoiceReference: invoice_reference, status: applied ? await currentStatus(payin) : payin.status };
     },
 
     async listWebhookDeliveries(request) {

@@ -18,6 +18,7 @@ import { isCurrency, parseJsonLossless } from '../../money';
 import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
+import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
@@ -70,10 +71,10 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
   const key = accessTokenKey(deps.keys.dataKey);
 
   /** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
-  async function startWorkflow(id: string, ttl_seconds: number): Promise<void> {
+  async function startPreTransferWorkflow(id: string, ttl_seconds: number): Promise<void> {
     try {
       await withRequestDeadline(deps, () =>
-        deps.temporal.client.workflow.start(preTransferWorkflow, {
+        startWorkflow(deps.temporal, preTransferWorkflow, {
           taskQueue: deps.temporal.taskQueue,
           workflowId: id,
           args: [{ pre_transfer_id: id, ttl_seconds }],
@@ -94,7 +95,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
     // The workflow's timer ends at the row's expiry, not a full lifetime from now.
     const remaining_seconds = Math.max(1, Math.ceil((new Date(row.expires_at).getTime() - Date.now()) / 1000));
     try {
-      await startWorkflow(row.id, Math.min(row.ttl_seconds, remaining_seconds));
+      await startPreTransferWorkflow(row.id, Math.min(row.ttl_seconds, remaining_seconds));
     } catch {
       throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'pre-transfer workflow not started');
     }
@@ -226,7 +227,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
       // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
       try {
-        await startWorkflow(id, ttl);
+        await startPreTransferWorkflow(id, ttl);
       } catch (error) {
         await releaseUnstartedPreTransfer(deps, id);
         deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');

@@ -18,7 +18,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import { redeliverWebhook } from '../../webhooks';
 import { createDepositActivities } from '../deposit/activities';
 import { additionalPaymentIdempotencyKey } from '../payin/contract';
-import { applyRecordedNotification, signalPayin, type PayinNotification } from '../payin/service';
+import { applyRecordedNotification, notifyPayin, type PayinNotification } from '../payin/service';
 import { findPayin } from '../payin/store';
 import { createPreTransferActivities } from '../pre-transfer/activities';
 import { preTransferIdempotencyKey } from '../pre-transfer/contract';
@@ -139,11 +139,15 @@ async function reconcileNotifications(
       continue;
     }
     if (candidate.status === 'close') {
-      await act('close_not_applied', candidate.invoice_reference, detail, async () => signalPayin(deps, await payin(), payment));
+      await act('close_not_applied', candidate.invoice_reference, detail, async () => {
+        await notifyPayin(deps, await payin(), payment);
+      });
       continue;
     }
     if (credited.has(additionalKey(candidate))) continue;
-    await act('notification_not_credited', candidate.invoice_reference, detail, async () => signalPayin(deps, await payin(), payment));
+    await act('notification_not_credited', candidate.invoice_reference, detail, async () => {
+        await notifyPayin(deps, await payin(), payment);
+      });
   }
 }
 
