@@ -161,7 +161,9 @@ export async function run(): Promise<BenchResult> {
       ],
       notes: [
         `${chosen.length} settlements → ${inline.distinct} distinct webhooks received (baseline ${baselineInvoices.length} → ${baseline.distinct}), ${duplicates} duplicate deliveries, ledger ok: ${check.ok}`,
-        `information (no goal): webhooks received/s, first attempt inline ÷ workflow per webhook = ${round(inline.per_second / baseline.per_second, 2)}×; p50 ${round(percentile(inline.lags, 50))} ms vs ${round(percentile(baseline.lags, 50))} ms, p99 ${round(percentile(inline.lags, 99))} ms vs ${round(percentile(baseline.lags, 99))} ms (goal p50 ≤ 2000 ms, p99 ≤ 5000 ms)`,
+        `information (no goal): webhooks received/s, first attempt inline ÷ workflow per webhook = ${round(inline.per_second / baseline.per_second, 2)}×; p50 ${round(percentile(inline.lags, 50))} ms vs ${round(percentile(baseline.lags, 50))} ms, p99 ${round(percentile(inline.lags, 99))} ms vs ${round(percentile(baseline.lags, 99))} ms`,
+        `notification → webhook latency of the ${chosen.length}-settlement burst: p50 ${round(percentile(inline.lags, 50))} ms (goal ≤ 2000 ms: ${percentile(inline.lags, 50) <= 2000 ? 'met' : 'missed'}), p99 ${round(percentile(inline.lags, 99))} ms (goal ≤ 5000 ms: ${percentile(inline.lags, 99) <= 5000 ? 'met' : 'missed'}), measured from the moment the upstream sent each notification`,
+        'a notification is answered once its PayinWorkflow applied it (Update-with-Start): accepted/s is the settlement rate, and a burst waits on the upstream’s connections instead of queueing inside Temporal',
         `RSS of the platform process after the run: ${Math.round(process.memoryUsage().rss / 1_048_576)} MiB (api + facade + worker roles and the bench client)`,
         `every PayinWorkflow of the façade phase started ${round(outboxLagSeconds, 1)} s after its last creation (transactional outbox, dispatched in batches)`,
       ],
