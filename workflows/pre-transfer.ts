@@ -3,7 +3,9 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   sleep,
   uuid4,
@@ -21,10 +23,18 @@ import {
   type PreTransferWorkflowState,
 } from '../src/flows/pre-transfer/contract';
 
-const { postPreTransfer, voidPreTransfer } = proxyActivities<PreTransferActivities>({
+const stepOptions = {
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
-});
+} as const;
+// Both steps are one short database transaction: as local activities they run inside the workflow task that takes
+// the confirm (or the timer), with no activity task to dispatch and no second workflow task to report it.
+const localSteps = proxyLocalActivities<PreTransferActivities>(stepOptions);
+// Runs recorded before LOCAL_STEPS scheduled them as activity tasks, and replay them so.
+const activitySteps = proxyActivities<PreTransferActivities>(stepOptions);
+
+/** Patch id: the post and void steps run as local activities. */
+export const LOCAL_STEPS = 'pre-transfer-local-steps';
 
 function refuse(reason: PreTransferReason, detail: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(detail, reason);
@@ -39,12 +49,13 @@ function refusalOf(error: unknown): string | undefined {
 /**
  * PreTransferWorkflow (workflow id = pre_transfer_id; Area A, platform decisions §6). The hold on the partner float
  * already exists when it starts. It waits for a `confirm` Update or the `ttl_seconds` timer, whichever comes first:
- * confirm posts the hold to the receiver (activity `postPreTransfer`), expiry voids it (`voidPreTransfer`), each under
- * its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
+ * confirm posts the hold to the receiver (local activity `postPreTransfer`), expiry voids it (`voidPreTransfer`), each
+ * under its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
  * exactly one is accepted. Query `state` gives the state.
  */
 export async function preTransferWorkflow(input: PreTransferWorkflowInput): Promise<PreTransferWorkflowResult> {
   const workflowId = workflowInfo().workflowId;
+  const { postPreTransfer, voidPreTransfer } = patched(LOCAL_STEPS) ? localSteps : activitySteps;
   let state: PreTransferWorkflowState = 'pending';
   let timedOut = false;
   let fundTransferId: string | null = null;

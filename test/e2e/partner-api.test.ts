@@ -377,6 +377,10 @@ describe('confirm.fundTransfer', () => {
     const handle = platform.deps.temporal.client.workflow.getHandle(String(pre.pre_transfer_id));
     expect(await handle.query('state')).toEqual({ state: 'confirmed', fund_transfer_id: data.fund_transfer_id });
     expect(await handle.result()).toEqual({ state: 'confirmed' });
+    // The posting ran as a local activity inside the confirm's workflow task: no activity task was scheduled.
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.filter((event) => event.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(events.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(1);
   });
 
   it('answers USED for a second confirm', async () => {
