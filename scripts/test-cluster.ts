@@ -8,11 +8,14 @@
  *      temporal_visibility_cluster_<pid>), with test settings and no respawn of a killed child;
  *      or, with PAYMENTS_TEST_CLUSTER=<cluster.json>, the cluster already up that the file describes (left up)
  *   3. jest on test/e2e and test/cluster with PAYMENTS_TEST_CLUSTER set (test/support/platform.ts)
- *   4. the cluster stopped with SIGTERM, its ports checked released, its databases dropped
+ *   4. the demo (`npm run demo`, examples/demo.mjs) against the cluster's façade, RPC and sandbox, with the demo data
+ *      the cluster seeded (CLUSTER_DEMO_DATA); skipped for a given cluster that has none, with CLUSTER_TEST_DEMO=0,
+ *      and when test files are chosen on the command line unless CLUSTER_TEST_DEMO=1
+ *   5. the cluster stopped with SIGTERM, its ports checked released, its databases dropped
  * Prints the time of each step.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, chmodSync, createWriteStream } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, chmodSync, createWriteStream } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -67,7 +70,34 @@ async function dropDatabases(serverUrl: string, names: string[]): Promise<void> 
 interface StartedCluster {
   stateFile: string;
   state: ClusterState;
+  /** The sandbox upstream's port (the demo pays and closes payins through it). */
+  sandboxPort: number;
   stop(): Promise<boolean>;
+}
+
+/**
+ * Runs examples/demo.mjs against the cluster `state` describes (its façade, RPC, sandbox and credentials).
+ * @returns the demo's exit status
+ */
+function runDemo(state: ClusterState, sandboxPort: number): number {
+  const facade = new URL(state.facadeUrl);
+  const rpc = new URL(state.rpcUrl);
+  const demo = spawnSync(process.execPath, [path.join(ROOT, 'examples', 'demo.mjs')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      // The demo finds demo-credentials.json and admin-credentials.json in DATA_DIR: the cluster's directory.
+      DATA_DIR: path.dirname(state.adminCredentialsFile),
+      DEMO_CREDENTIALS: state.demoCredentialsFile,
+      HTTP_PORT: facade.port,
+      RPC_PORT: rpc.port,
+      SANDBOX_PORT: String(sandboxPort),
+      PAYIN_TTL_SECONDS: String(state.settings.PAYIN_TTL_SECONDS ?? ''),
+      PRE_TRANSFER_TTL_SECONDS: String(state.settings.PRE_TRANSFER_TTL_SECONDS ?? ''),
+    },
+  });
+  return demo.status ?? 1;
 }
 
 async function startCluster(): Promise<StartedCluster> {
@@ -100,6 +130,8 @@ async function startCluster(): Promise<StartedCluster> {
     AUTH_FAILURES_PER_ADDRESS: '100000',
     RECONCILE_INTERVAL_SECONDS: '0',
     SHUTDOWN_GRACE_SECONDS: '2',
+    // The demo's partner, merchant and users, for step 4.
+    CLUSTER_DEMO_DATA: 'true',
     // What test/e2e/preorder-callback.test.ts asks for, so that the cluster serves it too.
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
     // Leaves room on a shared PostgreSQL (default max_connections 100) for the test process's own pools.
@@ -146,10 +178,11 @@ async function startCluster(): Promise<StartedCluster> {
   child.removeAllListeners('exit');
   say(`cluster up in ${seconds(started)} (wall clock, from the command)`);
   const stateFile = path.join(directory, 'cluster', CLUSTER_STATE_FILE);
-  const state = JSON.parse(require('node:fs').readFileSync(stateFile, 'utf8')) as ClusterState;
+  const state = JSON.parse(readFileSync(stateFile, 'utf8')) as ClusterState;
   return {
     stateFile,
     state,
+    sandboxPort,
     async stop() {
       const stopping = Date.now();
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -202,6 +235,17 @@ async function main(): Promise<void> {
     );
     status = jest.status ?? 1;
     say(`jest (test/e2e, test/cluster) against the cluster in ${seconds(testing)}: exit ${status}`);
+    const state = JSON.parse(readFileSync(stateFile, 'utf8')) as ClusterState;
+    if (process.env.CLUSTER_TEST_DEMO === '0' || (process.argv.length > 2 && process.env.CLUSTER_TEST_DEMO !== '1')) {
+      say('demo skipped (CLUSTER_TEST_DEMO=0, or a chosen set of test files without CLUSTER_TEST_DEMO=1)');
+    } else if (!state.demoCredentialsFile || !cluster) {
+      say('demo skipped: the given cluster seeded no demo data (payments cluster up --demo-data)');
+    } else {
+      const demoing = Date.now();
+      const demoStatus = runDemo(state, cluster.sandboxPort);
+      say(`demo against the cluster in ${seconds(demoing)}: exit ${demoStatus}`);
+      status = status || demoStatus;
+    }
   } finally {
     if (cluster && !(await cluster.stop())) status = status || 1;
   }

@@ -20,7 +20,10 @@ import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync
 import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
+import { createLogger } from '../logger';
 import { waitForPort } from '../net';
+import { ensureDemoData } from '../onboarding/demo';
+import { createPlatformDeps } from '../runtime';
 import { startConfiguredSandbox } from '../sandbox/upstream';
 import { createServiceCredential } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
@@ -52,6 +55,11 @@ export interface ClusterOptions {
   temporalDatabases: TemporalDatabases;
   /** The Temporal server's pool on its default database. */
   temporalMaxConns: number;
+  /**
+   * Seed the demo partner, merchant and users (as `npm start` does) once every role serves, so that `npm run demo`
+   * runs against the cluster; the roles may then reach private addresses (the demo merchant's local receiver).
+   */
+  demoData: boolean;
 }
 
 /** The options from the environment (each has a `payments cluster up` flag too). */
@@ -83,6 +91,7 @@ export function clusterOptionsFromEnvironment(config: Config, environment: NodeJ
       visibility: environment.TEMPORAL_VISIBILITY_DATABASE || TEMPORAL_DATABASES.visibility,
     },
     temporalMaxConns: Math.max(1, integer('TEMPORAL_SQL_MAX_CONNS', 20)),
+    demoData: environment.CLUSTER_DEMO_DATA === 'true' || environment.CLUSTER_DEMO_DATA === '1',
   };
 }
 
@@ -100,6 +109,8 @@ export interface ClusterState {
   taskQueue: string;
   platformKeyDir: string;
   adminCredentialsFile: string;
+  /** The demo's credentials (`DEMO_CREDENTIALS` of `npm run demo`), when the cluster seeded the demo data. */
+  demoCredentialsFile?: string;
   respawnSeconds: number;
   upstream?: { payinUrl: string; apiKey: string; webhookSecret: string };
   /** The roles' settings (src/config.ts), secrets left out. */
@@ -251,6 +262,9 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
+      // The demo merchant's callback is a local receiver: as in the dev stack, private addresses are reachable unless
+      // the operator chose what may be reached (metadata addresses stay refused either way).
+      ...(options.demoData && !process.env.OUTBOUND_ALLOWED_HOSTS && !process.env.OUTBOUND_ALLOW_PRIVATE_NETWORKS ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true' } : {}),
       ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret } : {}),
     };
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
@@ -343,6 +357,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     await Promise.all([...otherApis, ...workers, ...facades].map((child) => fork(child)));
     say(`${children.length} role processes serving in ${((Date.now() - forking) / 1000).toFixed(1)} s`);
     if (options.facades) await waitForPort(config.HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.HTTP_HOST, config.HTTP_PORT, 30);
+    const demoCredentialsFile = options.demoData ? await seedDemoData(config, { databaseUrl, temporalAddress, platformKeyDir, directory: options.directory }, say) : undefined;
 
     const state: ClusterState = {
       supervisorPid: process.pid,
@@ -356,6 +371,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       platformKeyDir,
       adminCredentialsFile,
+      demoCredentialsFile,
       respawnSeconds: options.respawnSeconds,
       upstream,
       settings: publicSettings(config),
@@ -372,12 +388,37 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say(uiUrl ? `  Temporal Web UI              ${uiUrl}` : '  Temporal Web UI              none (no UI server binary: see docs/operations.md "Cluster topology")');
     say(`  PostgreSQL                   ${databaseUrl.replace(/\/\/[^@]*@/, '//')} (Temporal: ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility})`);
     say(`  admin credential             ${adminCredentialsFile}   (PAYMENTS_ADMIN_CREDENTIALS for payments admin …)`);
+    if (demoCredentialsFile) say(`  demo credentials             ${demoCredentialsFile}   (npm run demo with DATA_DIR=${options.directory})`);
     say(`  state and logs               ${stateFile}   ${logDirectory}`);
     say('Press Ctrl-C to stop.');
     return { state, stop };
   } catch (error) {
     await stop();
     throw error;
+  }
+}
+
+/**
+ * The demo records (src/onboarding/demo.ts, once per database) through the platform's own dependencies, built here for
+ * the seeding only, after the roles created the platform keys. @returns the demo credentials file (in `directory`)
+ */
+async function seedDemoData(
+  config: Config,
+  where: { databaseUrl: string; temporalAddress: string; platformKeyDir: string; directory: string },
+  say: (line: string) => void,
+): Promise<string> {
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const deps = await createPlatformDeps(
+      { ...config, DATABASE_URL: where.databaseUrl, TEMPORAL_ADDRESS: where.temporalAddress, PLATFORM_KEY_DIR: where.platformKeyDir, DATABASE_POOL_MAX: 2 },
+      createLogger(config.LOG_LEVEL, 'cluster'),
+      stops,
+    );
+    const demo = await ensureDemoData(deps, where.directory);
+    say(`demo data ${demo.created ? 'created' : 'present from an earlier start'}`);
+    return demo.path;
+  } finally {
+    for (const step of stops.reverse()) await step();
   }
 }
 

@@ -81,7 +81,8 @@ clusterCommand
   .option('--temporal-port <port>', 'Temporal frontend gRPC port (TEMPORAL_FRONTEND_PORT, default 7233)')
   .option('--ui-port <port>', 'Temporal Web UI port, 0 for none (TEMPORAL_UI_PORT, default 8233)')
   .option('--respawn-seconds <s>', 'restart a dead child after this many seconds, 0 never (CLUSTER_RESPAWN_SECONDS, default 2)')
-  .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string }) => {
+  .option('--demo-data', 'seed the demo partner, merchant and users for npm run demo (CLUSTER_DEMO_DATA=true)')
+  .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string; demoData?: boolean }) => {
     const settings = config();
     const stack = clusterStack();
     const options = (() => {
@@ -94,6 +95,7 @@ clusterCommand
           ...(flags.temporalPort ? { TEMPORAL_FRONTEND_PORT: flags.temporalPort } : {}),
           ...(flags.uiPort ? { TEMPORAL_UI_PORT: flags.uiPort } : {}),
           ...(flags.respawnSeconds ? { CLUSTER_RESPAWN_SECONDS: flags.respawnSeconds } : {}),
+          ...(flags.demoData ? { CLUSTER_DEMO_DATA: 'true' } : {}),
         });
       } catch (error) {
         fail(error);

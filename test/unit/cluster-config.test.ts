@@ -62,12 +62,13 @@ describe('cluster settings', () => {
       directory: '/srv/payments/cluster',
       temporalDatabases: { default: 'temporal', visibility: 'temporal_visibility' },
       temporalMaxConns: 20,
+      demoData: false,
     });
   });
 
   it('takes every setting from the environment and refuses a bad number', () => {
-    const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', TEMPORAL_NUM_HISTORY_SHARDS: '512', TEMPORAL_UI_PORT: '0', TEMPORAL_DATABASE: 'tdb' });
-    expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' } });
+    const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', TEMPORAL_NUM_HISTORY_SHARDS: '512', TEMPORAL_UI_PORT: '0', TEMPORAL_DATABASE: 'tdb', CLUSTER_DEMO_DATA: 'true' });
+    expect(options).toMatchObject({ workers: 3, historyShards: 512, uiPort: 0, temporalDatabases: { default: 'tdb', visibility: 'temporal_visibility' }, demoData: true });
     expect(() => clusterOptionsFromEnvironment(config, { CLUSTER_APIS: 'two' })).toThrow('CLUSTER_APIS');
     expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '1000' })).toThrow('TEMPORAL_FRONTEND_PORT');
     // Temporal's SQL schema keeps membership ports (300 below the frontend's) in a smallint.
