@@ -14,7 +14,8 @@ async function newMerchant(platform: TestPlatform, name: string): Promise<Mercha
   return (await onboardMerchantClient(platform.deps, platform.facadeUrl, name)).client;
 }
 
-let phoneCounter = 10_000_000;
+// Clear of the demo users' 012000001 and 012000002: under test:cluster the database is shared with the demo data.
+let phoneCounter = 10_500_000;
 function nextPhone(): string {
   phoneCounter += 1;
   return `012${String(phoneCounter).slice(-6)}`;
