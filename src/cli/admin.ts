@@ -370,6 +370,7 @@ export function registerAdminCommands(program: Command): void {
           started_at: result.startedAt,
           repaired: result.repaired,
           reported: result.reported,
+          idempotency_keys_purged: result.idempotencyKeysPurged,
           findings: result.findings.map((finding) => ({ kind: finding.kind, id: finding.id, action: finding.action, detail: finding.detail })),
         };
       }),

@@ -124,11 +124,16 @@ export interface IdempotencyStore {
    *   run's business refusal (replayed).
    */
   run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T>;
-  /** Deletes keys past their retention; returns how many. */
-  purgeExpired(): Promise<number>;
+  /**
+   * Deletes keys past their retention (`IDEMPOTENCY_RETENTION_SECONDS`), at most `limit` per call so that one call is
+   * one short statement; a call that returns `limit` leaves more for the next. @returns how many were deleted
+   */
+  purgeExpired(limit?: number): Promise<number>;
 }
 
 const MAX_CLAIM_TRIES = 3;
+/** Most keys one purge deletes. */
+const PURGE_BATCH_MAX = 10_000;
 
 export function createIdempotencyStore(database: Knex, options: IdempotencyOptions): IdempotencyStore {
   const table = () => database<KeyRow>('idempotency_keys');
@@ -212,8 +217,15 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
       return result;
     },
 
-    async purgeExpired() {
-      return table().where('expires_at', '<=', database.fn.now()).delete();
+    async purgeExpired(limit = PURGE_BATCH_MAX) {
+      const deleted = await database.raw(
+        `DELETE FROM idempotency_keys WHERE ctid IN (
+           SELECT ctid FROM idempotency_keys
+            WHERE expires_at <= now() AND (state <> 'running' OR locked_until <= now()) LIMIT ?
+         )`,
+        [limit],
+      );
+      return deleted.rowCount ?? 0;
     },
   };
 }

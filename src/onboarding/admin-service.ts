@@ -228,7 +228,13 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
 
     async reconcile(request) {
       const report = await reconcileNow(deps, { repair: !request.reportOnly, grace_seconds: request.graceSeconds || undefined });
-      return { startedAt: report.started_at, findings: report.findings, repaired: report.repaired, reported: report.reported };
+      return {
+        startedAt: report.started_at,
+        findings: report.findings,
+        repaired: report.repaired,
+        reported: report.reported,
+        idempotencyKeysPurged: report.idempotency_keys_purged,
+      };
     },
 
     async listServiceCredentials() {

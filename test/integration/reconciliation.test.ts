@@ -167,6 +167,31 @@ describe('reconciliation', () => {
     }
   });
 
+  it('purges client idempotency keys past their retention, keeps live ones and claims in flight, and only when repairing', async () => {
+    const keys = () => deps().database('idempotency_keys').where({ scope: 'merchant:purge-test' });
+    const row = (key: string, state: string, expires_seconds: number, locked_seconds: number) => ({
+      scope: 'merchant:purge-test',
+      key,
+      operation: 'area-c.transfer',
+      fingerprint: 'f'.repeat(64),
+      state,
+      locked_until: new Date(Date.now() + locked_seconds * 1000),
+      expires_at: new Date(Date.now() + expires_seconds * 1000),
+    });
+    await keys().insert([
+      row('expired', 'completed', -60, -120),
+      row('expired-abandoned-claim', 'running', -60, -30),
+      row('expired-claim-in-flight', 'running', -60, 30),
+      row('live', 'completed', 3600, -60),
+    ]);
+    const reportOnly = await reconcileNow(deps(), { repair: false, grace_seconds: 30 });
+    expect(reportOnly.idempotency_keys_purged).toBe(0);
+    expect(await keys().count('* as count').first()).toEqual({ count: 4n });
+    const repairing = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    expect(repairing.idempotency_keys_purged).toBeGreaterThanOrEqual(2);
+    expect((await keys().select('key').orderBy('key')).map((found: { key: string }) => found.key)).toEqual(['expired-claim-in-flight', 'live']);
+  });
+
   it('ends with nothing left to repair and the ledger balanced', async () => {
     const report = await reconcileNow(deps(), { repair: false, grace_seconds: 0 });
     expect(report.findings.filter((finding) => finding.kind !== 'outbox_lag')).toEqual([]);

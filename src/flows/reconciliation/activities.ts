@@ -2,7 +2,7 @@
  * The reconciliation's one activity (contract.ts): finds what faults left inconsistent between the records, the
  * durable flows and the ledger, and repairs it through each flow's own idempotent path:
  *
- *   notification_not_credited / close_not_applied   re-drive the payin's signal (signal-with-start)
+ *   notification_not_credited / close_not_applied   hand it to the payin's workflow again (Update-with-Start)
  *   notification_undecided                         decide and act as B4 would have
  *   hold_past_expiry                               void the hold (the pre-transfer's own void step and key)
  *   deposit_past_expiry                            close the deposit as expired (moves nothing)
@@ -11,7 +11,8 @@
  *   deposit_not_credited, ledger_imbalance         reported for an operator, never repaired blindly
  *
  * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
- * reported with its error and the others go on.
+ * reported with its error and the others go on. A repairing run also purges the client idempotency keys past their
+ * retention (one bounded batch).
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
@@ -103,9 +104,13 @@ export async function reconcile(deps: PlatformDeps, input: ReconcileInput): Prom
   const ledger = await deps.ledger.check();
   for (const imbalance of ledger.imbalances) await act('ledger_imbalance', imbalance, 'ledger invariant broken');
 
+  // Housekeeping on the same schedule: answers kept for client retries are dropped once their retention is over
+  // (one bounded batch per run), so the table holds about one retention's worth of keys.
+  const idempotency_keys_purged = input.repair ? await deps.idempotency.purgeExpired() : 0;
+
   const repaired = findings.filter((finding) => finding.action === 'repaired').length;
   if (findings.length) deps.logger.warn({ repaired, reported: findings.length - repaired }, 'reconciliation found inconsistencies');
-  return { started_at: started.toISOString(), findings, repaired, reported: findings.length - repaired };
+  return { started_at: started.toISOString(), findings, repaired, reported: findings.length - repaired, idempotency_keys_purged };
 }
 
 /** The ledger key the payment of `candidate` is posted under when it did not settle its payin. */

@@ -54,6 +54,8 @@ export interface ReconciliationReport {
   repaired: number;
   /** Findings left (report-only runs, ledger imbalances). */
   reported: number;
+  /** Client idempotency keys past IDEMPOTENCY_RETENTION_SECONDS deleted by this run (repairing runs only). */
+  idempotency_keys_purged: number;
 }
 
 /** At most this many records of each kind are looked at per run; the next run takes the rest. */
