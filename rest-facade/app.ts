@@ -137,7 +137,12 @@ export function createFacadeApp(options: {
   metrics?: PlatformMetrics;
 }): Koa<FacadeState> {
   const app = new Koa<FacadeState>();
-  app.proxy = false;
+  // The client address (abuse limits count failures per address) is the socket's peer, or behind
+  // FACADE_TRUSTED_PROXY_HOPS proxies the entry the outermost of them appended to X-Forwarded-For: Koa keeps only
+  // the last `maxIpsCount` entries, so what a client writes itself never counts.
+  const hops = options.config.FACADE_TRUSTED_PROXY_HOPS;
+  app.proxy = hops > 0;
+  app.maxIpsCount = hops;
   const areas = options.areas ?? [];
   app.use(async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');

@@ -3,7 +3,8 @@ import type { FacadeContext } from './app';
 
 /**
  * Call options of every RPC made for a request: its request id (logs) and the client's address, which the services
- * count failed authentications and request rates by (src/abuse). The address is the socket's (`app.proxy` is off).
+ * count failed authentications and request rates by (src/abuse). The address is the socket's, or behind
+ * FACADE_TRUSTED_PROXY_HOPS proxies the one they forwarded (rest-facade/app.ts).
  */
 export function rpcCallOptions(ctx: FacadeContext): { headers: Record<string, string> } {
   return { headers: { 'X-Request-Id': ctx.state.requestId, 'X-Client-Address': ctx.ip } };

@@ -24,6 +24,12 @@ const schema = z.object({
   SANDBOX_PORT: port.default(3100),
   HTTP_HOST: z.string().min(1).default('127.0.0.1'),
   /**
+   * Reverse proxies in front of the façade (nginx, a load balancer) that append the address they received a request
+   * from to X-Forwarded-For. With N, the client address is the N-th entry from the right end (the one the outermost
+   * trusted proxy saw); whatever a client wrote further left is ignored. 0: the socket's peer, no header trusted.
+   */
+  FACADE_TRUSTED_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  /**
    * The internal Connect RPC listener's address. Binding anything but loopback needs a live service credential
    * (`payments credentials create`) or mTLS (RPC_TLS_CLIENT_CA); without either start-up stops.
    */
