@@ -25,7 +25,7 @@ import { preTransferWorkflow } from '../../../workflows/pre-transfer';
 import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
 import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
 import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-tokens';
-import { findPartnerTransactionClash, findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, type PreTransferRow } from './store';
+import { findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, type PreTransferRow } from './store';
 
 const ALPHANUMERIC_64 = /^[A-Za-z0-9]{1,64}$/;
 /** User ids are PostgreSQL bigserial values. */
@@ -244,13 +244,12 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       // Answered from the row without a Temporal round trip; the workflow's validator owns both and re-checks them.
       if (row.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
       if (isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
-      // Same shortcut: postPreTransfer owns this check (under the row lock and the unique index).
-      if (await findPartnerTransactionClash(deps.database, request.partnerId, request.partnerTransactionId)) {
-        throw refuse('DUPLICATE_PARTNER_TRANSACTION_ID', 'partner_transaction_id used before', { partner_transaction_id: ['duplicate'] });
-      }
+      // A partner_transaction_id used before is refused by postPreTransfer (under the row lock and the unique index)
+      // and comes back as the update's failure below: no query of its own on the way to every confirm.
       const handle = deps.temporal.client.workflow.getHandle(row.id);
+      let confirmed: { fund_transfer_id: string };
       try {
-        await withRequestDeadline(deps, () =>
+        confirmed = await withRequestDeadline(deps, () =>
           handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: request.partnerTransactionId }] }),
         );
       } catch (error) {
@@ -267,9 +266,8 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         }
         throw error;
       }
-      const confirmed = await findPreTransfer(deps.database, { id: row.id });
-      if (!confirmed || confirmed.state !== 'confirmed') throw new Error(`pre-transfer ${row.id} not confirmed after its update`);
-      return { preTransfer: toPreTransfer(confirmed) };
+      // The update answers once postPreTransfer committed; the row's other fields never change after creation.
+      return { preTransfer: toPreTransfer({ ...row, state: 'confirmed', fund_transfer_id: confirmed.fund_transfer_id }) };
     },
 
     async queryTransfer(request) {
