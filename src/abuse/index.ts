@@ -6,7 +6,11 @@
  *   failures per credential   AUTH_FAILURES_PER_CREDENTIAL (10) per AUTH_FAILURE_WINDOW_SECONDS (60): one more
  *                             attempt with that credential, right or wrong, is refused until the window ends
  *   failures per address      AUTH_FAILURES_PER_ADDRESS (50) per window and door, whatever the credentials tried
- *   requests per caller       REQUESTS_PER_CALLER_PER_MINUTE (6000) for a verified partner or merchant; 0 = off
+ *   requests per caller       REQUESTS_PER_CALLER_PER_MINUTE (6000) for a verified partner or merchant; 0 = off.
+ *                             A process takes a caller's points in leases of 1 % of the limit (one counter write per
+ *                             lease instead of per request, the counter being one hot row per caller) and spends them
+ *                             until its window ends: the limit is never exceeded, and a caller near it may be refused
+ *                             up to one lease early per process
  *
  * An attempt is counted as a failure before its credential is checked (`beginAttempt`, one atomic increment per
  * counter), so concurrent attempts cannot all pass a check that none of them has counted yet: at most the limit's
@@ -19,6 +23,7 @@
  * Password hashing runs under a bounded concurrency (`hashing`), so a flood of logins queues for CPU instead of
  * taking every database connection and the event loop from webhooks and settlements.
  */
+import { LRUCache } from 'lru-cache';
 import ipaddr from 'ipaddr.js';
 import pLimit from 'p-limit';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
@@ -92,6 +97,20 @@ export function rateLimited(milliseconds: number): DomainError {
  */
 const GIVE_BACK_MARGIN_MS = 1000;
 
+/** A request-rate lease is this share of the per-minute limit (at least one point). */
+const REQUEST_LEASE_SHARE = 0.01;
+/** Callers whose leases one process remembers (least recently used forgotten first). */
+const REQUEST_LEASES_MAX = 10_000;
+/** Leases one request waits for before it takes a single point itself (a burst larger than a lease). */
+const REQUEST_LEASE_TRIES = 3;
+
+/** Points of a caller's request rate this process has taken from the shared counter and not spent yet. */
+interface RequestLease {
+  remaining: number;
+  /** When the counter's window ends (epoch ms): the points are not spent after it. */
+  until_ms: number;
+}
+
 /** The limits of `config`, counted in `database` (one instance per process, created at the composition root). */
 export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   const common = { storeClient: database, storeType: 'knex', tableName: RATE_LIMIT_TABLE, tableCreated: true };
@@ -104,6 +123,28 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
     ? new RateLimiterPostgres({ ...common, keyPrefix: 'req', points: config.REQUESTS_PER_CALLER_PER_MINUTE, duration: 60, clearExpiredByTimeout: false })
     : undefined;
   const slots = pLimit(config.PASSWORD_HASHING_CONCURRENCY);
+  const leaseSize = Math.max(1, Math.floor(config.REQUESTS_PER_CALLER_PER_MINUTE * REQUEST_LEASE_SHARE));
+  const leases = new LRUCache<string, RequestLease>({ max: REQUEST_LEASES_MAX });
+  // One lease taken at a time per caller: concurrent requests wait for it instead of each taking one.
+  const taking = new Map<string, Promise<void>>();
+
+  /** Takes `points` of `caller`'s request rate from the shared counter. @throws RATE_LIMITED past the limit */
+  async function takeRequestPoints(limiter: RateLimiterPostgres, caller: string, points: number): Promise<RateLimiterRes> {
+    try {
+      return await limiter.consume(caller, points);
+    } catch (outcome) {
+      if (outcome instanceof RateLimiterRes) throw rateLimited(outcome.msBeforeNext);
+      throw outcome;
+    }
+  }
+
+  /** Spends one point of this process's lease for `caller`; false when it has none left in the current window. */
+  function spend(caller: string): boolean {
+    const lease = leases.get(caller);
+    if (!lease || lease.remaining === 0 || Date.now() >= lease.until_ms) return false;
+    lease.remaining -= 1;
+    return true;
+  }
   const doorKey = (door: AuthDoor, credentialOrAddress: string) => `${door}:${credentialOrAddress}`.slice(0, 200);
   const addressKey = (door: AuthDoor, address: string) => doorKey(door, addressGroup(address, config.AUTH_FAILURE_IPV6_PREFIX));
 
@@ -163,12 +204,21 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
     },
     async consumeRequest(caller) {
       if (!perCaller) return;
-      try {
-        await perCaller.consume(caller);
-      } catch (outcome) {
-        if (outcome instanceof RateLimiterRes) throw rateLimited(outcome.msBeforeNext);
-        throw outcome;
+      for (let attempt = 0; attempt < REQUEST_LEASE_TRIES; attempt++) {
+        if (spend(caller)) return;
+        let pending = taking.get(caller);
+        if (!pending) {
+          pending = takeRequestPoints(perCaller, caller, leaseSize)
+            .then((taken) => {
+              leases.set(caller, { remaining: leaseSize, until_ms: Date.now() + taken.msBeforeNext });
+            })
+            .finally(() => taking.delete(caller));
+          taking.set(caller, pending);
+        }
+        await pending;
       }
+      if (spend(caller)) return;
+      await takeRequestPoints(perCaller, caller, 1);
     },
     hashing: (work, signal) =>
       slots(() => {

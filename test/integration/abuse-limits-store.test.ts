@@ -58,4 +58,32 @@ describe('abuse limits store', () => {
     for (let waited = 0; (await keys()).includes('api_key:stale') && waited < 5000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await keys()).toEqual(['req:live']);
   });
+
+  it('takes a caller’s request rate in leases of 1 % of the limit, concurrent requests sharing one, and never past the limit', async () => {
+    const limits = createAbuseLimits(database, { ...config, REQUESTS_PER_CALLER_PER_MINUTE: 1000 });
+    const points = async (caller: string) =>
+      Number((await database(RATE_LIMIT_TABLE).where({ key: `req:${caller}` }).first('points'))?.points ?? 0);
+    // 25 requests, 8 of them at once: three leases of 10 points, one counter write each (per request: 25).
+    await Promise.all(Array.from({ length: 8 }, () => limits.consumeRequest('merchant:lease')));
+    for (let index = 0; index < 17; index++) await limits.consumeRequest('merchant:lease');
+    expect(await points('merchant:lease')).toBe(30);
+
+    // A second process spends its own leases on the same counter; past 1000 points every process refuses.
+    const other = createAbuseLimits(database, { ...config, REQUESTS_PER_CALLER_PER_MINUTE: 1000 });
+    let served = 25;
+    let refused = 0;
+    for (let index = 0; index < 1100; index++) {
+      try {
+        await (index % 2 ? limits : other).consumeRequest('merchant:lease');
+        served += 1;
+      } catch (error) {
+        expect(error).toMatchObject({ reason: 'RATE_LIMITED' });
+        refused += 1;
+      }
+    }
+    expect(served).toBeLessThanOrEqual(1000);
+    // Refused early by at most one unspent lease per process (10 points each).
+    expect(served).toBeGreaterThanOrEqual(1000 - 2 * 10);
+    expect(refused).toBeGreaterThan(0);
+  });
 });
