@@ -9,7 +9,7 @@
  *      or, with PAYMENTS_TEST_CLUSTER=<cluster.json>, the cluster already up that the file describes (left up)
  *   3. jest on test/e2e and test/cluster with PAYMENTS_TEST_CLUSTER set (test/support/platform.ts)
  *   4. the demo (`npm run demo`, examples/demo.mjs) against the cluster's façade, RPC and sandbox, with the demo data
- *      the cluster seeded (CLUSTER_DEMO_DATA); skipped for a given cluster that has none, with CLUSTER_TEST_DEMO=0,
+ *      the cluster seeded (CLUSTER_DEMO_DATA); skipped for a cluster given by PAYMENTS_TEST_CLUSTER, with CLUSTER_TEST_DEMO=0,
  *      and when test files are chosen on the command line unless CLUSTER_TEST_DEMO=1
  *   5. the cluster stopped with SIGTERM, its ports checked released, its databases dropped
  * Prints the time of each step.
@@ -235,14 +235,13 @@ async function main(): Promise<void> {
     );
     status = jest.status ?? 1;
     say(`jest (test/e2e, test/cluster) against the cluster in ${seconds(testing)}: exit ${status}`);
-    const state = JSON.parse(readFileSync(stateFile, 'utf8')) as ClusterState;
     if (process.env.CLUSTER_TEST_DEMO === '0' || (process.argv.length > 2 && process.env.CLUSTER_TEST_DEMO !== '1')) {
       say('demo skipped (CLUSTER_TEST_DEMO=0, or a chosen set of test files without CLUSTER_TEST_DEMO=1)');
-    } else if (!state.demoCredentialsFile || !cluster) {
-      say('demo skipped: the given cluster seeded no demo data (payments cluster up --demo-data)');
+    } else if (!cluster?.state.demoCredentialsFile) {
+      say('demo skipped: only a cluster this run started (with its demo data) is demoed against');
     } else {
       const demoing = Date.now();
-      const demoStatus = runDemo(state, cluster.sandboxPort);
+      const demoStatus = runDemo(cluster.state, cluster.sandboxPort);
       say(`demo against the cluster in ${seconds(demoing)}: exit ${demoStatus}`);
       status = status || demoStatus;
     }

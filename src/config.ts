@@ -129,12 +129,12 @@ const schema = z.object({
   WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: z.coerce.number().int().min(0).max(10_000).default(0),
   WORKER_WORKFLOW_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
   WORKER_ACTIVITY_TASK_POLLERS: z.coerce.number().int().min(0).max(1_000).default(0),
-/**
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  /**
    * Eager workflow start when the api and worker roles share a process (`npm start`, `serve` with both): the start's
    * answer carries the first workflow task straight to the local worker. false: every start goes through the task queue.
    */
   TEMPORAL_EAGER_START: flag.default(true),
-    WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).max(1_000_000).default(0),
   /** Connections per database pool (each api or worker process has one). */
   DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(20),
   /** Server-side `statement_timeout` of every database connection; 0 = none. */

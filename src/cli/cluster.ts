@@ -30,6 +30,7 @@ import { readCredentialsFile, writeCredentialsFile } from '../service-credential
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
 import { createDatabaseIfAbsent, ensureNamespace, postgresEndpoint, prepareTemporalDatabases, startTemporalServer, TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
 import { startTemporalUiServer } from '../temporal/ui-server';
+import { devOutboundDefaults } from '../web/outbound';
 
 export const DEFAULT_CLUSTER_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/payments';
 export const CLUSTER_STATE_FILE = 'cluster.json';
@@ -262,9 +263,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
-      // The demo merchant's callback is a local receiver: as in the dev stack, private addresses are reachable unless
-      // the operator chose what may be reached (metadata addresses stay refused either way).
-      ...(options.demoData && !process.env.OUTBOUND_ALLOWED_HOSTS && !process.env.OUTBOUND_ALLOW_PRIVATE_NETWORKS ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true' } : {}),
+      // The demo merchant's callback is a local receiver: the dev stack's outbound rule.
+      ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
       ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret } : {}),
     };
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {

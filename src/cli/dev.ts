@@ -14,6 +14,7 @@ import { createServiceCredential } from '../service-credentials';
 import { ADMIN_CREDENTIALS_FILE, readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { startConfiguredSandbox } from '../sandbox/upstream';
 import { startTemporalDevServer } from '../temporal/dev-server';
+import { devOutboundDefaults } from '../web/outbound';
 
 /**
  * The dev stack's admin service credential, in `<DATA_DIR>/admin-credentials.json` (0600), where `payments admin …`
@@ -27,17 +28,6 @@ async function ensureDevAdminCredential(database: Knex, dataDirectory: string): 
   const created = await createServiceCredential(database, { name: 'dev stack admin', scopes: ['admin'] });
   writeCredentialsFile(file, { credential_id: created.id, token: created.token, scopes: created.scopes });
   return file;
-}
-
-/**
- * The dev stack's merchants are local receivers (the demo merchant's callback_url is http://127.0.0.1:3999/…):
- * outbound requests may reach private addresses, unless the operator chose what may be reached by setting
- * OUTBOUND_ALLOWED_HOSTS or OUTBOUND_ALLOW_PRIVATE_NETWORKS (to anything, `false` included). Metadata addresses
- * stay refused either way (docs/security.md "Outbound requests").
- */
-export function devOutboundDefaults(config: Config, environment: NodeJS.ProcessEnv = process.env): Config {
-  if (config.OUTBOUND_ALLOWED_HOSTS || environment.OUTBOUND_ALLOW_PRIVATE_NETWORKS) return { ...config };
-  return { ...config, OUTBOUND_ALLOW_PRIVATE_NETWORKS: true };
 }
 
 export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {

@@ -18,13 +18,19 @@ export function isDeadlineExceeded(error: unknown): boolean {
  */
 const TEMPORAL_SHARE_OF_REQUEST = 0.75;
 
+/** The longest a request's Temporal call may take, seconds: three quarters of REQUEST_TIMEOUT_SECONDS. */
+export function requestDeadlineSeconds(config: Pick<PlatformDeps['config'], 'REQUEST_TIMEOUT_SECONDS'>): number {
+  return config.REQUEST_TIMEOUT_SECONDS * TEMPORAL_SHARE_OF_REQUEST;
+}
+
 /**
- * Runs `call` with the request's Temporal deadline (three quarters of REQUEST_TIMEOUT_SECONDS from now).
+ * Runs `call` with the request's Temporal deadline: `seconds` from now (at most, and by default,
+ * requestDeadlineSeconds).
  * @throws DomainError DEADLINE_EXCEEDED when the deadline passes first; anything else `call` throws.
  */
-export async function withRequestDeadline<T>(deps: Pick<PlatformDeps, 'temporal' | 'config'>, call: () => Promise<T>): Promise<T> {
+export async function withRequestDeadline<T>(deps: Pick<PlatformDeps, 'temporal' | 'config'>, call: () => Promise<T>, seconds?: number): Promise<T> {
   try {
-    const deadline_ms = Date.now() + deps.config.REQUEST_TIMEOUT_SECONDS * 1000 * TEMPORAL_SHARE_OF_REQUEST;
+    const deadline_ms = Date.now() + Math.min(seconds ?? Infinity, requestDeadlineSeconds(deps.config)) * 1000;
     // Each connection keeps its own deadline: cover the co-located worker's too (eager starts go through it).
     const colocated = deps.temporal.colocated?.connection;
     return await deps.temporal.connection.withDeadline(deadline_ms, colocated ? () => colocated.withDeadline(deadline_ms, call) : call);

@@ -103,6 +103,18 @@ export interface OutboundOptions {
   lookup?: typeof dnsLookup;
 }
 
+/**
+ * The dev stack's and a demo-seeded cluster's merchants are local receivers (the demo merchant's callback_url is
+ * http://127.0.0.1:3999/…):
+ * outbound requests may reach private addresses, unless the operator chose what may be reached by setting
+ * OUTBOUND_ALLOWED_HOSTS or OUTBOUND_ALLOW_PRIVATE_NETWORKS (to anything, `false` included). Metadata addresses
+ * stay refused either way (docs/security.md "Outbound requests").
+ */
+export function devOutboundDefaults(config: Config, environment: NodeJS.ProcessEnv = process.env): Config {
+  if (config.OUTBOUND_ALLOWED_HOSTS || environment.OUTBOUND_ALLOW_PRIVATE_NETWORKS) return { ...config };
+  return { ...config, OUTBOUND_ALLOW_PRIVATE_NETWORKS: true };
+}
+
 export function outboundOptionsFromConfig(config: Config): OutboundOptions {
   const allowedHosts = new Set(
     (config.OUTBOUND_ALLOWED_HOSTS ?? '')

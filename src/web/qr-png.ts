@@ -18,6 +18,8 @@ export const QR_QUIET_ZONE_MODULES = 4;
 
 const WHITE = 255;
 const BLACK = 0;
+/** 8-bit grayscale in and out (pngjs's no-conversion path), scanline filter 0. */
+const PNG_OPTIONS = { colorType: 0, inputColorType: 0, inputHasAlpha: false, bitDepth: 8, filterType: 0 } as const;
 
 /**
  * Renders `content` as a QR code PNG.
@@ -39,7 +41,7 @@ export async function renderQrPng(content: string): Promise<Buffer> {
     const y = (moduleRow + QR_QUIET_ZONE_MODULES) * QR_PIXELS_PER_MODULE;
     for (let repeat = 0; repeat < QR_PIXELS_PER_MODULE; repeat += 1) row.copy(pixels, (y + repeat) * width);
   }
-  const png = new PNG({ width, height: width, colorType: 0, inputColorType: 0, inputHasAlpha: false, bitDepth: 8, filterType: 0 });
+  const png = new PNG({ width, height: width });
   png.data = pixels;
-  return PNG.sync.write(png, { colorType: 0, inputColorType: 0, inputHasAlpha: false, bitDepth: 8, filterType: 0 });
+  return PNG.sync.write(png, PNG_OPTIONS);
 }

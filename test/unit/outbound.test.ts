@@ -1,9 +1,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { devOutboundDefaults } from '../../src/cli/dev';
 import { ConfigError, loadConfig } from '../../src/config';
-import { addressClass, createOutboundPolicy, OutboundRefusedError, outboundOptionsFromConfig, type OutboundOptions } from '../../src/web/outbound';
+import { addressClass, createOutboundPolicy, devOutboundDefaults, OutboundRefusedError, outboundOptionsFromConfig, type OutboundOptions } from '../../src/web/outbound';
 
 const closed: OutboundOptions = { allowPrivate: false, allowedHosts: new Set(), platformPorts: new Set([3000, 8080]), requireHttps: false };
 

@@ -13,7 +13,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import { randomInt } from 'node:crypto';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
-import { COMMON_REASONS, invalidFields, reasonError, type FieldViolations } from '../../errors';
+import { COMMON_REASONS, DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { CreatePayinResponseSchema, type CreatePayinRequest, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
 import { answerIdempotently } from '../../idempotency';
 import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
@@ -21,11 +21,11 @@ import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants'
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
-import { isDeadlineExceeded, withRequestDeadline } from '../../temporal/deadline';
+import { withRequestDeadline } from '../../temporal/deadline';
 import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinNotificationOutcome, type PayinReason, type PayinWorkflowInput } from './contract';
+import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinReason, type PayinWorkflowInput } from './contract';
 import { payinWorkflowInputOf } from './outbox';
 import {
   findLatestPayin,
@@ -143,9 +143,6 @@ export interface PayinNotification {
   trx_ref: string;
 }
 
-/** Share of REQUEST_TIMEOUT_SECONDS a notification may wait for its workflow, leaving room for the fallback signal. */
-const APPLY_SHARE_OF_REQUEST = 0.75;
-
 /**
  * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,
  * its webhook's first attempt made): one Update-with-Start call, so a payin whose run completed (expired, or settled
@@ -154,41 +151,34 @@ const APPLY_SHARE_OF_REQUEST = 0.75;
  * a signal (signal-with-start) and answered as accepted: the run applies it when a worker comes back. Safe to
  * repeat, and both at once are safe: the settlement re-reads its authority and posts under the payment's ledger
  * idempotency key, and the run answers a repeated payment with the same webhook.
- * @returns what the run did; `queued` when it was left to the workflow
  * @throws DomainError DEADLINE_EXCEEDED when even the signal ran out of the request deadline; the Temporal client's
  *   error when the frontend cannot be reached (the caller answers; the upstream's repeat re-drives it)
  */
-export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<PayinNotificationOutcome & { queued?: true }> {
+export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<void> {
   const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
-  const wait_seconds = Math.min(deps.config.NOTIFICATION_APPLY_WAIT_SECONDS, deps.config.REQUEST_TIMEOUT_SECONDS * APPLY_SHARE_OF_REQUEST);
-  if (wait_seconds > 0) {
-    const input: PayinNotificationInput =
-      notification.status === 'success'
-        ? { status: 'success', amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }
-        : { status: 'close', trx_ref: notification.trx_ref };
+  const payment = { amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref };
+  if (deps.config.NOTIFICATION_APPLY_WAIT_SECONDS > 0) {
+    const input: PayinNotificationInput = notification.status === 'success' ? { status: 'success', ...payment } : { status: 'close', trx_ref: payment.trx_ref };
     // An open run takes the notification; a closed one (expired, settled) is followed by a new run.
     const startWorkflowOperation = new WithStartWorkflowOperation(payinWorkflow, { ...workflow, workflowIdConflictPolicy: 'USE_EXISTING' });
     try {
-      const outcome = await deps.temporal.connection.withDeadline(Date.now() + wait_seconds * 1000, () =>
-        deps.temporal.client.workflow.executeUpdateWithStart(notifyUpdate, { args: [input], startWorkflowOperation }),
+      const outcome = await withRequestDeadline(
+        deps,
+        () => deps.temporal.client.workflow.executeUpdateWithStart(notifyUpdate, { args: [input], startWorkflowOperation }),
+        deps.config.NOTIFICATION_APPLY_WAIT_SECONDS,
       );
       if (outcome.refused) deps.logger.warn({ invoice_reference: payin.invoice_reference, reason: outcome.refused }, 'payin workflow refused a recorded notification');
-      return outcome;
+      return;
     } catch (error) {
-      if (!isDeadlineExceeded(error)) throw error;
-      deps.logger.warn({ invoice_reference: payin.invoice_reference, wait_seconds }, 'payin workflow did not apply a notification in time; queued as a signal');
+      if (!(error instanceof DomainError && error.reason === 'DEADLINE_EXCEEDED')) throw error;
+      deps.logger.warn({ invoice_reference: payin.invoice_reference }, 'payin workflow did not apply a notification in time; queued as a signal');
     }
   }
   await withRequestDeadline(deps, () =>
     notification.status === 'success'
-      ? deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-          ...workflow,
-          signal: settledSignal,
-          signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
-        })
-      : deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] }),
+      ? deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: settledSignal, signalArgs: [payment] })
+      : deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: payment.trx_ref }] }),
   );
-  return { webhook_id: null, queued: true };
 }
 
 /**

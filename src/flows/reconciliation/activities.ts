@@ -143,16 +143,15 @@ async function reconcileNotifications(
       });
       continue;
     }
+    const renotify = async () => {
+      await notifyPayin(deps, await payin(), payment);
+    };
     if (candidate.status === 'close') {
-      await act('close_not_applied', candidate.invoice_reference, detail, async () => {
-        await notifyPayin(deps, await payin(), payment);
-      });
+      await act('close_not_applied', candidate.invoice_reference, detail, renotify);
       continue;
     }
     if (credited.has(additionalKey(candidate))) continue;
-    await act('notification_not_credited', candidate.invoice_reference, detail, async () => {
-        await notifyPayin(deps, await payin(), payment);
-      });
+    await act('notification_not_credited', candidate.invoice_reference, detail, renotify);
   }
 }
 
