@@ -1,9 +1,9 @@
 /**
  * Benchmark `payins`: payin creations per second and p50/p99 through the façade (API key → PayinService
  * → record + workflow-start outbox row → byte-for-byte forward to a local sandbox upstream → QR PNG; the outbox
- * dispatcher starts the PayinWorkflows beside it, and the run reports how long after the last creation every
- * workflow had started), beside the same
- * upstream called directly in the same run (goal: façade ≥ 0.5 × direct; and ≥ 0.8 × the workflow-start floor). Then BENCH_SETTLEMENTS (default 1000)
+ * dispatcher starts the PayinWorkflows beside it, and a creation counts once its workflow has started), beside the
+ * same upstream called directly and the workflow-start floor, the three interleaved in slices in the same run
+ * (goal: façade ≥ 0.5 × direct; and ≥ 0.8 × the workflow-start floor). Then BENCH_SETTLEMENTS (default 1000)
  * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
  * none duplicated, with p50/p99 from notification to receipt; before them, in the same run, a baseline burst of
  * BENCH_BASELINE_SETTLEMENTS (default 300) with every webhook through its own delivery workflow.
@@ -24,7 +24,7 @@ import { startSandboxUpstream } from '../src/sandbox/upstream';
 import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import { payinWorkflow } from '../workflows/payin';
 import type { BenchResult } from './run';
-import { measure, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { measure, measureInterleaved, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 1000);
@@ -94,15 +94,27 @@ export async function run(): Promise<BenchResult> {
         args: [{ invoice_reference: `PAYIN-FLOOR${runId}${index}`, ttl_seconds: 3600 }],
       });
     };
-    const directResult = await measure(operations, concurrency, direct);
-    const floorResult = await measure(operations, concurrency, floor);
-    const facadeResult = await measure(operations, concurrency, facade);
-    // B1 does not wait for Temporal: how long until the outbox dispatcher had started every PayinWorkflow.
-    const facadeEnded = performance.now();
-    while (Number((await platform.deps!.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const outboxLagSeconds = (performance.now() - facadeEnded) / 1000;
+    // B1 answers before Temporal: a creation counts once its PayinWorkflow has been started (transactional outbox),
+    // so each façade slice ends when the outbox is empty; the wait is the façade's time, and the longest one is
+    // reported as the outbox lag.
+    let outboxLagSeconds = 0;
+    const outboxDrained = async () => {
+      const started = performance.now();
+      while (Number((await platform.deps!.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      outboxLagSeconds = Math.max(outboxLagSeconds, (performance.now() - started) / 1000);
+    };
+    // Interleaved in three slices each (direct, floor, façade, direct, …): drift of the shared machine and of the
+    // Temporal server's database weighs on every phase alike.
+    const [directResult, floorResult, facadeResult] = await measureInterleaved(
+      [
+        { operations, work: direct },
+        { operations, work: floor },
+        { operations, work: facade, settle: outboxDrained },
+      ],
+      concurrency,
+    );
 
     // Settlements: the upstream notifies; the merchant receives one webhook per payin. Measured twice in this run:
     // first a smaller baseline burst with every webhook through its own WebhookDeliveryWorkflow (the platform's
@@ -165,7 +177,7 @@ export async function run(): Promise<BenchResult> {
         `notification → webhook latency of the ${chosen.length}-settlement burst: p50 ${round(percentile(inline.lags, 50))} ms (goal ≤ 2000 ms: ${percentile(inline.lags, 50) <= 2000 ? 'met' : 'missed'}), p99 ${round(percentile(inline.lags, 99))} ms (goal ≤ 5000 ms: ${percentile(inline.lags, 99) <= 5000 ? 'met' : 'missed'}), measured from the moment the upstream sent each notification`,
         'a notification is answered once its PayinWorkflow applied it (Update-with-Start): accepted/s is the settlement rate, and a burst waits on the upstream’s connections instead of queueing inside Temporal',
         `RSS of the platform process after the run: ${Math.round(process.memoryUsage().rss / 1_048_576)} MiB (api + facade + worker roles and the bench client)`,
-        `every PayinWorkflow of the façade phase started ${round(outboxLagSeconds, 1)} s after its last creation (transactional outbox, dispatched in batches)`,
+        `façade creations counted end to end: each slice ends when its last PayinWorkflow has started (transactional outbox, dispatched in batches), at most ${round(outboxLagSeconds, 1)} s after its last answer; phases interleaved in 3 slices each`,
       ],
     };
   } finally {

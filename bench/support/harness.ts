@@ -31,6 +31,38 @@ export interface Measurement {
   p99_ms: number;
 }
 
+/** Runs calls `work(first)` … `work(first + operations - 1)` from `concurrency` loops; returns the seconds taken. */
+async function runSlice(
+  first: number,
+  operations: number,
+  concurrency: number,
+  work: (index: number) => Promise<void>,
+  latencies: number[],
+): Promise<number> {
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, operations) }, async () => {
+      while (next < operations) {
+        const index = first + next++;
+        const t0 = process.hrtime.bigint();
+        await work(index);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+function measurementOf(operations: number, seconds: number, latencies: number[]): Measurement {
+  latencies.sort((a, b) => a - b);
+  return {
+    per_second: round(operations / seconds, 1),
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+  };
+}
+
 /** Runs `operations` calls of `work(index)` from `concurrency` loops and measures them. */
 export async function measure(
   operations: number,
@@ -38,25 +70,38 @@ export async function measure(
   work: (index: number) => Promise<void>,
 ): Promise<Measurement> {
   const latencies: number[] = [];
-  let next = 0;
-  const started = process.hrtime.bigint();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < operations) {
-        const index = next++;
-        const t0 = process.hrtime.bigint();
-        await work(index);
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  const seconds = await runSlice(0, operations, concurrency, work, latencies);
+  return measurementOf(operations, seconds, latencies);
+}
+
+/**
+ * Measures phases interleaved: each phase's `operations` are cut into `slices` runs taken in turn (A B A B A B), so
+ * that drift on a shared machine (a Temporal database growing, a neighbour's load) weighs on every phase alike
+ * instead of on whichever ran last. A phase's rate is its operations over the summed duration of its slices (each
+ * with its `settle` step: work a phase leaves running after its answers, waited for and counted as the phase's own
+ * time so that it neither flatters the phase nor slows the next one); its percentiles are over all its latencies.
+ * Indexes passed to `work` run from 0 to operations − 1 once each.
+ */
+export async function measureInterleaved(
+  phases: Array<{ operations: number; work: (index: number) => Promise<void>; settle?: () => Promise<void> }>,
+  concurrency: number,
+  slices = 3,
+): Promise<Measurement[]> {
+  const state = phases.map(() => ({ done: 0, seconds: 0, latencies: [] as number[] }));
+  for (let slice = 0; slice < slices; slice++) {
+    for (const [at, phase] of phases.entries()) {
+      const own = state[at]!;
+      const until = Math.round((phase.operations * (slice + 1)) / slices);
+      own.seconds += await runSlice(own.done, until - own.done, concurrency, phase.work, own.latencies);
+      own.done = until;
+      if (phase.settle) {
+        const started = process.hrtime.bigint();
+        await phase.settle();
+        own.seconds += Number(process.hrtime.bigint() - started) / 1e9;
       }
-    }),
-  );
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  latencies.sort((a, b) => a - b);
-  return {
-    per_second: round(operations / seconds, 1),
-    p50_ms: round(percentile(latencies, 50)),
-    p99_ms: round(percentile(latencies, 99)),
-  };
+    }
+  }
+  return phases.map((phase, at) => measurementOf(phase.operations, state[at]!.seconds, state[at]!.latencies));
 }
 
 export interface BenchDatabaseServer {
