@@ -11,7 +11,6 @@
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
 import { readFileSync } from 'node:fs';
-import { request } from 'undici';
 import { createLogger } from '../src/logger';
 import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
@@ -100,13 +99,9 @@ export async function run(): Promise<BenchResult> {
     const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
     let failures = 0;
     const childCpu = processCpuMs(child.pid!);
-    // undici's request rather than fetch: the client shares the 2 cores with the measured process, and fetch's
-    // WHATWG layers cost it about a third more CPU per request (the same client as bench/payins.ts).
-    const headers = client.headers();
     const facade = await measure(operations, CONCURRENCY, async (index) => {
-      const response = await request(`${platform.facadeUrl}/do-action`, { method: 'POST', headers, body: signedBodies.get(index % USERS)! });
-      await response.body.text();
-      if (response.statusCode !== 200) failures++;
+      const response = await client.post('/do-action', {}, { raw: signedBodies.get(index % USERS)! });
+      if (response.status !== 200) failures++;
     });
     const facadeCpuMs = (processCpuMs(child.pid!) - childCpu) / operations;
     const check = await deps.ledger.check();

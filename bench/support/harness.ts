@@ -64,14 +64,9 @@ function measurementOf(operations: number, seconds: number, latencies: number[])
 }
 
 /** Runs `operations` calls of `work(index)` from `concurrency` loops and measures them. */
-export async function measure(
-  operations: number,
-  concurrency: number,
-  work: (index: number) => Promise<void>,
-): Promise<Measurement> {
-  const latencies: number[] = [];
-  const seconds = await runSlice(0, operations, concurrency, work, latencies);
-  return measurementOf(operations, seconds, latencies);
+export async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>): Promise<Measurement> {
+  const [measurement] = await measureInterleaved([{ operations, work }], concurrency, 1);
+  return measurement!;
 }
 
 /**
