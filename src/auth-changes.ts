@@ -1,5 +1,5 @@
 /**
- * Changes to who may call the platform (a merchant suspended or resumed, its keys changed), announced to every
+ * Changes to who may call the platform (a merchant or partner suspended or resumed, keys changed), announced to every
  * process so that credential caches drop what they hold: the change applies on the very next request everywhere.
  *
  * Announced with PostgreSQL `NOTIFY` on one channel, inside the transaction that makes the change (delivered to
@@ -7,6 +7,7 @@
  * with one dedicated connection; while it is down (at start-up too) `listening` is false, callers skip their caches,
  * and it keeps trying to listen again.
  */
+import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { Knex } from './db/knex';
 import type { Logger } from './logger';
@@ -15,11 +16,12 @@ export const AUTH_CHANGES_CHANNEL = 'payments_auth_changes';
 const RECONNECT_DELAY_MS = 1000;
 
 /**
- * What changed: caches drop the entries of the merchant or of the service credential named, or everything when
- * neither is named.
+ * What changed: caches drop the entries of the merchant, partner or service credential named, or everything when
+ * none is named.
  */
 export interface AuthChange {
   merchant_id?: string;
+  partner_id?: string;
   credential_id?: string;
 }
 
@@ -104,6 +106,41 @@ export async function startAuthChanges(databaseUrl: string, logger: Logger): Pro
       listening = false;
       if (retryTimer) clearTimeout(retryTimer);
       await client?.end().catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * A bounded cache of credential and party lookups that every change announced through `authChanges` empties at
+ * once, in every process. Entries live `ttlSeconds` (0 turns the cache off) and are used only while the process is
+ * listening; a lookup that was running when a change arrived is not kept, since it may have read the row before the
+ * change committed. At most `max` entries, least recently used evicted.
+ */
+export interface ChangeAwareCache<V> {
+  /** The cached value of `key`, else what `load` finds, kept for next time when `keep(value)` holds. */
+  get(key: string, load: () => Promise<V | undefined>, keep: (value: V) => boolean): Promise<V | undefined>;
+}
+
+export function changeAwareCache<V extends object>(
+  authChanges: AuthChanges,
+  options: { ttlSeconds: number; max: number },
+): ChangeAwareCache<V> {
+  if (options.ttlSeconds <= 0) return { get: (_key, load) => load() };
+  const entries = new LRUCache<string, V>({ max: options.max, ttl: options.ttlSeconds * 1000 });
+  let generation = 0;
+  authChanges.subscribe(() => {
+    generation++;
+    entries.clear();
+  });
+  return {
+    async get(key, load, keep) {
+      if (!authChanges.listening) return load();
+      const hit = entries.get(key);
+      if (hit) return hit;
+      const started = generation;
+      const value = await load();
+      if (value !== undefined && keep(value) && started === generation && authChanges.listening) entries.set(key, value);
+      return value;
     },
   };
 }

@@ -27,6 +27,7 @@ import type {
   Ledger,
   LedgerCheck,
   LedgerEntry,
+  LedgerJoin,
   LedgerTransaction,
   PendingTransfer,
   PendingTransferState,
@@ -207,12 +208,16 @@ function stateError(row: PendingRow): DomainError {
 /** Creates the ledger over a knex instance. One per process (it holds no state besides the pool). */
 export function createLedger(database: Knex): Ledger {
   /**
-   * Runs `work` atomically: in its own transaction, or in a savepoint of the caller's transaction so that a
-   * failure leaves the caller's transaction usable and unchanged.
+   * Runs `work` atomically: in its own transaction, or in the caller's transaction: in a savepoint of it (so that a
+   * failure leaves it usable and unchanged), or directly when the caller rolls it back on any failure (`direct`).
    */
-  async function atomically<T>(trx: Knex.Transaction | undefined, work: (conn: Knex.Transaction) => Promise<T>): Promise<T> {
-    if (trx) return trx.transaction(work);
-    return database.transaction(work);
+  async function atomically<T>(
+    trx: Knex.Transaction | undefined,
+    join: LedgerJoin,
+    work: (conn: Knex.Transaction) => Promise<T>,
+  ): Promise<T> {
+    if (!trx) return database.transaction(work);
+    return join === 'direct' ? work(trx) : trx.transaction(work);
   }
 
   async function rows<T>(conn: Conn, sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
@@ -287,12 +292,35 @@ export function createLedger(database: Knex): Ledger {
     };
   }
 
-  async function loadPending(conn: Conn, id: string, lock = false): Promise<PendingRow> {
+  async function loadPending(conn: Conn, id: string): Promise<PendingRow> {
     if (!UUID_PATTERN.test(id)) throw pendingNotFound(id);
     const [row] = await rows<PendingRow>(
       conn,
       `SELECT *, (expires_at IS NOT NULL AND expires_at <= clock_timestamp()) AS expired
-         FROM ledger_pending_transfers WHERE id = ?${lock ? ' FOR UPDATE' : ''}`,
+         FROM ledger_pending_transfers WHERE id = ?`,
+      [id],
+    );
+    if (!row) throw pendingNotFound(id);
+    return row;
+  }
+
+  /**
+   * Locks a pending transfer and, while it is pending, both its accounts (in id order, as every writer locks
+   * accounts), in one statement: the post or void that follows needs no other lock.
+   */
+  async function lockPendingAndAccounts(conn: Conn, id: string): Promise<PendingRow> {
+    if (!UUID_PATTERN.test(id)) throw pendingNotFound(id);
+    const [row] = await rows<PendingRow>(
+      conn,
+      `WITH p AS (
+         SELECT *, (expires_at IS NOT NULL AND expires_at <= clock_timestamp()) AS expired
+           FROM ledger_pending_transfers WHERE id = ? FOR UPDATE
+       ), a AS (
+         SELECT ledger_accounts.id FROM ledger_accounts, p
+          WHERE ledger_accounts.id IN (p.debit_account_id, p.credit_account_id) AND p.state = 'pending'
+          ORDER BY ledger_accounts.id FOR UPDATE OF ledger_accounts
+       )
+       SELECT p.*, (SELECT count(*) FROM a)::int AS locked_accounts FROM p`,
       [id],
     );
     if (!row) throw pendingNotFound(id);
@@ -362,6 +390,7 @@ export function createLedger(database: Knex): Ledger {
   async function transfer(
     input: InputOf<'transfer'>,
     trx?: Knex.Transaction,
+    join: LedgerJoin = 'savepoint',
   ): Promise<LedgerTransaction> {
     const key = validateKey(input.idempotency_key);
     const description = validateDescription(input.description);
@@ -381,7 +410,7 @@ export function createLedger(database: Knex): Ledger {
     });
     const requestFingerprint = fingerprint('transfer', { description, postings, metadata });
 
-    return atomically(trx, async (conn) => {
+    return atomically(trx, join, async (conn) => {
       const loadResult = (row: KeyRow) => loadTransaction(conn, row.transaction_id!);
       let accounts: Map<string, AccountRow>;
       try {
@@ -468,6 +497,7 @@ export function createLedger(database: Knex): Ledger {
   async function createPendingTransfer(
     input: InputOf<'createPendingTransfer'>,
     trx?: Knex.Transaction,
+    join: LedgerJoin = 'savepoint',
   ): Promise<PendingTransfer> {
     const key = validateKey(input.idempotency_key);
     const description = validateDescription(input.description);
@@ -494,7 +524,7 @@ export function createLedger(database: Knex): Ledger {
       metadata,
     });
 
-    return atomically(trx, async (conn) => {
+    return atomically(trx, join, async (conn) => {
       const loadResult = async (row: KeyRow) => toPending(await loadPending(conn, row.pending_transfer_id!));
       let accounts: Map<string, AccountRow>;
       try {
@@ -565,16 +595,17 @@ export function createLedger(database: Knex): Ledger {
     operation: 'post_pending' | 'void_pending',
     input: InputOf<'postPendingTransfer'>,
     trx: Knex.Transaction | undefined,
+    join: LedgerJoin,
   ): Promise<PendingTransfer> {
     const key = validateKey(input.idempotency_key);
     if (typeof input.pending_transfer_id !== 'string') throw pendingNotFound(String(input.pending_transfer_id));
     const pendingId = input.pending_transfer_id.toLowerCase();
     const requestFingerprint = fingerprint(operation, { pendingId });
-    return atomically(trx, async (conn) => {
+    return atomically(trx, join, async (conn) => {
       const loadResult = async (row: KeyRow) => toPending(await loadPending(conn, row.pending_transfer_id!));
       let pending: PendingRow;
       try {
-        pending = await loadPending(conn, pendingId, true);
+        pending = await lockPendingAndAccounts(conn, pendingId);
       } catch (error) {
         return replayOr(conn, key, operation, requestFingerprint, loadResult, error);
       }
@@ -589,12 +620,12 @@ export function createLedger(database: Knex): Ledger {
         );
         return replayOr(conn, key, operation, requestFingerprint, loadResult, error);
       }
-      await lockAccounts(conn, [pending.debit_account_id, pending.credit_account_id]);
       const amount = BigInt(pending.amount_units).toString();
-      let written: Array<{ id: string }>;
+      // The resolved transfer comes back from the statement itself (RETURNING *): no second read.
+      let written: PendingRow[];
       if (operation === 'post_pending') {
         const transactionId = randomUUID();
-        written = await rows<{ id: string }>(
+        written = await rows<PendingRow>(
           conn,
           `WITH k AS (
              INSERT INTO ledger_idempotency_keys (idempotency_key, operation, request_fingerprint, pending_transfer_id, transaction_id)
@@ -614,7 +645,7 @@ export function createLedger(database: Knex): Ledger {
            )
            UPDATE ledger_pending_transfers SET state = 'posted', posted_transaction_id = ?, resolved_at = now()
             WHERE id = ? AND EXISTS (SELECT 1 FROM k)
-           RETURNING id`,
+           RETURNING *`,
           [
             key,
             requestFingerprint,
@@ -643,7 +674,7 @@ export function createLedger(database: Knex): Ledger {
           ],
         );
       } else {
-        written = await rows<{ id: string }>(
+        written = await rows<PendingRow>(
           conn,
           `WITH k AS (
              INSERT INTO ledger_idempotency_keys (idempotency_key, operation, request_fingerprint, pending_transfer_id)
@@ -654,7 +685,7 @@ export function createLedger(database: Knex): Ledger {
            )
            UPDATE ledger_pending_transfers SET state = 'voided', resolved_at = now()
             WHERE id = ? AND EXISTS (SELECT 1 FROM k)
-           RETURNING id`,
+           RETURNING *`,
           [key, requestFingerprint, pending.id, amount, pending.debit_account_id, pending.id],
         );
       }
@@ -663,7 +694,7 @@ export function createLedger(database: Knex): Ledger {
         if (!existing) throw new Error(`idempotency key ${key} neither inserted nor found`);
         return loadResult(existing);
       }
-      return toPending(await loadPending(conn, pending.id));
+      return toPending(written[0]!);
     });
   }
 
@@ -768,8 +799,8 @@ export function createLedger(database: Knex): Ledger {
     platformAccount: (kind, currency, trx) => openAccount({ owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind }, trx),
     transfer,
     createPendingTransfer,
-    postPendingTransfer: (input, trx) => resolvePending('post_pending', input, trx),
-    voidPendingTransfer: (input, trx) => resolvePending('void_pending', input, trx),
+    postPendingTransfer: (input, trx, join = 'savepoint') => resolvePending('post_pending', input, trx, join),
+    voidPendingTransfer: (input, trx, join = 'savepoint') => resolvePending('void_pending', input, trx, join),
     getPendingTransfer,
     entriesOf,
     check,

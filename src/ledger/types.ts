@@ -91,7 +91,18 @@ export interface LedgerCheck {
   imbalances: string[];
 }
 
-/** `trx` lets a capability write its own rows in the same database transaction as the posting. */
+/**
+ * How a write given the caller's transaction `trx` joins it. `savepoint` (the default): inside a savepoint, so a
+ * failure leaves the caller's transaction usable and unchanged. `direct`: in the caller's transaction itself, two
+ * statements (SAVEPOINT, RELEASE) fewer, for a caller that rolls its whole transaction back on any failure of the
+ * write.
+ */
+export type LedgerJoin = 'savepoint' | 'direct';
+
+/**
+ * `trx` lets a capability write its own rows in the same database transaction as the posting; `join` says how
+ * (default `savepoint`).
+ */
 export interface Ledger {
   /** Opens the account, or returns the existing one for the same (owner_type, owner_id, currency, kind). */
   openAccount(
@@ -112,6 +123,7 @@ export interface Ledger {
   transfer(
     input: { idempotency_key: string; description: string; postings: Posting[]; metadata?: Record<string, unknown> },
     trx?: Knex.Transaction,
+    join?: LedgerJoin,
   ): Promise<LedgerTransaction>;
 
   /** Places a hold of `amount_units` on the debit account (reduces its available balance). */
@@ -126,16 +138,19 @@ export interface Ledger {
       metadata?: Record<string, unknown>;
     },
     trx?: Knex.Transaction,
+    join?: LedgerJoin,
   ): Promise<PendingTransfer>;
   /** Posts the full held amount: debit → credit, hold released. Exactly once; repeats with the same key return it. */
   postPendingTransfer(
     input: { pending_transfer_id: string; idempotency_key: string },
     trx?: Knex.Transaction,
+    join?: LedgerJoin,
   ): Promise<PendingTransfer>;
   /** Releases the hold without moving money. Exactly once. */
   voidPendingTransfer(
     input: { pending_transfer_id: string; idempotency_key: string },
     trx?: Knex.Transaction,
+    join?: LedgerJoin,
   ): Promise<PendingTransfer>;
   getPendingTransfer(pending_transfer_id: string, trx?: Knex.Transaction): Promise<PendingTransfer>;
 

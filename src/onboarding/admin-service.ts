@@ -131,7 +131,12 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
     },
 
     async setPartnerStatus(request) {
-      const partner = await setPartnerStatus(deps.database, request.partnerId, request.status === MerchantStatus.SUSPENDED ? 'suspended' : 'active');
+      const status = request.status === MerchantStatus.SUSPENDED ? 'suspended' : 'active';
+      const partner = await deps.database.transaction(async (trx) => {
+        const changed = await setPartnerStatus(trx, request.partnerId, status);
+        await deps.authChanges.publish(trx, { partner_id: changed.id });
+        return changed;
+      });
       deps.logger.info({ partner_id: partner.id, status: partner.status }, 'partner status changed');
       return { partnerId: partner.id, status: partner.status };
     },

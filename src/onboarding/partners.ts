@@ -138,8 +138,10 @@ export async function authenticatePartner(
 }
 
 /**
- * Suspends or resumes a partner. Every gateway call and token request reads the partner's status, so the change
- * applies on the partner's very next request in every process (issued access tokens included).
+ * Suspends or resumes a partner. Token requests read the partner's status; gateway calls read it through a cache
+ * that the caller empties in every process by announcing the change in the same transaction
+ * (`authChanges.publish(trx, { partner_id })`), so the change applies on the partner's very next request (issued
+ * access tokens included).
  * @throws DomainError not_found PARTNER_NOT_FOUND
  */
 export async function setPartnerStatus(database: Knex, partner_id: string, status: 'active' | 'suspended'): Promise<Partner> {

@@ -326,6 +326,20 @@ describe('Area C merchant API', () => {
       expect((await platform.deps.ledger.getAccount(revenue.id)).posted_units - revenueBefore).toBe(50n);
     });
 
+    it('refuses a user made inactive once a change is announced, though the parties were cached', async () => {
+      const from = await createUser(merchant);
+      const to = await createUser(merchant);
+      await fundUser(platform, from.id, 1_000n);
+      const send = () => merchant.action('transfer', { from_user_id: from.id, to_user_id: to.id, amount: 1, currency: 'USD' });
+      expect((await send()).status).toBe(200); // both parties are cached now
+      await platform.deps.database('users').where({ id: to.id }).update({ status: 'inactive' });
+      await platform.deps.database.transaction((trx) => platform.deps.authChanges.publish(trx, {}));
+      const refused = await send();
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toEqual({ to_user_id: [expect.any(String)] });
+      expect((await balances(platform, to.id)).posted).toBe(100n);
+    });
+
     it('requires fees_currency whenever fees_amount is sent', async () => {
       const response = await merchant.action('transfer', { from_user_id: 1, to_user_id: 2, amount: 1, currency: 'USD', fees_amount: 0.1 });
       expect(response.body).toEqual({ ...BAD_REQUEST, error: { fees_currency: [MESSAGES.feesCurrencyRequired] } });

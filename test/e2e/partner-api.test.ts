@@ -390,6 +390,27 @@ describe('confirm.fundTransfer', () => {
     expectError(again, 400, 'USED', 'The pre-transfer id was already used.');
   });
 
+  it('refuses a partner_transaction_id used by another pre-transfer, moving nothing, and confirms it with a new one', async () => {
+    const first = await created(1.5);
+    const second = await created(2.5);
+    const transactionId = nextRef('TX');
+    expectOk(await partner.gateway({ service: CONFIRM, pre_transfer_id: first.pre_transfer_id, partner_transaction_id: transactionId }));
+    const walletBefore = await walletOf(receiver);
+    const floatBefore = await platform.deps.ledger.getAccount(floatAccountId);
+    const clash = await partner.gateway({ service: CONFIRM, pre_transfer_id: second.pre_transfer_id, partner_transaction_id: transactionId });
+    expectError(clash, 400, 'VALIDATIONERROR', 'duplicate partner_transaction_id');
+    // The refused confirm's post was undone with its transaction: the hold is still held, nothing moved.
+    expect(await walletOf(receiver)).toBe(walletBefore);
+    expect(await platform.deps.ledger.getAccount(floatAccountId)).toMatchObject({
+      posted_units: floatBefore.posted_units,
+      held_units: floatBefore.held_units,
+    });
+    const row = await platform.deps.database('pre_transfers').where({ id: second.pre_transfer_id }).first();
+    expect(row).toMatchObject({ state: 'pending', partner_transaction_id: null, fund_transfer_id: null });
+    expectOk(await partner.gateway({ service: CONFIRM, pre_transfer_id: second.pre_transfer_id, partner_transaction_id: nextRef('TX') }));
+    expect(await walletOf(receiver)).toBe(walletBefore + 250n);
+  });
+
   it.each([
     ['an unknown pre_transfer_id', 'PTNOSUCHTRANSFER'],
     ['a malformed pre_transfer_id', 'PT-../../etc'],

@@ -7,10 +7,10 @@
  * Errors: the reasons of PAYIN_REASONS and WEBHOOK_REASONS, UNAUTHENTICATED and VALIDATION_FAILED. The Area B
  * façade turns them into the documented messages (rest-facade/payin/contract.ts).
  */
-import { LRUCache } from 'lru-cache';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { randomInt } from 'node:crypto';
+import { changeAwareCache } from '../../auth-changes';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
@@ -199,22 +199,11 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
   /**
    * Active merchants by SHA-256 of their API key, for AUTH_CACHE_SECONDS (this service's own cache). Only active
    * merchants are kept: an unknown or suspended key is looked up every time; a suspension announced through
-   * `authChanges` empties the cache at once. Bounded, least recently used evicted.
+   * `authChanges` empties the cache at once.
    */
-  const ttl_ms = deps.config.AUTH_CACHE_SECONDS * 1000;
-  const apiKeys = ttl_ms > 0 ? new LRUCache<string, Merchant>({ max: API_KEY_CACHE_MAX, ttl: ttl_ms }) : undefined;
-  // A suspension (or any credential change) drops the cache at once, in every process.
-  deps.authChanges.subscribe(() => apiKeys?.clear());
-
-  async function merchantOfApiKey(api_key: string): Promise<Merchant | undefined> {
-    if (!apiKeys || !deps.authChanges.listening) return findMerchantByApiKey(deps.database, api_key);
-    const key = sha256Hex(api_key);
-    const hit = apiKeys.get(key);
-    if (hit) return hit;
-    const merchant = await findMerchantByApiKey(deps.database, api_key);
-    if (merchant?.status === 'active') apiKeys.set(key, merchant);
-    return merchant;
-  }
+  const apiKeys = changeAwareCache<Merchant>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: API_KEY_CACHE_MAX });
+  const merchantOfApiKey = (api_key: string) =>
+    apiKeys.get(sha256Hex(api_key), () => findMerchantByApiKey(deps.database, api_key), (merchant) => merchant.status === 'active');
 
   /**
    * The merchant owning `api_key`. Unknown keys are counted per key and per client address (src/abuse): past the

@@ -11,14 +11,16 @@ import type { Knex } from '../../db/knex';
 import type { Account, PendingTransfer } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
 import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
-import { deletePreTransfer, findPartnerTransactionClash, lockPreTransfer, markConfirmed, markExpired } from './store';
+import { deletePreTransfer, lockPreTransfer, markConfirmed, markExpired } from './store';
 
 function nonRetryable(reason: PreTransferReason, detail: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(detail, reason);
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
+/** The unique index on (partner_id, partner_transaction_id) refused the row. */
+function isPartnerTransactionClash(error: unknown): boolean {
+  const { code, constraint } = error as { code?: string; constraint?: string };
+  return code === '23505' && typeof constraint === 'string' && constraint.includes('partner_transaction_id');
 }
 
 /** The receiver's USD wallet, or undefined when the user has none (then it is not eligible). */
@@ -28,7 +30,7 @@ export function findReceiverWallet(deps: Pick<PlatformDeps, 'ledger'>, receiver_
 
 /**
  * Holds `amount_units` (minor units) on the partner float for the receiver's wallet, inside `trx`, expiring with the
- * pre-transfer.
+ * pre-transfer. Written in `trx` itself (no savepoint): the caller rolls `trx` back when the hold fails.
  * @throws DomainError INSUFFICIENT_PARTNER_BALANCE when the available float is below the amount.
  */
 export async function holdPreTransfer(
@@ -56,6 +58,7 @@ export async function holdPreTransfer(
         metadata: { pre_transfer_id: input.pre_transfer_id, partner_id: input.partner_id, out_trade_no: input.out_trade_no },
       },
       trx,
+      'direct',
     );
   } catch (error) {
     if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
@@ -97,11 +100,15 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
           // with a retried activity and with the ledger's own expiry of the hold.
           if (row.state === 'confirmed') return { fund_transfer_id: row.fund_transfer_id as string };
           if (row.state === 'expired') throw nonRetryable('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
-          if (await findPartnerTransactionClash(trx, row.partner_id, input.partner_transaction_id, row.id)) {
-            throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
-          }
+          // Every failure below rolls the whole transaction back, so the post joins it directly. A
+          // partner_transaction_id used before fails markConfirmed on the unique index (caught below), which undoes
+          // the post with it: no query of its own on the way to every confirm.
           try {
-            await deps.ledger.postPendingTransfer({ pending_transfer_id: row.pending_transfer_id, idempotency_key: input.idempotency_key }, trx);
+            await deps.ledger.postPendingTransfer(
+              { pending_transfer_id: row.pending_transfer_id, idempotency_key: input.idempotency_key },
+              trx,
+              'direct',
+            );
           } catch (error) {
             if (error instanceof DomainError && error.reason === 'PENDING_TRANSFER_EXPIRED') {
               throw nonRetryable('PRE_TRANSFER_EXPIRED', 'the hold expired');
@@ -112,8 +119,8 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
           return { fund_transfer_id: input.fund_transfer_id };
         });
       } catch (error) {
-        // The unique index on (partner_id, partner_transaction_id) guards the race between two pre-transfers.
-        if (isUniqueViolation(error)) throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
+        // The unique index on (partner_id, partner_transaction_id): the id was used by another pre-transfer.
+        if (isPartnerTransactionClash(error)) throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
         throw error;
       }
     },

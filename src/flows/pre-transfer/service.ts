@@ -14,8 +14,9 @@ import { signRsa2 } from '../../crypto/rsa2';
 import { canonicalJson } from '../../crypto/rsa2-json';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
+import { changeAwareCache } from '../../auth-changes';
 import { isCurrency, parseJsonLossless } from '../../money';
-import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type User } from '../../onboarding';
+import { authenticatePartner, findUserByPhone, getPartner, getUser, normalizePhone, type Partner, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { startWorkflow } from '../../temporal/client';
@@ -28,6 +29,8 @@ import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-t
 import { findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, type PreTransferRow } from './store';
 
 const ALPHANUMERIC_64 = /^[A-Za-z0-9]{1,64}$/;
+/** Most active partners kept in a process's partner cache. */
+const PARTNER_CACHE_MAX = 10_000;
 /** User ids are PostgreSQL bigserial values. */
 const MAX_USER_ID = 9_223_372_036_854_775_807n;
 
@@ -69,6 +72,14 @@ async function findReceiver(deps: PlatformDeps, receiver_id: string): Promise<Us
 
 export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof TransferService> {
   const key = accessTokenKey(deps.keys.dataKey);
+  // Active partners by id, for AUTH_CACHE_SECONDS: a gateway call reads its partner twice (authorization, then the
+  // float of a create) and every call once. A suspension announced through `authChanges` empties the cache at once
+  // in every process, so it still applies on the partner's very next request.
+  const partners = changeAwareCache<Partner>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: PARTNER_CACHE_MAX });
+  const activePartner = async (partner_id: string): Promise<Partner | undefined> => {
+    const partner = await partners.get(partner_id, () => getPartner(deps.database, partner_id), (found) => found.status === 'active');
+    return partner?.status === 'active' ? partner : undefined;
+  };
 
   /** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
   async function startPreTransferWorkflow(id: string, ttl_seconds: number): Promise<void> {
@@ -141,8 +152,8 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
     async authorizeGatewayRequest(request) {
       if (!request.accessToken) throw unauthenticated();
       const partnerId = await verifyAccessToken(key, request.accessToken);
-      const partner = partnerId ? await getPartner(deps.database, partnerId) : undefined;
-      if (!partner || partner.status !== 'active') throw unauthenticated();
+      const partner = partnerId ? await activePartner(partnerId) : undefined;
+      if (!partner) throw unauthenticated();
       await deps.abuse.consumeRequest(`partner:${partner.id}`);
       return { partnerId: partner.id, partnerPublicKeyPem: partner.public_key_pem };
     },
@@ -177,10 +188,12 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
 
       const receiver = await findReceiver(deps, request.receiverId);
       if (!receiver || receiver.status !== 'active' || !receiver.eligible) throw refuse('RECEIVER_NOT_ELIGIBLE');
-      const wallet = await findReceiverWallet(deps, receiver.id);
-      if (!wallet) throw refuse('RECEIVER_NOT_ELIGIBLE', 'receiver has no USD wallet');
-      const partner = await getPartner(deps.database, request.partnerId);
-      if (!partner || partner.status !== 'active') throw unauthenticated();
+      // A USD user's own wallet (opened with the user) is the USD wallet: no ledger lookup for it.
+      const walletAccountId =
+        receiver.currency === 'USD' && receiver.wallet_account_id ? receiver.wallet_account_id : (await findReceiverWallet(deps, receiver.id))?.id;
+      if (!walletAccountId) throw refuse('RECEIVER_NOT_ELIGIBLE', 'receiver has no USD wallet');
+      const partner = await activePartner(request.partnerId);
+      if (!partner) throw unauthenticated();
 
       const id = `PT${randomBytes(16).toString('hex').toUpperCase()}`;
       const ttl = deps.config.PRE_TRANSFER_TTL_SECONDS;
@@ -192,7 +205,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
             partner_id: partner.id,
             out_trade_no: request.outTradeNo,
             float_account_id: partner.float_account_id,
-            wallet_account_id: wallet.id,
+            wallet_account_id: walletAccountId,
             amount_units: amountUnits,
             ttl_seconds: ttl,
           });

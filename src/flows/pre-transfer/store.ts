@@ -53,18 +53,6 @@ export function findPreTransfer(database: Knex, where: Partial<PreTransferRow>):
   return database<PreTransferRow>('pre_transfers').where(where).first();
 }
 
-/** The partner's pre-transfer confirmed with `partner_transaction_id`, other than `exceptId`. */
-export async function findPartnerTransactionClash(
-  database: Knex,
-  partner_id: string,
-  partner_transaction_id: string,
-  exceptId?: string,
-): Promise<{ id: string } | undefined> {
-  const query = database<PreTransferRow>('pre_transfers').where({ partner_id, partner_transaction_id });
-  if (exceptId) query.whereNot({ id: exceptId });
-  return query.first('id');
-}
-
 /** Inserts a pending pre-transfer expiring `ttl_seconds` from the database's clock. */
 export async function insertPreTransfer(trx: Knex.Transaction, row: NewPreTransferRow): Promise<PreTransferRow> {
   const [inserted] = await trx<PreTransferRow>('pre_transfers')

@@ -7,6 +7,7 @@
  * Tenant isolation (platform decisions §7): a merchant reaches only the users it created and its own preorders
  * and blocked money; any other id is answered exactly like an unknown one.
  */
+import { changeAwareCache } from '../../auth-changes';
 import type { Knex } from '../../db/knex';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError } from '../../errors';
@@ -30,12 +31,37 @@ export async function merchantUser(database: Knex, merchantId: string, userId: s
   return user;
 }
 
+/** Reads the parties of transfers (see `transferPartyLookup`). */
+export type TransferPartyLookup = (ids: string[]) => Promise<TransferParty[]>;
+
+/** Most transfer parties kept in a process's cache. */
+const TRANSFER_PARTY_CACHE_MAX = 10_000;
+
 /**
- * Both parties of a transfer in one query (one database round trip instead of two per /do-action transfer,
- * bench `wallet`); each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first).
+ * The parties of transfers, for AUTH_CACHE_SECONDS: a merchant's users move money again and again, and of what a
+ * transfer reads (merchant, currency, wallet account, status) only `status` can change. Active users only; an
+ * announced credential change (`authChanges`) empties the cache in every process, and a user made inactive directly
+ * in the database applies once its entry expires. Whatever is not cached is read in one query for both parties.
  */
-async function transferParties(database: Knex, merchantId: string, fromUserId: string, toUserId: string): Promise<[TransferParty, TransferParty]> {
-  const rows = await findTransferParties(database, [fromUserId, toUserId]);
+export function transferPartyLookup(deps: Pick<PlatformDeps, 'database' | 'authChanges' | 'config'>): TransferPartyLookup {
+  const cache = changeAwareCache<TransferParty>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: TRANSFER_PARTY_CACHE_MAX });
+  return async (ids) => {
+    const valid = ids.filter((id) => USER_ID.test(id)).map((id) => BigInt(id).toString());
+    let missing: Promise<TransferParty[]> | undefined;
+    const load = async (id: string) => (await (missing ??= findTransferParties(deps.database, valid))).find((row) => row.id === id);
+    const found = await Promise.all(valid.map((id) => cache.get(id, () => load(id), (party) => party.status === 'active')));
+    return found.filter((party) => party !== undefined);
+  };
+}
+
+/** Both parties of a transfer; each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first). */
+async function transferParties(
+  parties: TransferPartyLookup,
+  merchantId: string,
+  fromUserId: string,
+  toUserId: string,
+): Promise<[TransferParty, TransferParty]> {
+  const rows = await parties([fromUserId, toUserId]);
   const party = (userId: string, field: string): TransferParty => {
     const user = USER_ID.test(userId) ? rows.find((row) => row.id === BigInt(userId).toString()) : undefined;
     if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
@@ -71,6 +97,7 @@ export function newReference(prefix: string): string {
  */
 export async function transfer(
   deps: PlatformDeps,
+  parties: TransferPartyLookup,
   input: {
     merchantId: string;
     fromUserId: string;
@@ -82,7 +109,7 @@ export async function transfer(
     reference?: string;
   },
 ): Promise<string> {
-  const [from, to] = await transferParties(deps.database, input.merchantId, input.fromUserId, input.toUserId);
+  const [from, to] = await transferParties(parties, input.merchantId, input.fromUserId, input.toUserId);
   checkWalletCurrency(from, input.currency, 'from_user_id');
   checkWalletCurrency(to, input.currency, 'to_user_id');
   const reference = input.reference ?? newReference('TRF');

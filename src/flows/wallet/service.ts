@@ -20,7 +20,7 @@ import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
 import { authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
 import { generatePreOrder } from '../../preorders';
-import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer } from './activities';
+import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer, transferPartyLookup } from './activities';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES } from './contract';
 import { problem } from '../../field-problems';
 
@@ -71,6 +71,7 @@ function phoneOrFail(text: string | undefined): string | undefined {
 
 export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof WalletService> {
   const { database } = deps;
+  const parties = transferPartyLookup(deps);
   // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
   const { requireMerchant } = deps.merchantAuth;
   return {
@@ -224,7 +225,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [problem('same_user')] });
       const amountUnits = positive(request.amountUnits, 'amount');
       const move = (reference?: string) =>
-        transfer(deps, { merchantId, fromUserId: request.fromUserId, toUserId: request.toUserId, amountUnits, currency, feesAmountUnits: request.feesAmountUnits, reference });
+        transfer(deps, parties, { merchantId, fromUserId: request.fromUserId, toUserId: request.toUserId, amountUnits, currency, feesAmountUnits: request.feesAmountUnits, reference });
       return answerIdempotently(
         deps.idempotency,
         {

@@ -1,0 +1,70 @@
+/**
+ * Database round trips per business operation, counted (not timed): every statement a hot path sends costs a
+ * network round trip and a share of PostgreSQL on every request, so each path has a budget that a change adding a
+ * statement must raise here on purpose (an exact count: a change that saves one lowers it here too). The counts are those of a warm process (credential and party caches
+ * filled by a first operation), with api, façade and worker roles in one process sharing one pool.
+ */
+import { createPartner, createUser } from '../../src/onboarding';
+import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
+import { onboardMerchantClient } from '../support/merchant-client';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { fundUser } from '../support/wallets';
+
+let platform: TestPlatform;
+let statements: string[] = [];
+
+beforeAll(async () => {
+  platform = await startTestPlatform();
+  platform.deps.database.on('query', (query: { sql: string }) => statements.push(query.sql));
+});
+afterAll(() => platform.stop());
+
+/** The statements `work` sent through the platform's pool. */
+async function counted(work: () => Promise<void>): Promise<string[]> {
+  statements = [];
+  await work();
+  return statements;
+}
+
+it('a partner pre-transfer, created and confirmed, takes 15 statements', async () => {
+  const keys = generatePartnerKeys();
+  const { credentials } = await createPartner(platform.deps, { name: 'Round Trip Partner', public_key_pem: keys.publicKeyPem, float_units: 100_000n });
+  const receiver = await createUser(platform.deps, { phone_number: '012777001', first_name: 'Dara', last_name: 'Sok', currency: 'USD' });
+  const partner = new PartnerClient(platform.facadeUrl, credentials, keys, platform.deps.keys.publicKeyPem);
+  expect((await partner.token()).status).toBe(200);
+  let sequence = 0;
+  const transfer = async () => {
+    sequence += 1;
+    const created = await partner.gateway({
+      service: 'create.unified.fundTransfer', out_trade_no: `RT${sequence}${Date.now()}`, receiver_id: receiver.id, sender_name: 'Round Trip',
+      amount: 1, currency: 'USD',
+    });
+    expect(created.body).toMatchObject({ success: true });
+    const id = (created.body.data as { pre_transfer_id: string }).pre_transfer_id;
+    const confirmed = await partner.gateway({ service: 'confirm.fundTransfer', pre_transfer_id: id, partner_transaction_id: `RTX${sequence}${Date.now()}` });
+    expect(confirmed.body).toMatchObject({ success: true });
+  };
+  await transfer();
+  const sent = await counted(transfer);
+  expect(sent).toHaveLength(15);
+  // The hold and the post join their callers' transactions directly (no savepoints).
+  expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
+});
+
+it('an Area C /do-action transfer takes 4 statements: the ledger transfer alone', async () => {
+  const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
+  expect((await client.login()).status).toBe(200);
+  const ids: string[] = [];
+  for (const name of ['One', 'Two']) {
+    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
+    expect(created.status).toBe(200);
+    ids.push(String(created.body.data.id));
+  }
+  await fundUser(platform, ids[0]!, 1_000n);
+  const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 0.01, currency: 'USD' }, credentials.private_key!));
+  const send = async () => expect((await client.post('/do-action', {}, { raw: body })).status).toBe(200);
+  await send();
+  const sent = await counted(send);
+  expect(sent).toHaveLength(4);
+});
