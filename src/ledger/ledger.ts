@@ -306,7 +306,8 @@ export function createLedger(database: Knex): Ledger {
 
   /**
    * Locks a pending transfer and, while it is pending, both its accounts (in id order, as every writer locks
-   * accounts), in one statement: the post or void that follows needs no other lock.
+   * accounts), in one statement: the post or void that follows needs no other lock. The count of `a` is read only
+   * because PostgreSQL does not run a CTE that nothing reads.
    */
   async function lockPendingAndAccounts(conn: Conn, id: string): Promise<PendingRow> {
     if (!UUID_PATTERN.test(id)) throw pendingNotFound(id);

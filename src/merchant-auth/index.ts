@@ -16,7 +16,7 @@ import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { problem } from '../field-problems';
 import { DomainError } from '../errors';
 import type { AbuseLimits } from '../abuse';
-import type { AuthChanges } from '../auth-changes';
+import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
 import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import { authenticateMerchant, type Merchant } from '../onboarding';
 
@@ -114,20 +114,14 @@ export async function openSession(database: Knex, merchantId: string, ttlSeconds
  * The session must exist, belong to `merchantId` and not be expired. @returns its expiry.
  * @throws DomainError unauthenticated SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED (field `token`)
  */
-async function checkSession(
-  database: Knex,
-  merchantId: string,
-  token: string,
-  sessions: LRUCache<string, SessionRow> | undefined,
-  cacheSeconds: number,
-): Promise<Date> {
+async function checkSession(database: Knex, merchantId: string, token: string, sessions: ChangeAwareCache<SessionRow>): Promise<Date> {
   if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_PROBLEMS.tokenMissing] });
   const token_hash = sha256Hex(token);
-  let row = sessions?.get(token_hash);
-  if (!row) {
-    row = (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined;
-    if (row && sessions) sessions.set(token_hash, row, { ttl: cacheSeconds * 1000 });
-  }
+  const row = await sessions.get(
+    token_hash,
+    async () => (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined,
+    () => true,
+  );
   if (!row || row.merchant_id !== merchantId) {
     throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_PROBLEMS.tokenInvalid] });
   }
@@ -195,24 +189,17 @@ export function createMerchantAuth(deps: {
   /** Counts each verified request against the merchant's request rate (src/abuse). */
   abuse: Pick<AbuseLimits, 'consumeRequest'>;
 }): MerchantAuth {
-  const cacheSeconds = deps.config.AUTH_CACHE_SECONDS;
-  const merchants = cacheSeconds > 0 ? new LRUCache<string, Merchant>({ max: AUTH_CACHE_MAX }) : undefined;
-  const sessions = cacheSeconds > 0 ? new LRUCache<string, SessionRow>({ max: AUTH_CACHE_MAX }) : undefined;
   // A suspension (or any credential change) drops the cached lookups at once, in every process.
-  deps.authChanges.subscribe(() => {
-    merchants?.clear();
-    sessions?.clear();
-  });
+  const cacheOptions = { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: AUTH_CACHE_MAX };
+  const merchants = changeAwareCache<Merchant>(deps.authChanges, cacheOptions);
+  const sessions = changeAwareCache<SessionRow>(deps.authChanges, cacheOptions);
   const publicKeyOf = publicKeyCache();
 
+  /** A failed check throws inside the lookup, so only verified merchant headers are kept. */
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
-    if (!merchants || !deps.authChanges.listening || !envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
+    if (!envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
     const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
-    const hit = merchants.get(key);
-    if (hit) return hit;
-    const merchant = await authenticateEnvelope(deps.database, envelope);
-    merchants.set(key, merchant, { ttl: cacheSeconds * 1000 });
-    return merchant;
+    return (await merchants.get(key, () => authenticateEnvelope(deps.database, envelope), () => true))!;
   }
 
   async function authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string> {
@@ -222,7 +209,7 @@ export function createMerchantAuth(deps: {
         (error: unknown) => ({ error }),
       ),
       (envelope?.merchantId
-        ? checkSession(deps.database, envelope.merchantId, sessionToken, deps.authChanges.listening ? sessions : undefined, cacheSeconds)
+        ? checkSession(deps.database, envelope.merchantId, sessionToken, sessions)
         : Promise.resolve(undefined)
       ).then(
         (expiresAt) => (expiresAt === undefined ? {} : { expiresAt: expiresAt.getTime() }),

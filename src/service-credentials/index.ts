@@ -10,7 +10,7 @@
  *   admin   every service (AdminService, LedgerService, operator reads and writes of the others)
  *   facade  the services the REST façade calls (transfer, payin, wallet, instrument, deposit, health)
  */
-import type { AuthChanges } from '../auth-changes';
+import { changeAwareCache, type AuthChanges } from '../auth-changes';
 import { matchesSha256, randomHex, randomToken, sha256Hex } from '../crypto/secrets';
 import type { Knex } from '../db/knex';
 
@@ -99,37 +99,42 @@ export interface CredentialVerifier {
   verify(token: string): Promise<CallerIdentity | undefined>;
 }
 
+/** What verification reads of an unrevoked credential. */
+interface CredentialRow {
+  id: string;
+  name: string;
+  scopes: ServiceScope[];
+  secret_hash: string;
+}
+
+/** Most credentials one process remembers. */
+const CREDENTIAL_CACHE_MAX = 10_000;
+
 /**
- * Verifies bearer tokens against `service_credentials`. A verified credential is remembered for at most
- * `cacheSeconds` and only while `authChanges` is listening; a revocation drops it in every process at once.
+ * Verifies bearer tokens against `service_credentials`. A credential's row is remembered for at most
+ * `cacheSeconds` and only while `authChanges` is listening (`changeAwareCache`); a revocation drops it in every
+ * process at once. The secret is compared with the row's hash on every call.
  */
 export function createCredentialVerifier(database: Knex, authChanges: AuthChanges, cacheSeconds: number): CredentialVerifier {
-  const cache = new Map<string, { identity: CallerIdentity; secretHash: string; until: number }>();
-  authChanges.subscribe((change) => {
-    if (change.credential_id) cache.delete(change.credential_id);
-    else if (!change.merchant_id) cache.clear();
-  });
+  const rows = changeAwareCache<CredentialRow>(authChanges, { ttlSeconds: cacheSeconds, max: CREDENTIAL_CACHE_MAX });
   return {
     async verify(token) {
       if (token.length > MAX_TOKEN_LENGTH) return undefined;
       const match = TOKEN.exec(token);
       if (!match) return undefined;
       const [, id, secret] = match as unknown as [string, string, string];
-      const cached = cache.get(id);
-      if (cached && cached.until > Date.now() && authChanges.listening) {
-        return matchesSha256(secret, cached.secretHash) ? cached.identity : undefined;
-      }
-      const row = (await database('service_credentials').where({ id }).whereNull('revoked_at').first('id', 'name', 'scopes', 'secret_hash')) as
-        | { id: string; name: string; scopes: ServiceScope[]; secret_hash: string }
-        | undefined;
+      const row = await rows.get(
+        id,
+        async () =>
+          (await database('service_credentials').where({ id }).whereNull('revoked_at').first('id', 'name', 'scopes', 'secret_hash')) as
+            | CredentialRow
+            | undefined,
+        () => true,
+      );
       // Unknown ids still cost one hash comparison, so an unknown id and a wrong secret take comparable time.
       const matches = matchesSha256(secret, row?.secret_hash ?? '0'.repeat(64));
       if (!row || !matches) return undefined;
-      const identity: CallerIdentity = { id: row.id, name: row.name, scopes: row.scopes };
-      if (cacheSeconds > 0 && authChanges.listening) {
-        cache.set(id, { identity, secretHash: row.secret_hash, until: Date.now() + cacheSeconds * 1000 });
-      }
-      return identity;
+      return { id: row.id, name: row.name, scopes: row.scopes };
     },
   };
 }
