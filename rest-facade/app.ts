@@ -148,7 +148,10 @@ export function createFacadeApp(options: {
     const incoming = ctx.get('X-Request-Id');
     const requestId = REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
     ctx.state.requestId = requestId;
-    ctx.state.logger = options.logger.child({ request_id: requestId });
+    // The request's child logger is made when something logs (a child costs its bindings' serialisation and
+    // redaction, on every request otherwise).
+    let logger: Logger | undefined;
+    Object.defineProperty(ctx.state, 'logger', { get: () => (logger ??= options.logger.child({ request_id: requestId })), enumerable: true });
     ctx.state.clients = options.clients;
     ctx.state.config = options.config;
     ctx.set('X-Request-Id', requestId);
@@ -165,7 +168,7 @@ export function createFacadeApp(options: {
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';
       options.metrics?.httpRequests.observe({ route, method: ctx.method, status: String(ctx.status) }, duration_ms / 1000);
       nameRequestSpan(ctx, route);
-      ctx.state.logger.info(
+      if (options.logger.isLevelEnabled('info')) ctx.state.logger.info(
         { method: ctx.method, path: loggablePath(ctx), status: ctx.status, duration_ms: Math.round(duration_ms * 10) / 10 },
         'request',
       );

@@ -216,8 +216,11 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
           PLATFORM_KEY_DIR: keyDirectory,
           // The bench's merchant receivers listen on loopback.
           OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
-          // Worker tuning under test: WORKER_* from the environment (docs/operations.md "Worker tuning").
-          ...Object.fromEntries(Object.entries(process.env).filter(([key, value]) => key.startsWith('WORKER_') && value !== undefined)),
+          // Worker tuning under test: WORKER_* and TEMPORAL_EAGER_START from the environment (docs/operations.md
+          // "Worker tuning").
+          ...Object.fromEntries(
+            Object.entries(process.env).filter(([key, value]) => (key.startsWith('WORKER_') || key === 'TEMPORAL_EAGER_START') && value !== undefined),
+          ),
           ...overrides,
         }),
       defer: (step) => steps.push(step),

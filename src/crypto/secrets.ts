@@ -83,14 +83,31 @@ export function randomHex(bytes = 16): string {
   return randomBytes(bytes).toString('hex');
 }
 
-/** `length` random characters from A–Z and 0–9 (unbiased). */
+/** Bytes drawn from the CSPRNG at a time for `randomAlphanumeric` (one call per 4 KiB, as `randomUUID` pools). */
+const RANDOM_POOL_BYTES = 4096;
+let randomPool = Buffer.alloc(0);
+let randomPoolOffset = 0;
+
+/** The next unused byte of the pool; each byte is handed out once. */
+function nextRandomByte(): number {
+  if (randomPoolOffset >= randomPool.length) {
+    randomPool = randomBytes(RANDOM_POOL_BYTES);
+    randomPoolOffset = 0;
+  }
+  return randomPool[randomPoolOffset++]!;
+}
+
+/**
+ * `length` random characters from A–Z and 0–9 (unbiased: bytes past the last whole multiple of the alphabet's size
+ * are drawn again). Bytes come from a pool of CSPRNG output: a reference is made on every money movement, and a
+ * CSPRNG call per reference cost about 1 % of a façade process's CPU.
+ */
 export function randomAlphanumeric(length: number, alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'): string {
+  const unbiasedBelow = 256 - (256 % alphabet.length);
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 256 - (256 % alphabet.length)) out += alphabet[byte % alphabet.length];
-      if (out.length === length) break;
-    }
+    const byte = nextRandomByte();
+    if (byte < unbiasedBelow) out += alphabet[byte % alphabet.length];
   }
   return out;
 }

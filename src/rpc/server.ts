@@ -8,7 +8,7 @@
 import { AdmissionRefusedError, createAdmission, type Admission, type AdmissionLimits } from '../admission';
 import { COMMON_REASONS, reasonError } from '../errors';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
-import { Code, ConnectError, createContextValues, createRouterTransport, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
+import { Code, ConnectError, createContextValues, type ConnectRouter, type Interceptor, type Transport } from '@connectrpc/connect';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -18,6 +18,7 @@ import { listenOn, trackSockets } from '../net';
 import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
+import { createDirectTransport } from './in-process-transport';
 import { errorInterceptor, validationInterceptor } from './interceptors';
 
 export interface RunningServer {
@@ -80,16 +81,12 @@ export interface RpcTls {
 }
 
 /**
- * A Connect transport to the platform routes in this process (the façade when the api role runs beside it):
- * the same Connect protocol, binary messages, interceptors and error details as the network server, without the
- * loopback HTTP/2 hop (bench `wallet`: the hop cost about a third of the façade process's CPU). With `tracing`, the
- * caller's client span and the server's span, as over the network.
+ * A Connect transport to the platform routes in this process (the façade when the api role runs beside it): the
+ * same interceptors as the network server but the credential check, and with `tracing` the caller's client span and
+ * the server's span, as over the network; no loopback hop and no message encoding (src/rpc/in-process-transport.ts).
  */
 export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics, tracing?: Tracing): Transport {
-  return createRouterTransport(routes, {
-    router: { interceptors: rpcInterceptors(logger, undefined, metrics, tracing) },
-    ...(tracing ? { transport: { interceptors: [tracing.rpcClientInterceptor] } } : {}),
-  });
+  return createDirectTransport(routes, rpcInterceptors(logger, undefined, metrics, tracing), tracing ? [tracing.rpcClientInterceptor] : []);
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */

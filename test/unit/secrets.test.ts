@@ -65,6 +65,20 @@ describe('random credentials', () => {
     const seen = new Set(Array.from({ length: 200 }, () => randomToken(16)));
     expect(seen.size).toBe(200);
   });
+
+  it('draw alphanumeric characters from a pool without repeating its bytes, across refills, uniformly', () => {
+    // 2,000 × 18 characters take about 37,000 pool bytes: nine refills of the 4 KiB pool.
+    const references = Array.from({ length: 2000 }, () => randomAlphanumeric(18));
+    expect(new Set(references).size).toBe(references.length);
+    for (const reference of references) expect(reference).toMatch(/^[A-Z0-9]{18}$/);
+    const counts = new Map<string, number>();
+    for (const character of references.join('')) counts.set(character, (counts.get(character) ?? 0) + 1);
+    // 36,000 draws over 36 characters: 1,000 each expected; a byte reused or a bias would show far outside ±20 %.
+    expect(counts.size).toBe(36);
+    for (const count of counts.values()) expect(Math.abs(count - 1000)).toBeLessThan(200);
+    // A custom alphabet keeps to its characters.
+    expect(randomAlphanumeric(64, 'AB')).toMatch(/^[AB]{64}$/);
+  });
 });
 
 describe('AES-256-GCM secrets', () => {
