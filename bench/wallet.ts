@@ -111,7 +111,7 @@ export async function run(): Promise<BenchResult> {
       rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
       ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.per_second / ledger.per_second, goal: 0.5 }],
       notes: [
-        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC over the in-process Connect transport (merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time) + ledger.transfer (4 statements, as the direct call)',
+        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time) + ledger.transfer (4 statements, as the direct call)',
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
         `CPU per operation (less noisy than rates on a shared machine): façade process ${facadeCpuMs.toFixed(2)} ms, ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
       ],

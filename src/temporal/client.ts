@@ -41,8 +41,8 @@ export async function connectTemporal(
   const connection = await Connection.connect({ address, connectTimeout: '10s', ...security });
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
   // promise hook for every promise the process creates from then on: about a tenth of the api role's CPU (bench
-  // `wallet`). Nothing here calls withDeadline/withMetadata/withAbortSignal, the only users of that
-  // storage; a later call would simply switch it on again.
+  // `wallet`). Only a request that waits on Temporal switches it on again (withRequestDeadline's withDeadline,
+  // src/temporal/deadline.ts), so a process serving no such request (Area C money movements, say) never pays it.
   connection.callContextStorage.disable();
   const client = new Client({ connection, namespace, interceptors });
   return { client, connection, taskQueue, close: () => connection.close() };
