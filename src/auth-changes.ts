@@ -117,8 +117,8 @@ export async function startAuthChanges(databaseUrl: string, logger: Logger): Pro
  * change committed. At most `max` entries, least recently used evicted.
  */
 export interface ChangeAwareCache<V> {
-  /** The cached value of `key`, else what `load` finds, kept for next time when `keep(value)` holds. */
-  get(key: string, load: () => Promise<V | undefined>, keep: (value: V) => boolean): Promise<V | undefined>;
+  /** The cached value of `key`, else what `load` finds, kept for next time when `keep(value)` holds (default: always). */
+  get(key: string, load: () => Promise<V | undefined>, keep?: (value: V) => boolean): Promise<V | undefined>;
 }
 
 export function changeAwareCache<V extends object>(
@@ -133,7 +133,7 @@ export function changeAwareCache<V extends object>(
     entries.clear();
   });
   return {
-    async get(key, load, keep) {
+    async get(key, load, keep = () => true) {
       if (!authChanges.listening) return load();
       const hit = entries.get(key);
       if (hit) return hit;

@@ -292,16 +292,18 @@ export function createLedger(database: Knex): Ledger {
     };
   }
 
-  async function loadPending(conn: Conn, id: string): Promise<PendingRow> {
+  /** One pending transfer with `expired` (past its expiry by the database's clock); `sql` selects it by id. */
+  async function pendingRow(conn: Conn, id: string, sql: (select: string) => string): Promise<PendingRow> {
     if (!UUID_PATTERN.test(id)) throw pendingNotFound(id);
-    const [row] = await rows<PendingRow>(
-      conn,
-      `SELECT *, (expires_at IS NOT NULL AND expires_at <= clock_timestamp()) AS expired
-         FROM ledger_pending_transfers WHERE id = ?`,
-      [id],
-    );
+    const select = `SELECT *, (expires_at IS NOT NULL AND expires_at <= clock_timestamp()) AS expired
+         FROM ledger_pending_transfers WHERE id = ?`;
+    const [row] = await rows<PendingRow>(conn, sql(select), [id]);
     if (!row) throw pendingNotFound(id);
     return row;
+  }
+
+  function loadPending(conn: Conn, id: string): Promise<PendingRow> {
+    return pendingRow(conn, id, (select) => select);
   }
 
   /**
@@ -309,23 +311,17 @@ export function createLedger(database: Knex): Ledger {
    * accounts), in one statement: the post or void that follows needs no other lock. The count of `a` is read only
    * because PostgreSQL does not run a CTE that nothing reads.
    */
-  async function lockPendingAndAccounts(conn: Conn, id: string): Promise<PendingRow> {
-    if (!UUID_PATTERN.test(id)) throw pendingNotFound(id);
-    const [row] = await rows<PendingRow>(
+  function lockPendingAndAccounts(conn: Conn, id: string): Promise<PendingRow> {
+    return pendingRow(
       conn,
-      `WITH p AS (
-         SELECT *, (expires_at IS NOT NULL AND expires_at <= clock_timestamp()) AS expired
-           FROM ledger_pending_transfers WHERE id = ? FOR UPDATE
-       ), a AS (
+      id,
+      (select) => `WITH p AS (${select} FOR UPDATE), a AS (
          SELECT ledger_accounts.id FROM ledger_accounts, p
           WHERE ledger_accounts.id IN (p.debit_account_id, p.credit_account_id) AND p.state = 'pending'
           ORDER BY ledger_accounts.id FOR UPDATE OF ledger_accounts
        )
        SELECT p.*, (SELECT count(*) FROM a)::int AS locked_accounts FROM p`,
-      [id],
     );
-    if (!row) throw pendingNotFound(id);
-    return row;
   }
 
   function validateAccountInput(input: { owner_type: unknown; owner_id: unknown; currency: unknown; kind: unknown }): void {

@@ -120,7 +120,6 @@ async function checkSession(database: Knex, merchantId: string, token: string, s
   const row = await sessions.get(
     token_hash,
     async () => (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined,
-    () => true,
   );
   if (!row || row.merchant_id !== merchantId) {
     throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_PROBLEMS.tokenInvalid] });
@@ -199,7 +198,7 @@ export function createMerchantAuth(deps: {
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
     if (!envelope?.merchantId) return authenticateEnvelope(deps.database, envelope);
     const key = `${envelope.merchantId}\u0000${sha256Hex(String(envelope.merchantSecretKey ?? ''))}`;
-    return (await merchants.get(key, () => authenticateEnvelope(deps.database, envelope), () => true))!;
+    return (await merchants.get(key, () => authenticateEnvelope(deps.database, envelope)))!;
   }
 
   async function authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string> {

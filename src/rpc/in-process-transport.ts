@@ -90,11 +90,14 @@ function callSignalOf(caller: AbortSignal | undefined, timeoutMs: number | undef
   };
 }
 
-/** Settles with the call's abort reason once `signal` aborts (deadline, caller's cancel), as a network client does. */
+/**
+ * Settles with the call's abort reason once its signal (`callSignalOf`, whose every reason is a ConnectError) aborts
+ * at the deadline or on the caller's cancel, as a network client does.
+ */
 function untilAborted(signal: AbortSignal): { promise: Promise<never>; cancel(): void } {
   let cancel = () => undefined as void;
   const promise = new Promise<never>((_, reject) => {
-    const onAbort = () => reject(ConnectError.from(signal.reason ?? new ConnectError('the call was canceled', Code.Canceled)));
+    const onAbort = () => reject(signal.reason as ConnectError);
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     cancel = () => signal.removeEventListener('abort', onAbort);

@@ -129,7 +129,6 @@ export function createCredentialVerifier(database: Knex, authChanges: AuthChange
           (await database('service_credentials').where({ id }).whereNull('revoked_at').first('id', 'name', 'scopes', 'secret_hash')) as
             | CredentialRow
             | undefined,
-        () => true,
       );
       // Unknown ids still cost one hash comparison, so an unknown id and a wrong secret take comparable time.
       const matches = matchesSha256(secret, row?.secret_hash ?? '0'.repeat(64));
