@@ -24,7 +24,7 @@ import { startSandboxUpstream } from '../src/sandbox/upstream';
 import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import { payinWorkflow } from '../workflows/payin';
 import type { BenchResult } from './run';
-import { measure, measureInterleaved, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { cpuAccount, cpuColumns, machineCpuGroups, measure, measureInterleaved, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 1000);
@@ -39,7 +39,9 @@ export async function run(): Promise<BenchResult> {
     const receiver = await startMerchantReceiver();
     stops.push(() => receiver.close());
     const port = await freePort();
+    const temporalMetricsPort = await freePort();
     const config = environment.config({
+      TEMPORAL_METRICS_PORT: String(temporalMetricsPort),
       HTTP_PORT: String(port),
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       UPSTREAM_PAYIN_URL: sandbox.payinUrl,
@@ -71,6 +73,24 @@ export async function run(): Promise<BenchResult> {
     };
     const invoices: string[] = [];
     let offset = 0;
+    // PayinWorkflows started by this run (the floor's and the façade's), and how many of their first workflow tasks
+    // the worker has run, from the SDK's own counter: a phase ends when its workflows have run their first task, so
+    // that the work a burst of starts leaves behind is paid by the phase that started them, not by the one after it.
+    let payinWorkflowsStarted = 0;
+    const payinTasksRun = async () => {
+      const text = await (await fetch(`http://127.0.0.1:${temporalMetricsPort}/metrics`)).text();
+      const counts = text.split('\n').filter((line) => line.startsWith('temporal_workflow_task_execution_latency_count{') && line.includes(`task_queue="${config.TEMPORAL_TASK_QUEUE}"`) && line.includes('workflow_type="payinWorkflow"'));
+      return counts.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    };
+    let firstTasksLagSeconds = 0;
+    const firstTasksRun = async () => {
+      const started = performance.now();
+      while ((await payinTasksRun()) < payinWorkflowsStarted) {
+        if (performance.now() - started > 120_000) throw new Error('the worker did not run the first task of every started PayinWorkflow within 120 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      firstTasksLagSeconds = Math.max(firstTasksLagSeconds, (performance.now() - started) / 1000);
+    };
     const facade = async (index: number) => {
       const response = await request(`${platform.facadeUrl}/api/v1/payins`, {
         method: 'POST',
@@ -80,6 +100,7 @@ export async function run(): Promise<BenchResult> {
       const text = await response.body.text();
       if (response.statusCode !== 200) throw new Error(`façade ${response.statusCode}: ${text}`);
       invoices.push(JSON.parse(text).data.invoice_reference);
+      payinWorkflowsStarted += 1;
     };
     // Warm-up (connections, JIT, workflow cache).
     await measure(50, 8, direct);
@@ -93,6 +114,7 @@ export async function run(): Promise<BenchResult> {
         workflowId: `PAYIN-FLOOR${runId}${String(index).padStart(9, '0')}`,
         args: [{ invoice_reference: `PAYIN-FLOOR${runId}${index}`, ttl_seconds: 3600 }],
       });
+      payinWorkflowsStarted += 1;
     };
     // B1 answers before Temporal: a creation counts once its PayinWorkflow has been started (transactional outbox),
     // so each façade slice ends when the outbox is empty; the wait is the façade's time, and the longest one is
@@ -104,16 +126,21 @@ export async function run(): Promise<BenchResult> {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       outboxLagSeconds = Math.max(outboxLagSeconds, (performance.now() - started) / 1000);
+      await firstTasksRun();
     };
+    await outboxDrained();
     // Interleaved in three slices each (direct, floor, façade, direct, …): drift of the shared machine and of the
     // Temporal server's database weighs on every phase alike.
+    const cpu = cpuAccount(() => machineCpuGroups());
     const [directResult, floorResult, facadeResult] = await measureInterleaved(
       [
         { operations, work: direct },
-        { operations, work: floor },
+        { operations, work: floor, settle: firstTasksRun },
         { operations, work: facade, settle: outboxDrained },
       ],
       concurrency,
+      3,
+      cpu,
     );
 
     // Settlements: the upstream notifies; the merchant receives one webhook per payin. Measured twice in this run:
@@ -158,9 +185,9 @@ export async function run(): Promise<BenchResult> {
     return {
       name: 'payins',
       rows: [
-        { phase: 'upstream direct (create)', operations, concurrency, per_second: round(directResult.per_second), p50_ms: round(directResult.p50_ms), p99_ms: round(directResult.p99_ms) },
-        { phase: 'Temporal floor (workflow start)', operations, concurrency, per_second: round(floorResult.per_second), p50_ms: round(floorResult.p50_ms), p99_ms: round(floorResult.p99_ms) },
-        { phase: 'façade B1 (create)', operations, concurrency, per_second: round(facadeResult.per_second), p50_ms: round(facadeResult.p50_ms), p99_ms: round(facadeResult.p99_ms) },
+        { phase: 'upstream direct (create)', operations, concurrency, per_second: round(directResult.per_second), p50_ms: round(directResult.p50_ms), p99_ms: round(directResult.p99_ms), ...cpuColumns(cpu, 0) },
+        { phase: 'Temporal floor (workflow start)', operations, concurrency, per_second: round(floorResult.per_second), p50_ms: round(floorResult.p50_ms), p99_ms: round(floorResult.p99_ms), ...cpuColumns(cpu, 1) },
+        { phase: 'façade B1 (create)', operations, concurrency, per_second: round(facadeResult.per_second), p50_ms: round(facadeResult.p50_ms), p99_ms: round(facadeResult.p99_ms), ...cpuColumns(cpu, 2) },
         { phase: 'baseline: notifications accepted', operations: baselineInvoices.length, concurrency, per_second: round(baseline.settle.per_second), p50_ms: round(baseline.settle.p50_ms), p99_ms: round(baseline.settle.p99_ms) },
         { phase: 'baseline: notification → webhook received (workflow per webhook)', operations: baseline.received, concurrency, per_second: round(baseline.per_second), p50_ms: round(percentile(baseline.lags, 50)), p99_ms: round(percentile(baseline.lags, 99)) },
         { phase: 'notifications accepted', operations: chosen.length, concurrency, per_second: round(inline.settle.per_second), p50_ms: round(inline.settle.p50_ms), p99_ms: round(inline.settle.p99_ms) },
@@ -177,7 +204,9 @@ export async function run(): Promise<BenchResult> {
         `notification → webhook latency of the ${chosen.length}-settlement burst: p50 ${round(percentile(inline.lags, 50))} ms (goal ≤ 2000 ms: ${percentile(inline.lags, 50) <= 2000 ? 'met' : 'missed'}), p99 ${round(percentile(inline.lags, 99))} ms (goal ≤ 5000 ms: ${percentile(inline.lags, 99) <= 5000 ? 'met' : 'missed'}), measured from the moment the upstream sent each notification`,
         'a notification is answered once its PayinWorkflow applied it (Update-with-Start): accepted/s is the settlement rate, and a burst waits on the upstream’s connections instead of queueing inside Temporal',
         `RSS of the platform process after the run: ${Math.round(process.memoryUsage().rss / 1_048_576)} MiB (api + facade + worker roles and the bench client)`,
+        'cpu_ms_*: CPU milliseconds per operation by process, read from /proc around each slice of the first three phases (bench: the process running the roles, the sandbox upstream, the receiver and the client; temporal: the Temporal server; postgres: every PostgreSQL process)',
         `façade creations counted end to end: each slice ends when its last PayinWorkflow has started (transactional outbox, dispatched in batches), at most ${round(outboxLagSeconds, 1)} s after its last answer; phases interleaved in 3 slices each`,
+        `floor and façade slices each end once the worker has run the first workflow task of every PayinWorkflow they started (at most ${round(firstTasksLagSeconds, 1)} s after the last start), so neither leaves its workflows' first tasks to the phase after it`,
       ],
     };
   } finally {

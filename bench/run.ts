@@ -1,12 +1,13 @@
 /**
  * Benchmark runner. `npm run bench` runs every bench/*.ts except this file; `npm run bench -- ledger wallet`
- * runs the named ones. Each bench module exports `run(): Promise<BenchResult>`; the runner prints its rows as a
- * table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json (with the
+ * runs the named ones, each in a process of its own. Each bench module exports `run(): Promise<BenchResult>` and
+ * prints it as JSON when run alone (`runWhenMain`); the runner prints its rows as a table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json (with the
  * machine's CPUs and load average at the end of the run). Then it rebuilds the report from every result there
  * (bench/support/report.ts: report.json, REPORT.md, report.svg; alone: `npm run bench:report`).
  *
  * Exit code: 1 when a bench throws; with BENCH_STRICT=1 also when a ratio misses its goal.
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { machineInfo, writeReport } from './support/report';
@@ -57,6 +58,29 @@ function printResult(result: BenchResult): boolean {
   return goalsMet;
 }
 
+/**
+ * Runs bench/<name>.ts in a process of its own (its `runWhenMain` prints the result as JSON): each bench gets a fresh
+ * Temporal runtime (installed once per process, with the metrics exporter its bench asks for), and the RSS it reports
+ * is its own, not what the benches before it left in a shared process.
+ * @throws when the bench exits non-zero or prints no result
+ */
+function runInOwnProcess(name: string): Promise<BenchResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(BENCH_DIR, `${name}.ts`)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    child.once('error', reject);
+    child.once('close', (code, signal) => {
+      if (code !== 0) return reject(new Error(`bench/${name}.ts exited with ${signal ?? `status ${code}`}`));
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as BenchResult);
+      } catch (error) {
+        reject(new Error(`bench/${name}.ts printed no JSON result: ${(error as Error).message}`));
+      }
+    });
+  });
+}
+
 async function main(): Promise<void> {
   const available = benchNames();
   const requested = process.argv.slice(2).filter((argument) => !argument.startsWith('-'));
@@ -72,13 +96,13 @@ async function main(): Promise<void> {
   for (const name of selected) {
     const started = Date.now();
     try {
-      const module = (await import(path.join(BENCH_DIR, `${name}.ts`))) as { run?: () => Promise<BenchResult> };
-      if (typeof module.run !== 'function') throw new Error(`bench/${name}.ts exports no run()`);
-      const measured = await module.run();
+      const measured = await runInOwnProcess(name);
       // BENCH_SERVER_LABEL names the Temporal server a run was measured on (e.g. `cluster` with TEMPORAL_ADDRESS at
-      // `payments cluster up`), so both servers' results stand side by side in the report.
+      // `payments cluster up`, or `topology` with BENCH_CLUSTER naming its cluster.json), so the results stand side by
+      // side in the report.
       const label = process.env.BENCH_SERVER_LABEL;
-      const result = label ? { ...measured, name: `${measured.name || name}-${label}`, notes: [...(measured.notes ?? []), `Temporal: ${label} (${process.env.TEMPORAL_ADDRESS ?? 'dev server'})`] } : measured;
+      const where = process.env.BENCH_CLUSTER ? `the running cluster of ${process.env.BENCH_CLUSTER}` : (process.env.TEMPORAL_ADDRESS ?? 'dev server');
+      const result = label ? { ...measured, name: `${measured.name || name}-${label}`, notes: [...(measured.notes ?? []), `Temporal: ${label} (${where})`] } : measured;
       goalsMet = printResult(result) && goalsMet;
       const file = path.join(RESULTS_DIR, `${result.name || name}.json`);
       const { cpus, load_average, node_version } = machineInfo();

@@ -6,7 +6,9 @@
  * Goal: transfers/s ≥ 0.8 × floor/s.
  *
  * One process runs the api, facade and worker roles and the client; its RSS is reported, and the Temporal dev
- * server's when this bench started it. Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else
+ * server's when this bench started it. With `BENCH_CLUSTER=<cluster.json>` the transfers go instead through a
+ * running `payments cluster up` (its façade port, api and worker processes; bench/support/topology.ts), the floor
+ * runs on its Temporal server, and every role process's RSS is reported. Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else
  * an embedded server; a fresh database is created and dropped) and Temporal
  * (`TEMPORAL_ADDRESS`, else a dev server is started). `BENCH_OPERATIONS` (default 600) per phase.
  * Run: `npm run bench -- transfers` or `npx tsx bench/transfers.ts`.
@@ -16,10 +18,12 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
+import type { PlatformDeps } from '../src/platform-deps';
 import { runRoles } from '../src/runtime';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
 import type { BenchResult } from './run';
-import { measure, measureInterleaved, runWhenMain, startBenchEnvironment } from './support/harness';
+import { completedPerSecond, cpuAccount, cpuColumns, machineCpuGroups, measure, measureInterleaved, runWhenMain, startBenchEnvironment } from './support/harness';
+import { startBenchTopology } from './support/topology';
 
 export const CONCURRENCY = 32;
 const RECEIVERS = 64;
@@ -47,14 +51,24 @@ function rssOfProcessMatching(needle: string): number | undefined {
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 600);
-  const environment = await startBenchEnvironment('transfers');
+  const topology = await startBenchTopology();
+  const environment = topology ? undefined : await startBenchEnvironment('transfers');
   const stops: Array<() => Promise<void>> = [];
   try {
-    const temporalAddress = environment.temporalAddress;
-    const config = environment.config();
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
-    stops.push(() => platform.stop());
-    const deps = platform.deps!;
+    let deps: PlatformDeps;
+    let facadeUrl: string;
+    const config = topology ? topology.config : environment!.config();
+    const temporalAddress = config.TEMPORAL_ADDRESS!;
+    if (topology) {
+      deps = topology.deps;
+      facadeUrl = topology.facadeUrl;
+    } else {
+      const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
+      stops.push(() => platform.stop());
+      deps = platform.deps!;
+      facadeUrl = platform.facadeUrl!;
+    }
+    const runId = randomBytes(3).toString('hex').toUpperCase();
 
     // The floor: its own worker and task queue, same Temporal server, same process.
     const floorQueue = `bench-floor-${randomBytes(4).toString('hex')}`;
@@ -74,18 +88,24 @@ export async function run(): Promise<BenchResult> {
     });
 
     const keys = generatePartnerKeys();
-    const { credentials } = await createPartner(deps, { name: 'Bench Partner', public_key_pem: keys.publicKeyPem, float_units: 10n ** 12n });
-    const partner = new PartnerClient(platform.facadeUrl!, credentials, keys, deps.keys.publicKeyPem);
+    const { credentials } = await createPartner(deps, { name: `Bench Partner ${runId}`, public_key_pem: keys.publicKeyPem, float_units: 10n ** 12n });
+    const partner = new PartnerClient(facadeUrl, credentials, keys, deps.keys.publicKeyPem);
     if ((await partner.token()).status !== 200) throw new Error('bench token failed');
     const receivers: string[] = [];
     for (let index = 0; index < RECEIVERS; index++) {
-      const user = await createUser(deps, { email: `bench${index}@example.com`, first_name: 'Bench', last_name: String(index), currency: 'USD' });
+      const user = await createUser(deps, { email: `bench-${runId.toLowerCase()}-${index}@example.com`, first_name: 'Bench', last_name: String(index), currency: 'USD' });
       receivers.push(user.id);
     }
 
     // Warm up both paths (bundles, connections, JIT).
-    const runId = randomBytes(3).toString('hex').toUpperCase();
     let failures = 0;
+    // What failed, by HTTP status and error code: a failed transfer is cheap, so failures would flatter the rate.
+    const failureKinds = new Map<string, number>();
+    const failed = (answer: { status: number; body: Record<string, unknown>; signValid?: boolean }) => {
+      failures++;
+      const kind = `${answer.status} ${String(answer.body.error_code ?? (answer.signValid === false ? 'bad signature' : ''))}`.trim();
+      failureKinds.set(kind, (failureKinds.get(kind) ?? 0) + 1);
+    };
     const transfer = async (tag: string) => {
       const created = await partner.gateway({
         service: 'create.unified.fundTransfer',
@@ -96,7 +116,7 @@ export async function run(): Promise<BenchResult> {
         currency: 'USD',
       });
       if (created.status !== 200 || created.signValid !== true) {
-        failures++;
+        failed(created);
         return;
       }
       const confirmed = await partner.gateway({
@@ -104,7 +124,7 @@ export async function run(): Promise<BenchResult> {
         pre_transfer_id: (created.body.data as { pre_transfer_id: string }).pre_transfer_id,
         partner_transaction_id: `T${runId}${tag}`,
       });
-      if (confirmed.status !== 200 || confirmed.signValid !== true) failures++;
+      if (confirmed.status !== 200 || confirmed.signValid !== true) failed(confirmed);
     };
     const floorOperation = async (tag: string) => {
       const handle = await deps.temporal.client.workflow.start('benchNoopWorkflow', { taskQueue: floorQueue, workflowId: `bench-floor-${runId}-${tag}` });
@@ -113,7 +133,9 @@ export async function run(): Promise<BenchResult> {
     await measure(64, CONCURRENCY, (index) => floorOperation(`W${index}`));
     await measure(64, CONCURRENCY, (index) => transfer(`W${index}`));
     failures = 0;
+    failureKinds.clear();
 
+    const cpu = cpuAccount(() => machineCpuGroups(topology?.pidsByRole()));
     // Interleaved in three slices each (floor, transfers, floor, …): the dev server's database grows during the run,
     // and whichever phase ran second used to pay for it (single runs of the same code ranged 0.62–0.88).
     const [floor, transfers] = await measureInterleaved(
@@ -122,22 +144,27 @@ export async function run(): Promise<BenchResult> {
         { operations, work: (index) => transfer(`M${index}`) },
       ],
       CONCURRENCY,
+      3,
+      cpu,
     );
     const check = await deps.ledger.check();
     const rssMiB = Math.round(process.memoryUsage().rss / 1024 / 1024);
-    const temporalRssMiB = environment.startedTemporal
+    const rssByRole = topology?.rssByRole() ?? {};
+    const temporalRssMiB = environment?.startedTemporal
       ? rssOfProcessMatching(`--port ${temporalAddress.split(':').pop()}`)
       : undefined;
-    const ratio = Math.round((transfers.per_second / floor.per_second) * 100) / 100;
+    // Only completed transfers count: a refused one (a rate limit, say) costs a fraction of a transfer.
+    const completed = completedPerSecond(transfers, operations, failures);
+    const ratio = Math.round((completed / floor.per_second) * 100) / 100;
     return {
       name: 'transfers',
       rows: [
-        { phase: 'transfers (create + confirm via façade, RSA2 both ways)', per_second: transfers.per_second, p50_ms: transfers.p50_ms, p99_ms: transfers.p99_ms },
-        { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.per_second, p50_ms: floor.p50_ms, p99_ms: floor.p99_ms },
+        { phase: 'transfers (create + confirm via façade, RSA2 both ways)', per_second: completed, p50_ms: transfers.p50_ms, p99_ms: transfers.p99_ms, ...cpuColumns(cpu, 1) },
+        { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.per_second, p50_ms: floor.p50_ms, p99_ms: floor.p99_ms, ...cpuColumns(cpu, 0) },
       ],
       ratios: [{ label: 'transfers/s vs Temporal floor', value: ratio, goal: 0.8 }],
       metrics: {
-        transfers_per_second: transfers.per_second,
+        transfers_per_second: completed,
         transfers_p50_ms: transfers.p50_ms,
         transfers_p99_ms: transfers.p99_ms,
         floor_per_second: floor.per_second,
@@ -147,18 +174,26 @@ export async function run(): Promise<BenchResult> {
         failures,
         operations,
         concurrency: CONCURRENCY,
-        rss_mib_platform_process: rssMiB,
+        ...(topology ? { rss_mib_bench_process: rssMiB } : { rss_mib_platform_process: rssMiB }),
+        ...Object.fromEntries(Object.entries(rssByRole).map(([role, mib]) => [`rss_mib_${role.replace(/-/g, '_')}`, mib])),
         ...(temporalRssMiB !== undefined ? { rss_mib_temporal_dev_server: temporalRssMiB } : {}),
       },
       notes: [
-        'one process runs api + facade + worker roles, the floor worker and the signing client (2 shared cores)',
+        topology
+          ? `the cluster topology (${topology.cluster.processes.length} role processes: façades at ${topology.facadeUrl} calling the api processes over h2c, workflows on the worker processes); the floor worker and the signing client in the bench process (2 shared cores)`
+          : 'one process runs api + facade + worker roles, the floor worker and the signing client (2 shared cores)',
         `floor and transfers measured interleaved, 3 slices of ${Math.round(operations / 3)} each (floor first)`,
+        'cpu_ms_*: CPU milliseconds per operation by process, read from /proc around each slice (bench: the bench process; temporal: the Temporal server; postgres: every PostgreSQL process; the rest: the cluster’s role processes)',
         `ledger check ok: ${check.ok}`,
+        ...(failures > 0
+          ? [`${failures} of ${operations} transfers failed (${[...failureKinds].map(([kind, count]) => `${kind}: ${count}`).join(', ')}); transfers/s counts completed ones only`]
+          : []),
       ],
     };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
-    await environment.close();
+    await topology?.close();
+    await environment?.close();
   }
 }
 

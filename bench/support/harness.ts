@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -63,6 +63,98 @@ function measurementOf(operations: number, seconds: number, latencies: number[])
   };
 }
 
+/** CPU seconds (user + system) process `pid` has used, with its reaped children's; undefined when it is gone. */
+export function cpuSecondsOf(pid: number): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces, so cut at its closing parenthesis): utime is the 12th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = [11, 12, 13, 14].reduce((sum, at) => sum + Number(fields[at]), 0);
+    return ticks / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Linux's USER_HZ, which /proc/<pid>/stat counts in on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** Processes whose command line contains `needle` (Linux /proc), this one excluded. */
+export function pidsMatching(test: (commandLine: string) => boolean): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (test(readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' '))) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+/**
+ * CPU time per operation of each group of processes, per phase: `begin` and `end` bracket each slice of
+ * measureInterleaved. Where a machine's cores are all busy, a phase's rate is set by what its operations cost in
+ * all, and this says who spends it (the bench process, each role, the Temporal server, PostgreSQL).
+ */
+export interface CpuAccount {
+  begin(): void;
+  end(phase: number, operations: number): void;
+  /** Milliseconds of CPU per operation, by group, for phase `phase`. */
+  perOperationMs(phase: number): Record<string, number>;
+}
+
+/** `groups`: a name and the pids summed under it (read at each `begin`, so that respawned processes count). */
+export function cpuAccount(groups: () => Record<string, number[]>): CpuAccount {
+  let started: Record<string, number> = {};
+  const totals: Array<{ operations: number; seconds: Record<string, number> }> = [];
+  const read = () =>
+    Object.fromEntries(Object.entries(groups()).map(([name, pids]) => [name, pids.reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0)]));
+  return {
+    begin: () => {
+      started = read();
+    },
+    end: (phase, operations) => {
+      const now = read();
+      const total = (totals[phase] ??= { operations: 0, seconds: {} });
+      total.operations += operations;
+      for (const [name, seconds] of Object.entries(now)) total.seconds[name] = (total.seconds[name] ?? 0) + seconds - (started[name] ?? seconds);
+    },
+    perOperationMs: (phase) => {
+      const total = totals[phase];
+      if (!total || total.operations === 0) return {};
+      return Object.fromEntries(Object.entries(total.seconds).map(([name, seconds]) => [name, round((seconds * 1000) / total.operations)]));
+    },
+  };
+}
+
+/**
+ * The processes a bench on this machine shares its cores with: itself, the Temporal server (dev or full, by its
+ * cached binary's path) and PostgreSQL (every `postgres` process; the postmaster's count includes its exited backends).
+ */
+export function machineCpuGroups(extra: Record<string, number[]> = {}): Record<string, number[]> {
+  const temporal = pidsMatching((line) => /temporal-(cli|server)-v[^ ]*\/(temporal|server) /.test(line));
+  const postgres = pidsMatching((line) => /^postgres[: ]|\/postgres /.test(line));
+  return { bench: [process.pid], ...extra, temporal, postgres };
+}
+
+/**
+ * Operations per second that completed, of a phase whose `failures` of `operations` failed: a refused operation (a
+ * rate limit, an unavailable dependency) costs a fraction of a done one, so counting it would flatter the rate.
+ */
+export function completedPerSecond(measurement: Measurement, operations: number, failures: number): number {
+  if (failures < 0 || failures > operations) throw new RangeError(`failures ${failures} outside 0..${operations}`);
+  return round((measurement.per_second * (operations - failures)) / operations, 1);
+}
+
+/** A phase's CPU per operation as report columns: `cpu_ms_all` and `cpu_ms_<group>` (milliseconds per operation). */
+export function cpuColumns(cpu: CpuAccount, phase: number): Record<string, number> {
+  const groups = cpu.perOperationMs(phase);
+  const all = round(Object.values(groups).reduce((sum, ms) => sum + ms, 0));
+  return { cpu_ms_all: all, ...Object.fromEntries(Object.entries(groups).map(([name, ms]) => [`cpu_ms_${name}`, ms])) };
+}
+
 /** Runs `operations` calls of `work(index)` from `concurrency` loops and measures them. */
 export async function measure(operations: number, concurrency: number, work: (index: number) => Promise<void>): Promise<Measurement> {
   const [measurement] = await measureInterleaved([{ operations, work }], concurrency, 1);
@@ -81,19 +173,23 @@ export async function measureInterleaved(
   phases: Array<{ operations: number; work: (index: number) => Promise<void>; settle?: () => Promise<void> }>,
   concurrency: number,
   slices = 3,
+  cpu?: CpuAccount,
 ): Promise<Measurement[]> {
   const state = phases.map(() => ({ done: 0, seconds: 0, latencies: [] as number[] }));
   for (let slice = 0; slice < slices; slice++) {
     for (const [at, phase] of phases.entries()) {
       const own = state[at]!;
       const until = Math.round((phase.operations * (slice + 1)) / slices);
-      own.seconds += await runSlice(own.done, until - own.done, concurrency, phase.work, own.latencies);
+      const count = until - own.done;
+      cpu?.begin();
+      own.seconds += await runSlice(own.done, count, concurrency, phase.work, own.latencies);
       own.done = until;
       if (phase.settle) {
         const started = process.hrtime.bigint();
         await phase.settle();
         own.seconds += Number(process.hrtime.bigint() - started) / 1e9;
       }
+      cpu?.end(at, count);
     }
   }
   return phases.map((phase, at) => measurementOf(phase.operations, state[at]!.seconds, state[at]!.latencies));
