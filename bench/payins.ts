@@ -1,8 +1,9 @@
 /**
  * Benchmark `payins`: payin creations per second and p50/p99 through the façade (API key → PayinService
  * → record + workflow-start outbox row → byte-for-byte forward to a local sandbox upstream → QR PNG; the outbox
- * dispatcher starts the PayinWorkflows beside it, and a creation counts once its workflow has started), beside the
- * same upstream called directly and the workflow-start floor, the three interleaved in slices in the same run
+ * dispatcher starts the PayinWorkflows beside it, and a creation counts once its workflow has started and run its
+ * first workflow task), beside the same upstream called directly and the workflow-start floor (a bare PayinWorkflow
+ * start, counted to its first task the same way), the three interleaved in slices in the same run
  * (goal: façade ≥ 0.5 × direct; and ≥ 0.8 × the workflow-start floor). Then BENCH_SETTLEMENTS (default 1000)
  * settlements notified by the upstream → the same number of webhooks received by a local merchant receiver,
  * none duplicated, with p50/p99 from notification to receipt; before them, in the same run, a baseline burst of
