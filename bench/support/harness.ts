@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
@@ -295,17 +296,27 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
     }
     const keyDirectory = mkdtempSync(path.join(os.tmpdir(), 'bench-keys-'));
     const address = temporalAddress;
+    // On a Temporal server that outlives the bench, what its workers leave open would wait forever on a task queue
+    // nobody polls again (payins' hour-long expiry timers, a pre-transfer never confirmed): terminated at the end.
+    const taskQueues: string[] = [];
+    if (process.env.TEMPORAL_ADDRESS) {
+      steps.push(async () => {
+        await terminateLeftovers(address, process.env.TEMPORAL_NAMESPACE ?? 'default', taskQueues);
+      });
+    }
     return {
       databaseUrl,
       databaseWhere: server.where,
       temporalAddress,
       startedTemporal: !process.env.TEMPORAL_ADDRESS,
       keyDirectory,
-      config: (overrides = {}) =>
-        loadConfig({
+      config: (overrides = {}) => {
+        const taskQueue = overrides.TEMPORAL_TASK_QUEUE ?? `bench-${randomBytes(4).toString('hex')}`;
+        taskQueues.push(taskQueue);
+        return loadConfig({
           DATABASE_URL: databaseUrl,
           TEMPORAL_ADDRESS: address,
-          TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+          TEMPORAL_TASK_QUEUE: taskQueue,
           HTTP_PORT: '0',
           RPC_PORT: '0',
           LOG_LEVEL: 'silent',
@@ -318,7 +329,8 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
             Object.entries(process.env).filter(([key, value]) => (key.startsWith('WORKER_') || key === 'TEMPORAL_EAGER_START') && value !== undefined),
           ),
           ...overrides,
-        }),
+        });
+      },
       defer: (step) => steps.push(step),
       close,
     };
@@ -326,6 +338,48 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
     await close();
     throw error;
   }
+}
+
+/** Most leftover workflows terminated at once, and the longest the clean-up may take. */
+const TERMINATE_CONCURRENCY = 16;
+const TERMINATE_BUDGET_MS = 120_000;
+
+/**
+ * Terminates every running workflow on `taskQueues` of the Temporal server at `address` (visibility may lag a
+ * start by a moment, so it lists again until a pass finds none, within TERMINATE_BUDGET_MS). Returns how many.
+ */
+export async function terminateLeftovers(address: string, namespace: string, taskQueues: string[]): Promise<number> {
+  if (taskQueues.length === 0) return 0;
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace });
+  const query = `(${taskQueues.map((queue) => `TaskQueue = '${queue}'`).join(' OR ')}) AND ExecutionStatus = 'Running'`;
+  const until = Date.now() + TERMINATE_BUDGET_MS;
+  let terminated = 0;
+  try {
+    for (let pass = 0; pass < 5 && Date.now() < until; pass++) {
+      const ids: string[] = [];
+      for await (const workflow of client.workflow.list({ query })) ids.push(workflow.workflowId);
+      if (ids.length === 0) break;
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: Math.min(TERMINATE_CONCURRENCY, ids.length) }, async () => {
+          while (next < ids.length && Date.now() < until) {
+            const id = ids[next++]!;
+            // Closed meanwhile (a late confirm, its expiry) is as good as terminated.
+            await client.workflow.getHandle(id).terminate('the benchmark that started it has finished').then(
+              () => terminated++,
+              () => undefined,
+            );
+          }
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  } finally {
+    await connection.close();
+  }
+  if (terminated > 0) process.stderr.write(`terminated ${terminated} workflows the bench left running on ${taskQueues.join(', ')}\n`);
+  return terminated;
 }
 
 /** Lets a bench file run on its own (`npx tsx bench/<name>.ts`): prints the result as JSON. */
