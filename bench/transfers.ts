@@ -10,7 +10,8 @@
  * running `payments cluster up` (its façade port, api and worker processes; bench/support/topology.ts), the floor
  * runs on its Temporal server, and every role process's RSS is reported. Needs PostgreSQL (`BENCH_DATABASE_URL` or `DATABASE_URL`, else
  * an embedded server; a fresh database is created and dropped) and Temporal
- * (`TEMPORAL_ADDRESS`, else a dev server is started). `BENCH_OPERATIONS` (default 600) per phase.
+ * (`TEMPORAL_ADDRESS`, else a dev server is started). `BENCH_OPERATIONS` (default 600) per phase. `BENCH_LOG_LEVEL`
+ * (e.g. `warn`) writes the roles' logs to stderr: what made transfers fail.
  * Run: `npm run bench -- transfers` or `npx tsx bench/transfers.ts`.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -63,7 +64,7 @@ export async function run(): Promise<BenchResult> {
       deps = topology.deps;
       facadeUrl = topology.facadeUrl;
     } else {
-      const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
+      const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger(process.env.BENCH_LOG_LEVEL ?? 'silent', 'bench', { write: (line: string) => process.stderr.write(line) }));
       stops.push(() => platform.stop());
       deps = platform.deps!;
       facadeUrl = platform.facadeUrl!;

@@ -28,7 +28,17 @@ import { startConfiguredSandbox } from '../sandbox/upstream';
 import { createServiceCredential } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
-import { createDatabaseIfAbsent, ensureNamespace, postgresEndpoint, prepareTemporalDatabases, startTemporalServer, TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
+import {
+  createDatabaseIfAbsent,
+  DEFAULT_TEMPORAL_SQL_MAX_CONNS,
+  ensureNamespace,
+  postgresEndpoint,
+  prepareTemporalDatabases,
+  startTemporalServer,
+  TEMPORAL_DATABASES,
+  temporalServerConnectionsMax,
+  type TemporalDatabases,
+} from '../temporal/server';
 import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
 
@@ -91,7 +101,7 @@ export function clusterOptionsFromEnvironment(config: Config, environment: NodeJ
       default: environment.TEMPORAL_DATABASE || TEMPORAL_DATABASES.default,
       visibility: environment.TEMPORAL_VISIBILITY_DATABASE || TEMPORAL_DATABASES.visibility,
     },
-    temporalMaxConns: Math.max(1, integer('TEMPORAL_SQL_MAX_CONNS', 20)),
+    temporalMaxConns: Math.max(1, integer('TEMPORAL_SQL_MAX_CONNS', DEFAULT_TEMPORAL_SQL_MAX_CONNS)),
     demoData: environment.CLUSTER_DEMO_DATA === 'true' || environment.CLUSTER_DEMO_DATA === '1',
   };
 }
@@ -167,6 +177,44 @@ interface Child {
 
 const READY_MARKER = 'serving roles';
 export const CHILD_DATABASE_POOL_MAX = 10;
+/** What a child with a database holds besides its pool: the connection listening for announced auth changes. */
+const CHILD_LISTENER_CONNECTIONS = 1;
+/** What this process holds while the roles run: its pool of 2, and the demo seeding's pool of 2 and listener. */
+const SUPERVISOR_CONNECTIONS_MAX = 5;
+
+/** The most PostgreSQL connections a cluster opens, by whom (the Temporal server's only when this cluster runs it). */
+export interface ConnectionBudget {
+  roles: number;
+  temporal: number;
+  total: number;
+}
+
+export function clusterConnectionBudget(options: Pick<ClusterOptions, 'workers' | 'apis' | 'temporalMaxConns'>, runsTemporalServer: boolean): ConnectionBudget {
+  // Façades hold no database connection; every api and worker process holds its pool and a listener.
+  const roles = (options.workers + options.apis) * (CHILD_DATABASE_POOL_MAX + CHILD_LISTENER_CONNECTIONS) + SUPERVISOR_CONNECTIONS_MAX;
+  const temporal = runsTemporalServer ? temporalServerConnectionsMax(options.temporalMaxConns) : 0;
+  return { roles, temporal, total: roles + temporal };
+}
+
+/**
+ * Refuses to start a cluster that could open more connections than its PostgreSQL server accepts from ordinary
+ * users: under load the roles would then fail requests (SYSTEMERROR) and the Temporal server its persistence calls,
+ * on "too many clients" instead of waiting for a pooled connection. Returns what the server accepts.
+ * @throws Error naming both figures and the settings that lower the budget
+ */
+export async function checkConnectionBudget(database: Knex, budget: ConnectionBudget): Promise<number> {
+  const { rows } = (await database.raw(
+    "SELECT current_setting('max_connections')::int AS max, current_setting('superuser_reserved_connections')::int AS reserved",
+  )) as { rows: Array<{ max: number; reserved: number }> };
+  const { max, reserved } = rows[0]!;
+  const accepted = max - reserved;
+  if (budget.total > accepted) {
+    throw new Error(
+      `the cluster may open ${budget.total} PostgreSQL connections (api and worker processes ${budget.roles}, Temporal server ${budget.temporal}) but the server accepts ${accepted} (max_connections ${max} − superuser_reserved_connections ${reserved}): raise max_connections, or lower TEMPORAL_SQL_MAX_CONNS, CLUSTER_WORKERS or CLUSTER_APIS`,
+    );
+  }
+  return accepted;
+}
 const CHILD_START_SECONDS = 180;
 const CHILD_STOP_SECONDS = 30;
 
@@ -196,6 +244,9 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     stops.push(() => database.destroy());
     const applied = await migrateToLatest(database);
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+    const budget = clusterConnectionBudget(options, !initial.TEMPORAL_ADDRESS);
+    const accepted = await checkConnectionBudget(database, budget);
+    say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
 
     let temporalAddress = initial.TEMPORAL_ADDRESS;
     let temporalServerPid: number | undefined;

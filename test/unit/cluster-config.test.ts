@@ -6,9 +6,9 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { childCommand, clusterOptionsFromEnvironment } from '../../src/cli/cluster';
+import { childCommand, clusterConnectionBudget, clusterOptionsFromEnvironment } from '../../src/cli/cluster';
 import { loadConfig } from '../../src/config';
-import { findShardMismatch, postgresEndpoint, temporalServerConfig, temporalServerPorts } from '../../src/temporal/server';
+import { findShardMismatch, postgresEndpoint, temporalServerConfig, temporalServerConnectionsMax, temporalServerPorts } from '../../src/temporal/server';
 
 describe('the Temporal server configuration', () => {
   const endpoint = postgresEndpoint('postgres://temporal%40ops:p%3Ass@db.internal:6543/payments');
@@ -61,7 +61,7 @@ describe('cluster settings', () => {
       respawnSeconds: 2,
       directory: '/srv/payments/cluster',
       temporalDatabases: { default: 'temporal', visibility: 'temporal_visibility' },
-      temporalMaxConns: 20,
+      temporalMaxConns: 8,
       demoData: false,
     });
   });
@@ -74,6 +74,33 @@ describe('cluster settings', () => {
     // Temporal's SQL schema keeps membership ports (300 below the frontend's) in a smallint.
     expect(() => clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '37317' })).toThrow('smallint');
     expect(clusterOptionsFromEnvironment(config, { TEMPORAL_FRONTEND_PORT: '33061' }).temporalPort).toBe(33_061);
+  });
+});
+
+describe('the PostgreSQL connection budget', () => {
+  const config = loadConfig({ DATA_DIR: '/srv/payments' });
+  /** A default PostgreSQL accepts this many ordinary connections: max_connections 100 − superuser_reserved 3. */
+  const DEFAULT_POSTGRES_ACCEPTS = 97;
+
+  it('counts each Temporal service’s pools on both stores, as the server opens them', () => {
+    const config = parse(temporalServerConfig({ endpoint: postgresEndpoint('postgres://127.0.0.1/p'), frontendPort: 7233, historyShards: 4, dynamicConfigFile: '/d.yaml', logFile: '/l.log', maxConns: 20 }));
+    const services = Object.keys(config.services).length;
+    const perService = config.persistence.datastores['postgres-default'].sql.maxConns + config.persistence.datastores['postgres-visibility'].sql.maxConns;
+    expect(temporalServerConnectionsMax(20)).toBe(services * perService);
+    expect(temporalServerConnectionsMax(20)).toBe(96);
+  });
+
+  it('keeps the default cluster within a default PostgreSQL server, with room for operators', () => {
+    const budget = clusterConnectionBudget(clusterOptionsFromEnvironment(config, {}), true);
+    expect(budget).toEqual({ roles: 4 * 11 + 5, temporal: 4 * (8 + 2), total: 89 });
+    expect(budget.total).toBeLessThanOrEqual(DEFAULT_POSTGRES_ACCEPTS);
+    // Pools of 20 per Temporal service (the earlier default) could open 145: "too many clients" under load.
+    expect(clusterConnectionBudget(clusterOptionsFromEnvironment(config, { TEMPORAL_SQL_MAX_CONNS: '20' }), true).total).toBe(145);
+  });
+
+  it('leaves the Temporal server out when the cluster uses one it does not run', () => {
+    const options = clusterOptionsFromEnvironment(config, { CLUSTER_WORKERS: '3', CLUSTER_APIS: '3' });
+    expect(clusterConnectionBudget(options, false)).toEqual({ roles: 6 * 11 + 5, temporal: 0, total: 71 });
   });
 });
 
