@@ -134,8 +134,9 @@ async function startCluster(): Promise<StartedCluster> {
     CLUSTER_DEMO_DATA: 'true',
     // What test/e2e/preorder-callback.test.ts asks for, so that the cluster serves it too.
     WEBHOOK_RETRY_INITIAL_SECONDS: '0.2',
-    // Leaves room on a shared PostgreSQL (default max_connections 100) for the test process's own pools.
-    TEMPORAL_SQL_MAX_CONNS: '10',
+    // Leaves room on a shared PostgreSQL (default max_connections 100) for the test process's own pools: the cluster
+    // may then open 49 + 4 × (4 + 2) = 73 connections (its budget, src/cli/cluster.ts), the test process about 23.
+    TEMPORAL_SQL_MAX_CONNS: '4',
     LOG_LEVEL: process.env.CLUSTER_TEST_LOG_LEVEL ?? 'warn',
   };
   const log = path.join(directory, 'cluster.log');
