@@ -1,8 +1,9 @@
 /**
  * Benchmark runner. `npm run bench` runs every bench/*.ts except this file; `npm run bench -- ledger wallet`
  * runs the named ones, each in a process of its own. Each bench module exports `run(): Promise<BenchResult>` and
- * prints it as JSON when run alone (`runWhenMain`); the runner prints its rows as a table, its ratios against their goals, and writes the result as JSON to bench/results/<name>.json (with the
- * machine's CPUs and load average at the end of the run). Then it rebuilds the report from every result there
+ * prints it as JSON when run alone (`runWhenMain`); the runner prints its rows as a table, its ratios against their
+ * goals, and writes the result as JSON to bench/results/<name>.json (with the machine's CPUs and load average at the
+ * end of the run). Then it rebuilds the report from every result there
  * (bench/support/report.ts: report.json, REPORT.md, report.svg; alone: `npm run bench:report`).
  *
  * Exit code: 1 when a bench throws; with BENCH_STRICT=1 also when a ratio misses its goal.

@@ -16,14 +16,24 @@
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
 import type { PlatformDeps } from '../src/platform-deps';
 import { runRoles } from '../src/runtime';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
 import type { BenchResult } from './run';
-import { completedPerSecond, cpuAccount, cpuColumns, machineCpuGroups, measure, measureInterleaved, runWhenMain, startBenchEnvironment } from './support/harness';
+import {
+  completedPerSecond,
+  cpuAccount,
+  cpuColumns,
+  machineCpuGroups,
+  measure,
+  measureInterleaved,
+  pidsMatching,
+  rssMiBOf,
+  runWhenMain,
+  startBenchEnvironment,
+} from './support/harness';
 import { startBenchTopology } from './support/topology';
 
 export const CONCURRENCY = 32;
@@ -31,23 +41,8 @@ const RECEIVERS = 64;
 
 /** RSS in MiB of the process whose command line contains `needle` (best effort, Linux /proc), else undefined. */
 function rssOfProcessMatching(needle: string): number | undefined {
-  try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-      let commandLine: string;
-      try {
-        commandLine = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      } catch {
-        continue;
-      }
-      if (!commandLine.includes(needle)) continue;
-      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'));
-      if (match) return Math.round(Number(match[1]) / 1024);
-    }
-  } catch {
-    return undefined;
-  }
-  return undefined;
+  const [pid] = pidsMatching((commandLine) => commandLine.includes(needle));
+  return pid === undefined ? undefined : rssMiBOf(pid);
 }
 
 export async function run(): Promise<BenchResult> {

@@ -10,26 +10,18 @@
  * process there. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
-import { readFileSync } from 'node:fs';
 import { createLogger } from '../src/logger';
 import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
 import { signRequestParameters } from '../src/crypto/rsa2-query';
 import { onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
-import { measure, runWhenMain, startBenchEnvironment, startServeProcess, type Measurement } from './support/harness';
+import { cpuSecondsOf, measure, runWhenMain, startBenchEnvironment, startServeProcess, type Measurement } from './support/harness';
+
+/** CPU time (user + system) process `pid` has used so far, in milliseconds (Linux /proc; 0 elsewhere). */
+const processCpuMs = (pid: number) => (cpuSecondsOf(pid) ?? 0) * 1000;
 
 const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
-
-/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc; 0 elsewhere). */
-function processCpuMs(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
-  } catch {
-    return 0;
-  }
-}
 
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const USERS = 64;

@@ -80,7 +80,7 @@ export function cpuSecondsOf(pid: number): number | undefined {
 /** Linux's USER_HZ, which /proc/<pid>/stat counts in on every architecture Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** Processes whose command line contains `needle` (Linux /proc), this one excluded. */
+/** Processes whose command line passes `test` (Linux /proc; arguments joined by spaces), this one excluded. */
 export function pidsMatching(test: (commandLine: string) => boolean): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
@@ -92,6 +92,16 @@ export function pidsMatching(test: (commandLine: string) => boolean): number[] {
     }
   }
   return found;
+}
+
+/** RSS in MiB of process `pid` (Linux /proc), or undefined when it is gone. */
+export function rssMiBOf(pid: number): number | undefined {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round(Number(match[1]) / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -14,6 +14,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformDeps } from '../../src/runtime';
+import { rssMiBOf } from './harness';
 
 /** The running cluster a bench drives, or undefined when BENCH_CLUSTER is unset. */
 export interface BenchTopology {
@@ -28,31 +29,14 @@ export interface BenchTopology {
   close(): Promise<void>;
 }
 
-/** RSS in MiB of process `pid` (Linux /proc), or undefined when it is gone. */
-export function rssMiBOf(pid: number): number | undefined {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Math.round(Number(match[1]) / 1024) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
- * Connects to the cluster BENCH_CLUSTER describes. `required` lists settings the bench needs the cluster to have
- * been started with (e.g. no per-caller request rate): a cluster with other values is refused with the command that
- * starts a fitting one, rather than measured into refusals.
- * @throws when the file cannot be read or a required setting differs
+ * Connects to the cluster BENCH_CLUSTER describes, or answers undefined when it is unset.
+ * @throws when the file cannot be read or the cluster's database and Temporal cannot be reached
  */
-export async function startBenchTopology(required: Record<string, string | number | boolean> = {}): Promise<BenchTopology | undefined> {
+export async function startBenchTopology(): Promise<BenchTopology | undefined> {
   const file = process.env.BENCH_CLUSTER;
   if (!file) return undefined;
   const cluster = JSON.parse(readFileSync(file, 'utf8')) as ClusterState;
-  const wrong = Object.entries(required).filter(([name, value]) => cluster.settings[name] !== value);
-  if (wrong.length > 0) {
-    const wanted = wrong.map(([name, value]) => `${name}=${String(value)}`).join(' ');
-    throw new Error(`the cluster in ${file} runs with other settings than this bench needs: start it with \`${wanted} npm run cluster\``);
-  }
   const config = loadConfig({
     DATABASE_URL: cluster.databaseUrl,
     TEMPORAL_ADDRESS: cluster.temporalAddress,

@@ -177,6 +177,8 @@ interface Child {
 
 const READY_MARKER = 'serving roles';
 export const CHILD_DATABASE_POOL_MAX = 10;
+const CHILD_START_SECONDS = 180;
+const CHILD_STOP_SECONDS = 30;
 /** What a child with a database holds besides its pool: the connection listening for announced auth changes. */
 const CHILD_LISTENER_CONNECTIONS = 1;
 /** What this process holds while the roles run: its pool of 2, and the demo seeding's pool of 2 and listener. */
@@ -215,8 +217,6 @@ export async function checkConnectionBudget(database: Knex, budget: ConnectionBu
   }
   return accepted;
 }
-const CHILD_START_SECONDS = 180;
-const CHILD_STOP_SECONDS = 30;
 
 export interface RunningCluster {
   state: ClusterState;

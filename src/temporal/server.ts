@@ -108,7 +108,6 @@ export async function prepareTemporalDatabases(
 
 const quote = (value: string) => JSON.stringify(value);
 
-/** The server configuration (YAML) for one process running every service, PostgreSQL persistence. */
 /**
  * Each Temporal service's pool on the `temporal` database by default (TEMPORAL_SQL_MAX_CONNS): with four services
  * that is at most 40 connections with visibility's, which leaves a default PostgreSQL (max_connections 100) room
@@ -133,6 +132,7 @@ export function temporalServerConnectionsMax(maxConns: number): number {
   return TEMPORAL_SERVICES.length * (maxConns + visibilityMaxConns(maxConns));
 }
 
+/** The server configuration (YAML) for one process running every service, PostgreSQL persistence. */
 export function temporalServerConfig(options: {
   endpoint: PostgresEndpoint;
   frontendPort: number;
