@@ -18,6 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../logger';
+import { callerKey } from './caller';
 import { isServiceScope, type CallerIdentity, type CredentialVerifier, type ServiceScope } from '../service-credentials';
 
 /** Per-call facts from the connection, filled by the server adapter (`peerOf`). */
@@ -91,6 +92,7 @@ export function authInterceptor(verifier: CredentialVerifier, logger: Logger): I
       logger.warn({ procedure, peer: peer.address, caller: caller.id }, 'rpc refused: credential lacks the scope');
       throw new ConnectError('the credential does not allow this service', Code.PermissionDenied);
     }
+    request.contextValues.set(callerKey, caller);
     return next(request);
   };
 }

@@ -18,6 +18,7 @@ import { listenOn, trackSockets } from '../net';
 import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
 import { authInterceptor, peerKey, peerOf } from './auth';
+import { callerKey, IN_PROCESS_FACADE } from './caller';
 import { createDirectTransport } from './in-process-transport';
 import { errorInterceptor, validationInterceptor } from './interceptors';
 
@@ -42,6 +43,12 @@ export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, m
     ? [...measured, errorInterceptor(logger), ...admitted, authInterceptor(verifier, logger), validationInterceptor]
     : [...measured, errorInterceptor(logger), ...admitted, validationInterceptor];
 }
+
+/** In-process calls come from the façade of this process: the services see it as their caller. */
+const inProcessCallerInterceptor: Interceptor = (next) => async (request) => {
+  request.contextValues.set(callerKey, IN_PROCESS_FACADE);
+  return next(request);
+};
 
 /** Bounded concurrency: a call past the in-flight and queue bounds is UNAVAILABLE at once, retry after 1 s. */
 function admissionInterceptor(admission: Admission): Interceptor {
@@ -86,7 +93,7 @@ export interface RpcTls {
  * the server's span, as over the network; no loopback hop and no message encoding (src/rpc/in-process-transport.ts).
  */
 export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics, tracing?: Tracing): Transport {
-  return createDirectTransport(routes, rpcInterceptors(logger, undefined, metrics, tracing), tracing ? [tracing.rpcClientInterceptor] : []);
+  return createDirectTransport(routes, [...rpcInterceptors(logger, undefined, metrics, tracing), inProcessCallerInterceptor], tracing ? [tracing.rpcClientInterceptor] : []);
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */
