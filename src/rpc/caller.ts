@@ -19,3 +19,22 @@ export const IN_PROCESS_FACADE: CallerIdentity = Object.freeze({ id: 'in-process
 export function callerOf(context: HandlerContext | undefined): CallerIdentity | undefined {
   return context?.values.get(callerKey);
 }
+
+/** A partner or a merchant: whose money a call moves. */
+export interface Owner {
+  kind: 'partner' | 'merchant';
+  id: string;
+}
+
+/** The scope that binds a service credential to one owner: `partner:<id>` or `merchant:<id>`. */
+export function ownerScope(owner: Owner): string {
+  return `${owner.kind}:${owner.id}`;
+}
+
+/**
+ * True when `caller` may act for `owner` without the owner's own proof: its credential is bound to that owner (its
+ * scopes name it). The façade's credential, an operator's and the in-process façade are bound to no owner.
+ */
+export function mayActFor(caller: CallerIdentity | undefined, owner: Owner): boolean {
+  return owner.id !== '' && caller !== undefined && (caller.scopes as readonly string[]).includes(ownerScope(owner));
+}
