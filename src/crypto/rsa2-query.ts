@@ -11,6 +11,13 @@
  *
  * Numbers parsed losslessly (lossless-json `LosslessNumber`) are treated as the ECMAScript number they denote,
  * so a signer working on plain `JSON.parse` output and the verifier agree.
+ *
+ * The string is ambiguous when a value holds `&` followed by `=`: `{note: "a=1&b=2"}` and `{note: "a=1", b: "2"}`
+ * have the same canonical string, hence the same signature. The platform refuses such a parameter before it
+ * verifies (`ambiguousParameters`). What it accepts reads back one way only: split the string at every `&`; a part
+ * holding `=` starts a parameter (its name ends at its first `=`, and no name holds `&` or `=`), a part without `=`
+ * continues the value before it. So a value may hold `=` (the base64 padding of every encrypted field does) and `&`
+ * not followed by `=` before the next `&` (`Tom & Jerry`).
  */
 import type { KeyObject } from 'node:crypto';
 import { SIGN_TYPE_RSA2, signRsa2, toEcmaScriptJson } from './rsa2';
@@ -39,6 +46,28 @@ export function canonicalQueryString(parameters: Record<string, unknown>): strin
     .sort()
     .map((key) => `${key}=${canonicalValue(parameters[key])}`)
     .join('&');
+}
+
+/** True when `text` holds an `&` followed by `=` before the next `&` (text that reads as one more parameter). */
+export function holdsParameterSeparator(text: string): boolean {
+  return text.split('&').slice(1).some((part) => part.includes('='));
+}
+
+/**
+ * The parameters that would make the canonical string of `parameters` ambiguous, in canonical (sorted) order: a
+ * name holding `&` or `=`, or a value whose canonical text (an array or object value included) holds `&` followed
+ * by `=` before the next `&`. Empty when the string reads back as exactly these parameters.
+ * Example: `{note: "a=1&b=2", service: "x"}` → `["note"]`; `{note: "Tom & Jerry"}` → `[]`.
+ */
+export function ambiguousParameters(parameters: Record<string, unknown>): string[] {
+  return Object.keys(parameters)
+    .filter((key) => {
+      if (UNSIGNED_PARAMETERS.has(key)) return false;
+      const value = parameters[key];
+      if (value === null || value === undefined || value === '') return false;
+      return key.includes('&') || key.includes('=') || holdsParameterSeparator(canonicalValue(value));
+    })
+    .sort();
 }
 
 /** Returns a copy of `parameters` with `sign_type` = RSA2 and `sign` over its canonical string. */

@@ -3,8 +3,10 @@
  * `printf '%s' CANONICAL | openssl dgst -sha256 -sign key.pem | base64` (an independent implementation).
  */
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { canonicalQueryString, canonicalValue, signRequestParameters } from '../../src/crypto/rsa2-query';
+import { ambiguousParameters, canonicalQueryString, canonicalValue, signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
 
 /** Test-only key (never used outside this file). */
@@ -94,5 +96,57 @@ describe('RSA2 sign/verify', () => {
     expect(signed.sign_type).toBe('RSA2');
     expect(verifyRsa2('page=2&service=list_fees', signed.sign, publicKey)).toBe(true);
     expect(verifyRsa2(canonicalQueryString(signed), signed.sign, publicKey)).toBe(true);
+  });
+});
+
+describe('ambiguousParameters (the platform refuses what the canonical string cannot tell apart)', () => {
+  it('shows the ambiguity it guards against: a value holding `&` signs like more fields', () => {
+    const smuggled = { service: 'list_fees', note: 'a=1&o=2' };
+    const split = { service: 'list_fees', note: 'a=1', o: '2' };
+    expect(canonicalQueryString(smuggled)).toBe(canonicalQueryString(split));
+    expect(ambiguousParameters(smuggled)).toEqual(['note']);
+    expect(ambiguousParameters(split)).toEqual([]);
+  });
+
+  it('finds `&` followed by `=` in a value, in an array or object value, and `&` or `=` in a name', () => {
+    expect(ambiguousParameters({ z: 'x&y=1', items: ['a&b=c'], meta: { k: 'v&w', m: 'n=o' }, 'a=b': 1, 'c&d': 2, ok: 'fine' })).toEqual([
+      'a=b', 'c&d', 'items', 'meta', 'z',
+    ]);
+    expect(ambiguousParameters({ url: 'https://shop.example.com/paid?order=1&lang=km' })).toEqual(['url']);
+  });
+
+  it('lets a value hold `=` (base64 padding) and `&` not followed by `=`, and ignores sign, sign_type and dropped values', () => {
+    expect(
+      ambiguousParameters({
+        holder_name: 'ZINca6zq==',
+        redirect_url: 'https://shop.example.com/paid?order=1',
+        description: 'x = y: Tom & Jerry && co',
+        sign: 'a&b=c',
+        sign_type: '&=',
+        memo: '',
+        note: null,
+      }),
+    ).toEqual([]);
+  });
+
+  it('accepts exactly what reads back one way: every part with `=` starts a parameter', () => {
+    // "description=Tom & Jerry&service=x": the part " Jerry" holds no "=", so it can only continue the value before it.
+    const accepted = { description: 'Tom & Jerry', service: 'x' };
+    const parts = canonicalQueryString(accepted).split('&');
+    const readBack: Record<string, string> = {};
+    let last = '';
+    for (const part of parts) {
+      if (part.includes('=')) {
+        last = part.slice(0, part.indexOf('='));
+        readBack[last] = part.slice(part.indexOf('=') + 1);
+      } else readBack[last] += `&${part}`;
+    }
+    expect(readBack).toEqual(accepted);
+  });
+
+  it('passes every vector of this file and of the signing guide', () => {
+    expect(ambiguousParameters(parseJsonLossless(VECTOR_BODY) as Record<string, unknown>)).toEqual([]);
+    const guide = readFileSync(join(__dirname, '../fixtures/area-c/request.json'), 'utf8');
+    expect(ambiguousParameters(parseJsonLossless(guide) as Record<string, unknown>)).toEqual([]);
   });
 });
