@@ -1,19 +1,22 @@
 /**
  * Request idempotency for money-moving operations, with Stripe's semantics (docs/idempotency.md):
  *
- * - A client sends `Idempotency-Key` (1–255 visible ASCII characters) with a money-moving request. The key is
- *   scoped to its owner (a merchant) and kept at least `retention_seconds` (24 h by default).
- * - The same key with the same parameters (same operation, same fingerprint) → the first answer, replayed: the stored
- *   protobuf bytes of the RPC response, so the façade renders the same envelope byte for byte; or the first business
- *   refusal (a `DomainError`), raised again.
- * - The same key with other parameters, or for another operation → `IDEMPOTENCY_KEY_REUSED`.
+ * - A request names itself with one key or more (1–255 visible ASCII characters each), scoped to their owner (a
+ *   merchant) and kept at least `retention_seconds` (24 h by default): its own `key` (a client's Idempotency-Key, a
+ *   signed request_id, or the identity of a signed body) and `aliases`, further keys naming the same request (e.g.
+ *   the signed body beside its request_id, and a client's Idempotency-Key beside a signed body).
+ * - A request any of whose keys answered before with the same parameters (same operation, same fingerprint) → that
+ *   first answer, replayed: the stored protobuf bytes of the RPC response, so the façade renders the same envelope
+ *   byte for byte; or the first business refusal (a `DomainError`), raised again. The first key found in the
+ *   request's order wins, and every new key of the repeat is recorded with the same answer.
+ * - A key used before with other parameters, or for another operation → `IDEMPOTENCY_KEY_REUSED` on that key's field.
  * - A repeat while the first request is still running → `IDEMPOTENCY_KEY_IN_PROGRESS` (retry later).
- * - An infrastructure failure (anything but a DomainError) releases the key, so a retry runs again.
+ * - An infrastructure failure (anything but a DomainError) releases the keys, so a retry runs again.
  *
  * Crash safety: a claim whose process died stays `running` until `locked_until` (the request deadline plus a
  * margin), then a retry takes it over and runs the operation again. Every operation therefore derives its own
- * downstream idempotency (ledger idempotency key, workflow id) from `ownKey` (scope + key), so a re-run after a
- * crash finds the money already moved instead of moving it twice.
+ * downstream idempotency (ledger idempotency key, workflow id) from `ownKey` (scope + its own key), so a re-run after
+ * a crash finds the money already moved instead of moving it twice.
  */
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { createHash } from 'node:crypto';
@@ -39,8 +42,12 @@ export interface IdempotencyOptions {
 export interface IdempotentRequest {
   /** Who owns the key, e.g. `merchant:42`. */
   scope: string;
-  /** The client's Idempotency-Key. */
+  /** The request's own key (a client's Idempotency-Key): `ownKey` derives from it. */
   key: string;
+  /** The field `key` came from, named by its errors (default `Idempotency-Key`). */
+  keyField?: string;
+  /** Further keys naming the same request, after `key` in precedence, each with the field named by its errors. */
+  aliases?: ReadonlyArray<{ key: string; field: string }>;
   /** What the request does, e.g. `area-c.transfer`: a key is bound to one operation. */
   operation: string;
   /** The request's parameters in a stable order (see `fingerprintOf`). */
@@ -105,21 +112,21 @@ export function fingerprintOf(parameters: unknown[]): string {
 
 /**
  * Checks a client's key: 1–255 visible ASCII characters.
- * @throws DomainError IDEMPOTENCY_KEY_INVALID on the field `Idempotency-Key`.
+ * @throws DomainError IDEMPOTENCY_KEY_INVALID on `field` (default `Idempotency-Key`).
  */
-export function checkIdempotencyKey(key: string): void {
+export function checkIdempotencyKey(key: string, field = 'Idempotency-Key'): void {
   if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH || !VISIBLE_ASCII.test(key)) {
     throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_INVALID', 'bad idempotency key', {
-      'Idempotency-Key': [`must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`],
+      [field]: [`must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`],
     });
   }
 }
 
 export interface IdempotencyStore {
   /**
-   * Runs `execute` once per (scope, key) and answers every repeat with its first result.
-   * `execute` receives `ownKey`, a stable string derived from scope and key, to build its downstream idempotency
-   * keys from.
+   * Runs `execute` once per request (all of whose keys, `key` and `aliases`, it claims together) and answers every
+   * repeat naming any of them with its first result. `execute` receives `ownKey`, a stable string derived from scope
+   * and `key`, to build its downstream idempotency keys from.
    * @throws DomainError IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS, or the first
    *   run's business refusal (replayed).
    */
@@ -138,27 +145,45 @@ const PURGE_BATCH_MAX = 10_000;
 export function createIdempotencyStore(database: Knex, options: IdempotencyOptions): IdempotencyStore {
   const table = () => database<KeyRow>('idempotency_keys');
 
-  /** Inserts a running claim; true when this call owns the key now. */
-  async function claim(request: IdempotentRequest, fingerprint: string): Promise<boolean> {
+  /**
+   * Inserts running claims for `keys` (in sorted order, so that two requests sharing keys never wait on each other
+   * in a cycle); returns the keys this call owns now.
+   */
+  async function claim(request: IdempotentRequest, keys: string[], fingerprint: string): Promise<string[]> {
+    const sorted = [...keys].sort();
     const inserted = await database.raw(
       `INSERT INTO idempotency_keys (scope, key, operation, fingerprint, state, locked_until, expires_at)
-       VALUES (?, ?, ?, ?, 'running', now() + make_interval(secs => ?), now() + make_interval(secs => ?))
+       VALUES ${sorted.map(() => `(?, ?, ?, ?, 'running', now() + make_interval(secs => ?), now() + make_interval(secs => ?))`).join(', ')}
        ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
-      [request.scope, request.key, request.operation, fingerprint, options.lock_seconds, options.retention_seconds],
+      sorted.flatMap((key) => [request.scope, key, request.operation, fingerprint, options.lock_seconds, options.retention_seconds]),
     );
-    return inserted.rows.length === 1;
+    return (inserted.rows as Array<{ key: string }>).map((row) => row.key);
   }
 
   /** Takes over a key whose claim is stale (its process died) or whose retention is over; true when taken. */
-  async function takeOver(request: IdempotentRequest, fingerprint: string): Promise<boolean> {
+  async function takeOver(request: IdempotentRequest, key: string, fingerprint: string): Promise<boolean> {
     const updated = await database.raw(
       `UPDATE idempotency_keys SET operation = ?, fingerprint = ?, state = 'running', response = NULL, error = NULL,
          locked_until = now() + make_interval(secs => ?), expires_at = now() + make_interval(secs => ?)
        WHERE scope = ? AND key = ? AND (expires_at <= now() OR (state = 'running' AND locked_until <= now()))
        RETURNING key`,
-      [request.operation, fingerprint, options.lock_seconds, options.retention_seconds, request.scope, request.key],
+      [request.operation, fingerprint, options.lock_seconds, options.retention_seconds, request.scope, key],
     );
     return updated.rows.length === 1;
+  }
+
+  /** Drops the running claims of `keys` this call holds (nothing was done under them). */
+  async function release(request: IdempotentRequest, keys: string[]): Promise<void> {
+    if (keys.length > 0) await table().where({ scope: request.scope, state: 'running' }).whereIn('key', keys).delete();
+  }
+
+  /** Completes the running claims of `keys` with an answer. */
+  async function complete(request: IdempotentRequest, keys: string[], answer: Pick<KeyRow, 'response' | 'error'>): Promise<void> {
+    if (keys.length === 0) return;
+    await table()
+      .where({ scope: request.scope, state: 'running' })
+      .whereIn('key', keys)
+      .update({ state: 'completed', response: answer.response, error: answer.error === null ? null : (JSON.stringify(answer.error) as never) });
   }
 
   function replay<T>(row: KeyRow, codec: ResponseCodec<T>): T {
@@ -169,51 +194,59 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
 
   return {
     async run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T> {
-      checkIdempotencyKey(request.key);
+      const named = [{ key: request.key, field: request.keyField ?? 'Idempotency-Key' }, ...(request.aliases ?? [])].filter(
+        (entry, index, all) => all.findIndex((other) => other.key === entry.key) === index,
+      );
+      for (const { key, field } of named) checkIdempotencyKey(key, field);
+      const keys = named.map((entry) => entry.key);
+      const fieldOf = (key: string) => named.find((entry) => entry.key === key)!.field;
       const fingerprint = fingerprintOf(request.parameters);
       const ownKey = `${request.scope}:${request.key}`;
-      let owned = false;
-      for (let attempt = 0; attempt < MAX_CLAIM_TRIES && !owned; attempt++) {
-        if (await claim(request, fingerprint)) {
-          owned = true;
-          break;
-        }
-        const row = await table().where({ scope: request.scope, key: request.key }).first();
-        if (!row) continue; // purged meanwhile: claim again
-        const live = row.expires_at.getTime() > Date.now();
-        if (live && (row.operation !== request.operation || row.fingerprint !== fingerprint)) {
+      const owned: string[] = [];
+      for (let attempt = 0; attempt < MAX_CLAIM_TRIES && owned.length < keys.length; attempt++) {
+        owned.push(...(await claim(request, keys.filter((key) => !owned.includes(key)), fingerprint)));
+        const taken = keys.filter((key) => !owned.includes(key));
+        if (taken.length === 0) break;
+        const rows = await table().where({ scope: request.scope }).whereIn('key', taken);
+        const now = Date.now();
+        const live = rows.filter((row) => row.expires_at.getTime() > now);
+        const other = keys.map((key) => live.find((row) => row.key === key)).find((row) => row && (row.operation !== request.operation || row.fingerprint !== fingerprint));
+        if (other) {
+          await release(request, owned);
           throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_REUSED', 'key used with other parameters', {
-            'Idempotency-Key': ['was already used with other parameters'],
+            [fieldOf(other.key)]: ['was already used with other parameters'],
           });
         }
-        if (live && row.state === 'completed') return replay(row, codec);
-        if (live && row.locked_until.getTime() > Date.now()) {
+        const first = keys.map((key) => live.find((row) => row.key === key && row.state === 'completed')).find((row) => row !== undefined);
+        if (first) {
+          // A repeat: its keys not seen before answer the same from now on.
+          await complete(request, owned, first);
+          return replay(first, codec);
+        }
+        if (live.some((row) => row.locked_until.getTime() > now)) {
+          await release(request, owned);
           throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
         }
-        owned = await takeOver(request, fingerprint);
+        for (const row of rows) if (await takeOver(request, row.key, fingerprint)) owned.push(row.key);
       }
-      if (!owned) throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
+      if (owned.length < keys.length) {
+        await release(request, owned);
+        throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
+      }
 
       let result: T;
       try {
         result = await execute(ownKey);
       } catch (error) {
         if (error instanceof DomainError && error.kind !== 'internal' && error.kind !== 'unavailable' && error.kind !== 'deadline_exceeded') {
-          await table()
-            .where({ scope: request.scope, key: request.key, state: 'running' })
-            .update({
-              state: 'completed',
-              error: JSON.stringify({ reason: error.reason, kind: error.kind, message: error.message, fields: error.fields }) as never,
-            });
+          await complete(request, owned, { response: null, error: { reason: error.reason, kind: error.kind, message: error.message, fields: error.fields } });
         } else {
           // An infrastructure fault: the outcome is unknown to the client, so a retry must be able to run again.
-          await table().where({ scope: request.scope, key: request.key, state: 'running' }).delete();
+          await release(request, owned);
         }
         throw error;
       }
-      await table()
-        .where({ scope: request.scope, key: request.key, state: 'running' })
-        .update({ state: 'completed', response: Buffer.from(codec.encode(result)) });
+      await complete(request, owned, { response: Buffer.from(codec.encode(result)), error: null });
       return result;
     },
 
