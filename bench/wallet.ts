@@ -1,6 +1,6 @@
 /**
  * Benchmark `wallet`: Area C `transfer` actions per second and p50/p99 latency through the façade
- * (merchant headers, session and RSA2 signature verified, one Transfer RPC, one ledger transaction) at concurrency 32,
+ * (merchant headers, session and RSA2 signature verified, one Transfer RPC, the signed body claimed and answered once, one ledger transaction) at concurrency 32,
  * beside the ledger's own transfer rate (direct `ledger.transfer`, same concurrency) measured in the same run.
  * Goal: façade rate ≥ 0.5 × ledger rate.
  *
@@ -79,20 +79,20 @@ export async function run(): Promise<BenchResult> {
         ],
       });
     });
-    // A merchant signs on its own machine: sign the 64 distinct bodies up front (RSA2 PKCS#1 v1.5 is deterministic,
-    // so a repeated body has the same sign); the platform still verifies every request.
+    // A merchant signs on its own machine: sign every body up front, each a new movement with its own request_id (a
+    // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
     const signedBodies = new Map<number, string>();
-    for (let slot = 0; slot < USERS; slot++) {
-      const [from, candidate] = pair(slot);
-      const to = candidate === from ? users[(slot + 1) % USERS]! : candidate;
-      const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD' };
-      signedBodies.set(slot, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
+    for (let index = 0; index < operations; index++) {
+      const [from, candidate] = pair(index);
+      const to = candidate === from ? users[(index + 1) % USERS]! : candidate;
+      const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD', request_id: `bench-${index}` };
+      signedBodies.set(index, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
     const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
     let failures = 0;
     const childCpu = processCpuMs(child.pid!);
     const facade = await measure(operations, CONCURRENCY, async (index) => {
-      const response = await client.post('/do-action', {}, { raw: signedBodies.get(index % USERS)! });
+      const response = await client.post('/do-action', {}, { raw: signedBodies.get(index)! });
       if (response.status !== 200) failures++;
     });
     const facadeCpuMs = (processCpuMs(child.pid!) - childCpu) / operations;
@@ -103,7 +103,7 @@ export async function run(): Promise<BenchResult> {
       rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
       ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.per_second / ledger.per_second, goal: 0.5 }],
       notes: [
-        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time) + ledger.transfer (4 statements, as the direct call)',
+        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time; the body parsed again and bound by the api) + the signed body’s idempotency claim and answer (2 statements) + ledger.transfer (4 statements, as the direct call)',
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
         `CPU per operation (less noisy than rates on a shared machine): façade process ${facadeCpuMs.toFixed(2)} ms, ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
       ],

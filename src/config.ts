@@ -82,6 +82,8 @@ const schema = z.object({
   PRE_TRANSFER_TTL_SECONDS: seconds.default(600),
   ACCESS_TOKEN_TTL_SECONDS: seconds.default(7200),
   MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),
+  /** How far a signed Area C login's `timestamp` may lie from the platform's clock (each signed login is accepted once). */
+  MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().max(86_400).default(5),

@@ -70,6 +70,14 @@ export const FIELD_PROBLEMS = {
   sign: 0,
   sign_type: 0,
   login: 0,
+  /** A signed value holds `&` followed by `=` (it would verify as more parameters). */
+  separator_in_value: 0,
+  /** A signed parameter's name holds `&` or `=`. */
+  separator_in_name: 0,
+  /** Param: the accepted distance from the platform's clock, in seconds. */
+  timestamp_window: 1,
+  /** This signed login body was accepted before. */
+  login_replayed: 0,
   // ---- deposits ----
   acquirer_missing: 0,
   amount_mismatch: 0,

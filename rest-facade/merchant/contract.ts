@@ -69,6 +69,8 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   UNAUTHENTICATED: UNAUTHORIZED('merchant'),
   INVALID_SIGNATURE: BAD_REQUEST('sign'),
   LOGIN_FAILED: BAD_REQUEST('user_name_password'),
+  LOGIN_TIMESTAMP_INVALID: BAD_REQUEST('timestamp'),
+  LOGIN_REPLAYED: BAD_REQUEST('timestamp'),
   VALIDATION_FAILED: BAD_REQUEST('request'),
   INVALID_AMOUNT: BAD_REQUEST('amount'),
   USER_NOT_FOUND: BAD_REQUEST('user_id'),
@@ -100,7 +102,8 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
   IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),
-  IDEMPOTENCY_KEY_REUSED: BAD_REQUEST('Idempotency-Key'),
+  // The key names another request (other parameters): it may only narrow a signed body, never redirect it.
+  IDEMPOTENCY_KEY_REUSED: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },
   // A request with this key is still running: retry later (docs/idempotency.md).
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },
   PERMISSION_DENIED: FAULT,

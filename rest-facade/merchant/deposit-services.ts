@@ -37,9 +37,9 @@ export const depositMerchantServices: MerchantServiceTable = {
     return startedDepositJson(answer.deposit, pageBaseUrl);
   },
 
-  async confirm_payments({ body, caller, clients, callOptions }) {
+  async confirm_payments({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readConfirmPayments(body);
-    await clients.deposit.confirmPayment({ ...caller, ...fields }, callOptions);
+    await clients.deposit.confirmPayment({ ...caller, ...fields, idempotencyKey }, callOptions);
     return [];
   },
 };

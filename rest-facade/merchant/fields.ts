@@ -124,14 +124,14 @@ export class FieldReader {
     }
   }
 
-  /** An integer within [min, max]; JSON integer or digit string. */
-  integer(field: string, options: { min: number; max: number; required?: boolean }): number | undefined {
+  /** An integer within [min, max] of at most `digits` digits (default 9); JSON integer or digit string. */
+  integer(field: string, options: { min: number; max: number; required?: boolean; digits?: number }): number | undefined {
     const value = this.body[field];
     if (value === undefined || value === null || value === '') {
       return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
     }
     const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
-    if (text === undefined || !/^-?\d{1,9}$/.test(text)) return this.fail(field, MESSAGES.integer(field));
+    if (text === undefined || !new RegExp(`^-?\\d{1,${options.digits ?? 9}}$`).test(text)) return this.fail(field, MESSAGES.integer(field));
     const number = Number(text);
     if (number < options.min) return this.fail(field, MESSAGES.min(field, options.min));
     if (number > options.max) return this.fail(field, MESSAGES.maxValue(field, options.max));
@@ -319,10 +319,15 @@ export function readCancelBlockMoney(body: Record<string, unknown>) {
   return fields as { transactionRef: string };
 }
 
-/** Login body fields (C1). Both required; failures are reported under their own names. */
+/**
+ * Login body fields (C1): user_name, password and timestamp (Unix seconds, a JSON integer or digit string; the
+ * api checks it lies within MERCHANT_LOGIN_WINDOW_SECONDS). All required; failures are reported under their own
+ * names. The timestamp is not forwarded as a typed field: the api reads it from the signed body.
+ */
 export function readLogin(body: Record<string, unknown>) {
   const reader = new FieldReader(body);
   const fields = { userName: reader.string('user_name', { required: true }), password: reader.string('password', { required: true }) };
+  reader.integer('timestamp', { min: 0, max: 999_999_999_999_999, required: true, digits: 15 });
   reader.finish();
   return fields as { userName: string; password: string };
 }

@@ -45,6 +45,14 @@ export const AUTH_MESSAGES = {
   sign: 'invalid sign',
   signType: `The sign_type must be ${SIGN_TYPE}.`,
   login: 'These credentials do not match our records.',
+  loginReplayed: 'This signed login was already used: sign a new one with the current timestamp.',
+} as const;
+
+/** What makes a signed body unreadable (§7 canonical string) or a signed login stale. */
+export const SIGNED_BODY_MESSAGES = {
+  separatorInValue: (field: string) => `The ${field} must not contain & followed by = (it would read as another parameter).`,
+  separatorInName: (field: string) => `The parameter name ${field} must not contain & or =.`,
+  timestampWindow: (seconds: number | string) => `The timestamp must be within ${seconds} seconds of the current time.`,
 } as const;
 
 /** Deposits, confirmations and the hosted pages. */
@@ -143,6 +151,10 @@ export const AREA_C_PROBLEM_MESSAGES: Record<FieldProblem, Render> = {
   sign: () => AUTH_MESSAGES.sign,
   sign_type: () => AUTH_MESSAGES.signType,
   login: () => AUTH_MESSAGES.login,
+  separator_in_value: (field) => SIGNED_BODY_MESSAGES.separatorInValue(field),
+  separator_in_name: (field) => SIGNED_BODY_MESSAGES.separatorInName(field),
+  timestamp_window: (_field, seconds) => SIGNED_BODY_MESSAGES.timestampWindow(seconds!),
+  login_replayed: () => AUTH_MESSAGES.loginReplayed,
   acquirer_missing: () => DEPOSIT_MESSAGES.acquirerMissing,
   amount_mismatch: () => DEPOSIT_MESSAGES.amountMismatch,
   currency_mismatch: () => DEPOSIT_MESSAGES.currencyMismatch,

@@ -1,18 +1,19 @@
 /**
  * Area C router (payment-services-interface.md "Area C", platform decisions §7 and §8): translation only.
  *
- *   POST /login      headers merchant-id, merchant-secret-key; signed body user_name, password → session token.
+ *   POST /login      headers merchant-id, merchant-secret-key; signed body user_name, password, timestamp → session
+ *                    token.
  *   POST /do-action  the same headers, Authorization: Bearer <token>, signed body; dispatch on `service` through
  *                    the service tables (service-tables.ts).
  *
- * The façade computes the §7 canonical string of the body; WalletService (Login / AuthenticateAction) checks the
- * merchant headers, the session and the signature against the merchant's stored public key.
+ * The façade forwards what it received (the headers, the bearer token and the raw body text) in the one service
+ * RPC; WalletService (Login, or the service's own RPC through src/merchant-auth) parses the body itself, verifies
+ * its signature against the merchant's stored public key and acts only on what it says.
  *
  * Order of checks: JSON object body (400 `body`) → merchant headers (401 `merchant`) → token (401 `token`) →
  * sign_type / sign (400) → `service` (400 `service`) → the service's fields (400, every failing field) → the service.
  */
 import Router from '@koa/router';
-import { canonicalQueryString } from '../../src/crypto/rsa2-query';
 import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
 import { exceedsJsonDepth } from '../../src/text';
@@ -52,17 +53,12 @@ function parseBody(ctx: FacadeContext): Body | undefined {
   return undefined;
 }
 
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
-
-function envelopeOf(ctx: FacadeContext, body: Body) {
+/** What the merchant sent, as the api verifies it: the headers and the body text exactly as received. */
+function envelopeOf(ctx: FacadeContext) {
   return {
     merchantId: ctx.get('merchant-id'),
     merchantSecretKey: ctx.get('merchant-secret-key'),
-    canonicalString: canonicalQueryString(body),
-    sign: text(body.sign),
-    signType: text(body.sign_type),
+    body: ctx.state.rawBody,
   };
 }
 
@@ -93,7 +89,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     try {
       const fields = readLogin(body);
       const callOptions = rpcCallOptions(ctx);
-      const answer = await ctx.state.clients.wallet.login({ envelope: envelopeOf(ctx, body), ...fields }, callOptions);
+      const answer = await ctx.state.clients.wallet.login({ envelope: envelopeOf(ctx), ...fields }, callOptions);
       const user = answer.user!;
       send(
         ctx,
@@ -122,7 +118,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     if (!body) return;
     try {
       const callOptions = rpcCallOptions(ctx);
-      const auth = { envelope: envelopeOf(ctx, body), sessionToken: bearerToken(ctx) };
+      const auth = { envelope: envelopeOf(ctx), sessionToken: bearerToken(ctx) };
       // Authentication answers first (401, then sign): on the paths that end before a service RPC (no or unknown
       // service, bad fields) it is checked on its own; otherwise it travels inside the one service RPC.
       const authenticate = () => ctx.state.clients.wallet.authenticateAction(auth, callOptions);
@@ -136,7 +132,8 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
       }
       let data: unknown;
       try {
-        const idempotencyKey = ctx.get('Idempotency-Key') || (typeof body.request_id === 'string' ? body.request_id : '');
+        // The signed body's request_id is read by the api from the body itself; the header may only narrow.
+        const idempotencyKey = ctx.get('Idempotency-Key');
         const pageBaseUrl = `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`;
         data = await handler({ body, caller: { merchantId: '', auth }, clients: ctx.state.clients, callOptions, idempotencyKey, pageBaseUrl });
       } catch (error) {

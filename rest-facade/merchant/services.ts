@@ -22,8 +22,8 @@ import type { ActionAuthSchema, UserRecord } from '../../src/gen/payments/wallet
 
 /**
  * What a service handler gets: the parsed (lossless) body and `caller`, to spread into the RPC request: it carries
- * the call's authentication (ActionAuth: merchant headers, session token, canonical string and sign), which the
- * service verifies before acting, so a /do-action call costs one RPC.
+ * the call's authentication (ActionAuth: merchant headers, session token and the raw signed body), which the service
+ * verifies and binds its typed fields to before acting, so a /do-action call costs one RPC.
  */
 export interface MerchantActionContext {
   body: Record<string, unknown>;
@@ -32,8 +32,8 @@ export interface MerchantActionContext {
   /** Pass on every RPC (carries the request id header). */
   callOptions: CallOptions;
   /**
-   * The request's idempotency key for money-moving services: the `Idempotency-Key` header, else the signed body's
-   * `request_id` (so a captured signed request replayed later moves nothing again); empty when neither is given.
+   * The `Idempotency-Key` header ("" when none), for money-moving services. The api answers a repeat of the signed
+   * body (and of its signed `request_id`) with its first answer whatever this header; the header may only narrow.
    */
   idempotencyKey: string;
   /** `<PUBLIC_BASE_URL><MERCHANT_PREFIX>`: where the hosted pages' forms post (html_confirm_payment). */
@@ -125,9 +125,9 @@ export const coreMerchantServices: MerchantServiceTable = {
     return { transaction_ref: answer.transactionRef };
   },
 
-  async cancel_block_money({ body, caller, clients, callOptions }) {
+  async cancel_block_money({ body, caller, clients, callOptions, idempotencyKey }) {
     const fields = readCancelBlockMoney(body);
-    await clients.wallet.cancelBlockMoney({ ...caller, ...fields }, callOptions);
+    await clients.wallet.cancelBlockMoney({ ...caller, ...fields, idempotencyKey }, callOptions);
     return [];
   },
 };

@@ -2,8 +2,9 @@
  * InstrumentService (interface "Area C" tokenize_local_card, tokenize_bank_account, tokenize_visa_master;
  * platform decisions §7): decrypts the encrypted fields with the platform private key
  * (src/crypto/field-decryption.ts), checks them, and vaults the instrument (store.ts). Tokenize calls are
- * authenticated with `authenticateAction` exactly like WalletService; the user must be one of the calling
- * merchant's users (else 400 `user_id` "The selected user_id is invalid.", as for any unknown user).
+ * authenticated with `requireMerchant` exactly like WalletService (the signed body must say every field); the user
+ * must be one of the calling merchant's users (else 400 `user_id` "The selected user_id is invalid.", as for any
+ * unknown user).
  *
  * Every failing field is reported at once (400, field → messages). Card and account numbers are logged only as
  * their last 4 digits; security codes are checked and dropped.
@@ -128,8 +129,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
   }
 
   return {
-    async tokenizeLocalCard(request) {
-      const merchantId = await requireMerchant(request);
+    async tokenizeLocalCard(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       logRequest(merchantId, 'local_card', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
@@ -150,8 +151,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       return { token: instrument.token };
     },
 
-    async tokenizeBankAccount(request) {
-      const merchantId = await requireMerchant(request);
+    async tokenizeBankAccount(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       logRequest(merchantId, 'bank_account', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
@@ -178,8 +179,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       return { token, bankNumberLast4: instrument.last4, qrImageUrl: qrImageUrl(deps, token), needVerify: true };
     },
 
-    async tokenizeVisaMaster(request) {
-      const merchantId = await requireMerchant(request);
+    async tokenizeVisaMaster(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       logRequest(merchantId, 'visa_master', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));

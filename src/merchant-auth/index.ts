@@ -1,26 +1,38 @@
 /**
  * Merchant authentication, shared by every Area C service (interface "Authentication / Area C", platform decisions
- * §7): merchant headers, the RSA2 request signature verified with the merchant's stored public key, the API login,
- * opaque session tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one
- * `requireMerchant` every service calls. No service acts for a merchant id the caller merely asserts: the merchant
- * is the one whose headers, session and signature verify.
+ * §7): merchant headers, the signed body verified with the merchant's stored public key and bound to the typed
+ * request (./bindings.ts), the API login (a signed timestamp, each signed login body accepted once), opaque session
+ * tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one `requireMerchant` every service
+ * calls. No service acts for a merchant id the caller merely asserts: the merchant is the one whose headers, session
+ * and signature verify, and the request does only what that signed body says; a request without the merchant's
+ * proof is accepted only from a caller whose credential is bound to that merchant (`mayActFor`).
  *
- * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → signature (400 on
- * `sign` / `sign_type`) → the service's own fields.
+ * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → the body a JSON
+ * object, sign_type, no ambiguous parameter, sign (400 on `sign` / `sign_type` / the parameter) → the typed request
+ * equals the signed body (400 `sign`) → the service's own fields.
  */
+import type { HandlerContext } from '@connectrpc/connect';
 import { LRUCache } from 'lru-cache';
 import type { Knex } from 'knex';
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
+import { ambiguousParameters, canonicalQueryString } from '../crypto/rsa2-query';
 import { problem } from '../field-problems';
-import { DomainError } from '../errors';
+import { DomainError, invalidFields, reasonError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
-import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
+import type { ActionAuth, SignedEnvelope } from '../gen/payments/wallet/v1/wallet_pb';
+import { checkIdempotencyKey } from '../idempotency';
+import { isLosslessNumber, parseJsonLossless } from '../money';
 import { authenticateMerchant, type Merchant } from '../onboarding';
+import { callerOf, mayActFor } from '../rpc/caller';
+import { exceedsJsonDepth } from '../text';
+import { unboundFields } from './bindings';
+import { MERCHANT_AUTH_REASONS } from './reasons';
 
 export * from './reasons';
+export { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields, type FieldBinding, type SignedAction } from './bindings';
 
 /** Most merchants and sessions one process remembers. */
 const AUTH_CACHE_MAX = 10_000;
@@ -33,20 +45,38 @@ const AUTH_PROBLEMS = {
   tokenExpired: problem('session_expired'),
   sign: problem('sign'),
   signType: problem('sign_type'),
+  separatorInValue: problem('separator_in_value'),
+  separatorInName: problem('separator_in_name'),
+  loginReplayed: problem('login_replayed'),
 } as const;
 
-export interface Envelope {
+/** What the merchant sent: its headers and the raw body (payments.wallet.v1.SignedEnvelope). */
+export type Envelope = Pick<SignedEnvelope, 'merchantId' | 'merchantSecretKey' | 'body'>;
+
+/** A body whose signature verified: its parameters (parsed losslessly) and its identity. */
+export interface SignedBody {
+  parameters: Record<string, unknown>;
+  /**
+   * Hex SHA-256 of the signature's bytes. RSASSA-PKCS1-v1_5 gives one signature per canonical string and key, so
+   * this names the signed body (whatever its whitespace or key order) without storing anything it says.
+   */
+  id: string;
+}
+
+/** The merchant a request acts for, and what it signed. */
+export interface MerchantAct {
   merchantId: string;
-  merchantSecretKey: string;
-  canonicalString: string;
-  sign: string;
-  signType: string;
+  /**
+   * The verified signed body: its identity and its `request_id` ("" when it has none, null when it is no text).
+   * Undefined for a request
+   * without ActionAuth from a caller bound to the merchant.
+   */
+  signed?: { id: string; requestId: string | null };
 }
 
 /**
- * Checks the merchant headers and the request signature.
- * @throws DomainError unauthenticated MERCHANT_UNAUTHENTICATED (field `merchant`);
- *         invalid_argument INVALID_SIGNATURE (field `sign` or `sign_type`).
+ * Checks the merchant headers.
+ * @throws DomainError unauthenticated MERCHANT_UNAUTHENTICATED (field `merchant`).
  */
 export async function authenticateEnvelope(database: Knex, envelope: Envelope | undefined): Promise<Merchant> {
   const merchant = envelope?.merchantId
@@ -78,19 +108,78 @@ function publicKeyCache(): (pem: string) => KeyObject | string {
   };
 }
 
-/** Verifies sign_type and sign over the canonical string with the merchant's public key. */
-function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merchant: Merchant, envelope: Envelope): void {
-  if (envelope.signType !== SIGN_TYPE_RSA2) {
-    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign_type', {
-      sign_type: [AUTH_PROBLEMS.signType],
-      ...(envelope.sign ? {} : { sign: [AUTH_PROBLEMS.sign] }),
-    });
-  }
-  if (!envelope.sign || !verifyRsa2(envelope.canonicalString, envelope.sign, publicKeyOf(merchant.public_key_pem))) {
-    throw new DomainError('invalid_argument', 'INVALID_SIGNATURE', 'invalid sign', { sign: [AUTH_PROBLEMS.sign] });
-  }
+function invalidSign(): DomainError {
+  return reasonError(MERCHANT_AUTH_REASONS, 'INVALID_SIGNATURE', 'invalid sign', { sign: [AUTH_PROBLEMS.sign] });
 }
 
+/** The body as a JSON object (parsed losslessly), else undefined. */
+function parseBody(text: string): Record<string, unknown> | undefined {
+  try {
+    const value = parseJsonLossless(text);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value) && !exceedsJsonDepth(value)) return value as Record<string, unknown>;
+  } catch {
+    // not JSON
+  }
+  return undefined;
+}
+
+/**
+ * Parses the envelope's body, checks sign_type, refuses a parameter the canonical string could not tell apart from
+ * others (§7: a name holding `&` or `=`, a value holding `&` followed by `=`), and verifies sign over the canonical string the
+ * platform computes itself with the merchant's public key.
+ * @throws DomainError INVALID_SIGNATURE (field `sign` or `sign_type`); VALIDATION_FAILED on each ambiguous parameter
+ */
+function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merchant: Merchant, envelope: Envelope): SignedBody {
+  const parameters = parseBody(envelope.body);
+  if (!parameters) throw invalidSign();
+  const sign = typeof parameters.sign === 'string' ? parameters.sign : '';
+  if (parameters.sign_type !== SIGN_TYPE_RSA2) {
+    throw reasonError(MERCHANT_AUTH_REASONS, 'INVALID_SIGNATURE', 'invalid sign_type', {
+      sign_type: [AUTH_PROBLEMS.signType],
+      ...(sign ? {} : { sign: [AUTH_PROBLEMS.sign] }),
+    });
+  }
+  const ambiguous = ambiguousParameters(parameters);
+  if (ambiguous.length > 0) {
+    const problems: FieldViolations = {};
+    for (const name of ambiguous) problems[name] = [name.includes('&') || name.includes('=') ? AUTH_PROBLEMS.separatorInName : AUTH_PROBLEMS.separatorInValue];
+    throw invalidFields(problems);
+  }
+  if (!sign || !verifyRsa2(canonicalQueryString(parameters), sign, publicKeyOf(merchant.public_key_pem))) throw invalidSign();
+  return { parameters, id: createHash('sha256').update(Buffer.from(sign, 'base64')).digest('hex') };
+}
+
+/**
+ * The typed request must say what its signed body says (./bindings.ts).
+ * @throws DomainError INVALID_SIGNATURE (field `sign`)
+ */
+function bindToSignedBody(request: { $typeName: string }, body: SignedBody): void {
+  if (unboundFields(request, body.parameters).length > 0) throw invalidSign();
+}
+
+/** The body's `request_id` as text: "" when absent, null when it is no text (neither string nor number). */
+function requestIdOf(parameters: Record<string, unknown>): string | null {
+  const value = parameters.request_id;
+  if (value === undefined || value === null || value === '') return '';
+  return isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : null;
+}
+
+/**
+ * The idempotency keys of one money-moving request (docs/idempotency.md): the request's own key first (the signed
+ * `request_id`, else the signed body itself, else a trusted caller's `idempotencyKey`), then the other keys that
+ * name the same request: the signed body when a `request_id` leads, and the client's `Idempotency-Key` header, which
+ * may only narrow. Empty `key` when the request has none (a trusted caller without a key).
+ */
+export function movementKeys(act: MerchantAct, idempotencyKey: string): { key: string; keyField: string; aliases: Array<{ key: string; field: string }> } {
+  if (idempotencyKey) checkIdempotencyKey(idempotencyKey);
+  const header = idempotencyKey ? [{ key: idempotencyKey, field: 'Idempotency-Key' }] : [];
+  if (!act.signed) return { key: idempotencyKey, keyField: 'Idempotency-Key', aliases: [] };
+  const body = `signed-body:${act.signed.id}`;
+  const { requestId } = act.signed;
+  if (requestId === '') return { key: body, keyField: 'sign', aliases: header };
+  checkIdempotencyKey(requestId ?? '', 'request_id');
+  return { key: requestId!, keyField: 'request_id', aliases: [{ key: body, field: 'sign' }, ...header] };
+}
 
 interface SessionRow {
   merchant_id: string;
@@ -156,22 +245,45 @@ export async function merchantApiUser(database: Knex, merchantId: string): Promi
 
 export interface MerchantAuth {
   /**
-   * The whole check of one /do-action call: merchant headers, session, signature (in that order of precedence; the
-   * two lookups run in parallel). @returns the merchant id.
+   * The whole check of one /do-action call: merchant headers, session, signed body (in that order of precedence;
+   * the two lookups run in parallel). @returns the merchant id and the verified body.
    * @throws DomainError MERCHANT_UNAUTHENTICATED, SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED,
-   *   INVALID_SIGNATURE
+   *   INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter)
    */
-  authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string>;
+  authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<{ merchantId: string; signed: SignedBody }>;
   /**
-   * The merchant an Area C service request acts for: the one its ActionAuth proves. A request without one is
-   * refused whatever merchant id it names. @throws as `authenticateAction`.
+   * The merchant an Area C service request acts for. With ActionAuth: the merchant it proves, once the request's
+   * typed fields are found equal to its signed body (./bindings.ts). Without: `request.merchantId`, only when the
+   * caller's credential is bound to that merchant (`mayActFor`); anyone else is refused whatever id it names.
+   * Each accepted request counts against the merchant's request rate.
+   * @throws as `authenticateAction`; INVALID_SIGNATURE when the typed request is not the signed one;
+   *   MERCHANT_UNAUTHENTICATED without ActionAuth from another caller; IDEMPOTENCY_KEY_INVALID (field
+   *   `request_id`) for a signed request_id that is no valid key; RATE_LIMITED
    */
-  requireMerchant(request: { auth?: ActionAuth }): Promise<string>;
+  requireMerchant(request: { $typeName: string; merchantId: string; auth?: ActionAuth }, context: HandlerContext | undefined): Promise<MerchantAct>;
   /**
-   * Verifies sign_type and sign over the canonical string with the merchant's public key.
-   * @throws DomainError INVALID_SIGNATURE (field `sign` or `sign_type`)
+   * C1 before the password check: merchant headers, the signed body bound to the typed request, its `timestamp`
+   * (Unix seconds) within MERCHANT_LOGIN_WINDOW_SECONDS of this process's clock, and the body accepted once: it is
+   * recorded until no process could accept its timestamp any more, and a replay is refused.
+   * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter),
+   *   LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED (field `timestamp`)
    */
-  verifyEnvelopeSignature(merchant: Merchant, envelope: Envelope): void;
+  authenticateLogin(request: { $typeName: string; envelope?: SignedEnvelope; userName: string; password: string }): Promise<Merchant>;
+}
+
+/**
+ * The signed login's `timestamp`: Unix seconds (a JSON integer or a string of digits) within `windowSeconds` of now.
+ * @throws DomainError LOGIN_TIMESTAMP_INVALID (field `timestamp`)
+ */
+export function checkLoginTimestamp(parameters: Record<string, unknown>, windowSeconds: number, nowMs = Date.now()): number {
+  const value = parameters.timestamp;
+  const fail = (code: string) => reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_TIMESTAMP_INVALID', 'login timestamp invalid', { timestamp: [code] });
+  if (value === undefined || value === null || value === '') throw fail(problem('required'));
+  const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
+  if (!/^\d{1,15}$/.test(text)) throw fail(problem('integer'));
+  const seconds = Number(text);
+  if (Math.abs(nowMs / 1000 - seconds) > windowSeconds) throw fail(problem('timestamp_window', windowSeconds));
+  return seconds;
 }
 
 /**
@@ -183,7 +295,7 @@ export interface MerchantAuth {
  */
 export function createMerchantAuth(deps: {
   database: Knex;
-  config: { AUTH_CACHE_SECONDS: number };
+  config: { AUTH_CACHE_SECONDS: number; MERCHANT_LOGIN_WINDOW_SECONDS: number };
   authChanges: AuthChanges;
   /** Counts each verified request against the merchant's request rate (src/abuse). */
   abuse: Pick<AbuseLimits, 'consumeRequest'>;
@@ -201,7 +313,7 @@ export function createMerchantAuth(deps: {
     return (await merchants.get(key, () => authenticateEnvelope(deps.database, envelope)))!;
   }
 
-  async function authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<string> {
+  async function authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<{ merchantId: string; signed: SignedBody }> {
     const [merchant, session] = await Promise.all([
       merchantOf(envelope).then(
         (value) => ({ value }),
@@ -217,20 +329,57 @@ export function createMerchantAuth(deps: {
     ]);
     if ('error' in merchant) throw merchant.error;
     if ('error' in session) throw session.error;
-    verifySignature(publicKeyOf, merchant.value, envelope!);
-    return merchant.value.id;
+    return { merchantId: merchant.value.id, signed: verifySignature(publicKeyOf, merchant.value, envelope!) };
+  }
+
+  /**
+   * Records a signed login body; false when it was recorded before and its record still runs. The record lives
+   * twice the window past the body's timestamp, so a process whose clock is up to one window ahead still finds it.
+   * The merchant's records past their end are deleted in the same statement.
+   */
+  async function acceptOnce(merchantId: string, signed: SignedBody, timestampSeconds: number): Promise<boolean> {
+    const now = new Date();
+    const expiresAt = new Date((timestampSeconds + 2 * deps.config.MERCHANT_LOGIN_WINDOW_SECONDS) * 1000);
+    const result = await deps.database.raw(
+      `WITH purged AS (
+         DELETE FROM merchant_login_requests WHERE merchant_id = ? AND expires_at <= ? AND signature_sha256 <> ?
+       )
+       INSERT INTO merchant_login_requests (merchant_id, signature_sha256, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (merchant_id, signature_sha256) DO UPDATE SET expires_at = EXCLUDED.expires_at
+         WHERE merchant_login_requests.expires_at <= ?
+       RETURNING signature_sha256`,
+      [merchantId, now, signed.id, merchantId, signed.id, expiresAt, now],
+    );
+    return result.rows.length === 1;
   }
 
   return {
     authenticateAction,
-    verifyEnvelopeSignature: (merchant, envelope) => verifySignature(publicKeyOf, merchant, envelope),
-    async requireMerchant(request) {
+
+    async requireMerchant(request, context) {
       if (!request.auth) {
-        throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
+        if (!mayActFor(callerOf(context), { kind: 'merchant', id: request.merchantId })) {
+          throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
+        }
+        await deps.abuse.consumeRequest(`merchant:${request.merchantId}`);
+        return { merchantId: request.merchantId };
       }
-      const merchantId = await authenticateAction(request.auth.envelope, request.auth.sessionToken);
+      const { merchantId, signed } = await authenticateAction(request.auth.envelope, request.auth.sessionToken);
+      bindToSignedBody(request, signed);
+      const requestId = requestIdOf(signed.parameters);
       await deps.abuse.consumeRequest(`merchant:${merchantId}`);
-      return merchantId;
+      return { merchantId, signed: { id: signed.id, requestId } };
+    },
+
+    async authenticateLogin(request) {
+      const merchant = await authenticateEnvelope(deps.database, request.envelope);
+      const signed = verifySignature(publicKeyOf, merchant, request.envelope!);
+      bindToSignedBody(request, signed);
+      const timestamp = checkLoginTimestamp(signed.parameters, deps.config.MERCHANT_LOGIN_WINDOW_SECONDS);
+      if (!(await acceptOnce(merchant.id, signed, timestamp))) {
+        throw reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_REPLAYED', 'signed login replayed', { timestamp: [AUTH_PROBLEMS.loginReplayed] });
+      }
+      return merchant;
     },
   };
 }

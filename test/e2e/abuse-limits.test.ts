@@ -15,7 +15,7 @@ import { createMerchant } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';
 import { runRoles } from '../../src/runtime';
 import { formAction, loggedInMerchant, newPreorder, newUser, SANDBOX_CARDS } from '../support/deposit-setup';
-import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
+import { freshLogin, MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { startTestPlatform, testConfig, type TestPlatform } from '../support/platform';
 
@@ -32,7 +32,7 @@ describe('abuse limits', () => {
   /** POSTs `client`'s signed C1 login with `password` from the local address `from`; answers status and Retry-After. */
   function loginFrom(from: string, client: MerchantClient, password: string): Promise<{ status: number; retryAfter?: string; text: string }> {
     const url = new URL(`${client.options.baseUrl}/login`);
-    const body = JSON.stringify(signRequestParameters({ user_name: client.options.userName, password }, createPrivateKey(client.options.privateKeyPem)));
+    const body = JSON.stringify(signRequestParameters(freshLogin({ user_name: client.options.userName, password }), createPrivateKey(client.options.privateKeyPem)));
     return new Promise((resolve, reject) => {
       const sent = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', localAddress: from, headers: client.headers() }, (response) => {
         let text = '';

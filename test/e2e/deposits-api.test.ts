@@ -163,8 +163,8 @@ describe('Area C deposits', () => {
       expect(BigInt(after!.n as string | number | bigint) - BigInt(before!.n as string | number | bigint)).toBe(1n);
 
       const reused = await merchant.action('deposit_by_local_card', { ...fields, amount: 3 }, { headers });
-      expect(reused.status).toBe(400);
-      expect(reused.body).toMatchObject({ success: false, code: 400, error: { 'Idempotency-Key': [expect.any(String)] } });
+      expect(reused.status).toBe(409);
+      expect(reused.body).toMatchObject({ success: false, code: 409, error: { 'Idempotency-Key': [expect.any(String)] } });
 
       // The one deposit still confirms, and credits once.
       const balance = await userBalance(platform, payer.id);

@@ -2,6 +2,7 @@
  * Area C over HTTP (interface "Area C"; platform decisions §7 and §8): login, the signed /do-action route
  * and its services, every documented failure, tenant isolation. Real PostgreSQL, Temporal, RPC and façade.
  */
+import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { getUser } from '../../src/onboarding';
 import { MESSAGES } from '../../rest-facade/merchant/fields';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
@@ -117,6 +118,44 @@ describe('Area C merchant API', () => {
       });
     });
 
+    it('opens no session for a captured signed login body sent again', async () => {
+      const raw = JSON.stringify(
+        signRequestParameters({ user_name: merchant.options.userName, password: merchant.options.password, timestamp: Math.floor(Date.now() / 1000) }, merchant.options.privateKeyPem),
+      );
+      const first = await merchant.post('/login', {}, { raw });
+      expect(first.status).toBe(200);
+      const replayed = await merchant.post('/login', {}, { raw });
+      expect(replayed.status).toBe(400);
+      expect(replayed.body).toEqual({ ...BAD_REQUEST, error: { timestamp: ['This signed login was already used: sign a new one with the current timestamp.'] } });
+    });
+
+    it('answers an old client without timestamp with 400 on timestamp, before any credential check', async () => {
+      const raw = JSON.stringify(signRequestParameters({ user_name: merchant.options.userName, password: merchant.options.password }, merchant.options.privateKeyPem));
+      const response = await merchant.post('/login', {}, { raw, headers: { 'merchant-secret-key': 'wrong' } });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { timestamp: ['The timestamp field is required.'] } });
+    });
+
+    it('refuses a timestamp outside MERCHANT_LOGIN_WINDOW_SECONDS, and one that is no Unix time in seconds', async () => {
+      const stale = await merchant.post('/login', { user_name: merchant.options.userName, password: merchant.options.password, timestamp: Math.floor(Date.now() / 1000) - 301 });
+      expect(stale.status).toBe(400);
+      expect(stale.body).toEqual({ ...BAD_REQUEST, error: { timestamp: ['The timestamp must be within 300 seconds of the current time.'] } });
+      const future = await merchant.post('/login', { user_name: merchant.options.userName, password: merchant.options.password, timestamp: String(Math.floor(Date.now() / 1000) + 400) });
+      expect(future.body.error).toEqual({ timestamp: ['The timestamp must be within 300 seconds of the current time.'] });
+      const millis = await merchant.post('/login', { user_name: merchant.options.userName, password: merchant.options.password, timestamp: Date.now() });
+      expect(millis.body.error).toEqual({ timestamp: ['The timestamp must be within 300 seconds of the current time.'] });
+      const text = await merchant.post('/login', { user_name: merchant.options.userName, password: merchant.options.password, timestamp: '2026-01-01T00:00:00Z' });
+      expect(text.body.error).toEqual({ timestamp: ['The timestamp must be an integer.'] });
+    });
+
+    it('opens a session for two logins within one second that differ (by nonce), and records no login body in clear', async () => {
+      const [one, two] = await Promise.all([merchant.login(), merchant.login()]);
+      expect([one.status, two.status]).toEqual([200, 200]);
+      const rows = await platform.deps.database('merchant_login_requests').select('signature_sha256');
+      expect(rows.length).toBeGreaterThanOrEqual(2);
+      for (const row of rows) expect(row.signature_sha256).toMatch(/^[0-9a-f]{64}$/);
+    });
+
     it('refuses a body that is not a JSON object', async () => {
       const response = await merchant.post('/login', {}, { raw: '[1,2' });
       expect(response.status).toBe(400);
@@ -150,6 +189,15 @@ describe('Area C merchant API', () => {
       });
       expect(response.status).toBe(400);
       expect(response.body).toEqual({ ...BAD_REQUEST, error: { sign: ['invalid sign'] } });
+    });
+
+    it('refuses a signed value that reads as more parameters (a=1&b=2 inside a value), on that field, and a name with & or =', async () => {
+      const response = await merchant.action('list_fees', { note: 'a=1&b=2' });
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { note: ['The note must not contain & followed by = (it would read as another parameter).'] } });
+      const name = await merchant.action('list_fees', { 'x=y': 'z' });
+      expect(name.body).toEqual({ ...BAD_REQUEST, error: { 'x=y': ['The parameter name x=y must not contain & or =.'] } });
+      expect((await merchant.action('list_fees', { note: 'Tom & Jerry' })).status).toBe(200);
     });
 
     it('refuses a missing sign and a wrong sign_type', async () => {

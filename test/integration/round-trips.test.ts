@@ -73,7 +73,7 @@ it('a partner pre-transfer, created and confirmed, takes 15 statements', async (
   expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
 });
 
-it('an Area C /do-action transfer takes 4 statements: the ledger transfer alone', async () => {
+it('an Area C /do-action transfer takes 6 statements: the ledger transfer and its signed body claimed, then answered', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
   const ids: string[] = [];
@@ -83,9 +83,14 @@ it('an Area C /do-action transfer takes 4 statements: the ledger transfer alone'
     ids.push(String(created.body.data.id));
   }
   await fundUser(platform, ids[0]!, 1_000n);
-  const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 0.01, currency: 'USD' }, credentials.private_key!));
-  const send = async () => expect((await client.post('/do-action', {}, { raw: body })).status).toBe(200);
+  // Each signed body moves money once (a repeat is answered from its idempotency record): a new request_id each time.
+  let sequence = 0;
+  const send = async () => {
+    sequence += 1;
+    const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 0.01, currency: 'USD', request_id: `RT-${sequence}` }, credentials.private_key!));
+    expect((await client.post('/do-action', {}, { raw: body })).status).toBe(200);
+  };
   await send();
   const sent = await counted(send);
-  expect(sent).toHaveLength(4);
+  expect(sent).toHaveLength(6);
 });

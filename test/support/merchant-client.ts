@@ -1,13 +1,29 @@
 /**
  * A merchant's client of Area C for tests and benchmarks: signs every POST per platform decisions §7 (canonical
  * query string, RSA2 with the merchant's private key), sends the merchant headers and the bearer session token.
+ *
+ * As a merchant's own client should: every login body carries the current `timestamp` and a fresh `nonce` (a signed
+ * login is accepted once), and every money-moving action a fresh `request_id` unless the test gives one (the same
+ * signed body answers its first answer: a test that means to repeat a request sends the same `request_id`, or the
+ * same raw body).
  */
-import { createPrivateKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { request } from 'undici';
 import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { parseJsonLossless } from '../../src/money';
 import { createMerchant, type Merchant, type MerchantCredentials } from '../../src/onboarding';
 import type { PlatformDeps } from '../../src/platform-deps';
+
+/** The Area C actions that move or hold money: each call is one movement, named by its `request_id`. */
+export const MONEY_MOVING_SERVICES: ReadonlySet<string> = new Set([
+  'transfer', 'pay_by_token', 'block_money', 'cancel_block_money',
+  'deposit_by_local_card', 'deposit_by_bank_account', 'deposit_by_visa_master', 'confirm_payments',
+]);
+
+/** `body` with the current Unix `timestamp` and a fresh `nonce` where it has none: what a signed login needs. */
+export function freshLogin(body: Record<string, unknown>): Record<string, unknown> {
+  return { timestamp: Math.floor(Date.now() / 1000), nonce: randomUUID(), ...body };
+}
 
 export interface MerchantClientOptions {
   baseUrl: string;
@@ -52,7 +68,8 @@ export class MerchantClient {
     body: Record<string, unknown>,
     options: { headers?: Record<string, string>; sign?: boolean; raw?: string } = {},
   ): Promise<AreaCResponse> {
-    const payload = options.raw ?? JSON.stringify(options.sign === false ? body : signRequestParameters(body, this.privateKey));
+    const sent = path === '/login' ? freshLogin(body) : body;
+    const payload = options.raw ?? JSON.stringify(options.sign === false ? sent : signRequestParameters(sent, this.privateKey));
     // undici's request (not fetch): benchmarks run this client beside the platform on the same cores.
     const response = await request(`${this.options.baseUrl}${path}`, { method: 'POST', headers: this.headers(options.headers), body: payload });
     const text = await response.body.text();
@@ -76,9 +93,10 @@ export class MerchantClient {
     return response;
   }
 
-  /** One signed /do-action call. */
+  /** One signed /do-action call; a money-moving one gets a fresh `request_id` unless `fields` has one. */
   action(service: string, fields: Record<string, unknown> = {}, options: { headers?: Record<string, string>; sign?: boolean } = {}) {
-    return this.post('/do-action', { service, ...fields }, options);
+    const requestId = MONEY_MOVING_SERVICES.has(service) && !('request_id' in fields) ? { request_id: randomUUID() } : {};
+    return this.post('/do-action', { service, ...requestId, ...fields }, options);
   }
 
   /** `data` of a successful action parsed losslessly (exact amounts). */

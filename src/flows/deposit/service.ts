@@ -1,7 +1,7 @@
 /**
  * DepositService (Area C deposits; docs/area-c.md "Deposits and confirmations"; platform decisions §7):
  * deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master, confirm_payments, the Visa/Master
- * confirmation form and the hosted preorder page. Merchant calls are verified with `authenticateAction` like
+ * confirmation form and the hosted preorder page. Merchant calls are verified with `requireMerchant` like
  * WalletService. A deposit is a pending `deposits` row plus its DepositWorkflow (id = reference), started in the
  * same database transaction; confirmations are Updates of that workflow, which alone moves the money.
  */
@@ -10,6 +10,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { fieldNotDecryptable } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import {
+  ConfirmPaymentResponseSchema,
   DepositByBankAccountResponseSchema,
   DepositByLocalCardResponseSchema,
   DepositByVisaMasterResponseSchema,
@@ -33,7 +34,7 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { WALLET_CURRENCIES } from '../wallet/contract';
 import { merchantUser } from '../wallet/activities';
-import { merchantApiUser } from '../../merchant-auth';
+import { merchantApiUser, movementKeys } from '../../merchant-auth';
 import { depositWorkflow } from '../../../workflows/deposit';
 import {
   DEPOSIT_REASONS,
@@ -113,14 +114,15 @@ interface StartInput {
 }
 
 /**
- * The idempotent request of a deposit start: a retry with the same key and the same fields answers the first
- * deposit (its token and confirmation page) instead of starting a second one. The encrypted CVV is not one of the
- * compared fields: it is encrypted anew on every retry and discarded after its check.
+ * The idempotent request of a deposit start: a repeat of the signed body, or a retry with the same request_id or
+ * Idempotency-Key and the same fields, answers the first deposit (its token and confirmation page) instead of
+ * starting a second one. The encrypted CVV is not one of the compared fields: it is encrypted anew on every retry
+ * and discarded after its check.
  */
-function startRequest(input: StartInput, key: string) {
+function startRequest(input: StartInput, keys: ReturnType<typeof movementKeys>) {
   return {
     scope: `merchant:${input.merchantId}`,
-    key,
+    ...keys,
     operation: `area-c.deposit_by_${input.kind}`,
     parameters: [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency],
   };
@@ -301,65 +303,75 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   }
 
   return {
-    async depositByLocalCard(request) {
-      const merchantId = await requireMerchant(request);
-      const input: StartInput = { ...request, merchantId, kind: 'local_card', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByLocalCardResponseSchema, () => startDeposit(input));
+    async depositByLocalCard(request, context) {
+      const act = await requireMerchant(request, context);
+      const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'local_card', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByLocalCardResponseSchema, () => startDeposit(input));
     },
 
-    async depositByBankAccount(request) {
-      const merchantId = await requireMerchant(request);
-      const input: StartInput = { ...request, merchantId, kind: 'bank_account', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByBankAccountResponseSchema, () => startDeposit(input));
+    async depositByBankAccount(request, context) {
+      const act = await requireMerchant(request, context);
+      const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'bank_account', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByBankAccountResponseSchema, () => startDeposit(input));
     },
 
-    async depositByVisaMaster(request) {
-      const merchantId = await requireMerchant(request);
-      const input: StartInput = { ...request, merchantId, kind: 'visa_master', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, request.idempotencyKey), DepositByVisaMasterResponseSchema, () => startDeposit(input));
+    async depositByVisaMaster(request, context) {
+      const act = await requireMerchant(request, context);
+      const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'visa_master', instrumentToken: request.token };
+      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByVisaMasterResponseSchema, () => startDeposit(input));
     },
 
-    async confirmPayment(request) {
-      const merchantId = await requireMerchant(request);
-      const user = await merchantUser(database, merchantId, request.userId, 'user_id');
-      const deposit = await findDepositByToken(database, request.token);
-      if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {
-        throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found');
-      }
-      if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
-      if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
-      let confirmation: DepositConfirmation;
-      try {
-        confirmation = await withRequestDeadline(deps, () =>
-          deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(deposit.reference).executeUpdate(confirmWithPasswordUpdate, {
-            args: [{ sealed_password: sealDepositPassword(deps.keys.dataKeys, deposit.reference, request.password) }],
-          }),
-        );
-      } catch (error) {
-        const rejection = rejectionOf(error);
-        if (rejection) throw REJECTION_ERRORS[rejection]();
-        if ((error as { name?: string }).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') throw error;
-        // The workflow may have closed meanwhile (expired, or completed by another call): answer from the row.
-        const now = await findDepositByToken(database, request.token);
-        if (now && (now.state !== 'pending' || lifetimeOver(now))) throw notPending(now);
-        throw error;
-      }
-      switch (confirmation.outcome) {
-        case 'completed':
-          return {};
-        case 'wrong_password':
-          throw fail('password', 'password_incorrect', 'PASSWORD_INCORRECT', 'invalid_argument');
-        case 'cancelled':
-          throw new DomainError('failed_precondition', 'DEPOSIT_CANCELLED', 'deposit cancelled', {
-            password: [problem('password_incorrect')],
-            token: [problem('payment_cancelled')],
-          });
-        default:
-          // failed: the preorder was paid by someone else meanwhile; nothing moved.
-          throw new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
-            pre_order_token: [problem('preorder_paid')],
-          });
-      }
+    /** A repeat of the same signed body answers its first answer (the OTP is then not tried again). */
+    async confirmPayment(request, context) {
+      const act = await requireMerchant(request, context);
+      const { merchantId } = act;
+      return answerIdempotently(
+        deps.idempotency,
+        // The deposit token is stored only as its hash, so this fingerprint tells nothing of the OTP it holds.
+        { scope: `merchant:${merchantId}`, ...movementKeys(act, request.idempotencyKey), operation: 'area-c.confirm_payments', parameters: [request.userId, request.token, request.password] },
+        ConfirmPaymentResponseSchema,
+        async () => {
+          const user = await merchantUser(database, merchantId, request.userId, 'user_id');
+          const deposit = await findDepositByToken(database, request.token);
+          if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {
+            throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found');
+          }
+          if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
+          if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
+          let confirmation: DepositConfirmation;
+          try {
+            confirmation = await withRequestDeadline(deps, () =>
+              deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(deposit.reference).executeUpdate(confirmWithPasswordUpdate, {
+                args: [{ sealed_password: sealDepositPassword(deps.keys.dataKeys, deposit.reference, request.password) }],
+              }),
+            );
+          } catch (error) {
+            const rejection = rejectionOf(error);
+            if (rejection) throw REJECTION_ERRORS[rejection]();
+            if ((error as { name?: string }).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') throw error;
+            // The workflow may have closed meanwhile (expired, or completed by another call): answer from the row.
+            const now = await findDepositByToken(database, request.token);
+            if (now && (now.state !== 'pending' || lifetimeOver(now))) throw notPending(now);
+            throw error;
+          }
+          switch (confirmation.outcome) {
+            case 'completed':
+              return {};
+            case 'wrong_password':
+              throw fail('password', 'password_incorrect', 'PASSWORD_INCORRECT', 'invalid_argument');
+            case 'cancelled':
+              throw new DomainError('failed_precondition', 'DEPOSIT_CANCELLED', 'deposit cancelled', {
+                password: [problem('password_incorrect')],
+                token: [problem('payment_cancelled')],
+              });
+            default:
+              // failed: the preorder was paid by someone else meanwhile; nothing moved.
+              throw new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
+                pre_order_token: [problem('preorder_paid')],
+              });
+          }
+        },
+      );
     },
 
     async getVisaMasterConfirmation(request) {

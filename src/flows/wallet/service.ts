@@ -1,13 +1,15 @@
 /**
  * WalletService (Area C of payment-services-interface.md, platform decisions §7 and §8): merchant login and
  * per-call authentication, and one RPC per /do-action wallet service. Every service RPC acts for the merchant its
- * ActionAuth proves (src/merchant-auth); business rules live here and in catalog.ts; money moves only through
- * activities.ts.
+ * ActionAuth proves, and only as its signed body says (src/merchant-auth); a money movement answers every repeat of
+ * its signed body with its first answer (src/idempotency, docs/idempotency.md). Business rules live here and in
+ * catalog.ts; money moves only through activities.ts.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { DomainError, invalidFields } from '../../errors';
 import {
   BlockMoneyResponseSchema,
+  CancelBlockMoneyResponseSchema,
   PayByTokenResponseSchema,
   TransferResponseSchema,
   type WalletService,
@@ -18,7 +20,7 @@ import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchant
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
-import { authenticateEnvelope, merchantApiUser, openSession } from '../../merchant-auth';
+import { merchantApiUser, movementKeys, openSession } from '../../merchant-auth';
 import { generatePreOrder } from '../../preorders';
 import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer, transferPartyLookup } from './activities';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES } from './contract';
@@ -76,9 +78,12 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
   const { requireMerchant } = deps.merchantAuth;
   return {
     /**
-     * C1. Failed logins are counted per merchant-id header and per client address (src/abuse); past the limit every
-     * attempt, right or wrong, answers RATE_LIMITED until the window ends.
-     * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, LOGIN_FAILED, RATE_LIMITED
+     * C1. The signed body must carry a `timestamp` within MERCHANT_LOGIN_WINDOW_SECONDS and is accepted once
+     * (src/merchant-auth `authenticateLogin`), so a captured login opens no session later. Failed logins are counted
+     * per merchant-id header and per client address (src/abuse); past the limit every attempt, right or wrong,
+     * answers RATE_LIMITED until the window ends.
+     * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED,
+     *   LOGIN_FAILED, RATE_LIMITED
      */
     async login(request, context) {
       const envelope = request.envelope;
@@ -87,8 +92,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       const attempt = await deps.abuse.beginAttempt('merchant_login', credential, address);
       let merchant;
       try {
-        merchant = await authenticateEnvelope(database, envelope);
-        deps.merchantAuth.verifyEnvelopeSignature(merchant, envelope!);
+        merchant = await deps.merchantAuth.authenticateLogin(request);
         const merchantId = merchant.id;
         const ok = await deps.abuse.hashing(
           () => verifyMerchantApiLogin(database, merchantId, { user_name: request.userName, password: request.password }),
@@ -125,18 +129,18 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
 
     /** An action the façade answers itself (no or unknown service, unreadable fields): counted like any other. */
     async authenticateAction(request) {
-      const merchantId = await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken);
+      const { merchantId } = await deps.merchantAuth.authenticateAction(request.envelope, request.sessionToken);
       await deps.abuse.consumeRequest(`merchant:${merchantId}`);
       return { merchantId };
     },
 
-    async listFees(request) {
-      await requireMerchant(request);
+    async listFees(request, context) {
+      await requireMerchant(request, context);
       return listFees(database);
     },
 
-    async generatePreOrderToken(request) {
-      const merchantId = await requireMerchant(request);
+    async generatePreOrderToken(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       const currency = walletCurrency(request.currency);
       // The platform calls call_back_url itself once the preorder is paid: it must be a public destination.
       if (request.callBackUrl && deps.outbound.checkUrl(request.callBackUrl)) throw invalidFields({ call_back_url: [problem('public_url')] });
@@ -154,8 +158,8 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       return { preOrderToken: token, preOrderUrl: url };
     },
 
-    async createUser(request) {
-      const merchantId = await requireMerchant(request);
+    async createUser(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       if (!request.phoneNumber && !request.email) {
         throw invalidFields({ phone_number: [problem('required_without', 'phone_number', 'email')], email: [problem('required_without', 'email', 'phone_number')] });
       }
@@ -174,8 +178,8 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       return { user: userRecord(user) };
     },
 
-    async updateUser(request) {
-      const merchantId = await requireMerchant(request);
+    async updateUser(request, context) {
+      const { merchantId } = await requireMerchant(request, context);
       walletCurrency(request.currency);
       const phone = phoneOrFail(request.phoneNumber);
       let userId = request.userId;
@@ -204,19 +208,26 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       return { user: userRecord(user) };
     },
 
-    async payByToken(request) {
-      const merchantId = await requireMerchant(request);
+    async payByToken(request, context) {
+      const act = await requireMerchant(request, context);
+      const { merchantId } = act;
       const pay = (reference?: string) => payByToken(deps, { merchantId, preOrderToken: request.preOrderToken, payerUserId: request.userId, reference });
       return answerIdempotently(
         deps.idempotency,
-        { scope: `merchant:${merchantId}`, key: request.idempotencyKey, operation: 'area-c.pay_by_token', parameters: [request.preOrderToken, request.userId] },
+        {
+          scope: `merchant:${merchantId}`,
+          ...movementKeys(act, request.idempotencyKey),
+          operation: 'area-c.pay_by_token',
+          parameters: [request.preOrderToken, request.userId],
+        },
         PayByTokenResponseSchema,
         async (ownKey) => ({ reference: await pay(ownKey && referenceFromKey('PAY', ownKey)) }),
       );
     },
 
-    async transfer(request) {
-      const merchantId = await requireMerchant(request);
+    async transfer(request, context) {
+      const act = await requireMerchant(request, context);
+      const { merchantId } = act;
       const currency = walletCurrency(request.currency);
       if (request.feesAmountUnits < 0n) throw invalidFields({ fees_amount: [problem('not_negative')] });
       if (request.feesAmountUnits > 0n && request.feesCurrency !== currency) {
@@ -230,7 +241,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         deps.idempotency,
         {
           scope: `merchant:${merchantId}`,
-          key: request.idempotencyKey,
+          ...movementKeys(act, request.idempotencyKey),
           operation: 'area-c.transfer',
           parameters: [request.fromUserId, request.toUserId, amountUnits, currency, request.feesAmountUnits, request.feesCurrency],
         },
@@ -239,8 +250,8 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       );
     },
 
-    async listBanks(request) {
-      await requireMerchant(request);
+    async listBanks(request, context) {
+      await requireMerchant(request, context);
       const page = request.page || 1;
       const perPage = request.perPage || BANK_PAGE_DEFAULT;
       const problems: Record<string, string[]> = {};
@@ -250,8 +261,9 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       return listBanks(database, page, perPage);
     },
 
-    async blockMoney(request) {
-      const merchantId = await requireMerchant(request);
+    async blockMoney(request, context) {
+      const act = await requireMerchant(request, context);
+      const { merchantId } = act;
       const amountUnits = positive(request.amountUnits, 'amount');
       const currency = walletCurrency(request.currency);
       const block = (transactionRef?: string) =>
@@ -260,7 +272,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         deps.idempotency,
         {
           scope: `merchant:${merchantId}`,
-          key: request.idempotencyKey,
+          ...movementKeys(act, request.idempotencyKey),
           operation: 'area-c.block_money',
           parameters: [request.userToken, amountUnits, currency, request.reference],
         },
@@ -269,10 +281,19 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
       );
     },
 
-    async cancelBlockMoney(request) {
-      const merchantId = await requireMerchant(request);
-      await cancelBlockMoney(deps, { merchantId, transactionRef: request.transactionRef });
-      return {};
+    /** Releases a hold once; a repeat of the same signed body answers its first answer. */
+    async cancelBlockMoney(request, context) {
+      const act = await requireMerchant(request, context);
+      const { merchantId } = act;
+      return answerIdempotently(
+        deps.idempotency,
+        { scope: `merchant:${merchantId}`, ...movementKeys(act, request.idempotencyKey), operation: 'area-c.cancel_block_money', parameters: [request.transactionRef] },
+        CancelBlockMoneyResponseSchema,
+        async () => {
+          await cancelBlockMoney(deps, { merchantId, transactionRef: request.transactionRef });
+          return {};
+        },
+      );
     },
   };
 }

@@ -19,7 +19,7 @@ export const file_payments_instrument_v1_instrument: GenFile = /*@__PURE__*/
  */
 export type TokenizeLocalCardRequest = Message<"payments.instrument.v1.TokenizeLocalCardRequest"> & {
   /**
-   * Set by a trusted caller when auth is absent.
+   * Without auth, accepted only from a caller whose credential is bound to this merchant.
    *
    * @generated from field: string merchant_id = 1;
    */

@@ -10,10 +10,10 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/wallet/v1/wallet.proto.
  */
 export const file_payments_wallet_v1_wallet: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50cy93YWxsZXQvdjEvd2FsbGV0LnByb3RvEhJwYXltZW50cy53YWxsZXQudjEifQoOU2lnbmVkRW52ZWxvcGUSEwoLbWVyY2hhbnRfaWQYASABKAkSGwoTbWVyY2hhbnRfc2VjcmV0X2tleRgCIAEoCRIYChBjYW5vbmljYWxfc3RyaW5nGAMgASgJEgwKBHNpZ24YBCABKAkSEQoJc2lnbl90eXBlGAUgASgJImkKDExvZ2luUmVxdWVzdBI0CghlbnZlbG9wZRgBIAEoCzIiLnBheW1lbnRzLndhbGxldC52MS5TaWduZWRFbnZlbG9wZRIRCgl1c2VyX25hbWUYAiABKAkSEAoIcGFzc3dvcmQYAyABKAkiwAEKCUxvZ2luVXNlchIKCgJpZBgBIAEoAxIOCgZhdmF0YXIYAiABKAkSDgoGZmtfc29jGAMgASgDEhYKCXRpbWVfem9uZRgEIAEoCUgAiAEBEhEKCWZ1bGxfbmFtZRgFIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAYgASgDEhIKCndhbGxldF9yZWYYByABKAkSEQoJd2FsbGV0X2lkGAggASgDEhAKCGN1cnJlbmN5GAkgASgJQgwKCl90aW1lX3pvbmUiZwoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIaChJleHBpcmVzX2luX3NlY29uZHMYAiABKAMSKwoEdXNlchgDIAEoCzIdLnBheW1lbnRzLndhbGxldC52MS5Mb2dpblVzZXIiaAoZQXV0aGVudGljYXRlQWN0aW9uUmVxdWVzdBI0CghlbnZlbG9wZRgBIAEoCzIiLnBheW1lbnRzLndhbGxldC52MS5TaWduZWRFbnZlbG9wZRIVCg1zZXNzaW9uX3Rva2VuGAIgASgJIlkKCkFjdGlvbkF1dGgSNAoIZW52ZWxvcGUYASABKAsyIi5wYXltZW50cy53YWxsZXQudjEuU2lnbmVkRW52ZWxvcGUSFQoNc2Vzc2lvbl90b2tlbhgCIAEoCSIxChpBdXRoZW50aWNhdGVBY3Rpb25SZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCSJUCg9MaXN0RmVlc1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkAKEExpc3RGZWVzUmVzcG9uc2USEAoIZmVlX2pzb24YASABKAkSGgoSZXhjaGFuZ2VfcmF0ZV9qc29uGAIgASgJIo8CChxHZW5lcmF0ZVByZU9yZGVyVG9rZW5SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhQKDG91dF90cmFkZV9ubxgCIAEoCRITCgtzZWxsZXJfY29kZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSFAoMcmVkaXJlY3RfdXJsGAcgASgJEhcKD2NvbW1pc3Npb25fcmF0ZRgIIAEoCRIVCg1jYWxsX2JhY2tfdXJsGAkgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aCJPCh1HZW5lcmF0ZVByZU9yZGVyVG9rZW5SZXNwb25zZRIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSFQoNcHJlX29yZGVyX3VybBgCIAEoCSL0AgoKVXNlclJlY29yZBIKCgJpZBgBIAEoAxISCgVlbWFpbBgCIAEoCUgAiAEBEg4KBmF2YXRhchgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnVwZGF0ZWRfYXQYBSABKAkSGQoMcGhvbmVfbnVtYmVyGAYgASgJSAGIAQESEwoGZ2VuZGVyGAcgASgJSAKIAQESEgoKZmlyc3RfbmFtZRgIIAEoCRIRCglsYXN0X25hbWUYCSABKAkSEQoJZnVsbF9uYW1lGAogASgJEhQKB2FkZHJlc3MYCyABKAlIA4gBARIVCghiaXJ0aGRheRgMIAEoCUgEiAEBEhAKCGN1cnJlbmN5GA0gASgJEhIKCnVzZXJfdG9rZW4YDiABKAkSEgoKd2FsbGV0X3JlZhgPIAEoCUIICgZfZW1haWxCDwoNX3Bob25lX251bWJlckIJCgdfZ2VuZGVyQgoKCF9hZGRyZXNzQgsKCV9iaXJ0aGRheSLYAgoRQ3JlYXRlVXNlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGQoMcGhvbmVfbnVtYmVyGAIgASgJSACIAQESEgoFZW1haWwYAyABKAlIAYgBARISCgpmaXJzdF9uYW1lGAQgASgJEhEKCWxhc3RfbmFtZRgFIAEoCRIPCgdhZGRyZXNzGAYgASgJEhAKCGN1cnJlbmN5GAcgASgJEhUKCGJpcnRoZGF5GAggASgJSAKIAQESEwoGZ2VuZGVyGAkgASgJSAOIAQESGAoLZGVzY3JpcHRpb24YCiABKAlIBIgBARIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGhCDwoNX3Bob25lX251bWJlckIICgZfZW1haWxCCwoJX2JpcnRoZGF5QgkKB19nZW5kZXJCDgoMX2Rlc2NyaXB0aW9uIkIKEkNyZWF0ZVVzZXJSZXNwb25zZRIsCgR1c2VyGAEgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLlVzZXJSZWNvcmQi0wIKEVVwZGF0ZVVzZXJSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMcGhvbmVfbnVtYmVyGAMgASgJEhIKCmZpcnN0X25hbWUYBCABKAkSEQoJbGFzdF9uYW1lGAUgASgJEg8KB2FkZHJlc3MYBiABKAkSEAoIY3VycmVuY3kYByABKAkSFQoIYmlydGhkYXkYCCABKAlIAIgBARITCgZnZW5kZXIYCSABKAlIAYgBARIYCgtkZXNjcmlwdGlvbhgKIAEoCUgCiAEBEhIKBWVtYWlsGAsgASgJSAOIAQESLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoQgsKCV9iaXJ0aGRheUIJCgdfZ2VuZGVyQg4KDF9kZXNjcmlwdGlvbkIICgZfZW1haWwiQgoSVXBkYXRlVXNlclJlc3BvbnNlEiwKBHVzZXIYASABKAsyHi5wYXltZW50cy53YWxsZXQudjEuVXNlclJlY29yZCKZAQoRUGF5QnlUb2tlblJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSInChJQYXlCeVRva2VuUmVzcG9uc2USEQoJcmVmZXJlbmNlGAEgASgJIvEBCg9UcmFuc2ZlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSFAoMZnJvbV91c2VyX2lkGAIgASgJEhIKCnRvX3VzZXJfaWQYAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEhkKEWZlZXNfYW1vdW50X3VuaXRzGAYgASgDEhUKDWZlZXNfY3VycmVuY3kYByABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSIlChBUcmFuc2ZlclJlc3BvbnNlEhEKCXJlZmVyZW5jZRgBIAEoCSJ1ChBMaXN0QmFua3NSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEgwKBHBhZ2UYAiABKAUSEAoIcGVyX3BhZ2UYAyABKAUSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkwKBEJhbmsSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRIOCgZyZWdpb24YAyABKAkSDAoEY2l0eRgEIAEoCRIMCgRsb2dvGAUgASgJIrkBChFMaXN0QmFua3NSZXNwb25zZRIUCgxjdXJyZW50X3BhZ2UYASABKAUSJgoEZGF0YRgCIAMoCzIYLnBheW1lbnRzLndhbGxldC52MS5CYW5rEhEKBGZyb20YAyABKAVIAIgBARIRCglsYXN0X3BhZ2UYBCABKAUSEAoIcGVyX3BhZ2UYBSABKAUSDwoCdG8YBiABKAVIAYgBARINCgV0b3RhbBgHIAEoBUIHCgVfZnJvbUIFCgNfdG8ivgEKEUJsb2NrTW9uZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnVzZXJfdG9rZW4YAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJEhEKCXJlZmVyZW5jZRgFIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIi0KEkJsb2NrTW9uZXlSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkidQoXQ2FuY2VsQmxvY2tNb25leVJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSFwoPdHJhbnNhY3Rpb25fcmVmGAIgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aCIaChhDYW5jZWxCbG9ja01vbmV5UmVzcG9uc2Uy0QgKDVdhbGxldFNlcnZpY2USTgoFTG9naW4SIC5wYXltZW50cy53YWxsZXQudjEuTG9naW5SZXF1ZXN0GiEucGF5bWVudHMud2FsbGV0LnYxLkxvZ2luUmVzcG9uc2UiABJ1ChJBdXRoZW50aWNhdGVBY3Rpb24SLS5wYXltZW50cy53YWxsZXQudjEuQXV0aGVudGljYXRlQWN0aW9uUmVxdWVzdBouLnBheW1lbnRzLndhbGxldC52MS5BdXRoZW50aWNhdGVBY3Rpb25SZXNwb25zZSIAElcKCExpc3RGZWVzEiMucGF5bWVudHMud2FsbGV0LnYxLkxpc3RGZWVzUmVxdWVzdBokLnBheW1lbnRzLndhbGxldC52MS5MaXN0RmVlc1Jlc3BvbnNlIgASfgoVR2VuZXJhdGVQcmVPcmRlclRva2VuEjAucGF5bWVudHMud2FsbGV0LnYxLkdlbmVyYXRlUHJlT3JkZXJUb2tlblJlcXVlc3QaMS5wYXltZW50cy53YWxsZXQudjEuR2VuZXJhdGVQcmVPcmRlclRva2VuUmVzcG9uc2UiABJdCgpDcmVhdGVVc2VyEiUucGF5bWVudHMud2FsbGV0LnYxLkNyZWF0ZVVzZXJSZXF1ZXN0GiYucGF5bWVudHMud2FsbGV0LnYxLkNyZWF0ZVVzZXJSZXNwb25zZSIAEl0KClVwZGF0ZVVzZXISJS5wYXltZW50cy53YWxsZXQudjEuVXBkYXRlVXNlclJlcXVlc3QaJi5wYXltZW50cy53YWxsZXQudjEuVXBkYXRlVXNlclJlc3BvbnNlIgASXQoKUGF5QnlUb2tlbhIlLnBheW1lbnRzLndhbGxldC52MS5QYXlCeVRva2VuUmVxdWVzdBomLnBheW1lbnRzLndhbGxldC52MS5QYXlCeVRva2VuUmVzcG9uc2UiABJXCghUcmFuc2ZlchIjLnBheW1lbnRzLndhbGxldC52MS5UcmFuc2ZlclJlcXVlc3QaJC5wYXltZW50cy53YWxsZXQudjEuVHJhbnNmZXJSZXNwb25zZSIAEloKCUxpc3RCYW5rcxIkLnBheW1lbnRzLndhbGxldC52MS5MaXN0QmFua3NSZXF1ZXN0GiUucGF5bWVudHMud2FsbGV0LnYxLkxpc3RCYW5rc1Jlc3BvbnNlIgASXQoKQmxvY2tNb25leRIlLnBheW1lbnRzLndhbGxldC52MS5CbG9ja01vbmV5UmVxdWVzdBomLnBheW1lbnRzLndhbGxldC52MS5CbG9ja01vbmV5UmVzcG9uc2UiABJvChBDYW5jZWxCbG9ja01vbmV5EisucGF5bWVudHMud2FsbGV0LnYxLkNhbmNlbEJsb2NrTW9uZXlSZXF1ZXN0GiwucGF5bWVudHMud2FsbGV0LnYxLkNhbmNlbEJsb2NrTW9uZXlSZXNwb25zZSIAYgZwcm90bzM");
+  fileDesc("Ch9wYXltZW50cy93YWxsZXQvdjEvd2FsbGV0LnByb3RvEhJwYXltZW50cy53YWxsZXQudjEihQEKDlNpZ25lZEVudmVsb3BlEhMKC21lcmNoYW50X2lkGAEgASgJEhsKE21lcmNoYW50X3NlY3JldF9rZXkYAiABKAkSDAoEYm9keRgGIAEoCUoECAMQBEoECAQQBUoECAUQBlIQY2Fub25pY2FsX3N0cmluZ1IEc2lnblIJc2lnbl90eXBlImkKDExvZ2luUmVxdWVzdBI0CghlbnZlbG9wZRgBIAEoCzIiLnBheW1lbnRzLndhbGxldC52MS5TaWduZWRFbnZlbG9wZRIRCgl1c2VyX25hbWUYAiABKAkSEAoIcGFzc3dvcmQYAyABKAkiwAEKCUxvZ2luVXNlchIKCgJpZBgBIAEoAxIOCgZhdmF0YXIYAiABKAkSDgoGZmtfc29jGAMgASgDEhYKCXRpbWVfem9uZRgEIAEoCUgAiAEBEhEKCWZ1bGxfbmFtZRgFIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAYgASgDEhIKCndhbGxldF9yZWYYByABKAkSEQoJd2FsbGV0X2lkGAggASgDEhAKCGN1cnJlbmN5GAkgASgJQgwKCl90aW1lX3pvbmUiZwoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIaChJleHBpcmVzX2luX3NlY29uZHMYAiABKAMSKwoEdXNlchgDIAEoCzIdLnBheW1lbnRzLndhbGxldC52MS5Mb2dpblVzZXIiaAoZQXV0aGVudGljYXRlQWN0aW9uUmVxdWVzdBI0CghlbnZlbG9wZRgBIAEoCzIiLnBheW1lbnRzLndhbGxldC52MS5TaWduZWRFbnZlbG9wZRIVCg1zZXNzaW9uX3Rva2VuGAIgASgJIlkKCkFjdGlvbkF1dGgSNAoIZW52ZWxvcGUYASABKAsyIi5wYXltZW50cy53YWxsZXQudjEuU2lnbmVkRW52ZWxvcGUSFQoNc2Vzc2lvbl90b2tlbhgCIAEoCSIxChpBdXRoZW50aWNhdGVBY3Rpb25SZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCSJUCg9MaXN0RmVlc1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkAKEExpc3RGZWVzUmVzcG9uc2USEAoIZmVlX2pzb24YASABKAkSGgoSZXhjaGFuZ2VfcmF0ZV9qc29uGAIgASgJIo8CChxHZW5lcmF0ZVByZU9yZGVyVG9rZW5SZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhQKDG91dF90cmFkZV9ubxgCIAEoCRITCgtzZWxsZXJfY29kZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSFAoMcmVkaXJlY3RfdXJsGAcgASgJEhcKD2NvbW1pc3Npb25fcmF0ZRgIIAEoCRIVCg1jYWxsX2JhY2tfdXJsGAkgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aCJPCh1HZW5lcmF0ZVByZU9yZGVyVG9rZW5SZXNwb25zZRIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSFQoNcHJlX29yZGVyX3VybBgCIAEoCSL0AgoKVXNlclJlY29yZBIKCgJpZBgBIAEoAxISCgVlbWFpbBgCIAEoCUgAiAEBEg4KBmF2YXRhchgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnVwZGF0ZWRfYXQYBSABKAkSGQoMcGhvbmVfbnVtYmVyGAYgASgJSAGIAQESEwoGZ2VuZGVyGAcgASgJSAKIAQESEgoKZmlyc3RfbmFtZRgIIAEoCRIRCglsYXN0X25hbWUYCSABKAkSEQoJZnVsbF9uYW1lGAogASgJEhQKB2FkZHJlc3MYCyABKAlIA4gBARIVCghiaXJ0aGRheRgMIAEoCUgEiAEBEhAKCGN1cnJlbmN5GA0gASgJEhIKCnVzZXJfdG9rZW4YDiABKAkSEgoKd2FsbGV0X3JlZhgPIAEoCUIICgZfZW1haWxCDwoNX3Bob25lX251bWJlckIJCgdfZ2VuZGVyQgoKCF9hZGRyZXNzQgsKCV9iaXJ0aGRheSLYAgoRQ3JlYXRlVXNlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGQoMcGhvbmVfbnVtYmVyGAIgASgJSACIAQESEgoFZW1haWwYAyABKAlIAYgBARISCgpmaXJzdF9uYW1lGAQgASgJEhEKCWxhc3RfbmFtZRgFIAEoCRIPCgdhZGRyZXNzGAYgASgJEhAKCGN1cnJlbmN5GAcgASgJEhUKCGJpcnRoZGF5GAggASgJSAKIAQESEwoGZ2VuZGVyGAkgASgJSAOIAQESGAoLZGVzY3JpcHRpb24YCiABKAlIBIgBARIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGhCDwoNX3Bob25lX251bWJlckIICgZfZW1haWxCCwoJX2JpcnRoZGF5QgkKB19nZW5kZXJCDgoMX2Rlc2NyaXB0aW9uIkIKEkNyZWF0ZVVzZXJSZXNwb25zZRIsCgR1c2VyGAEgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLlVzZXJSZWNvcmQi0wIKEVVwZGF0ZVVzZXJSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFAoMcGhvbmVfbnVtYmVyGAMgASgJEhIKCmZpcnN0X25hbWUYBCABKAkSEQoJbGFzdF9uYW1lGAUgASgJEg8KB2FkZHJlc3MYBiABKAkSEAoIY3VycmVuY3kYByABKAkSFQoIYmlydGhkYXkYCCABKAlIAIgBARITCgZnZW5kZXIYCSABKAlIAYgBARIYCgtkZXNjcmlwdGlvbhgKIAEoCUgCiAEBEhIKBWVtYWlsGAsgASgJSAOIAQESLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoQgsKCV9iaXJ0aGRheUIJCgdfZ2VuZGVyQg4KDF9kZXNjcmlwdGlvbkIICgZfZW1haWwiQgoSVXBkYXRlVXNlclJlc3BvbnNlEiwKBHVzZXIYASABKAsyHi5wYXltZW50cy53YWxsZXQudjEuVXNlclJlY29yZCKZAQoRUGF5QnlUb2tlblJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAIgASgJEg8KB3VzZXJfaWQYAyABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSInChJQYXlCeVRva2VuUmVzcG9uc2USEQoJcmVmZXJlbmNlGAEgASgJIvEBCg9UcmFuc2ZlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSFAoMZnJvbV91c2VyX2lkGAIgASgJEhIKCnRvX3VzZXJfaWQYAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEhkKEWZlZXNfYW1vdW50X3VuaXRzGAYgASgDEhUKDWZlZXNfY3VycmVuY3kYByABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSIlChBUcmFuc2ZlclJlc3BvbnNlEhEKCXJlZmVyZW5jZRgBIAEoCSJ1ChBMaXN0QmFua3NSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEgwKBHBhZ2UYAiABKAUSEAoIcGVyX3BhZ2UYAyABKAUSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkwKBEJhbmsSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRIOCgZyZWdpb24YAyABKAkSDAoEY2l0eRgEIAEoCRIMCgRsb2dvGAUgASgJIrkBChFMaXN0QmFua3NSZXNwb25zZRIUCgxjdXJyZW50X3BhZ2UYASABKAUSJgoEZGF0YRgCIAMoCzIYLnBheW1lbnRzLndhbGxldC52MS5CYW5rEhEKBGZyb20YAyABKAVIAIgBARIRCglsYXN0X3BhZ2UYBCABKAUSEAoIcGVyX3BhZ2UYBSABKAUSDwoCdG8YBiABKAVIAYgBARINCgV0b3RhbBgHIAEoBUIHCgVfZnJvbUIFCgNfdG8ivgEKEUJsb2NrTW9uZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhIKCnVzZXJfdG9rZW4YAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJEhEKCXJlZmVyZW5jZRgFIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIi0KEkJsb2NrTW9uZXlSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkijgEKF0NhbmNlbEJsb2NrTW9uZXlSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhcKD3RyYW5zYWN0aW9uX3JlZhgCIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIhoKGENhbmNlbEJsb2NrTW9uZXlSZXNwb25zZTLRCAoNV2FsbGV0U2VydmljZRJOCgVMb2dpbhIgLnBheW1lbnRzLndhbGxldC52MS5Mb2dpblJlcXVlc3QaIS5wYXltZW50cy53YWxsZXQudjEuTG9naW5SZXNwb25zZSIAEnUKEkF1dGhlbnRpY2F0ZUFjdGlvbhItLnBheW1lbnRzLndhbGxldC52MS5BdXRoZW50aWNhdGVBY3Rpb25SZXF1ZXN0Gi4ucGF5bWVudHMud2FsbGV0LnYxLkF1dGhlbnRpY2F0ZUFjdGlvblJlc3BvbnNlIgASVwoITGlzdEZlZXMSIy5wYXltZW50cy53YWxsZXQudjEuTGlzdEZlZXNSZXF1ZXN0GiQucGF5bWVudHMud2FsbGV0LnYxLkxpc3RGZWVzUmVzcG9uc2UiABJ+ChVHZW5lcmF0ZVByZU9yZGVyVG9rZW4SMC5wYXltZW50cy53YWxsZXQudjEuR2VuZXJhdGVQcmVPcmRlclRva2VuUmVxdWVzdBoxLnBheW1lbnRzLndhbGxldC52MS5HZW5lcmF0ZVByZU9yZGVyVG9rZW5SZXNwb25zZSIAEl0KCkNyZWF0ZVVzZXISJS5wYXltZW50cy53YWxsZXQudjEuQ3JlYXRlVXNlclJlcXVlc3QaJi5wYXltZW50cy53YWxsZXQudjEuQ3JlYXRlVXNlclJlc3BvbnNlIgASXQoKVXBkYXRlVXNlchIlLnBheW1lbnRzLndhbGxldC52MS5VcGRhdGVVc2VyUmVxdWVzdBomLnBheW1lbnRzLndhbGxldC52MS5VcGRhdGVVc2VyUmVzcG9uc2UiABJdCgpQYXlCeVRva2VuEiUucGF5bWVudHMud2FsbGV0LnYxLlBheUJ5VG9rZW5SZXF1ZXN0GiYucGF5bWVudHMud2FsbGV0LnYxLlBheUJ5VG9rZW5SZXNwb25zZSIAElcKCFRyYW5zZmVyEiMucGF5bWVudHMud2FsbGV0LnYxLlRyYW5zZmVyUmVxdWVzdBokLnBheW1lbnRzLndhbGxldC52MS5UcmFuc2ZlclJlc3BvbnNlIgASWgoJTGlzdEJhbmtzEiQucGF5bWVudHMud2FsbGV0LnYxLkxpc3RCYW5rc1JlcXVlc3QaJS5wYXltZW50cy53YWxsZXQudjEuTGlzdEJhbmtzUmVzcG9uc2UiABJdCgpCbG9ja01vbmV5EiUucGF5bWVudHMud2FsbGV0LnYxLkJsb2NrTW9uZXlSZXF1ZXN0GiYucGF5bWVudHMud2FsbGV0LnYxLkJsb2NrTW9uZXlSZXNwb25zZSIAEm8KEENhbmNlbEJsb2NrTW9uZXkSKy5wYXltZW50cy53YWxsZXQudjEuQ2FuY2VsQmxvY2tNb25leVJlcXVlc3QaLC5wYXltZW50cy53YWxsZXQudjEuQ2FuY2VsQmxvY2tNb25leVJlc3BvbnNlIgBiBnByb3RvMw");
 
 /**
- * The authentication part of every Area C request, as the façade received it.
+ * What the merchant sent with one Area C request, forwarded as the façade received it.
  *
  * @generated from message payments.wallet.v1.SignedEnvelope
  */
@@ -33,25 +33,12 @@ export type SignedEnvelope = Message<"payments.wallet.v1.SignedEnvelope"> & {
   merchantSecretKey: string;
 
   /**
-   * The §7 canonical string of the body, computed by the façade.
+   * The request body exactly as received (JSON text). The service parses it, computes the §7 canonical string,
+   * verifies its sign_type and sign, and binds the typed fields of the request to it.
    *
-   * @generated from field: string canonical_string = 3;
+   * @generated from field: string body = 6;
    */
-  canonicalString: string;
-
-  /**
-   * Body field sign (base64).
-   *
-   * @generated from field: string sign = 4;
-   */
-  sign: string;
-
-  /**
-   * Body field sign_type (RSA2).
-   *
-   * @generated from field: string sign_type = 5;
-   */
-  signType: string;
+  body: string;
 };
 
 /**
@@ -66,16 +53,23 @@ export const SignedEnvelopeSchema: GenMessage<SignedEnvelope> = /*@__PURE__*/
  */
 export type LoginRequest = Message<"payments.wallet.v1.LoginRequest"> & {
   /**
+   * The signed login body carries user_name, password and timestamp (Unix seconds within
+   * MERCHANT_LOGIN_WINDOW_SECONDS of the platform's clock); each signed login body is accepted once.
+   *
    * @generated from field: payments.wallet.v1.SignedEnvelope envelope = 1;
    */
   envelope?: SignedEnvelope | undefined;
 
   /**
+   * Must equal the body's user_name.
+   *
    * @generated from field: string user_name = 2;
    */
   userName: string;
 
   /**
+   * Must equal the body's password.
+   *
    * @generated from field: string password = 3;
    */
   password: string;
@@ -202,8 +196,9 @@ export const AuthenticateActionRequestSchema: GenMessage<AuthenticateActionReque
 
 /**
  * The authentication of one /do-action call, carried inside a service request so the façade needs one RPC per
- * action. When present, the service authenticates it exactly like AuthenticateAction and acts for that merchant
- * (merchant_id is then ignored).
+ * action. When present, the service authenticates it exactly like AuthenticateAction, binds the request's typed
+ * fields to the signed body (its service and every field) and acts for that merchant (merchant_id is then ignored).
+ * When absent, the call is accepted only from a caller whose credential is bound to merchant_id.
  *
  * @generated from message payments.wallet.v1.ActionAuth
  */
@@ -253,7 +248,7 @@ export type ListFeesRequest = Message<"payments.wallet.v1.ListFeesRequest"> & {
   merchantId: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
@@ -345,7 +340,7 @@ export type GeneratePreOrderTokenRequest = Message<"payments.wallet.v1.GenerateP
   callBackUrl: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
@@ -527,7 +522,7 @@ export type CreateUserRequest = Message<"payments.wallet.v1.CreateUserRequest"> 
   description?: string | undefined;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
@@ -620,7 +615,7 @@ export type UpdateUserRequest = Message<"payments.wallet.v1.UpdateUserRequest"> 
   email?: string | undefined;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
@@ -673,15 +668,16 @@ export type PayByTokenRequest = Message<"payments.wallet.v1.PayByTokenRequest"> 
   userId: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
   auth?: ActionAuth | undefined;
 
   /**
-   * The client's Idempotency-Key (or the signed body's request_id): a repeat with the same parameters answers the
-   * first result; with other parameters IDEMPOTENCY_KEY_REUSED; while the first runs IDEMPOTENCY_KEY_IN_PROGRESS.
+   * The client's Idempotency-Key header (empty when none). The signed body answers its first result whatever this
+   * key; the key only narrows: used before with other parameters IDEMPOTENCY_KEY_REUSED, while the first runs
+   * IDEMPOTENCY_KEY_IN_PROGRESS (docs/idempotency.md).
    *
    * @generated from field: string idempotency_key = 21;
    */
@@ -752,15 +748,16 @@ export type TransferRequest = Message<"payments.wallet.v1.TransferRequest"> & {
   feesCurrency: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
   auth?: ActionAuth | undefined;
 
   /**
-   * The client's Idempotency-Key (or the signed body's request_id): a repeat with the same parameters answers the
-   * first result; with other parameters IDEMPOTENCY_KEY_REUSED; while the first runs IDEMPOTENCY_KEY_IN_PROGRESS.
+   * The client's Idempotency-Key header (empty when none). The signed body answers its first result whatever this
+   * key; the key only narrows: used before with other parameters IDEMPOTENCY_KEY_REUSED, while the first runs
+   * IDEMPOTENCY_KEY_IN_PROGRESS (docs/idempotency.md).
    *
    * @generated from field: string idempotency_key = 21;
    */
@@ -811,7 +808,7 @@ export type ListBanksRequest = Message<"payments.wallet.v1.ListBanksRequest"> & 
   perPage: number;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
@@ -943,15 +940,16 @@ export type BlockMoneyRequest = Message<"payments.wallet.v1.BlockMoneyRequest"> 
   reference: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
   auth?: ActionAuth | undefined;
 
   /**
-   * The client's Idempotency-Key (or the signed body's request_id): a repeat with the same parameters answers the
-   * first result; with other parameters IDEMPOTENCY_KEY_REUSED; while the first runs IDEMPOTENCY_KEY_IN_PROGRESS.
+   * The client's Idempotency-Key header (empty when none). The signed body answers its first result whatever this
+   * key; the key only narrows: used before with other parameters IDEMPOTENCY_KEY_REUSED, while the first runs
+   * IDEMPOTENCY_KEY_IN_PROGRESS (docs/idempotency.md).
    *
    * @generated from field: string idempotency_key = 21;
    */
@@ -997,11 +995,18 @@ export type CancelBlockMoneyRequest = Message<"payments.wallet.v1.CancelBlockMon
   transactionRef: string;
 
   /**
-   * Authenticates the call (see ActionAuth); when absent, merchant_id must be set by a trusted caller.
+   * Authenticates the call (see ActionAuth); when absent, the caller's credential must be bound to merchant_id.
    *
    * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
    */
   auth?: ActionAuth | undefined;
+
+  /**
+   * The client's Idempotency-Key header (empty when none); see TransferRequest.idempotency_key.
+   *
+   * @generated from field: string idempotency_key = 21;
+   */
+  idempotencyKey: string;
 };
 
 /**
@@ -1025,10 +1030,11 @@ export const CancelBlockMoneyResponseSchema: GenMessage<CancelBlockMoneyResponse
   messageDesc(file_payments_wallet_v1_wallet, 26);
 
 /**
- * WalletService carries the merchant wallet interface (Area C, issue 6, platform decisions §7 and §8).
- * The façade authenticates each call through Login / AuthenticateAction (which verify the merchant headers, the
- * session token and the RSA2 request signature against the merchant's stored public key), then calls one RPC per
- * service with the authenticated merchant_id. Amounts are minor units (int64 amount_units + currency).
+ * WalletService carries the merchant wallet interface (Area C, platform decisions §7 and §8). Every request
+ * carries what the merchant sent (SignedEnvelope: the merchant headers and the raw signed body; ActionAuth adds the
+ * bearer session token). The service verifies it against the merchant's stored secret-key hash, the session table
+ * and the merchant's stored public key, and acts only on the typed fields its signed body says: a typed field that
+ * differs from the body is refused as a bad signature. Amounts are minor units (int64 amount_units + currency).
  *
  * @generated from service payments.wallet.v1.WalletService
  */
