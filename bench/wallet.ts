@@ -79,6 +79,7 @@ export async function run(): Promise<BenchResult> {
         ],
       });
     });
+    const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
     // A merchant signs on its own machine: sign every body up front, each a new movement with its own request_id (a
     // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
     const signedBodies = new Map<number, string>();
@@ -88,7 +89,6 @@ export async function run(): Promise<BenchResult> {
       const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD', request_id: `bench-${index}` };
       signedBodies.set(index, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
-    const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
     let failures = 0;
     const childCpu = processCpuMs(child.pid!);
     const facade = await measure(operations, CONCURRENCY, async (index) => {

@@ -7,7 +7,7 @@
  *   Area B  payins paid exactly, overpaid and underpaid through the sandbox provider, a closed one, and an expired
  *           one when PAYIN_TTL_SECONDS is short enough; webhooks received and verified on the merchant's own
  *           callback server; status; balances before and after; API errors.
- *   Area C  login, every /do-action service: fees, banks, users, transfers, preorders paid by token, blocked money,
+ *   Area C  login, every /do-action service: fees, banks, users, transfers (a replayed one moving nothing), preorders paid by token, blocked money,
  *           tokenized local cards, bank accounts (activated by scanning their QR) and Visa/Master cards, OTP
  *           deposits and the Visa/Master confirmation page with its redirect `result` (served by this script).
  *
@@ -36,7 +36,7 @@ import { setTimeout } from 'node:timers';
 import { URL, URLSearchParams } from 'node:url';
 import { partnerClientFromDemoCredentials } from './partner-client.mjs';
 import { PayinMerchant, startWebhookReceiver, webhookSignature } from './payin-merchant.mjs';
-import { decodeConfirmationResult, readForm, walletMerchantFromDemoCredentials } from './wallet-merchant.mjs';
+import { decodeConfirmationResult, newRequestId, readForm, walletMerchantFromDemoCredentials } from './wallet-merchant.mjs';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Configuration
@@ -689,13 +689,24 @@ async function areaC(credentials, site) {
   const demoBefore = await operator.wallet(demoOwner);
   const aliceStart = await operator.wallet(aliceOwner);
   note(`before: ${demoUser.full_name} ${usd(demoBefore.balance)}, ${alice.full_name} ${usd(aliceStart.balance)}`);
-  const transfer = await wallet.transfer({ from_user_id: demoUser.user_id, to_user_id: alice.id, amount: 30, currency: 'USD', fees_amount: 0.3, fees_currency: 'USD' });
+  // One movement, named by its request_id (signed with the body): a retry with the same request_id is that movement.
+  const transferFields = { from_user_id: demoUser.user_id, to_user_id: alice.id, amount: 30, currency: 'USD', fees_amount: 0.3, fees_currency: 'USD', request_id: newRequestId() };
+  const transfer = await wallet.transfer(transferFields);
   must(transfer.status === 200 && /^TRF/.test(transfer.body?.data?.reference ?? ''), `reference ${transfer.body?.data?.reference}`);
   const demoAfter = await operator.wallet(demoOwner);
   const aliceFunded = await operator.wallet(aliceOwner);
   note(`after: ${demoUser.full_name} ${usd(demoAfter.balance)}, ${alice.full_name} ${usd(aliceFunded.balance)}`);
   equal(demoAfter.balance - demoBefore.balance, -3030n, 'sender −30.30 (amount and fee)');
   equal(aliceFunded.balance - aliceStart.balance, 3000n, 'receiver +30.00');
+
+  step('the same signed transfer sent again with a new Idempotency-Key (a replay) → the first answer, nothing moves');
+  const replayed = await wallet.action(
+    'transfer',
+    { ...transferFields, from_user_id: String(transferFields.from_user_id), to_user_id: String(transferFields.to_user_id) },
+    { headers: { 'Idempotency-Key': `replay-${RUN}` } },
+  );
+  equal([replayed.status, replayed.body?.data?.reference], [200, transfer.body.data.reference], 'the same reference');
+  equal((await operator.wallet(demoOwner)).balance, demoAfter.balance, 'the sender is debited once');
   const broke = await wallet.transfer({ from_user_id: bob.id, to_user_id: alice.id, amount: 1 });
   expectFieldError(broke, 400, 'amount', 'Insufficient balance.', 'a user without funds cannot transfer');
 

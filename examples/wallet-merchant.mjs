@@ -6,8 +6,18 @@
  * package.
  *
  *   every call    headers merchant-id, merchant-secret-key; body signed: `sign_type` RSA2 + `sign`
- *   POST /login       {user_name, password} → data.token (opaque), data.user
+ *   POST /login       {user_name, password, timestamp, nonce} → data.token (opaque), data.user
  *   POST /do-action   Authorization: Bearer <token>; {service, ...fields}
+ *
+ * Replays: a signed login body is accepted once and only while its `timestamp` (Unix seconds) is within a few
+ * minutes of the platform's clock, so `login()` signs a fresh one each time (a random `nonce` keeps two logins in
+ * one second apart). A money-moving service moves money once per signed body: the same body sent again answers the
+ * first answer, whatever `Idempotency-Key` comes with it. Each money-moving method below therefore sends a fresh
+ * `request_id` (a new movement) unless you pass one: to retry a call whose answer was lost, call it again with the
+ * same fields and the same `request_id`.
+ *
+ * A signed value must not hold `&` followed by `=` (as in a redirect_url `?a=1&b=2`): the canonical string could not
+ * tell it from more parameters, so the platform refuses it on that field.
  *
  * §7 canonical string: drop `sign`, `sign_type` and null/undefined/"" values; sort keys ascending; join `key=value`
  * with `&`, no percent-encoding; numbers and booleans as `String()` writes them; arrays and objects as
@@ -24,7 +34,7 @@
  */
 /* global fetch */
 import { Buffer } from 'node:buffer';
-import { constants, createPrivateKey, createPublicKey, publicEncrypt, randomBytes, sign } from 'node:crypto';
+import { constants, createPrivateKey, createPublicKey, publicEncrypt, randomBytes, randomUUID, sign } from 'node:crypto';
 import { readFileSync, realpathSync } from 'node:fs';
 import { URL, URLSearchParams, pathToFileURL } from 'node:url';
 
@@ -57,6 +67,11 @@ export function canonicalQueryString(parameters) {
 export function signParameters(parameters, privateKey) {
   const signature = sign('sha256', Buffer.from(canonicalQueryString(parameters), 'utf8'), privateKey);
   return { ...parameters, sign_type: 'RSA2', sign: signature.toString('base64') };
+}
+
+/** A new movement's `request_id`: any 1–255 visible ASCII characters, unique per merchant (a UUID is a good choice). */
+export function newRequestId() {
+  return randomUUID();
 }
 
 /** The paddings the platform accepts for encrypted fields. */
@@ -187,9 +202,12 @@ export class WalletMerchant {
     return result;
   }
 
-  /** C1: logs in and keeps the session token for `/do-action`. */
-  async login({ userName = this.options.userName, password = this.options.password } = {}) {
-    const result = await this.post('/login', { user_name: userName, password });
+  /**
+   * C1: logs in and keeps the session token for `/do-action`. The body carries the current Unix `timestamp` and a
+   * random `nonce`: the platform accepts each signed login once, within its login window.
+   */
+  async login({ userName = this.options.userName, password = this.options.password, timestamp = Math.floor(Date.now() / 1000) } = {}) {
+    const result = await this.post('/login', { user_name: userName, password, timestamp, nonce: randomUUID() });
     if (result.status === 200 && result.body?.success) this.token = result.body.data.token;
     return result;
   }
@@ -216,20 +234,23 @@ export class WalletMerchant {
   }
 
   // ---- money between wallets ----------------------------------------------------------------------------------
-  /** `data.reference` (TRF…); `fees_amount` goes to the platform, `fees_currency` must then be given too. */
-  transfer({ from_user_id, to_user_id, amount, currency = 'USD', fees_amount, fees_currency }) {
-    return this.action('transfer', { from_user_id: String(from_user_id), to_user_id: String(to_user_id), amount, currency, fees_amount, fees_currency });
+  /**
+   * `data.reference` (TRF…); `fees_amount` goes to the platform, `fees_currency` must then be given too. A new
+   * `request_id` each call (a new movement); pass the first call's `request_id` to retry it.
+   */
+  transfer({ from_user_id, to_user_id, amount, currency = 'USD', fees_amount, fees_currency, request_id = newRequestId() }) {
+    return this.action('transfer', { from_user_id: String(from_user_id), to_user_id: String(to_user_id), amount, currency, fees_amount, fees_currency, request_id });
   }
   /** `data.pre_order_token` and `data.pre_order_url` (a hosted card payment page). */
   generatePreOrderToken({ out_trade_no, seller_code, description, amount, currency = 'USD', redirect_url, call_back_url, commission_rate }) {
     return this.action('generate_pre_order_token', { out_trade_no, seller_code, description, amount, currency, redirect_url, call_back_url, commission_rate });
   }
   /** Pays a preorder from the wallet of `user_id` (one of this merchant's users): `data.reference` (PAY…). */
-  payByToken({ pre_order_token, user_id }) { return this.action('pay_by_token', { pre_order_token, user_id }); }
+  payByToken({ pre_order_token, user_id, request_id = newRequestId() }) { return this.action('pay_by_token', { pre_order_token, user_id, request_id }); }
   /** Holds `amount` on a user's wallet (`user_token` from the user record): `data.transaction_ref` (BLK…). */
-  blockMoney({ user_token, amount, currency = 'USD', reference }) { return this.action('block_money', { user_token, amount, currency, reference }); }
+  blockMoney({ user_token, amount, currency = 'USD', reference, request_id = newRequestId() }) { return this.action('block_money', { user_token, amount, currency, reference, request_id }); }
   /** Releases a hold: `data` = []. */
-  cancelBlockMoney({ transaction_ref }) { return this.action('cancel_block_money', { transaction_ref }); }
+  cancelBlockMoney({ transaction_ref, request_id = newRequestId() }) { return this.action('cancel_block_money', { transaction_ref, request_id }); }
 
   // ---- tokenized instruments (holder names, numbers and card data travel encrypted) ----------------------------
   /** `data.token` of a local card; `bank_id` from list_banks, `card_number` is sent encrypted as `bank_code`. */
@@ -248,19 +269,19 @@ export class WalletMerchant {
 
   // ---- deposits -------------------------------------------------------------------------------------------------
   /** OTP deposit: `data.{reference, token, token_type: 1, need_verify_trx: true}` → confirmPayments. */
-  depositByLocalCard({ token, amount, currency = 'USD', pre_order_token }) {
-    return this.action('deposit_by_local_card', { token, amount, currency, pre_order_token });
+  depositByLocalCard({ token, amount, currency = 'USD', pre_order_token, request_id = newRequestId() }) {
+    return this.action('deposit_by_local_card', { token, amount, currency, pre_order_token, request_id });
   }
   /** OTP deposit from an activated bank account. */
-  depositByBankAccount({ token, amount, currency = 'USD', pre_order_token, user_id }) {
-    return this.action('deposit_by_bank_account', { token, amount, currency, pre_order_token, user_id });
+  depositByBankAccount({ token, amount, currency = 'USD', pre_order_token, user_id, request_id = newRequestId() }) {
+    return this.action('deposit_by_bank_account', { token, amount, currency, pre_order_token, user_id, request_id });
   }
   /** Card deposit: `data.html_confirm_payment` is run by the payer (see submitHtmlConfirmPayment). */
-  depositByVisaMaster({ token, security_code, amount, currency = 'USD', pre_order_token }, padding) {
-    return this.action('deposit_by_visa_master', { token, security_code: this.encrypt(security_code, padding), amount, currency, pre_order_token });
+  depositByVisaMaster({ token, security_code, amount, currency = 'USD', pre_order_token, request_id = newRequestId() }, padding) {
+    return this.action('deposit_by_visa_master', { token, security_code: this.encrypt(security_code, padding), amount, currency, pre_order_token, request_id });
   }
   /** Confirms an OTP deposit: `token` is the deposit token (`dtk_…`), `password` the OTP. `data` = []. */
-  confirmPayments({ user_id, token, password }) { return this.action('confirm_payments', { user_id, token, password }); }
+  confirmPayments({ user_id, token, password, request_id = newRequestId() }) { return this.action('confirm_payments', { user_id, token, password, request_id }); }
 
   /**
    * Does what the payer's browser does with `html_confirm_payment`: submits its form. With the preorder's

@@ -13,7 +13,8 @@ import path from 'node:path';
 import { hmacSha256Hex, verifyHmacSha256Hex } from '../../src/crypto/hmac';
 import { decryptField, tryDecryptField } from '../../src/crypto/field-decryption';
 import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
+import { ambiguousParameters, canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
+import { problem } from '../../src/field-problems';
 import { parseJsonLossless } from '../../src/money';
 import { webhookBody, webhookIdOf } from '../../src/flows/payin/activities';
 import type { PayinRow } from '../../src/flows/payin/store';
@@ -102,6 +103,23 @@ describe('docs/signing-area-c.md', () => {
     }
     expect(renderFieldProblems((thrown as { fields: Record<string, string[]> }).fields)).toEqual({ holder_name: ['The holder_name could not be decrypted.'] });
     expect(read('docs/signing-area-c.md')).toContain('The holder_name could not be decrypted.');
+  });
+
+  it('its refused values and login errors are the platform’s, and its ambiguity example is one', () => {
+    const markdown = read('docs/signing-area-c.md');
+    const rendered = renderFieldProblems({
+      note: [problem('separator_in_value')],
+      'a=b': [problem('separator_in_name')],
+      timestamp: [problem('timestamp_window', 300)],
+    });
+    for (const [field, [message]] of Object.entries(rendered)) expect(markdown).toContain(JSON.stringify({ [field]: [message] }));
+    for (const code of ['required', 'integer', 'login_replayed'] as const) {
+      expect(markdown).toContain(JSON.stringify(renderFieldProblems({ timestamp: [problem(code)] })));
+    }
+    const smuggled = JSON.parse('{"note":"a=1&o=2"}');
+    expect(canonicalQueryString(smuggled)).toBe(canonicalQueryString({ note: 'a=1', o: '2' }));
+    expect(ambiguousParameters(smuggled)).toEqual(['note']);
+    expect(markdown).toContain('{"note":"a=1&o=2"}');
   });
 });
 
