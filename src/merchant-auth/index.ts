@@ -125,8 +125,8 @@ function parseBody(text: string): Record<string, unknown> | undefined {
 
 /**
  * Parses the envelope's body, checks sign_type, refuses a parameter the canonical string could not tell apart from
- * others (§7: a name holding `&` or `=`, a value holding `&` followed by `=`), and verifies sign over the canonical string the
- * platform computes itself with the merchant's public key.
+ * others (§7: a name holding `&` or `=`, a value holding `&` followed by `=`), and verifies sign over the canonical
+ * string the platform computes itself with the merchant's public key.
  * @throws DomainError INVALID_SIGNATURE (field `sign` or `sign_type`); VALIDATION_FAILED on each ambiguous parameter
  */
 function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merchant: Merchant, envelope: Envelope): SignedBody {
