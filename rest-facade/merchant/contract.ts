@@ -99,6 +99,8 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   ACTIVATION_NOT_FOUND: BAD_REQUEST('token'),
   FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
+  // Only a confirmation step sent straight to Temporal meets it: never the merchant's doing.
+  CONFIRMATION_NOT_RECORDED: FAULT,
   IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),
   IDEMPOTENCY_KEY_REUSED: BAD_REQUEST('Idempotency-Key'),
   // A request with this key is still running: retry later (docs/idempotency.md).

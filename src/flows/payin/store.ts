@@ -171,6 +171,18 @@ export async function hasAppliedSettlement(
   return row !== undefined;
 }
 
+/**
+ * True when an applied close notification of the payin exists (with this trx_ref, when one is given): the authority
+ * a close needs.
+ */
+export async function hasAppliedClose(trx: Knex.Transaction, invoice_reference: string, trx_ref: string | undefined): Promise<boolean> {
+  const row = await trx('upstream_notifications')
+    .where({ invoice_reference, status: 'close', outcome: 'applied' })
+    .andWhere((query) => void (trx_ref ? query.where({ trx_ref }) : query))
+    .first('id');
+  return row !== undefined;
+}
+
 export async function setNotificationOutcome(database: Knex, idempotency_key: string, outcome: 'applied' | 'ignored'): Promise<void> {
   await database('upstream_notifications').where({ idempotency_key }).update({ outcome });
 }
