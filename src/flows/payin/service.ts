@@ -152,7 +152,7 @@ export interface PayinNotification {
  * queues the notification when the run did not apply it in time gets NOTIFICATION_SIGNAL_SECONDS; the wait for the
  * run to apply it gets the rest at most (NOTIFICATION_APPLY_WAIT_SECONDS, capped).
  */
-export const NOTIFICATION_TEMPORAL_SECONDS = 6;
+const NOTIFICATION_TEMPORAL_SECONDS = 6;
 const NOTIFICATION_SIGNAL_SECONDS = 2;
 /**
  * When the dispatcher takes over a decided notification's hand-over, seconds after the decision: after the request
