@@ -100,11 +100,11 @@ const schema = z.object({
   WEBHOOK_INLINE_TIMEOUT_SECONDS: z.coerce.number().positive().max(20).default(5),
   /**
    * How long an upstream notification waits for its PayinWorkflow to apply it (credit or close, first webhook attempt)
-   * before it is queued in the workflow as a signal and answered as accepted, seconds (at most three quarters of
-   * REQUEST_TIMEOUT_SECONDS are used). Only a worker that is down or far behind makes a notification wait that long.
-   * 0: queue every notification at once (the answer then means "recorded", not "credited").
+   * before it is queued in the workflow as a signal and answered as accepted, seconds (at most 4 are used, so that the
+   * answer reaches the upstream within its 10 s; docs/payins.md). Only a worker that is down or far behind makes a
+   * notification wait that long. 0: queue every notification at once (the answer then means "recorded", not "credited").
    */
-  NOTIFICATION_APPLY_WAIT_SECONDS: z.coerce.number().min(0).max(60).default(10),
+  NOTIFICATION_APPLY_WAIT_SECONDS: z.coerce.number().min(0).max(60).default(4),
   UPSTREAM_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   /**
    * How long a process reuses a successful credential lookup (Area B API key; Area C merchant headers and session):

@@ -9,6 +9,7 @@ import {
   type DepositRejection,
   type DepositWorkflowInput,
   type DepositWorkflowState,
+  type ConfirmationProof,
   type SealedPassword,
 } from '../src/flows/deposit/contract';
 
@@ -34,6 +35,14 @@ const { completeDeposit, closeDeposit } = proxyLocalActivities<DepositActivities
 });
 
 /**
+ * The confirmation an Update names. Updates recorded before confirmations were named carry none (the card form's had
+ * no argument at all): they replay with an empty one.
+ */
+function confirmationIdOf(message: Partial<ConfirmationProof> | undefined): string {
+  return message?.confirmation_id ?? '';
+}
+
+/**
  * DepositWorkflow (Area C; docs/area-c.md "Deposits and confirmations"), id = deposit reference. The
  * deposit row exists (pending) when it starts. It waits for the payer's confirmation or the lifetime timer:
  *
@@ -43,10 +52,14 @@ const { completeDeposit, closeDeposit } = proxyLocalActivities<DepositActivities
  *     approved completes it.
  *   completion (activity completeDeposit): one database transaction writes the ledger transaction (idempotency
  *     key = reference), the deposit row and the preorder's paid flag; a preorder paid meanwhile fails the deposit.
- *   timer: an unconfirmed deposit expires (activity closeDeposit); a confirmation already running finishes first.
+ *   timer: an unconfirmed deposit expires (activity closeDeposit) at `expires_at` (else after ttl_seconds); a
+ *     confirmation already running finishes first.
  *
- * Confirmations run one at a time; the validators refuse one that arrives when the deposit is no longer pending
- * (typed DepositRejection), so the deposit completes exactly once.
+ * An Update carries no authority: each names the confirmation the api recorded before sending it
+ * (`confirmation_id`), and the activities re-read that record (docs/security.md "Temporal messages"), so an Update
+ * sent straight to Temporal is refused by its first activity and moves nothing. Confirmations run one at a time;
+ * the validators refuse one that arrives when the deposit is no longer pending (typed DepositRejection), so the
+ * deposit completes exactly once.
  */
 export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ state: DepositWorkflowState }> {
   let state: DepositWorkflowState = 'pending';
@@ -81,8 +94,8 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ st
     }
   }
 
-  async function complete(): Promise<DepositConfirmation> {
-    const completion = await completeDeposit({ reference: input.reference });
+  async function complete(confirmation_id: string): Promise<DepositConfirmation> {
+    const completion = await completeDeposit({ reference: input.reference, confirmation_id });
     state = completion.state;
     return { outcome: completion.state, attempts_left: attemptsLeft() };
   }
@@ -91,40 +104,44 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ st
 
   setHandler(
     confirmWithPasswordUpdate,
-    ({ sealed_password }) =>
+    (message: SealedPassword & ConfirmationProof) =>
       exclusively('password', async () => {
-        const { valid } = await verifyDepositPassword({ reference: input.reference, sealed_password });
-        if (valid) return complete();
+        const confirmation_id = confirmationIdOf(message);
+        const { valid } = await verifyDepositPassword({ reference: input.reference, sealed_password: message.sealed_password, confirmation_id });
+        if (valid) return complete(confirmation_id);
         wrongPasswords += 1;
         if (wrongPasswords < input.max_password_attempts) return { outcome: 'wrong_password', attempts_left: attemptsLeft() };
-        await closeDeposit({ reference: input.reference, state: 'cancelled' });
+        await closeDeposit({ reference: input.reference, state: 'cancelled', confirmation_id });
         state = 'cancelled';
         return { outcome: 'cancelled', attempts_left: 0 };
       }),
-    { validator: (_input: SealedPassword) => refuseUnlessPending('password') },
+    { validator: (_message: SealedPassword & ConfirmationProof) => refuseUnlessPending('password') },
   );
 
   setHandler(
     submitCardConfirmationUpdate,
-    () =>
+    (proof: ConfirmationProof) =>
       exclusively('card_form', async () => {
-        const { approved, authorization_id } = await authorizeDepositCard({ reference: input.reference });
+        const confirmation_id = confirmationIdOf(proof);
+        const { approved, authorization_id } = await authorizeDepositCard({ reference: input.reference, confirmation_id });
         if (approved) {
-          const confirmation = await complete();
+          const confirmation = await complete(confirmation_id);
           // Histories recorded before the patch replay without the settlement step.
           if (authorization_id && patched(DEPOSIT_CARD_SETTLEMENT)) {
             await settleDepositCard({ reference: input.reference, authorization_id, capture: confirmation.outcome === 'completed' });
           }
           return confirmation;
         }
-        await closeDeposit({ reference: input.reference, state: 'declined' });
+        await closeDeposit({ reference: input.reference, state: 'declined', confirmation_id });
         state = 'declined';
         return { outcome: 'declined', attempts_left: attemptsLeft() };
       }),
-    { validator: () => refuseUnlessPending('card_form') },
+    { validator: (_proof: ConfirmationProof) => refuseUnlessPending('card_form') },
   );
 
-  void sleep(input.ttl_seconds * 1000).then(() => {
+  // Workflow time (Date.now() is deterministic here); at least 1 ms for a run started after the deadline.
+  const lifetime_ms = input.expires_at ? Math.max(1, Date.parse(input.expires_at) - Date.now()) : input.ttl_seconds * 1000;
+  void sleep(lifetime_ms).then(() => {
     timedOut = true;
   });
   await condition(() => state !== 'pending' || (timedOut && !busy));

@@ -25,9 +25,9 @@ export const DRAIN_ALL_MESSAGES = 'payin-drain-all-messages';
 /** Every message the run received, in arrival order, and what the run did with each (same index). */
 interface Messages {
   settlements: SettledSignalInput[];
-  closed: { trx_ref: string } | undefined;
+  closes: Array<{ trx_ref: string }>;
   settled: PayinNotificationOutcome[];
-  closeOutcome: PayinNotificationOutcome | undefined;
+  closed: PayinNotificationOutcome[];
   /** Webhook events whose delivery the run has made (first attempt) or handed to their delivery workflow. */
   delivered: Set<string>;
 }
@@ -46,20 +46,22 @@ function refusalOf(error: unknown): PayinReason | undefined {
  * WebhookDeliveryWorkflow of each resulting event (id = webhook id) from another; they outlive this workflow.
  *
  * No message is dropped: after every await the run looks again at what arrived meanwhile, and it completes only when
- * every settlement, close and webhook start has been handled (quiescent). A settlement the activity refuses (no
- * applied notification with that amount and trx_ref) moves nothing and the payin keeps waiting. A success that
+ * every settlement, close and webhook start has been handled (quiescent). No message is authority (docs/security.md
+ * "Temporal messages"): a settlement the activity refuses (no applied notification with that amount and trx_ref) or
+ * a close it refuses (no applied close notification) moves nothing and the payin keeps waiting; a later close is
+ * still handled after a refused one. A success that
  * arrives after the run completed reaches a new run through Update-with-Start (or signal-with-start); the settlement
  * is credited late.
  */
 export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWorkflowResult> {
-  const messages: Messages = { settlements: [], closed: undefined, settled: [], closeOutcome: undefined, delivered: new Set() };
+  const messages: Messages = { settlements: [], closes: [], settled: [], closed: [], delivered: new Set() };
   // An Update is answered once its outcome is recorded and its webhook delivered or handed to its workflow.
   const answered = (outcome: PayinNotificationOutcome | undefined) => outcome !== undefined && (outcome.webhook_id === null || messages.delivered.has(outcome.webhook_id));
   setHandler(settledSignal, (payment) => {
     messages.settlements.push(payment);
   });
   setHandler(closedSignal, (closing) => {
-    messages.closed ??= closing;
+    messages.closes.push(closing);
   });
   // Runs recorded before DRAIN_ALL_MESSAGES take a notification as its signal and answer at once (they never record
   // outcomes); every new run answers once the notification is handled.
@@ -71,10 +73,10 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
       await condition(() => answered(messages.settled[index]));
       return messages.settled[index]!;
     }
-    messages.closed ??= { trx_ref: notification.trx_ref };
+    const index = messages.closes.push({ trx_ref: notification.trx_ref }) - 1;
     if (!drains) return { webhook_id: null };
-    await condition(() => answered(messages.closeOutcome));
-    return messages.closeOutcome!;
+    await condition(() => answered(messages.closed[index]));
+    return messages.closed[index]!;
   });
   if (!drains) return legacyPayinRun(input, messages);
 
@@ -83,13 +85,16 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
   const deadline_ms = input.expires_at ? Date.parse(input.expires_at) : Date.now() + input.ttl_seconds * 1000;
   const webhook_ids: string[] = [];
   let settlementsHandled = 0;
-  let closeHandled = false;
+  let closesHandled = 0;
+  // Whether a close reached closePayin and was not refused: later closes then have nothing to do. (Runs recorded
+  // before closes could be refused handled only their first close; none of theirs was ever refused.)
+  let closeAccepted = false;
   let deliveriesStarted = 0;
   let outcome: 'waiting' | 'success' | 'close' | 'expired' = 'waiting';
   const record = (webhook_id: string | null) => {
     if (webhook_id && !webhook_ids.includes(webhook_id)) webhook_ids.push(webhook_id);
   };
-  const unhandled = () => settlementsHandled < messages.settlements.length || (messages.closed !== undefined && !closeHandled);
+  const unhandled = () => settlementsHandled < messages.settlements.length || closesHandled < messages.closes.length;
 
   for (;;) {
     if (outcome === 'waiting' && !unhandled()) {
@@ -117,15 +122,23 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
       }
       continue;
     }
-    if (messages.closed !== undefined && !closeHandled) {
-      closeHandled = true;
+    if (closesHandled < messages.closes.length) {
+      const index = closesHandled++;
       let closed: PayinNotificationOutcome = { webhook_id: null };
-      if (outcome === 'waiting') {
-        closed = await closePayin({ invoice_reference: input.invoice_reference });
-        record(closed.webhook_id);
-        if (closed.webhook_id) outcome = 'close';
+      if (outcome === 'waiting' && !closeAccepted) {
+        try {
+          closed = await closePayin({ invoice_reference: input.invoice_reference, trx_ref: messages.closes[index]!.trx_ref });
+          closeAccepted = true;
+          record(closed.webhook_id);
+          if (closed.webhook_id) outcome = 'close';
+        } catch (error) {
+          // A close without its recorded notification (a forged message): nothing changed; keep waiting.
+          const refused = refusalOf(error);
+          if (refused === undefined) throw error;
+          closed = { webhook_id: null, refused };
+        }
       }
-      messages.closeOutcome = closed;
+      messages.closed[index] = closed;
       continue;
     }
     if (deliveriesStarted < webhook_ids.length) {
@@ -150,7 +163,7 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
  */
 async function legacyPayinRun(input: PayinWorkflowInput, messages: Messages): Promise<PayinWorkflowResult> {
   const settledNow = () => messages.settlements[0];
-  const closedNow = () => messages.closed;
+  const closedNow = () => messages.closes[0];
   const webhook_ids: string[] = [];
   let outcome = 'expired';
   // Workflow time (Date.now() is deterministic here). At least 1 ms: a run started after the deadline (late start,

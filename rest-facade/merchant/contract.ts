@@ -101,6 +101,8 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   ACTIVATION_NOT_FOUND: BAD_REQUEST('token'),
   FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
+  // Only a confirmation step sent straight to Temporal meets it: never the merchant's doing.
+  CONFIRMATION_NOT_RECORDED: FAULT,
   IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),
   // The key names another request (other parameters): it may only narrow a signed body, never redirect it.
   IDEMPOTENCY_KEY_REUSED: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },

@@ -120,6 +120,7 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   // The first request with this key is still running: retry later with the same key (docs/idempotency.md).
   IDEMPOTENCY_KEY_IN_PROGRESS: () => failure(409, 'A request with this idempotency key is in progress. Please retry later.'),
   SETTLEMENT_NOT_AUTHORIZED: systemError,
+  CLOSE_NOT_AUTHORIZED: systemError,
   // Operator-only or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,
   PERMISSION_DENIED: systemError,

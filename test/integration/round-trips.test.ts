@@ -27,10 +27,10 @@ beforeAll(async () => {
 afterAll(() => platform.stop());
 
 /**
- * A sweep of the payin outbox dispatcher, which polls every second on the same pool: its statements (and the rest of
- * its transaction) are not the operation's.
+ * A sweep of the payin outbox dispatcher (workflow starts and notification hand-overs), which polls every second on
+ * the same pool: its statements (and the rest of any transaction of theirs) are not the operation's.
  */
-const BACKGROUND = /payin_workflow_outbox/;
+const BACKGROUND = /payin_workflow_outbox|upstream_notifications/;
 /** The dispatcher's pause between sweeps when nothing wakes it (its default). */
 const OUTBOX_SWEEP_MS = 1000;
 

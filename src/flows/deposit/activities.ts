@@ -4,7 +4,14 @@
  * the money step (`completeDeposit`) writes the ledger
  * transaction, the deposit row and the preorder's paid flag in ONE database transaction with the ledger
  * idempotency key = the deposit reference, so a retried activity never moves money twice.
+ *
+ * Authority (docs/security.md "Temporal messages"): the workflow's Updates can be sent by anyone who reaches
+ * Temporal, so these steps trust no message. The acquirer steps take the confirmation the api recorded for this
+ * deposit (`deposit_confirmations`, once) and record the decision; the completion posts only on a confirmation of
+ * this deposit decided `approved` or `password_valid`; a decline or a cancellation ends the deposit only on its
+ * recorded decisions. Anything else is refused non-retryably (CONFIRMATION_NOT_RECORDED) and moves nothing.
  */
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
@@ -13,10 +20,21 @@ import type { PlatformDeps } from '../../platform-deps';
 import { payPreorder, sellerAccountId } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
-import { depositIdempotencyKey, type DepositActivities, type DepositReason } from './contract';
+import { depositIdempotencyKey, type DepositActivities, type DepositReason, type DepositRejection } from './contract';
 import { problem } from '../../field-problems';
 import { openDepositPassword } from './sealing';
-import { finishDeposit, getDeposit, type Deposit } from './store';
+import {
+  countConfirmations,
+  decideConfirmation,
+  findConfirmation,
+  finishDeposit,
+  getDeposit,
+  takeConfirmation,
+  TOKEN_TYPE,
+  type ConfirmationMethod,
+  type Deposit,
+  type DepositConfirmationRecord,
+} from './store';
 
 async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: string): Promise<Deposit> {
   const deposit = await getDeposit(deps.database, reference);
@@ -32,6 +50,44 @@ async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: {
   return user.wallet_account_id;
 }
 
+/** The step refused: no recorded confirmation authorizes it. Non-retryable: a retry would find none either. */
+function notRecorded(reference: string, what: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`deposit ${reference}: ${what}`, 'CONFIRMATION_NOT_RECORDED' satisfies DepositReason);
+}
+
+/** A deposit that is no longer pending refuses a confirmation step with its end state (the Updates' rejection). */
+function requirePending(deposit: Deposit): void {
+  if (deposit.state === 'pending') return;
+  const type: DepositRejection = (
+    { completed: 'DEPOSIT_COMPLETED', declined: 'DEPOSIT_DECLINED', failed: 'DEPOSIT_FAILED', cancelled: 'DEPOSIT_CANCELLED', expired: 'DEPOSIT_EXPIRED' } as const
+  )[deposit.state];
+  throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} is ${deposit.state}`, type);
+}
+
+/**
+ * Who takes a confirmation: this activity execution (workflow id, run id, activity id), which a retry of the same
+ * step shares and no other step does.
+ */
+function currentTaker(): string {
+  const { workflowExecution, activityId } = Context.current().info;
+  return `${workflowExecution?.workflowId}/${workflowExecution?.runId}/${activityId}`;
+}
+
+/** The confirmation method of a deposit: the card form for Visa/Master, a password otherwise. */
+function methodOf(deposit: Deposit): ConfirmationMethod {
+  return deposit.token_type === TOKEN_TYPE.cardForm ? 'card_form' : 'password';
+}
+
+/**
+ * Takes the recorded confirmation `id` of this deposit (of the deposit's own method) for the current activity.
+ * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when there is none to take
+ */
+async function takeRecorded(deps: Pick<PlatformDeps, 'database'>, deposit: Deposit, id: string): Promise<DepositConfirmationRecord> {
+  const confirmation = await takeConfirmation(deps.database, { id, deposit_reference: deposit.reference, method: methodOf(deposit), taker: currentTaker() });
+  if (!confirmation) throw notRecorded(deposit.reference, 'no recorded confirmation to take');
+  return confirmation;
+}
+
 /** The configured acquirer; a deposit started before it was removed fails for good instead of retrying. */
 function requireAcquirer(deps: PlatformDeps): Acquirer {
   if (!deps.acquirer) throw ApplicationFailure.nonRetryable('no card acquirer configured', 'ACQUIRER_NOT_CONFIGURED' satisfies DepositReason);
@@ -41,19 +97,33 @@ function requireAcquirer(deps: PlatformDeps): Acquirer {
 export function createDepositActivities(deps: PlatformDeps): DepositActivities {
   const activities: DepositActivities = {
     /**
-     * The acquirer's OTP check for this deposit. The password arrives sealed (`sealDepositPassword`) and is opened
-     * only here; never logged. A seal that does not open is a wrong password.
+     * The acquirer's OTP check for this deposit, on the password confirmation the api recorded (taken once, the
+     * result recorded on it). The password arrives sealed (`sealDepositPassword`) and is opened only here; never
+     * logged. A seal that does not open is a wrong password.
+     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED (no such confirmation to take), the end state's rejection
      */
     async verifyDepositPassword(input) {
-      await requireDeposit(deps, input.reference);
+      const deposit = await requireDeposit(deps, input.reference);
+      requirePending(deposit);
+      const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
+      // A retry of this step after the decision was recorded answers it again (the acquirer is not asked twice).
+      if (confirmation.outcome) return { valid: confirmation.outcome === 'password_valid' };
       const password = openDepositPassword(deps.keys.dataKeys, input.reference, input.sealed_password);
       const acquirer = requireAcquirer(deps);
-      return { valid: password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password })) };
+      const valid = password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password }));
+      await decideConfirmation(deps.database, confirmation.id, { outcome: valid ? 'password_valid' : 'password_wrong' });
+      return { valid };
     },
 
-    /** The acquirer's decision on the deposit's card (number revealed from the vault, never logged). */
+    /**
+     * The acquirer's decision on the deposit's card (number revealed from the vault, never logged), on the card-form
+     * confirmation the payer's submission recorded (taken once, the decision recorded on it).
+     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED, INSTRUMENT_NOT_FOUND, the end state's rejection
+     */
     async authorizeDepositCard(input) {
       const deposit = await requireDeposit(deps, input.reference);
+      requirePending(deposit);
+      const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
       const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
       if (!instrument) {
         throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
@@ -63,6 +133,10 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
         card_number: await revealCardNumber(deps, instrument),
         amount_units: deposit.amount_units,
         currency: deposit.currency,
+      });
+      await decideConfirmation(deps.database, confirmation.id, {
+        outcome: authorization.approved ? 'approved' : 'declined',
+        authorization_id: authorization.authorization_id ?? null,
       });
       return { approved: authorization.approved, authorization_id: authorization.authorization_id };
     },
@@ -79,15 +153,17 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
     /**
      * Completes a pending deposit in one database transaction: settlement −amount → the user's wallet +amount, or
      * with a preorder → its seller +(amount − commission), fee_revenue +commission and the preorder marked paid
-     * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock). A preorder paid meanwhile
+     * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock), only on the named confirmation
+     * of this deposit decided `approved` (card form) or `password_valid` (password). A preorder paid meanwhile
      * fails the deposit and moves nothing. A repeat answers the deposit's end state.
+     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when no such decided confirmation exists
      */
     async completeDeposit(input) {
       const found = await requireDeposit(deps, input.reference);
       const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
       if (found.state !== 'pending') return answered(found);
       try {
-        return await postDeposit(found, answered);
+        return await postDeposit(found, input.confirmation_id, answered);
       } catch (error) {
         // A business refusal (the seller or user is gone, a ledger rule) will not pass on a retry: the deposit fails
         // and nothing moves. Anything else (database down) is retried by the workflow's activity policy.
@@ -98,8 +174,24 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
       }
     },
 
-    /** Ends a pending deposit without moving money: declined (card), cancelled (passwords) or expired. Repeats are no-ops. */
+    /**
+     * Ends a pending deposit without moving money: declined (the named confirmation of this deposit was declined),
+     * cancelled (its recorded wrong passwords reached the deposit's limit) or expired. Repeats are no-ops.
+     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when a decline or cancellation has no recorded decisions
+     */
     async closeDeposit(input) {
+      const deposit = await requireDeposit(deps, input.reference);
+      if (deposit.state !== 'pending') return;
+      if (input.state === 'declined') {
+        const confirmation = input.confirmation_id ? await findConfirmation(deps.database, input.confirmation_id, deposit.reference) : undefined;
+        if (confirmation?.outcome !== 'declined') throw notRecorded(deposit.reference, 'no declined confirmation');
+      }
+      // Deposits created before their limit was recorded keep the workflow's count.
+      if (input.state === 'cancelled' && deposit.max_password_attempts !== null) {
+        if ((await countConfirmations(deps.database, deposit.reference, 'password_wrong')) < deposit.max_password_attempts) {
+          throw notRecorded(deposit.reference, 'fewer recorded wrong passwords than its limit');
+        }
+      }
       const message = problem(input.state === 'declined' ? 'card_declined' : input.state === 'cancelled' ? 'payment_cancelled' : 'payment_expired');
       await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
     },
@@ -107,7 +199,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
   return activities;
 
   /** The money step of completeDeposit: one database transaction (see there). */
-  async function postDeposit(found: Deposit, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
+  async function postDeposit(found: Deposit, confirmation_id: string, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
     // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
     const preorder = found.pre_order_token
       ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
@@ -120,6 +212,10 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
     const outcome = await deps.database.transaction(async (trx) => {
       const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
       if (deposit.state !== 'pending') return answered(deposit);
+      // The authority of this movement: the payer's confirmation of this deposit, recorded by the api and decided.
+      const confirmation = await findConfirmation(trx, confirmation_id, deposit.reference);
+      const decided = confirmation?.method === methodOf(deposit) && confirmation.outcome === (confirmation.method === 'card_form' ? 'approved' : 'password_valid');
+      if (!decided) throw notRecorded(deposit.reference, 'no approved confirmation');
       const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
       let transactionId: string;
       if (deposit.pre_order_token) {

@@ -2,11 +2,15 @@
  * DepositService (Area C deposits; docs/area-c.md "Deposits and confirmations"; platform decisions §7):
  * deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master, confirm_payments, the Visa/Master
  * confirmation form and the hosted preorder page. Merchant calls are verified with `requireMerchant` like
- * WalletService. A deposit is a pending `deposits` row plus its DepositWorkflow (id = reference), started in the
- * same database transaction; confirmations are Updates of that workflow, which alone moves the money.
+ * WalletService. A deposit is a pending `deposits` row plus its DepositWorkflow (id = reference): the row commits
+ * first, then the workflow starts within the request's Temporal deadline (no transaction stays open across it); a
+ * start that did not get through is made by the first confirmation (Update-with-Start), and a deposit nobody
+ * confirms is expired by reconciliation. A confirmation is recorded (`deposit_confirmations`: who, when, from where)
+ * before its Update is sent, and the workflow's activities move money only on that record (docs/security.md
+ * "Temporal messages").
  */
-import type { ServiceImpl } from '@connectrpc/connect';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { fieldNotDecryptable } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import {
@@ -30,6 +34,7 @@ import { getMerchant, getUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { fieldViolationList } from '../../rpc/errors';
+import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { WALLET_CURRENCIES } from '../wallet/contract';
@@ -52,6 +57,7 @@ import {
   insertDeposit,
   lifetimeOver,
   newDepositIdentity,
+  recordConfirmation,
   TOKEN_TYPE,
   type Deposit,
   type PreorderForDeposit,
@@ -172,7 +178,11 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     }
   }
 
-  /** Inserts the pending deposit and starts its workflow in one database transaction. */
+  /**
+   * Records the pending deposit (committed on its own), then starts its workflow within the request's Temporal
+   * deadline. A start that fails or runs out of time is logged and left: the first confirmation starts the workflow
+   * (Update-with-Start, `confirmDeposit`), and reconciliation expires a deposit nobody confirmed.
+   */
   async function createDeposit(
     instrument: Instrument,
     preorder: PreorderForDeposit | undefined,
@@ -181,36 +191,58 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   ): Promise<{ deposit: Pick<Deposit, 'reference'>; token: string }> {
     const { reference, token } = newDepositIdentity();
     const cardForm = instrument.kind === 'visa_master';
-    const ttl = config.DEPOSIT_TTL_SECONDS;
-    await database.transaction(async (trx) => {
-      await insertDeposit(trx, {
-        reference,
-        token,
-        ttl_seconds: ttl,
-        merchant_id: instrument.merchantId,
-        user_id: instrument.userId,
-        instrument_token: instrument.token,
-        instrument_kind: instrument.kind,
-        pre_order_token: preorder?.token ?? null,
-        amount_units: amountUnits,
-        currency,
-        token_type: cardForm ? TOKEN_TYPE.cardForm : TOKEN_TYPE.otp,
-      });
-      // Started inside the transaction: when the start fails nothing is written; when the commit fails the
-      // workflow finds no row and its activities fail without moving money.
-      const input: DepositWorkflowInput = {
-        reference,
-        confirmation: cardForm ? 'card_form' : 'password',
-        ttl_seconds: ttl,
-        max_password_attempts: config.DEPOSIT_MAX_OTP_ATTEMPTS,
-      };
-      await deps.temporal.client.workflow.start(depositWorkflow, {
-        taskQueue: deps.temporal.taskQueue,
-        workflowId: reference,
-        args: [input],
-      });
+    const deposit = await insertDeposit(database, {
+      reference,
+      token,
+      ttl_seconds: config.DEPOSIT_TTL_SECONDS,
+      merchant_id: instrument.merchantId,
+      user_id: instrument.userId,
+      instrument_token: instrument.token,
+      instrument_kind: instrument.kind,
+      pre_order_token: preorder?.token ?? null,
+      amount_units: amountUnits,
+      currency,
+      token_type: cardForm ? TOKEN_TYPE.cardForm : TOKEN_TYPE.otp,
+      max_password_attempts: config.DEPOSIT_MAX_OTP_ATTEMPTS,
     });
+    try {
+      await withRequestDeadline(deps, () =>
+        startWorkflow(deps.temporal, depositWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: reference, args: [depositWorkflowInput(deposit)] }),
+      );
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
+        deps.logger.warn({ reference, err: (error as Error).message }, 'deposit workflow not started; its first confirmation starts it');
+      }
+    }
     return { deposit: { reference }, token };
+  }
+
+  /** The workflow input of a recorded deposit: its timer runs to the row's `expires_at`. */
+  function depositWorkflowInput(deposit: Deposit): DepositWorkflowInput {
+    return {
+      reference: deposit.reference,
+      confirmation: deposit.token_type === TOKEN_TYPE.cardForm ? 'card_form' : 'password',
+      ttl_seconds: config.DEPOSIT_TTL_SECONDS,
+      expires_at: deposit.expires_at.toISOString(),
+      max_password_attempts: deposit.max_password_attempts ?? config.DEPOSIT_MAX_OTP_ATTEMPTS,
+    };
+  }
+
+  /**
+   * Sends a recorded confirmation's Update to the deposit's workflow within the request deadline, starting the
+   * workflow when its start after creation never got through (Update-with-Start; a run that already ended is not
+   * started again).
+   * @throws what the Update throws (its typed DepositRejection, an activity's failure), DomainError DEADLINE_EXCEEDED
+   */
+  function confirmDeposit(deposit: Deposit, send: (operation: WithStartWorkflowOperation<typeof depositWorkflow>) => Promise<DepositConfirmation>) {
+    const startWorkflowOperation = new WithStartWorkflowOperation(depositWorkflow, {
+      taskQueue: deps.temporal.taskQueue,
+      workflowId: deposit.reference,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      args: [depositWorkflowInput(deposit)],
+    });
+    return withRequestDeadline(deps, () => send(startWorkflowOperation));
   }
 
   /** What the confirmation page (html_confirm_payment) of a Visa/Master deposit shows. */
@@ -338,11 +370,22 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
           }
           if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
           if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
+          // The merchant's verified request is the authority of this confirmation: recorded before the Update, which
+          // only names it.
+          const confirmation_id = await recordConfirmation(database, {
+            deposit_reference: deposit.reference,
+            method: 'password',
+            actor: 'merchant',
+            merchant_id: merchantId,
+            user_id: user.id,
+            client_address: clientAddressOf(context),
+          });
           let confirmation: DepositConfirmation;
           try {
-            confirmation = await withRequestDeadline(deps, () =>
-              deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(deposit.reference).executeUpdate(confirmWithPasswordUpdate, {
-                args: [{ sealed_password: sealDepositPassword(deps.keys.dataKeys, deposit.reference, request.password) }],
+            confirmation = await confirmDeposit(deposit, (startWorkflowOperation) =>
+              deps.temporal.client.workflow.executeUpdateWithStart(confirmWithPasswordUpdate, {
+                args: [{ confirmation_id, sealed_password: sealDepositPassword(deps.keys.dataKeys, deposit.reference, request.password) }],
+                startWorkflowOperation,
               }),
             );
           } catch (error) {
@@ -385,20 +428,23 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     },
 
     /**
-     * The card confirmation form. A declined card of a hosted preorder page counts as a failed attempt of that
-     * preorder's card form (src/abuse), so the page cannot be used to test card numbers one decline at a time.
+     * The card confirmation form. The payer's submission, proven by the deposit's page token, is recorded (from
+     * which address, when) before the Update that names it. A declined card of a hosted preorder page counts as a
+     * failed attempt of that preorder's card form (src/abuse), so the page cannot be used to test card numbers one
+     * decline at a time.
      */
     async submitVisaMasterConfirmation(request, context) {
       const found = await cardFormDeposit(request.depositToken);
       if (!found) return { page: NOT_FOUND_PAGE };
       if (found.state === 'pending' && !lifetimeOver(found)) {
+        const confirmation_id = await recordPayerConfirmation(found, context);
         try {
-          await withRequestDeadline(deps, () =>
-            deps.temporal.client.workflow.getHandle<typeof depositWorkflow>(found.reference).executeUpdate(submitCardConfirmationUpdate),
+          await confirmDeposit(found, (startWorkflowOperation) =>
+            deps.temporal.client.workflow.executeUpdateWithStart(submitCardConfirmationUpdate, { args: [{ confirmation_id }], startWorkflowOperation }),
           );
         } catch (error) {
           // Refused because the deposit ended meanwhile, or the workflow closed: the row tells the outcome.
-          if (!rejectionOf(error) && !(error instanceof WorkflowNotFoundError)) {
+          if (!rejectionOf(error) && !(error instanceof WorkflowNotFoundError) && !(error instanceof WorkflowExecutionAlreadyStartedError)) {
             const now = await findDepositByToken(database, request.depositToken);
             if (!now || (now.state === 'pending' && !lifetimeOver(now))) throw error;
           }
@@ -439,6 +485,11 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       return { page: answer.page };
     },
   };
+
+  /** Records the payer's submission of a deposit's card confirmation page (its page token verified by the caller). */
+  function recordPayerConfirmation(deposit: Deposit, context: HandlerContext): Promise<string> {
+    return recordConfirmation(database, { deposit_reference: deposit.reference, method: 'card_form', actor: 'payer', client_address: clientAddressOf(context) });
+  }
 
   /**
    * The card form's answer: not found, the preorder page (paid, no acquirer, or refused fields), or the confirmation.

@@ -10,6 +10,7 @@ import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
 import { newReference } from '../wallet/activities';
 import { problem } from '../../field-problems';
+import type { ConfirmationOutcome } from './contract';
 
 /** pending → completed | declined | failed | cancelled | expired (every end state is final). */
 export type DepositState = 'pending' | 'completed' | 'declined' | 'failed' | 'cancelled' | 'expired';
@@ -32,6 +33,8 @@ export interface Deposit {
   failure_message: string | null;
   ledger_transaction_id: string | null;
   expires_at: Date;
+  /** Wrong passwords allowed, fixed at creation; null on deposits created before it was recorded. */
+  max_password_attempts: number | null;
 }
 
 interface DepositRow extends Omit<Deposit, 'user_id' | 'amount_units'> {
@@ -50,17 +53,20 @@ export function newDepositIdentity(): { reference: string; token: string } {
   return { reference: newReference('DEP'), token: `dtk_${randomToken(24)}` };
 }
 
-/** Inserts a pending deposit; `token` is stored as its SHA-256 hex. */
+/** Inserts a pending deposit; `token` is stored as its SHA-256 hex. @returns the deposit as inserted */
 export async function insertDeposit(
   db: Knex | Knex.Transaction,
   input: Omit<Deposit, 'state' | 'failure_message' | 'ledger_transaction_id' | 'expires_at'> & { token: string; ttl_seconds: number },
-): Promise<void> {
+): Promise<Deposit> {
   const { token, ttl_seconds, ...fields } = input;
-  await db('deposits').insert({
-    ...fields,
-    token_sha256: sha256Hex(token),
-    expires_at: db.raw('now() + make_interval(secs => ?)', [ttl_seconds]),
-  });
+  const [row] = (await db('deposits')
+    .insert({
+      ...fields,
+      token_sha256: sha256Hex(token),
+      expires_at: db.raw('now() + make_interval(secs => ?)', [ttl_seconds]),
+    })
+    .returning('*')) as DepositRow[];
+  return toDeposit(row!);
 }
 
 /** The deposit with this reference (`forUpdate` locks the row inside a transaction). */
@@ -138,4 +144,97 @@ export async function findPreorder(db: Knex | Knex.Transaction, token: string): 
   if (typeof token !== 'string' || token.length === 0 || token.length > 128) return undefined;
   const row = (await db('preorders').where({ token }).first()) as (Omit<PreorderForDeposit, 'amount_units'> & { amount_units: string | bigint }) | undefined;
   return row ? { ...row, amount_units: BigInt(row.amount_units) } : undefined;
+}
+
+/** How a deposit's confirmation reached the platform (`deposit_confirmations.method`). */
+export type ConfirmationMethod = 'card_form' | 'password';
+
+/**
+ * A confirmation of a deposit as the authenticated request path recorded it (`deposit_confirmations`, migration
+ * 026): who confirmed (`actor`: the payer holding the deposit's page token, or the merchant whose confirm_payments
+ * verified; `merchant_id` and `user_id` of the latter), from where, when; which activity took it and what was
+ * decided. Kept for the deposit's timeline.
+ */
+export interface DepositConfirmationRecord {
+  id: string;
+  deposit_reference: string;
+  method: ConfirmationMethod;
+  actor: 'payer' | 'merchant';
+  merchant_id: string | null;
+  user_id: string | null;
+  client_address: string | null;
+  recorded_at: Date;
+  used_by: string | null;
+  used_at: Date | null;
+  outcome: ConfirmationOutcome | null;
+  authorization_id: string | null;
+  decided_at: Date | null;
+}
+
+const CONFIRMATION_ID_PATTERN = /^dcf_[A-Za-z0-9_-]{32}$/;
+
+function toConfirmation(row: DepositConfirmationRecord & { user_id: string | bigint | null }): DepositConfirmationRecord {
+  return { ...row, user_id: row.user_id === null ? null : String(row.user_id) };
+}
+
+/**
+ * Records a confirmation of `deposit_reference` received by the authenticated request path, before its Update is
+ * sent. @returns its id (`dcf_` + 32 base64url characters), which the Update names
+ */
+export async function recordConfirmation(
+  db: Knex | Knex.Transaction,
+  input: Pick<DepositConfirmationRecord, 'deposit_reference' | 'method' | 'actor'> & Partial<Pick<DepositConfirmationRecord, 'merchant_id' | 'user_id' | 'client_address'>>,
+): Promise<string> {
+  const id = `dcf_${randomToken(24)}`;
+  await db('deposit_confirmations').insert({
+    id,
+    deposit_reference: input.deposit_reference,
+    method: input.method,
+    actor: input.actor,
+    merchant_id: input.merchant_id ?? null,
+    user_id: input.user_id ?? null,
+    client_address: input.client_address ?? null,
+  });
+  return id;
+}
+
+/**
+ * Takes the recorded confirmation `id` of this deposit and method for the activity `taker`: one nobody took yet, or
+ * one this same activity took before (its retry). @returns the record, or undefined when there is none to take
+ */
+export async function takeConfirmation(
+  db: Knex | Knex.Transaction,
+  input: { id: string; deposit_reference: string; method: ConfirmationMethod; taker: string },
+): Promise<DepositConfirmationRecord | undefined> {
+  if (typeof input.id !== 'string' || !CONFIRMATION_ID_PATTERN.test(input.id)) return undefined;
+  const [row] = await db('deposit_confirmations')
+    .where({ id: input.id, deposit_reference: input.deposit_reference, method: input.method })
+    .andWhere((query) => void query.whereNull('used_by').orWhere({ used_by: input.taker }))
+    .update({ used_by: input.taker, used_at: db.raw('coalesce(used_at, now())') })
+    .returning('*');
+  return row ? toConfirmation(row) : undefined;
+}
+
+/** Records what was decided on a taken confirmation (and the acquirer's authorization id, if any). */
+export async function decideConfirmation(
+  db: Knex | Knex.Transaction,
+  id: string,
+  decision: { outcome: ConfirmationOutcome; authorization_id?: string | null },
+): Promise<void> {
+  await db('deposit_confirmations')
+    .where({ id })
+    .update({ outcome: decision.outcome, authorization_id: decision.authorization_id ?? null, decided_at: db.fn.now() });
+}
+
+/** The confirmation `id` of this deposit, else undefined. */
+export async function findConfirmation(db: Knex | Knex.Transaction, id: string, deposit_reference: string): Promise<DepositConfirmationRecord | undefined> {
+  if (typeof id !== 'string' || !CONFIRMATION_ID_PATTERN.test(id)) return undefined;
+  const row = await db('deposit_confirmations').where({ id, deposit_reference }).first();
+  return row ? toConfirmation(row) : undefined;
+}
+
+/** How many confirmations of the deposit were decided `outcome`. */
+export async function countConfirmations(db: Knex | Knex.Transaction, deposit_reference: string, outcome: ConfirmationOutcome): Promise<number> {
+  const row = (await db('deposit_confirmations').where({ deposit_reference, outcome }).count({ n: '*' }).first()) as { n: string | number } | undefined;
+  return Number(row?.n ?? 0);
 }

@@ -11,7 +11,7 @@ import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
 import { ApplicationFailure } from '@temporalio/common';
 import { createHash } from 'node:crypto';
 import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
-import { hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
+import { hasAppliedClose, hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
 
 /** The events that announce a change of the payin's status. */
 type PayinStatusEvent = Exclude<PayinEvent, 'payin.additional_payment'>;
@@ -112,13 +112,24 @@ async function postSettlement(
 }
 
 export function createPayinActivities(deps: PlatformDeps): PayinActivities {
-  /** waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing. */
-  async function transition(invoice_reference: string, status: 'expired' | 'close', event: PayinStatusEvent): Promise<PayinTransition> {
+  /**
+   * waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing.
+   * `authorized` (under the payin's lock): whether the change rests on its record; false refuses it for good.
+   */
+  async function transition(
+    invoice_reference: string,
+    status: 'expired' | 'close',
+    event: PayinStatusEvent,
+    authorized: (trx: Knex.Transaction) => Promise<boolean> = async () => true,
+  ): Promise<PayinTransition> {
     return deps.database.transaction(async (trx) => {
       const payin = await lockPayin(trx, invoice_reference);
       if (!payin) return { webhook_id: null };
       if (payin.status === status) return { webhook_id: webhookIdOf(invoice_reference, event) };
       if (payin.status !== 'waiting') return { webhook_id: null };
+      if (!(await authorized(trx))) {
+        throw ApplicationFailure.nonRetryable(`no applied close notification for ${invoice_reference}`, 'CLOSE_NOT_AUTHORIZED' satisfies PayinReason);
+      }
       await setPayinStatus(trx, invoice_reference, status);
       return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
     });
@@ -166,7 +177,8 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
 
     expirePayin: (input) => transition(input.invoice_reference, 'expired', 'payin.expired'),
 
-    closePayin: (input) => transition(input.invoice_reference, 'close', 'payin.closed'),
+    // The message's word is not authority: the applied upstream close notification recorded by the service is.
+    closePayin: (input) => transition(input.invoice_reference, 'close', 'payin.closed', (trx) => hasAppliedClose(trx, input.invoice_reference, input.trx_ref)),
 
     startWebhookDeliveries: (input) => deliverWebhooks(deps, input.webhook_ids),
   };

@@ -32,6 +32,11 @@ export const PAYIN_REASONS = {
    * a signal carries, so the settlement moves nothing.
    */
   SETTLEMENT_NOT_AUTHORIZED: 'failed_precondition',
+  /**
+   * A close with no applied upstream close notification of the payin: a `closed` signal or a close `notify` Update
+   * sent straight to Temporal closes nothing.
+   */
+  CLOSE_NOT_AUTHORIZED: 'failed_precondition',
   /** A notification's X-Upstream-Signature does not match its body. */
   UPSTREAM_SIGNATURE_INVALID: 'unauthenticated',
 } as const;
@@ -85,7 +90,10 @@ export type PayinNotificationInput = ({ status: 'success' } & SettledSignalInput
 export interface PayinNotificationOutcome {
   /** The webhook event it produced (and whose first attempt was made or whose delivery workflow started); null: none. */
   webhook_id: string | null;
-  /** A settlement the activity refused for good (no applied notification with that amount and trx_ref). */
+  /**
+   * A settlement or close the activity refused for good (no applied notification of it: SETTLEMENT_NOT_AUTHORIZED,
+   * CLOSE_NOT_AUTHORIZED).
+   */
   refused?: PayinReason;
 }
 
@@ -125,8 +133,12 @@ export interface PayinActivities {
   settlePayin(input: { invoice_reference: string } & SettledSignalInput): Promise<PayinTransition>;
   /** waiting → expired and the payin.expired webhook; anything else: no change. */
   expirePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
-  /** waiting → close and the payin.closed webhook; anything else: no change. */
-  closePayin(input: { invoice_reference: string }): Promise<PayinTransition>;
+  /**
+   * waiting → close and the payin.closed webhook, on an applied upstream close notification of the payin (of this
+   * trx_ref when the message names one); anything else: no change.
+   * @throws ApplicationFailure CLOSE_NOT_AUTHORIZED (non-retryable) without such a notification
+   */
+  closePayin(input: { invoice_reference: string; trx_ref?: string }): Promise<PayinTransition>;
   /**
    * Delivers each recorded webhook event: the first attempt right away, and the durable WebhookDeliveryWorkflow
    * (once per event, ever) only for an event whose first attempt failed (src/webhooks `deliverWebhooks`).

@@ -1,29 +1,46 @@
 /**
- * Transactional outbox of PayinWorkflow starts (docs/payins.md "Workflow start: transactional outbox").
+ * The payin flow's dispatcher (docs/payins.md "Workflow start and notification hand-over"): what was recorded in
+ * PostgreSQL and still has to reach Temporal.
  *
- * B1 writes the payin and its `payin_workflow_outbox` row in one statement and answers without waiting for
- * Temporal. The dispatcher (one per api-role process, built by the composition root) starts the workflows: it takes
- * up to `batch_size` rows with `FOR UPDATE SKIP LOCKED` (so several api processes share the work and never start
- * the same payin twice at once), starts their PayinWorkflows concurrently, deletes the rows it started and commits.
- * It runs when B1 wakes it after a commit and otherwise every `poll_interval_ms` (rows left by a crashed process, or
- * by a failed start).
+ * - Workflow starts: B1 writes the payin and its `payin_workflow_outbox` row in one statement and answers without
+ *   waiting for Temporal.
+ * - Notification hand-overs: B4 records and decides an upstream notification, then hands it to the payin's workflow
+ *   itself; when that did not get through within the upstream's patience (Temporal unreachable, or the process died),
+ *   the notification's `handoff_due_at` passes and the dispatcher hands it over (signal-with-start).
  *
- * Idempotent by workflow id (= invoice_reference, `WorkflowIdReusePolicy.REJECT_DUPLICATE`): a workflow that
- * already exists or existed (started by an earlier dispatch or by an upstream notification's signal-with-start)
- * counts as started. The PayinWorkflow's expiry timer runs to the payin's `expires_at`, so a late start does not
- * lengthen the payin's life. A payin already `failed` (upstream refused it) gets no workflow.
+ * One idiom for both: the record is committed first; the dispatcher claims due rows by moving their due time past a
+ * lease in one committed statement (`FOR UPDATE SKIP LOCKED` inside it, so several api processes share the work),
+ * then makes the Temporal calls outside any transaction, each within a deadline, and clears the rows that got
+ * through. A row whose call failed comes due again at once; a claim whose process died comes due when its lease
+ * ends. The dispatcher (one per api-role process, built by the composition root) runs when woken and otherwise
+ * every `poll_interval_ms`.
+ *
+ * Idempotent: a start by workflow id (= invoice_reference, `WorkflowIdReusePolicy.REJECT_DUPLICATE`: a workflow
+ * that exists or existed counts as started), a hand-over because the settlement re-reads its applied notification
+ * and posts under the payment's ledger key. The PayinWorkflow's expiry timer runs to the payin's `expires_at`, so a
+ * late start does not lengthen the payin's life. A payin already `failed` (upstream refused it) gets no workflow.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
+import { requestDeadlineSeconds, withRequestDeadline } from '../../temporal/deadline';
 import { payinWorkflow } from '../../../workflows/payin';
-import type { PayinWorkflowInput } from './contract';
-import { deleteOutboxRows, takeOutboxBatch, type OutboxRow } from './store';
+import { closedSignal, settledSignal, type PayinWorkflowInput } from './contract';
+import {
+  claimDueHandoffs,
+  claimOutboxBatch,
+  deleteOutboxRows,
+  markNotificationHanded,
+  releaseHandoffs,
+  releaseOutboxRows,
+  type DueHandoff,
+  type OutboxRow,
+} from './store';
 
 export interface PayinOutboxOptions {
-  /** Rows taken per transaction (default 200). */
+  /** Rows claimed per batch (default 200). */
   batch_size?: number;
-  /** Workflow starts in flight at once (default 32). */
+  /** Temporal calls in flight at once (default 32). */
   concurrency?: number;
   /** Pause between sweeps when nothing woke the dispatcher, in milliseconds (default 1000). */
   poll_interval_ms?: number;
@@ -32,11 +49,14 @@ export interface PayinOutboxOptions {
 export interface PayinOutboxDispatcher {
   /** Asks for a sweep now (cheap; coalesces). */
   wake(): void;
-  /** Sweeps until the outbox is empty (tests, shutdown); resolves with the number of workflows started. */
+  /** Sweeps until nothing is due (tests, shutdown); resolves with the number of workflows started. */
   drain(): Promise<number>;
   /** Finishes the sweep in progress, then stops. */
   stop(): Promise<void>;
 }
+
+/** Seconds a claim outlives the longest Temporal call it covers, so no other dispatcher takes a row still in flight. */
+const LEASE_MARGIN_SECONDS = 10;
 
 /** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
 export function payinWorkflowInputOf(
@@ -50,62 +70,117 @@ export function payinWorkflowInputOf(
   };
 }
 
-/** Starts the outbox dispatcher of this process (api role, built by the composition root). */
+/**
+ * Queues a recorded notification in its payin's workflow as a signal (`settled` or `closed`; signal-with-start, so
+ * a payin whose run completed gets a new run). Amount in minor units. Call it within a deadline.
+ * @throws the Temporal client's error
+ */
+export async function signalPayin(
+  deps: Pick<PlatformDeps, 'config' | 'temporal'>,
+  payin: { invoice_reference: string; expires_at?: Date | null },
+  notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
+): Promise<void> {
+  const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+  if (notification.status === 'success') {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+      ...workflow,
+      signal: settledSignal,
+      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+    });
+  } else {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+  }
+}
+
+/** Starts the dispatcher of this process (api role, built by the composition root). */
 export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOutboxOptions = {}): PayinOutboxDispatcher {
   const batchSize = options.batch_size ?? 200;
   const concurrency = options.concurrency ?? 32;
   const pollIntervalMs = options.poll_interval_ms ?? 1000;
+  const leaseSeconds = Math.ceil(requestDeadlineSeconds(deps.config)) + LEASE_MARGIN_SECONDS;
   let stopped = false;
   let woken = false;
   let wakeUp: (() => void) | undefined;
 
-  /** One transaction: take a batch, start its workflows, delete what was started. Returns [taken, done, started]. */
-  async function sweepOnce(): Promise<[number, number, number]> {
-    return deps.database.transaction(async (trx) => {
-      const rows = await takeOutboxBatch(trx, batchSize);
-      const done: string[] = [];
-      let started = 0;
-      let next = 0;
-      const startOne = async (row: OutboxRow) => {
-        if (row.status === 'failed') {
-          done.push(row.id);
-          return;
-        }
-        try {
-          await startWorkflow(deps.temporal, payinWorkflow, {
-            taskQueue: deps.temporal.taskQueue,
-            workflowId: row.invoice_reference,
-            workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-            args: [payinWorkflowInputOf(deps, row)],
-          });
-          started += 1;
-          done.push(row.id);
-        } catch (error) {
-          if (error instanceof WorkflowExecutionAlreadyStartedError) {
-            done.push(row.id);
-            return;
+  /**
+   * Runs `call` for each item, `concurrency` at a time, each within the Temporal deadline; after the first failure no
+   * further item is tried (Temporal is likely unreachable). @returns the items that got through and the rest
+   */
+  async function callEach<T>(items: T[], call: (item: T) => Promise<void>): Promise<{ through: T[]; rest: T[] }> {
+    const through: T[] = [];
+    const rest: T[] = [];
+    let next = 0;
+    let failed = false;
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+        while (next < items.length) {
+          const item = items[next++]!;
+          if (failed) {
+            rest.push(item);
+            continue;
           }
-          deps.logger.warn({ invoice_reference: row.invoice_reference, err: (error as Error).message }, 'payin workflow start failed; retried');
+          try {
+            await withRequestDeadline(deps, () => call(item));
+            through.push(item);
+          } catch (error) {
+            failed = true;
+            rest.push(item);
+            deps.logger.warn({ err: (error as Error).message }, 'payin dispatch to Temporal failed; retried');
+          }
         }
-      };
-      await Promise.all(
-        Array.from({ length: Math.min(concurrency, rows.length) }, async () => {
-          while (next < rows.length) await startOne(rows[next++]!);
-        }),
-      );
-      await deleteOutboxRows(trx, done);
-      return [rows.length, done.length, started];
-    });
+      }),
+    );
+    return { through, rest };
   }
 
-  /** Sweeps until a batch comes back short or a start failed. */
+  /** Starts the workflows of one claimed batch of the outbox. @returns [claimed, started, all went through] */
+  async function dispatchStarts(): Promise<[number, number, boolean]> {
+    const rows = await claimOutboxBatch(deps.database, batchSize, leaseSeconds);
+    let started = 0;
+    const { through, rest } = await callEach(rows, async (row: OutboxRow) => {
+      if (row.status === 'failed') return;
+      try {
+        await startWorkflow(deps.temporal, payinWorkflow, {
+          taskQueue: deps.temporal.taskQueue,
+          workflowId: row.invoice_reference,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [payinWorkflowInputOf(deps, row)],
+        });
+        started += 1;
+      } catch (error) {
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+    });
+    await deleteOutboxRows(deps.database, through.map((row) => row.id));
+    await releaseOutboxRows(deps.database, rest.map((row) => row.id));
+    return [rows.length, started, rest.length === 0];
+  }
+
+  /** Hands one claimed batch of due notifications to their workflows. @returns [claimed, all went through] */
+  async function dispatchHandoffs(): Promise<[number, boolean]> {
+    const due = await claimDueHandoffs(deps.database, batchSize, leaseSeconds);
+    const { through, rest } = await callEach(due, async (handoff: DueHandoff) => {
+      await signalPayin(deps, handoff, { status: handoff.status, amount_units: handoff.amount_units ?? 0n, trx_ref: handoff.trx_ref ?? '' });
+      await markNotificationHanded(deps.database, handoff.idempotency_key);
+    });
+    await releaseHandoffs(deps.database, rest.map((handoff) => handoff.idempotency_key));
+    if (through.length > 0) deps.logger.info({ notifications: through.length }, 'upstream notifications handed to their payin workflows');
+    return [due.length, rest.length === 0];
+  }
+
+  /** Dispatches until a batch comes back short or a call failed. */
   async function sweep(): Promise<number> {
     let total = 0;
     for (;;) {
-      const [taken, done, started] = await sweepOnce();
+      const [claimed, started, allStarted] = await dispatchStarts();
       total += started;
-      if (taken < batchSize || done < taken || stopped) return total;
+      if (claimed < batchSize || !allStarted || stopped) break;
     }
+    for (;;) {
+      const [claimed, allHanded] = await dispatchHandoffs();
+      if (claimed < batchSize || !allHanded || stopped) break;
+    }
+    return total;
   }
 
   let running: Promise<number> = Promise.resolve(0);

@@ -2,7 +2,8 @@
  * PayinService (Area B, platform decisions §4, §5, §8): the business rules of the crypto payin portal. Payins are
  * recorded with a workflow-start outbox row and forwarded upstream; status and balances are answered from the
  * database and the ledger; upstream notifications are verified, recorded once and handed to the PayinWorkflow
- * (id = invoice_reference) by reference, with Update-with-Start.
+ * (id = invoice_reference) by reference, with Update-with-Start, within the upstream's patience (platform decisions
+ * §4: it waits 10 s); what did not get through is handed over by the dispatcher (./outbox.ts).
  *
  * Errors: the reasons of PAYIN_REASONS and WEBHOOK_REASONS, UNAUTHENTICATED and VALIDATION_FAILED. The Area B
  * façade turns them into the documented messages (rest-facade/payin/contract.ts).
@@ -25,17 +26,19 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinReason, type PayinWorkflowInput } from './contract';
-import { payinWorkflowInputOf } from './outbox';
+import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinReason, type PayinWorkflowInput } from './contract';
+import { payinWorkflowInputOf, signalPayin } from './outbox';
 import {
   findLatestPayin,
   findPayin,
   findNotificationOutcome,
   insertNotification,
   insertPayinWithOutbox,
+  markNotificationHanded,
   markPayinFailed,
   recordForwarded,
   releaseAbandonedForward,
+  releaseHandoffs,
   setNotificationOutcome,
   settledBy,
   type PayinRow,
@@ -144,20 +147,35 @@ export interface PayinNotification {
 }
 
 /**
+ * How long an upstream notification's hand-over to Temporal may take in all, seconds: the upstream waits 10 s for the
+ * answer (platform decisions §4), and the rest is for verifying, recording and the way back. Of it, the signal that
+ * queues the notification when the run did not apply it in time gets NOTIFICATION_SIGNAL_SECONDS; the wait for the
+ * run to apply it gets the rest at most (NOTIFICATION_APPLY_WAIT_SECONDS, capped).
+ */
+const NOTIFICATION_TEMPORAL_SECONDS = 6;
+const NOTIFICATION_SIGNAL_SECONDS = 2;
+/**
+ * When the dispatcher takes over a decided notification's hand-over, seconds after the decision: after the request
+ * that decided it has answered (or its process died).
+ */
+const NOTIFICATION_HANDOFF_AFTER_SECONDS = NOTIFICATION_TEMPORAL_SECONDS + 4;
+
+/**
  * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,
  * its webhook's first attempt made): one Update-with-Start call, so a payin whose run completed (expired, or settled
  * by another payment) gets a new run, which credits the payment late. When the run does not answer within
- * NOTIFICATION_APPLY_WAIT_SECONDS (no worker polling, or far behind), the notification is queued in the workflow as
- * a signal (signal-with-start) and answered as accepted: the run applies it when a worker comes back. Safe to
- * repeat, and both at once are safe: the settlement re-reads its authority and posts under the payment's ledger
- * idempotency key, and the run answers a repeated payment with the same webhook.
- * @throws DomainError DEADLINE_EXCEEDED when even the signal ran out of the request deadline; the Temporal client's
- *   error when the frontend cannot be reached (the caller answers; the upstream's repeat re-drives it)
+ * NOTIFICATION_APPLY_WAIT_SECONDS (at most 4 s: no worker polling, or far behind), the notification is queued in the
+ * workflow as a signal (signal-with-start, within 2 s). Safe to repeat, and both at once are safe: the settlement
+ * re-reads its authority and posts under the payment's ledger idempotency key, and the run answers a repeated payment
+ * with the same webhook.
+ * @throws DomainError DEADLINE_EXCEEDED when even the signal ran out of time; the Temporal client's error when the
+ *   frontend cannot be reached (the caller answers; the dispatcher or the upstream's repeat re-drives it)
  */
 export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<void> {
-  const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
-  const payment = { amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref };
-  if (deps.config.NOTIFICATION_APPLY_WAIT_SECONDS > 0) {
+  const wait = Math.min(deps.config.NOTIFICATION_APPLY_WAIT_SECONDS, NOTIFICATION_TEMPORAL_SECONDS - NOTIFICATION_SIGNAL_SECONDS);
+  if (wait > 0) {
+    const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+    const payment = { amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref };
     const input: PayinNotificationInput = notification.status === 'success' ? { status: 'success', ...payment } : { status: 'close', trx_ref: payment.trx_ref };
     // An open run takes the notification; a closed one (expired, settled) is followed by a new run.
     const startWorkflowOperation = new WithStartWorkflowOperation(payinWorkflow, { ...workflow, workflowIdConflictPolicy: 'USE_EXISTING' });
@@ -165,7 +183,7 @@ export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notificat
       const outcome = await withRequestDeadline(
         deps,
         () => deps.temporal.client.workflow.executeUpdateWithStart(notifyUpdate, { args: [input], startWorkflowOperation }),
-        deps.config.NOTIFICATION_APPLY_WAIT_SECONDS,
+        wait,
       );
       if (outcome.refused) deps.logger.warn({ invoice_reference: payin.invoice_reference, reason: outcome.refused }, 'payin workflow refused a recorded notification');
       return;
@@ -174,24 +192,50 @@ export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notificat
       deps.logger.warn({ invoice_reference: payin.invoice_reference }, 'payin workflow did not apply a notification in time; queued as a signal');
     }
   }
-  await withRequestDeadline(deps, () =>
-    notification.status === 'success'
-      ? deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: settledSignal, signalArgs: [payment] })
-      : deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: payment.trx_ref }] }),
-  );
+  await withRequestDeadline(deps, () => signalPayin(deps, payin, notification), NOTIFICATION_SIGNAL_SECONDS);
+}
+
+/**
+ * Hands a decided notification to its workflow (notifyPayin) and records that it got there.
+ * @throws what notifyPayin throws (the hand-over stays due: the dispatcher re-drives it)
+ */
+export async function handOverNotification(deps: PlatformDeps, payin: PayinRow, idempotency_key: string, notification: PayinNotification): Promise<void> {
+  await notifyPayin(deps, payin, notification);
+  await markNotificationHanded(deps.database, idempotency_key);
+}
+
+/**
+ * handOverNotification for a request that must answer in time: a hand-over that fails (Temporal unreachable, or
+ * slower than the upstream's patience) is left to the dispatcher, woken now. @returns whether it got through
+ */
+async function handOverInTime(deps: PlatformDeps, payin: PayinRow, idempotency_key: string, notification: PayinNotification): Promise<boolean> {
+  try {
+    await handOverNotification(deps, payin, idempotency_key, notification);
+    return true;
+  } catch (error) {
+    deps.logger.warn({ invoice_reference: payin.invoice_reference, err: (error as Error).message }, 'notification recorded but not handed to its workflow; the dispatcher hands it over');
+    await releaseHandoffs(deps.database, [idempotency_key]).catch(() => undefined);
+    deps.payinOutbox?.wake();
+    return false;
+  }
+}
+
+/** Whether a notification applies to its payin: money received is never dropped; a close applies only while waiting. */
+function appliesTo(payin: PayinRow, notification: PayinNotification): boolean {
+  return notification.status === 'success' || payin.status === 'waiting';
 }
 
 /**
  * Decides a recorded notification (outcome still `received`) and acts on it: money received is never dropped, so a
  * success applies to any live payin, even one settled by another payment (credited as an additional payment); a
- * close only to a waiting one. Used by B4 and by reconciliation, for a notification whose process died before this.
+ * close only to a waiting one. Used by reconciliation, for a notification whose process died before this.
  * @returns true when it applies (and its workflow handled it)
- * @throws what notifyPayin throws (the outcome stays `applied`: a repeat re-drives it)
+ * @throws what notifyPayin throws (the outcome stays `applied` and its hand-over due: the dispatcher re-drives it)
  */
 export async function applyRecordedNotification(deps: PlatformDeps, payin: PayinRow, idempotency_key: string, notification: PayinNotification): Promise<boolean> {
-  const applies = notification.status === 'success' || payin.status === 'waiting';
-  await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored');
-  if (applies) await notifyPayin(deps, payin, notification);
+  const applies = appliesTo(payin, notification);
+  await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored', NOTIFICATION_HANDOFF_AFTER_SECONDS);
+  if (applies) await handOverNotification(deps, payin, idempotency_key, notification);
   return applies;
 }
 
@@ -357,8 +401,10 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     /**
      * Verifies `X-Upstream-Signature`, records the notification once (key: invoice, status, trx_ref, amount) and
      * hands it to the PayinWorkflow with Update-with-Start (a success after expiry starts a new run that credits it
-     * late), answering once the run handled it: `applied: true` with the payin's status after it. Repeats and
-     * no-longer-applicable notifications answer `applied: false` and change nothing.
+     * late), answering once the run handled it: `applied: true` with the payin's status after it. While Temporal
+     * cannot be reached the recorded notification is answered as accepted (`applied: true`, the payin's status
+     * unchanged) within NOTIFICATION_TEMPORAL_SECONDS, and the dispatcher hands it over once Temporal is back. Repeats
+     * and no-longer-applicable notifications answer `applied: false` and change nothing.
      */
     async applyUpstreamNotification(request) {
       const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
@@ -383,12 +429,17 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
       if (outcome === 'applied') {
         // A repeat of an applied notification changes nothing, but it may never have reached the workflow (Temporal
         // down, or this process died after the commit): re-drive it while the payin does not show it.
-        if (!shows(payin, { status, amount_units, trx_ref })) await notifyPayin(deps, payin, { status, amount_units, trx_ref });
+        if (!shows(payin, notification)) await handOverInTime(deps, payin, idempotency_key, notification);
         return { applied: false, invoiceReference: invoice_reference, status: await currentStatus(payin) };
       }
-      const applied = await applyRecordedNotification(deps, payin, idempotency_key, { status, amount_units, trx_ref });
-      // The run has handled it: the status answered is the payin's own, read after the fact.
-      return { applied, invoiceReference: invoice_reference, status: applied ? await currentStatus(payin) : payin.status };
+      const applies = appliesTo(payin, notification);
+      // Decided and committed before Temporal is called: from here on the notification is the upstream's recorded
+      // word, applied by this request or, when Temporal cannot take it in time, by the dispatcher.
+      await setNotificationOutcome(deps.database, idempotency_key, applies ? 'applied' : 'ignored', NOTIFICATION_HANDOFF_AFTER_SECONDS);
+      if (!applies) return { applied: false, invoiceReference: invoice_reference, status: payin.status };
+      await handOverInTime(deps, payin, idempotency_key, notification);
+      // The run has handled it (or it is queued): the status answered is the payin's own, read after the fact.
+      return { applied: true, invoiceReference: invoice_reference, status: await currentStatus(payin) };
     },
 
     async listWebhookDeliveries(request) {

@@ -1,6 +1,6 @@
 /**
  * The payin flow's SQL: `payins`, `upstream_notifications` (migration 005) and `payin_workflow_outbox`
- * (migration 010). One copy of each query and lock.
+ * (migration 010; claims and hand-overs: 026). One copy of each query and lock.
  */
 import type { Knex } from '../../db/knex';
 import type { PayinStatus } from './contract';
@@ -171,8 +171,35 @@ export async function hasAppliedSettlement(
   return row !== undefined;
 }
 
-export async function setNotificationOutcome(database: Knex, idempotency_key: string, outcome: 'applied' | 'ignored'): Promise<void> {
-  await database('upstream_notifications').where({ idempotency_key }).update({ outcome });
+/**
+ * True when an applied close notification of the payin exists (with this trx_ref, when one is given): the authority
+ * a close needs.
+ */
+export async function hasAppliedClose(trx: Knex.Transaction, invoice_reference: string, trx_ref: string | undefined): Promise<boolean> {
+  const row = await trx('upstream_notifications')
+    .where({ invoice_reference, status: 'close', outcome: 'applied' })
+    .andWhere((query) => void (trx_ref ? query.where({ trx_ref }) : query))
+    .first('id');
+  return row !== undefined;
+}
+
+/**
+ * Decides a recorded notification. An applied one is due to be handed to its workflow `handoff_after_seconds` from
+ * now: the request that decided it hands it over meanwhile, and the dispatcher takes it only when that did not
+ * happen (Temporal unreachable, or the process died).
+ */
+export async function setNotificationOutcome(
+  database: Knex,
+  idempotency_key: string,
+  outcome: 'applied' | 'ignored',
+  handoff_after_seconds = 0,
+): Promise<void> {
+  await database('upstream_notifications')
+    .where({ idempotency_key })
+    .update({
+      outcome,
+      handoff_due_at: outcome === 'applied' ? database.raw('now() + make_interval(secs => ?)', [handoff_after_seconds]) : null,
+    });
 }
 
 export interface OutboxRow {
@@ -182,17 +209,72 @@ export interface OutboxRow {
   expires_at: Date | null;
 }
 
-/** Takes up to `limit` outbox rows for the rest of `trx`, skipping rows another dispatcher holds. */
-export function takeOutboxBatch(trx: Knex.Transaction, limit: number): Promise<OutboxRow[]> {
-  return trx(`${PAYIN_OUTBOX_TABLE} as outbox`)
-    .join('payins', 'payins.invoice_reference', 'outbox.invoice_reference')
-    .select('outbox.id', 'outbox.invoice_reference', 'payins.status', 'payins.expires_at')
-    .orderBy('outbox.id')
-    .limit(limit)
-    .forUpdate('outbox')
-    .skipLocked() as unknown as Promise<OutboxRow[]>;
+/**
+ * Claims up to `limit` due outbox rows for `lease_seconds`: their `due_at` moves past the lease in one statement,
+ * committed at once, so the starts that follow run outside any transaction and another dispatcher does not take the
+ * same rows meanwhile (a claim whose process died comes due again when its lease ends).
+ */
+export async function claimOutboxBatch(database: Knex, limit: number, lease_seconds: number): Promise<OutboxRow[]> {
+  const claimed = await database.raw(
+    `WITH due AS (SELECT id FROM ?? WHERE due_at <= now() ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+     UPDATE ?? AS outbox SET due_at = now() + make_interval(secs => ?)
+       FROM due, payins
+      WHERE outbox.id = due.id AND payins.invoice_reference = outbox.invoice_reference
+     RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at`,
+    [PAYIN_OUTBOX_TABLE, limit, PAYIN_OUTBOX_TABLE, lease_seconds],
+  );
+  return (claimed.rows as OutboxRow[]).map((row) => ({ ...row, id: String(row.id) }));
 }
 
-export async function deleteOutboxRows(trx: Knex.Transaction, ids: string[]): Promise<void> {
-  if (ids.length > 0) await trx(PAYIN_OUTBOX_TABLE).whereIn('id', ids).delete();
+/** Deletes the outbox rows whose workflows started. */
+export async function deleteOutboxRows(database: Knex, ids: string[]): Promise<void> {
+  if (ids.length > 0) await database(PAYIN_OUTBOX_TABLE).whereIn('id', ids).delete();
+}
+
+/** Makes claimed outbox rows due again now (their start failed or was not attempted). */
+export async function releaseOutboxRows(database: Knex, ids: string[]): Promise<void> {
+  if (ids.length > 0) await database(PAYIN_OUTBOX_TABLE).whereIn('id', ids).update({ due_at: database.fn.now() });
+}
+
+/** An applied notification due to be handed to its PayinWorkflow, with what the workflow's start needs. */
+export interface DueHandoff {
+  idempotency_key: string;
+  invoice_reference: string;
+  status: 'success' | 'close';
+  amount_units: bigint | null;
+  trx_ref: string | null;
+  expires_at: Date | null;
+}
+
+/**
+ * Claims up to `limit` applied notifications whose hand-over is due, for `lease_seconds` (one statement, committed at
+ * once, like claimOutboxBatch).
+ */
+export async function claimDueHandoffs(database: Knex, limit: number, lease_seconds: number): Promise<DueHandoff[]> {
+  const claimed = await database.raw(
+    `WITH due AS (
+       SELECT id FROM upstream_notifications WHERE handoff_due_at <= now() ORDER BY handoff_due_at LIMIT ? FOR UPDATE SKIP LOCKED
+     )
+     UPDATE upstream_notifications AS n SET handoff_due_at = now() + make_interval(secs => ?)
+       FROM due, payins
+      WHERE n.id = due.id AND payins.invoice_reference = n.invoice_reference
+     RETURNING n.idempotency_key, n.invoice_reference, n.status, n.amount_units, n.trx_ref, payins.expires_at`,
+    [limit, lease_seconds],
+  );
+  return (claimed.rows as Array<DueHandoff & { amount_units: string | null }>).map((row) => ({
+    ...row,
+    amount_units: row.amount_units === null ? null : BigInt(row.amount_units),
+  }));
+}
+
+/** The notification reached its workflow: no hand-over is due any more. */
+export async function markNotificationHanded(database: Knex, idempotency_key: string): Promise<void> {
+  await database('upstream_notifications').where({ idempotency_key }).update({ handoff_due_at: null, handed_at: database.fn.now() });
+}
+
+/** Makes the hand-over of these notifications due now (an attempt failed; the dispatcher tries again). */
+export async function releaseHandoffs(database: Knex, idempotency_keys: string[]): Promise<void> {
+  if (idempotency_keys.length > 0) {
+    await database('upstream_notifications').whereIn('idempotency_key', idempotency_keys).whereNotNull('handoff_due_at').update({ handoff_due_at: database.fn.now() });
+  }
 }
