@@ -59,7 +59,7 @@ export type PayinEvent = 'payin.success' | 'payin.expired' | 'payin.closed' | 'p
 
 export interface PayinWorkflowInput {
   invoice_reference: string;
-  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (runs started before it existed). */
+  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (a payin row without one). */
   ttl_seconds: number;
   /**
    * ISO 8601 instant the payin expires (its creation + PAYIN_TTL_SECONDS). The timer runs to it, so a workflow
