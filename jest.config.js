@@ -1,4 +1,7 @@
-/** Jest: unit tests of pure code, integration and e2e tests against real PostgreSQL and a real Temporal dev server. */
+/**
+ * Jest: unit tests of pure code, workflow tests on a real Temporal dev server, integration and e2e tests against real
+ * PostgreSQL and a real Temporal dev server.
+ */
 const transform = { '^.+\\.tsx?$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' } }] };
 module.exports = {
   testTimeout: 60000,
@@ -6,6 +9,8 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [
     { displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'], transform, testEnvironment: 'node' },
+    // Each workflow on the run's Temporal dev server with mocked activities (test/workflows/bed.ts).
+    { displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'], transform, testEnvironment: 'node' },
     {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/fuzz/**/*.test.ts', '<rootDir>/test/faults/**/*.test.ts'],

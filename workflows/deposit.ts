@@ -1,15 +1,15 @@
-import { allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, proxyLocalActivities, setHandler, sleep } from '@temporalio/workflow';
 import {
   confirmWithPasswordUpdate,
-  DEPOSIT_CARD_SETTLEMENT,
   depositStateQuery,
   submitCardConfirmationUpdate,
+  type ConfirmationProof,
   type DepositActivities,
   type DepositConfirmation,
+  type DepositReason,
   type DepositRejection,
   type DepositWorkflowInput,
   type DepositWorkflowState,
-  type ConfirmationProof,
   type SealedPassword,
 } from '../src/flows/deposit/contract';
 
@@ -34,12 +34,112 @@ const { completeDeposit, closeDeposit } = proxyLocalActivities<DepositActivities
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
+type Method = DepositWorkflowInput['confirmation'];
+
+/** One run's state. `busy`: a confirmation step is running (they run one at a time). */
+interface DepositRun {
+  readonly input: DepositWorkflowInput;
+  state: DepositWorkflowState;
+  timedOut: boolean;
+  busy: boolean;
+  wrongPasswords: number;
+}
+
+/** The refusal of a confirmation that arrives once the deposit ended. */
+const ENDED: Record<Exclude<DepositWorkflowState, 'pending'>, DepositRejection> = {
+  completed: 'DEPOSIT_COMPLETED',
+  declined: 'DEPOSIT_DECLINED',
+  failed: 'DEPOSIT_FAILED',
+  cancelled: 'DEPOSIT_CANCELLED',
+  expired: 'DEPOSIT_EXPIRED',
+};
+
+/** The refusal of a confirmation of the other method, by the method the deposit takes. */
+const OTHER_METHOD: Record<Method, DepositRejection> = {
+  card_form: 'DEPOSIT_CONFIRMED_BY_FORM',
+  password: 'DEPOSIT_CONFIRMED_BY_PASSWORD',
+};
+
+function attemptsLeft(run: DepositRun): number {
+  return Math.max(0, run.input.max_password_attempts - run.wrongPasswords);
+}
+
+/** Refuses (typed DepositRejection) a confirmation unless the deposit is pending and confirmed by `method`. */
+function refuseUnlessPending(run: DepositRun, method: Method): void {
+  if (run.state !== 'pending') throw ApplicationFailure.nonRetryable(`deposit ${run.state}`, ENDED[run.state]);
+  if (run.timedOut) throw ApplicationFailure.nonRetryable('deposit expired', ENDED.expired);
+  if (run.input.confirmation !== method) throw ApplicationFailure.nonRetryable('deposit confirmed the other way', OTHER_METHOD[run.input.confirmation]);
+}
+
 /**
- * The confirmation an Update names. Updates recorded before confirmations were named carry none (the card form's had
- * no argument at all): they replay with an empty one.
+ * Refuses an Update whose argument is not what the platform sends (anyone who reaches Temporal can send any): it
+ * names no confirmation, so it could only be refused by the first activity, and a missing argument would fail the
+ * workflow task on every retry instead.
  */
-function confirmationIdOf(message: Partial<ConfirmationProof> | undefined): string {
-  return message?.confirmation_id ?? '';
+function refuseMalformed(message: Partial<ConfirmationProof & SealedPassword> | undefined, method: Method): void {
+  const named = typeof message?.confirmation_id === 'string' && message.confirmation_id !== '';
+  if (!named || (method === 'password' && typeof message.sealed_password !== 'string')) {
+    throw ApplicationFailure.nonRetryable('the Update names no recorded confirmation', 'CONFIRMATION_NOT_RECORDED' satisfies DepositReason);
+  }
+}
+
+/** The validator of each confirmation Update: nothing runs for a refused one. */
+function validatorOf(run: DepositRun, method: Method) {
+  return (message: Partial<ConfirmationProof & SealedPassword> | undefined) => {
+    refuseMalformed(message, method);
+    refuseUnlessPending(run, method);
+  };
+}
+
+/** Runs one confirmation step at a time, re-checking the state once it is its turn. */
+async function exclusively(run: DepositRun, method: Method, step: () => Promise<DepositConfirmation>): Promise<DepositConfirmation> {
+  // Several Updates can be delivered in one activation: each re-checks `busy` when it resumes, so the first to
+  // resume takes the turn and the others wait again.
+  while (run.busy) await condition(() => !run.busy);
+  refuseUnlessPending(run, method);
+  run.busy = true;
+  try {
+    return await step();
+  } finally {
+    run.busy = false;
+  }
+}
+
+async function complete(run: DepositRun, confirmation_id: string): Promise<DepositConfirmation> {
+  const completion = await completeDeposit({ reference: run.input.reference, confirmation_id });
+  run.state = completion.state;
+  return { outcome: completion.state, attempts_left: attemptsLeft(run) };
+}
+
+/** Ends the pending deposit without money on the named confirmation: declined, or cancelled (wrong passwords). */
+async function close(run: DepositRun, state: 'declined' | 'cancelled', confirmation_id: string): Promise<void> {
+  await closeDeposit({ reference: run.input.reference, state, confirmation_id });
+  run.state = state;
+}
+
+/** The OTP step: a right password completes; the max_password_attempts-th wrong one cancels. */
+async function confirmWithPassword(run: DepositRun, { confirmation_id, sealed_password }: SealedPassword & ConfirmationProof): Promise<DepositConfirmation> {
+  const { valid } = await verifyDepositPassword({ reference: run.input.reference, sealed_password, confirmation_id });
+  if (valid) return complete(run, confirmation_id);
+  run.wrongPasswords += 1;
+  if (run.wrongPasswords < run.input.max_password_attempts) return { outcome: 'wrong_password', attempts_left: attemptsLeft(run) };
+  await close(run, 'cancelled', confirmation_id);
+  return { outcome: 'cancelled', attempts_left: 0 };
+}
+
+/**
+ * The card form step: an approved card completes the deposit, then its authorization is captured (reversed when
+ * the completion failed); a declined one ends it.
+ */
+async function submitCardConfirmation(run: DepositRun, { confirmation_id }: ConfirmationProof): Promise<DepositConfirmation> {
+  const { approved, authorization_id } = await authorizeDepositCard({ reference: run.input.reference, confirmation_id });
+  if (!approved) {
+    await close(run, 'declined', confirmation_id);
+    return { outcome: 'declined', attempts_left: attemptsLeft(run) };
+  }
+  const confirmation = await complete(run, confirmation_id);
+  if (authorization_id) await settleDepositCard({ reference: run.input.reference, authorization_id, capture: confirmation.outcome === 'completed' });
+  return confirmation;
 }
 
 /**
@@ -58,97 +158,29 @@ function confirmationIdOf(message: Partial<ConfirmationProof> | undefined): stri
  * An Update carries no authority: each names the confirmation the api recorded before sending it
  * (`confirmation_id`), and the activities re-read that record (docs/security.md "Temporal messages"), so an Update
  * sent straight to Temporal is refused by its first activity and moves nothing. Confirmations run one at a time;
- * the validators refuse one that arrives when the deposit is no longer pending (typed DepositRejection), so the
- * deposit completes exactly once.
+ * the validators refuse one that arrives when the deposit is no longer pending (typed DepositRejection) or that names
+ * no confirmation (CONFIRMATION_NOT_RECORDED), so the deposit completes exactly once. Query `state`.
  */
 export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ state: DepositWorkflowState }> {
-  let state: DepositWorkflowState = 'pending';
-  let timedOut = false;
-  let busy = false;
-  let wrongPasswords = 0;
-  const attemptsLeft = () => Math.max(0, input.max_password_attempts - wrongPasswords);
-
-  function refuseUnlessPending(expected: DepositWorkflowInput['confirmation']): void {
-    if (state === 'completed') throw ApplicationFailure.nonRetryable('deposit already completed', 'DEPOSIT_COMPLETED' satisfies DepositRejection);
-    if (state === 'declined') throw ApplicationFailure.nonRetryable('deposit declined', 'DEPOSIT_DECLINED' satisfies DepositRejection);
-    if (state === 'failed') throw ApplicationFailure.nonRetryable('deposit failed', 'DEPOSIT_FAILED' satisfies DepositRejection);
-    if (state === 'cancelled') throw ApplicationFailure.nonRetryable('deposit cancelled', 'DEPOSIT_CANCELLED' satisfies DepositRejection);
-    if (state === 'expired' || timedOut) throw ApplicationFailure.nonRetryable('deposit expired', 'DEPOSIT_EXPIRED' satisfies DepositRejection);
-    if (input.confirmation !== expected) {
-      const type: DepositRejection = input.confirmation === 'card_form' ? 'DEPOSIT_CONFIRMED_BY_FORM' : 'DEPOSIT_CONFIRMED_BY_PASSWORD';
-      throw ApplicationFailure.nonRetryable('deposit confirmed the other way', type);
-    }
-  }
-
-  /** Runs one confirmation step at a time, re-checking the state once it is its turn. */
-  async function exclusively(expected: DepositWorkflowInput['confirmation'], step: () => Promise<DepositConfirmation>) {
-    // Several Updates can be delivered in one activation: each re-checks `busy` when it resumes, so the first
-    // to resume takes the turn and the others wait again.
-    while (busy) await condition(() => !busy);
-    refuseUnlessPending(expected);
-    busy = true;
-    try {
-      return await step();
-    } finally {
-      busy = false;
-    }
-  }
-
-  async function complete(confirmation_id: string): Promise<DepositConfirmation> {
-    const completion = await completeDeposit({ reference: input.reference, confirmation_id });
-    state = completion.state;
-    return { outcome: completion.state, attempts_left: attemptsLeft() };
-  }
-
-  setHandler(depositStateQuery, () => ({ state, wrong_passwords: wrongPasswords }));
-
-  setHandler(
-    confirmWithPasswordUpdate,
-    (message: SealedPassword & ConfirmationProof) =>
-      exclusively('password', async () => {
-        const confirmation_id = confirmationIdOf(message);
-        const { valid } = await verifyDepositPassword({ reference: input.reference, sealed_password: message.sealed_password, confirmation_id });
-        if (valid) return complete(confirmation_id);
-        wrongPasswords += 1;
-        if (wrongPasswords < input.max_password_attempts) return { outcome: 'wrong_password', attempts_left: attemptsLeft() };
-        await closeDeposit({ reference: input.reference, state: 'cancelled', confirmation_id });
-        state = 'cancelled';
-        return { outcome: 'cancelled', attempts_left: 0 };
-      }),
-    { validator: (_message: SealedPassword & ConfirmationProof) => refuseUnlessPending('password') },
-  );
-
-  setHandler(
-    submitCardConfirmationUpdate,
-    (proof: ConfirmationProof) =>
-      exclusively('card_form', async () => {
-        const confirmation_id = confirmationIdOf(proof);
-        const { approved, authorization_id } = await authorizeDepositCard({ reference: input.reference, confirmation_id });
-        if (approved) {
-          const confirmation = await complete(confirmation_id);
-          // Histories recorded before the patch replay without the settlement step.
-          if (authorization_id && patched(DEPOSIT_CARD_SETTLEMENT)) {
-            await settleDepositCard({ reference: input.reference, authorization_id, capture: confirmation.outcome === 'completed' });
-          }
-          return confirmation;
-        }
-        await closeDeposit({ reference: input.reference, state: 'declined', confirmation_id });
-        state = 'declined';
-        return { outcome: 'declined', attempts_left: attemptsLeft() };
-      }),
-    { validator: (_proof: ConfirmationProof) => refuseUnlessPending('card_form') },
-  );
+  const run: DepositRun = { input, state: 'pending', timedOut: false, busy: false, wrongPasswords: 0 };
+  setHandler(depositStateQuery, () => ({ state: run.state, wrong_passwords: run.wrongPasswords }));
+  setHandler(confirmWithPasswordUpdate, (message) => exclusively(run, 'password', () => confirmWithPassword(run, message)), {
+    validator: validatorOf(run, 'password'),
+  });
+  setHandler(submitCardConfirmationUpdate, (proof) => exclusively(run, 'card_form', () => submitCardConfirmation(run, proof)), {
+    validator: validatorOf(run, 'card_form'),
+  });
 
   // Workflow time (Date.now() is deterministic here); at least 1 ms for a run started after the deadline.
   const lifetime_ms = input.expires_at ? Math.max(1, Date.parse(input.expires_at) - Date.now()) : input.ttl_seconds * 1000;
   void sleep(lifetime_ms).then(() => {
-    timedOut = true;
+    run.timedOut = true;
   });
-  await condition(() => state !== 'pending' || (timedOut && !busy));
-  if (state === 'pending') {
-    state = 'expired';
+  await condition(() => run.state !== 'pending' || (run.timedOut && !run.busy));
+  if (run.state === 'pending') {
+    run.state = 'expired';
     await closeDeposit({ reference: input.reference, state: 'expired' });
   }
   await condition(allHandlersFinished);
-  return { state };
+  return { state: run.state };
 }

@@ -14,8 +14,7 @@ export interface WebhookDeliveryInput {
   webhook_id: string;
   /**
    * The first attempt was made before the workflow started (right after the event committed) and failed: the run
-   * begins with the first backoff delay instead of an attempt. Absent in runs started before first attempts were
-   * made inline, which replay as they were.
+   * begins with the first backoff delay instead of an attempt. Absent: the run makes the first attempt itself.
    */
   first_attempt_failed?: boolean;
   /** With `first_attempt_failed`: the retry settings the inline attempt answered. */

@@ -253,5 +253,39 @@ describe('Temporal messages sent straight to the frontend', () => {
       expect(await walletUnits()).toBe(before + 4_000_000n - 40_000n);
       expect(await payinRow(invoice_reference)).toMatchObject({ status: 'success', paid_amount_units: 4_000_000n });
     });
+
+    it('another spelling of a recorded payment’s amount credits nothing more, however it is sent', async () => {
+      const invoice_reference = await createPayin('4');
+      expect((await signedNotification({ invoice_reference, status: 'success', amount: 4, trx_ref: 'UPSTREAM-FIRST' })).json.data.applied).toBe(true);
+      // A second payment of the settled payin: credited and announced as an additional payment.
+      expect((await signedNotification({ invoice_reference, status: 'success', amount: 2, trx_ref: 'UPSTREAM-SECOND' })).json.data.applied).toBe(true);
+      const before = await walletUnits();
+      const ledgerTransactions = async () => Number((await database()('ledger_transactions').where('idempotency_key', 'like', `payin:${invoice_reference}:%`).count({ n: '*' }))[0]!.n);
+      expect(await ledgerTransactions()).toBe(2);
+
+      // The same recorded payment, its amount spelled another way: each spelling once named a ledger key of its own.
+      const spellings = ['02000000', ' 2000000', '0x1E8480', '2000000 '];
+      for (const amount_units of spellings) {
+        const answer = await outcomeOf(
+          temporal().client.workflow.executeUpdateWithStart(notifyUpdate, { args: [{ status: 'success', amount_units, trx_ref: 'UPSTREAM-SECOND' }], startWorkflowOperation: withStart(invoice_reference) }),
+        );
+        expect(answer).toEqual({ failed: 'WorkflowUpdateFailedError' });
+      }
+      const handle = await temporal().client.workflow.signalWithStart(payinWorkflow, {
+        taskQueue: temporal().taskQueue,
+        workflowId: invoice_reference,
+        args: [{ invoice_reference, ttl_seconds: 3600 }],
+        signal: settledSignal,
+        signalArgs: [{ amount_units: spellings[0]!, trx_ref: 'UPSTREAM-SECOND' }],
+      });
+      for (const amount_units of spellings.slice(1)) await handle.signal(settledSignal, { amount_units, trx_ref: 'UPSTREAM-SECOND' });
+      // The run handles its messages in order: once this repeat of the recorded payment is answered, the signals were handled.
+      expect(await handle.executeUpdate(notifyUpdate, { args: [{ status: 'success', amount_units: '2000000', trx_ref: 'UPSTREAM-SECOND' }] })).toMatchObject({
+        webhook_id: expect.stringContaining('ADDITIONAL'),
+      });
+      expect(await walletUnits()).toBe(before);
+      expect(await ledgerTransactions()).toBe(2);
+      expect((await platform().deps.ledger.check()).ok).toBe(true);
+    });
   });
 });

@@ -1,4 +1,6 @@
-/** Area B pure parts: HMAC-SHA256 hex signatures, the error table, invoice references, webhook bodies. */
+/**
+ * Area B pure parts: HMAC-SHA256 hex signatures, the error table, invoice references, webhook bodies, ledger keys.
+ */
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
@@ -6,6 +8,7 @@ import path from 'node:path';
 import { hmacSha256Hex, verifyHmacSha256Hex } from '../../src/crypto/hmac';
 import { INVOICE_REFERENCE_PATTERN, PAYIN_MESSAGES, payinErrorFor } from '../../rest-facade/payin/contract';
 import { webhookBody, webhookIdOf } from '../../src/flows/payin/activities';
+import { additionalPaymentIdempotencyKey } from '../../src/flows/payin/contract';
 import { newInvoiceReference } from '../../src/flows/payin/service';
 import type { PayinRow } from '../../src/flows/payin/store';
 
@@ -111,5 +114,16 @@ describe('invoice references and webhook bodies', () => {
   it('webhook ids are stable per invoice and event', () => {
     expect(webhookIdOf(payin.invoice_reference, 'payin.success')).toBe('WH-ABCDEFGHIJ0123456789-SUCCESS');
     expect(webhookIdOf(payin.invoice_reference, 'payin.expired')).toBe('WH-ABCDEFGHIJ0123456789-EXPIRED');
+  });
+});
+
+describe('additional payment ledger key', () => {
+  it('names one payment by one key, however its amount (minor units) is spelled', () => {
+    const key = additionalPaymentIdempotencyKey('PAYIN-1', { amount_units: 2_000_000n, trx_ref: 'TRX' });
+    expect(key).toBe('payin:PAYIN-1:additional:TRX:2000000');
+    for (const amount_units of ['2000000', '02000000', ' 2000000', '2000000 ', '0x1E8480']) {
+      expect(additionalPaymentIdempotencyKey('PAYIN-1', { amount_units, trx_ref: 'TRX' })).toBe(key);
+    }
+    expect(() => additionalPaymentIdempotencyKey('PAYIN-1', { amount_units: 'a lot', trx_ref: 'TRX' })).toThrow(SyntaxError);
   });
 });

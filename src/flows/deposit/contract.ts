@@ -34,9 +34,6 @@ export const DEPOSIT_REASONS = {
 } as const;
 export type DepositReason = keyof typeof DEPOSIT_REASONS;
 
-/** Patch id: an approved card authorization is captured after the deposit completed, reversed when it failed. */
-export const DEPOSIT_CARD_SETTLEMENT = 'deposit-card-capture-or-reverse';
-
 /** The ledger idempotency key of a deposit's completion: a retried completion never credits twice. */
 export function depositIdempotencyKey(reference: string): string {
   return reference;

@@ -5,8 +5,8 @@
  *
  * Lifetime: B1 records the payin (status `waiting`) with a workflow-start outbox row; the PayinWorkflow (id =
  * invoice_reference) waits for the upstream's notification (the `notify` Update, sent with Update-with-Start; the
- * `settled` and `closed` signals of earlier releases are still handled) or its expiry timer, applies the
- * transition through one local activity, and delivers the resulting event's webhook.
+ * `settled` and `closed` signals, sent with signal-with-start when the Update did not get through in time) or its
+ * expiry timer, applies the transition through one local activity, and delivers the resulting event's webhook.
  */
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
 
@@ -59,7 +59,7 @@ export type PayinEvent = 'payin.success' | 'payin.expired' | 'payin.closed' | 'p
 
 export interface PayinWorkflowInput {
   invoice_reference: string;
-  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (runs started before it existed). */
+  /** PAYIN_TTL_SECONDS at creation: the expiry timer when `expires_at` is absent (a payin row without one). */
   ttl_seconds: number;
   /**
    * ISO 8601 instant the payin expires (its creation + PAYIN_TTL_SECONDS). The timer runs to it, so a workflow
@@ -105,17 +105,19 @@ export interface PayinNotificationOutcome {
  */
 export const notifyUpdate = defineUpdate<PayinNotificationOutcome, [PayinNotificationInput]>('notify');
 
-/** Patch id: WebhookDeliveryWorkflows are started by a local activity instead of as abandoned children. */
-export const WEBHOOK_START_BY_ACTIVITY = 'webhook-start-by-activity';
-
 /** The ledger idempotency key of a payin's settlement: a retried settlement never credits twice. */
 export function payinSettlementIdempotencyKey(invoice_reference: string): string {
   return `payin:${invoice_reference}:settle`;
 }
 
-/** The ledger idempotency key of a payment received after the payin was settled (one per upstream payment). */
-export function additionalPaymentIdempotencyKey(invoice_reference: string, payment: SettledSignalInput): string {
-  return `payin:${invoice_reference}:additional:${payment.trx_ref}:${payment.amount_units}`;
+/**
+ * The ledger idempotency key of a payment received after the payin was settled (one per upstream payment). The
+ * amount (minor units) is written canonically, so no other spelling of one recorded amount ('06000000') names
+ * another key.
+ * @throws SyntaxError when `amount_units` is not an integer
+ */
+export function additionalPaymentIdempotencyKey(invoice_reference: string, payment: { amount_units: string | bigint; trx_ref: string }): string {
+  return `payin:${invoice_reference}:additional:${payment.trx_ref}:${BigInt(payment.amount_units).toString()}`;
 }
 
 /** Result of a payin transition: the webhook event to deliver, or null when nothing changed. */

@@ -69,6 +69,8 @@ export interface ReconciliationWorkflowInput {
   /** Seconds between two runs. */
   interval_seconds: number;
   grace_seconds: number;
+  /** Runs before the workflow continues as new (default RUNS_PER_EXECUTION; the workflow tests take fewer). */
+  runs_per_execution?: number;
 }
 
 /** Runs before the workflow continues as new, keeping its history short. */
