@@ -25,7 +25,7 @@ import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../au
 import type { ActionAuth, SignedEnvelope } from '../gen/payments/wallet/v1/wallet_pb';
 import { checkIdempotencyKey } from '../idempotency';
 import { isLosslessNumber, parseJsonLossless } from '../money';
-import { authenticateMerchant, type Merchant } from '../onboarding';
+import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding';
 import { callerOf, mayActFor } from '../rpc/caller';
 import { exceedsJsonDepth } from '../text';
 import { unboundFields } from './bindings';
@@ -304,6 +304,12 @@ export function createMerchantAuth(deps: {
   const cacheOptions = { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: AUTH_CACHE_MAX };
   const merchants = changeAwareCache<Merchant>(deps.authChanges, cacheOptions);
   const sessions = changeAwareCache<SessionRow>(deps.authChanges, cacheOptions);
+  const merchantsById = changeAwareCache<Merchant>(deps.authChanges, cacheOptions);
+  /** The merchant a bound credential names, when it exists and is active (cached like the other lookups). */
+  const activeMerchant = async (merchantId: string): Promise<Merchant | undefined> => {
+    const merchant = await merchantsById.get(merchantId, () => getMerchant(deps.database, merchantId), (found) => found.status === 'active');
+    return merchant?.status === 'active' ? merchant : undefined;
+  };
   const publicKeyOf = publicKeyCache();
 
   /** A failed check throws inside the lookup, so only verified merchant headers are kept. */
@@ -358,7 +364,8 @@ export function createMerchantAuth(deps: {
 
     async requireMerchant(request, context) {
       if (!request.auth) {
-        if (!mayActFor(callerOf(context), { kind: 'merchant', id: request.merchantId })) {
+        // A bound credential acts for its merchant only while that merchant may act itself (not suspended).
+        if (!mayActFor(callerOf(context), { kind: 'merchant', id: request.merchantId }) || !(await activeMerchant(request.merchantId))) {
           throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
         }
         await deps.abuse.consumeRequest(`merchant:${request.merchantId}`);

@@ -8,6 +8,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { randomBytes } from 'node:crypto';
 import { signRequestParameters } from '../../src/crypto/rsa2-query';
 import { sha256Hex } from '../../src/crypto/secrets';
+import { MerchantStatus } from '../../src/gen/payments/admin/v1/admin_pb';
 import { getUser } from '../../src/onboarding';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { createServiceCredential } from '../../src/service-credentials';
@@ -129,6 +130,19 @@ describe('Area C: the api acts only on what the merchant signed', () => {
     const error = await refusal(elsewhere.wallet.transfer({ merchantId, fromUserId: String(from.id), toUserId: String(to.id), amountUnits: 7n, currency: 'USD' }));
     expect(error.code).toBe(Code.Unauthenticated);
     expect(await posted(from.id)).toBe(before - 7n);
+  });
+
+  it('moves nothing for a credential bound to a merchant that is suspended', async () => {
+    const before = await posted(from.id);
+    const bound = await boundClients([`merchant:${merchantId}`]);
+    await platform.clients.admin.setMerchantStatus({ merchantId, status: MerchantStatus.SUSPENDED });
+    try {
+      const error = await refusal(bound.wallet.transfer({ merchantId, fromUserId: String(from.id), toUserId: String(to.id), amountUnits: 9n, currency: 'USD', idempotencyKey: 'bound-suspended' }));
+      expect(error.code).toBe(Code.Unauthenticated);
+      expect(await posted(from.id)).toBe(before);
+    } finally {
+      await platform.clients.admin.setMerchantStatus({ merchantId, status: MerchantStatus.ACTIVE });
+    }
   });
 
   it('moves nothing for a request without the merchant proof from a credential bound to no merchant', async () => {
