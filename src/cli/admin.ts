@@ -404,6 +404,7 @@ export function registerAdminCommands(program: Command): void {
             at: record.at,
             credential_id: record.credentialId,
             caller_address: record.callerAddress,
+            client_address: record.clientAddress || null,
             procedure: record.procedure,
             arguments: JSON.parse(record.argumentsJson) as unknown,
             outcome: record.outcome,

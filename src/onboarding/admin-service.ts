@@ -267,13 +267,14 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         if (request.procedure.includes('/')) query.where({ procedure: request.procedure });
         else query.where('procedure', 'like', `%/${request.procedure.replace(/[\\%_]/g, (character) => `\\${character}`)}`);
       }
-      const rows = (await query) as Array<{ id: string | bigint; at: Date; credential_id: string; caller_address: string; procedure: string; arguments: unknown; outcome: string }>;
+      const rows = (await query) as Array<{ id: string | bigint; at: Date; credential_id: string; caller_address: string; client_address: string | null; procedure: string; arguments: unknown; outcome: string }>;
       return {
         records: rows.map((row) => ({
           id: BigInt(row.id),
           at: row.at.toISOString(),
           credentialId: row.credential_id,
           callerAddress: row.caller_address,
+          clientAddress: row.client_address ?? '',
           procedure: row.procedure,
           argumentsJson: JSON.stringify(row.arguments),
           outcome: row.outcome,

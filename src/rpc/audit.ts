@@ -4,7 +4,8 @@
  * credential bound to a partner or merchant (it acts for an owner without the owner's own proof), in
  * `audit_records` (migration 025), which the database keeps append-only.
  *
- * A record holds the credential id, the end client's address the call acted for (the RPC peer's when none was
+ * A record holds the credential id, the caller's address (the RPC peer; "in-process" for the façade of the api's
+ * own process), the end client's address the caller said it acted for (`X-Client-Address`, the façade's word, when
  * sent), the procedure, the request with secrets replaced by "[redacted]" (and long texts shortened), and the
  * outcome: `ok`, or the error's reason. It sits after authentication and before authorization, so a verified
  * caller's refused attempt at a privileged procedure is recorded as PERMISSION_DENIED; an unauthenticated one is
@@ -20,8 +21,9 @@ import { DomainError } from '../errors';
 import { ErrorDetailSchema } from '../gen/payments/common/v1/errors_pb';
 import type { Logger } from '../logger';
 import { isOwnerBound, type CallerIdentity } from '../service-credentials';
-import { callerKey } from './caller';
-import { clientAddressOf } from './client-address';
+import { peerKey } from './auth';
+import { callerKey, IN_PROCESS_FACADE } from './caller';
+import { CLIENT_ADDRESS_HEADER, clientAddressOf } from './client-address';
 
 /** Procedures recorded whoever calls them. */
 export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
@@ -71,7 +73,10 @@ export function outcomeOf(error: unknown): string {
 
 export interface AuditRecord {
   credential_id: string;
+  /** The RPC peer's address. */
   caller_address: string;
+  /** The end client's address the caller sent (an IP address), else null. */
+  client_address: string | null;
   procedure: string;
   arguments: unknown;
   outcome: string;
@@ -103,10 +108,13 @@ export function auditInterceptor(log: AuditLog, logger: Logger): Interceptor {
     const caller = request.contextValues.get(callerKey);
     if (!isAudited(procedure, caller)) return next(request);
     const write = async (outcome: string) => {
+      const peer = request.contextValues.get(peerKey).address;
+      const client = clientAddressOf({ requestHeader: request.header, values: request.contextValues } as unknown as HandlerContext);
       const record: AuditRecord = {
         credential_id: caller?.id ?? 'unknown',
-        // The end client's address the caller sent, else the RPC peer's.
-        caller_address: clientAddressOf({ requestHeader: request.header, values: request.contextValues } as unknown as HandlerContext),
+        caller_address: caller === IN_PROCESS_FACADE ? 'in-process' : peer,
+        // clientAddressOf falls back to the peer's address when none (or no IP address) was sent.
+        client_address: request.header.get(CLIENT_ADDRESS_HEADER) && client !== peer ? client : null,
         procedure,
         arguments: request.stream ? {} : redacted(toJson(request.method.input as DescMessage, request.message as Message, { useProtoFieldName: true })),
         outcome,

@@ -4,8 +4,8 @@ import type { Knex } from 'knex';
  * 025_audit_and_confirmations:
  *
  * `audit_records`, the audit trail (src/rpc/audit.ts): one row per privileged call and per call of a credential bound
- * to a partner or merchant: when, which credential, for which client address, the procedure, its arguments with
- * secrets removed, and its outcome. Append-only: the database itself refuses UPDATE, DELETE and TRUNCATE on it.
+ * to a partner or merchant: when, which credential from which address (and the end client's address it said it acted
+ * for), the procedure, its arguments with secrets removed, and its outcome. Append-only: the database itself refuses UPDATE, DELETE and TRUNCATE on it.
  *
  * `pre_transfer_confirmations`: each confirm request of a pre-transfer that the api verified (the partner's token and
  * signature, or a credential bound to the partner), written before the `confirm` Update is sent. The activity that
@@ -19,6 +19,7 @@ export async function up(knex: Knex): Promise<void> {
       at timestamptz NOT NULL DEFAULT now(),
       credential_id text NOT NULL,
       caller_address text NOT NULL,
+      client_address text,
       procedure text NOT NULL,
       arguments jsonb NOT NULL,
       outcome text NOT NULL
