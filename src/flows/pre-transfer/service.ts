@@ -31,7 +31,7 @@ import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
 import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
 import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
-import { accessTokenKey, issueAccessToken, verifyAccessToken } from './partner-tokens';
+import { accessTokenKey, createAccessTokenVerifier, issueAccessToken } from './partner-tokens';
 import { createGateway, type PreTransferOperations } from './gateway';
 import { findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, recordConfirmRequest, type PreTransferRow } from './store';
 
@@ -79,6 +79,7 @@ async function findReceiver(deps: PlatformDeps, receiver_id: string): Promise<Us
 
 export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof TransferService> {
   const key = accessTokenKey(deps.keys.dataKey);
+  const partnerIdOfToken = createAccessTokenVerifier(key);
   // Active partners by id, for AUTH_CACHE_SECONDS: a gateway call reads its partner once, at its token. A
   // suspension announced through `authChanges` empties the cache at once in every process, so it still applies on
   // the partner's very next request.
@@ -123,7 +124,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
   /** The flow's operations, for a partner whose own proof (or a credential bound to it) was verified. */
   const operations: PreTransferOperations = {
     async partnerOfToken(token) {
-      const partnerId = await verifyAccessToken(key, token);
+      const partnerId = await partnerIdOfToken(token);
       return partnerId ? activePartner(partnerId) : undefined;
     },
 
