@@ -60,6 +60,17 @@ function printResult(result: BenchResult): boolean {
 }
 
 /**
+ * The result a bench printed last (`runWhenMain`: the pretty-printed JSON object, its first line `{`). A library
+ * that writes to stdout too (a Temporal or bundler log line, now and then) goes to `other`, not into the parse.
+ * @throws SyntaxError when no JSON object follows
+ */
+export function resultOf(stdout: string, other: (line: string) => void = () => undefined): BenchResult {
+  const start = stdout.startsWith('{\n') ? 0 : stdout.lastIndexOf('\n{\n') + 1;
+  for (const line of stdout.slice(0, start).split('\n')) if (line.trim()) other(line);
+  return JSON.parse(stdout.slice(start)) as BenchResult;
+}
+
+/**
  * Runs bench/<name>.ts in a process of its own (its `runWhenMain` prints the result as JSON): each bench gets a fresh
  * Temporal runtime (installed once per process, with the metrics exporter its bench asks for), and the RSS it reports
  * is its own, not what the benches before it left in a shared process.
@@ -74,7 +85,7 @@ function runInOwnProcess(name: string): Promise<BenchResult> {
     child.once('close', (code, signal) => {
       if (code !== 0) return reject(new Error(`bench/${name}.ts exited with ${signal ?? `status ${code}`}`));
       try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as BenchResult);
+        resolve(resultOf(Buffer.concat(chunks).toString('utf8'), (line) => process.stderr.write(`bench/${name}.ts (stdout): ${line}\n`)));
       } catch (error) {
         reject(new Error(`bench/${name}.ts printed no JSON result: ${(error as Error).message}`));
       }

@@ -5,6 +5,10 @@
  * workflow, one Update that runs one no-op activity: bench/workflows/noop.ts on its own task queue and worker).
  * Goal: transfers/s ≥ 0.8 × floor/s.
  *
+ * It also counts the RPCs the façade makes per gateway request (the goal is one: TransferService Gateway verifies
+ * the partner's proof and answers signed): a façade of this code in the bench process, in front of the same api over
+ * the network with a counting client interceptor, takes 16 transfers; the count is the `rpc_per_request` column.
+ *
  * One process runs the api, facade and worker roles and the client; its RSS is reported, and the Temporal dev
  * server's when this bench started it. With `BENCH_CLUSTER=<cluster.json>` the transfers go instead through a
  * running `payments cluster up` (its façade port, api and worker processes; bench/support/topology.ts), the floor
@@ -14,12 +18,18 @@
  * (e.g. `warn`) writes the roles' logs to stderr: what made transfers fail.
  * Run: `npm run bench -- transfers` or `npx tsx bench/transfers.ts`.
  */
+import type { Interceptor } from '@connectrpc/connect';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
+import { createFacadeApp, startFacade } from '../rest-facade/app';
+import { createAreaRouters } from '../rest-facade/areas';
+import type { Config } from '../src/config';
 import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
 import type { PlatformDeps } from '../src/platform-deps';
+import { createPlatformClients } from '../src/rpc/clients';
 import { runRoles } from '../src/runtime';
+import { createServiceCredential } from '../src/service-credentials';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
 import type { BenchResult } from './run';
 import {
@@ -45,6 +55,48 @@ function rssOfProcessMatching(needle: string): number | undefined {
   return pid === undefined ? undefined : rssMiBOf(pid);
 }
 
+/** Transfers the RPC count takes (two gateway requests each). */
+const COUNTED_TRANSFERS = 16;
+
+/**
+ * RPCs per gateway request: a façade of this code in this process, its Connect clients over the network to `rpcUrl`
+ * with a façade credential and an interceptor counting every call, takes COUNTED_TRANSFERS transfers.
+ * @returns calls per request and the calls by procedure
+ */
+async function countRpcsPerGatewayRequest(
+  deps: PlatformDeps,
+  config: Config,
+  rpcUrl: string,
+  partner: PartnerClient,
+  receiver: string,
+  tag: string,
+): Promise<{ perRequest: number; requests: number; byProcedure: Record<string, number> }> {
+  const byProcedure: Record<string, number> = {};
+  const counting: Interceptor = (next) => async (request) => {
+    const procedure = `${request.service.typeName}/${request.method.name}`;
+    byProcedure[procedure] = (byProcedure[procedure] ?? 0) + 1;
+    return next(request);
+  };
+  const { token } = await createServiceCredential(deps.database, { name: `bench counting facade ${tag}`, scopes: ['facade'] });
+  const clients = createPlatformClients(rpcUrl, { credentials: { token }, interceptors: [counting], timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000 });
+  const facade = await startFacade(createFacadeApp({ clients, config, logger: createLogger('silent'), areas: createAreaRouters(config) }), '127.0.0.1', 0);
+  const client = new PartnerClient(facade.url, partner.credentials, partner.keys, partner.platformPublicKeyPem);
+  client.accessToken = partner.accessToken;
+  let requests = 0;
+  try {
+    for (let index = 0; index < COUNTED_TRANSFERS; index++) {
+      const created = await client.gateway({ service: 'create.unified.fundTransfer', out_trade_no: `C${tag}${index}`, receiver_id: receiver, sender_name: 'Bench Sender', amount: 0.01, currency: 'USD' });
+      const confirmed = await client.gateway({ service: 'confirm.fundTransfer', pre_transfer_id: (created.body.data as { pre_transfer_id: string }).pre_transfer_id, partner_transaction_id: `CT${tag}${index}` });
+      requests += 2;
+      if (created.signValid !== true || confirmed.signValid !== true || confirmed.status !== 200) throw new Error(`counted transfer failed: ${confirmed.text}`);
+    }
+  } finally {
+    await facade.close(1);
+  }
+  const calls = Object.values(byProcedure).reduce((sum, count) => sum + count, 0);
+  return { perRequest: Math.round((calls / requests) * 100) / 100, requests, byProcedure };
+}
+
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 600);
   const topology = await startBenchTopology();
@@ -53,16 +105,19 @@ export async function run(): Promise<BenchResult> {
   try {
     let deps: PlatformDeps;
     let facadeUrl: string;
+    let rpcUrl: string;
     const config = topology ? topology.config : environment!.config();
     const temporalAddress = config.TEMPORAL_ADDRESS!;
     if (topology) {
       deps = topology.deps;
       facadeUrl = topology.facadeUrl;
+      rpcUrl = topology.cluster.rpcUrl;
     } else {
       const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger(process.env.BENCH_LOG_LEVEL ?? 'silent', 'bench', { write: (line: string) => process.stderr.write(line) }));
       stops.push(() => platform.stop());
       deps = platform.deps!;
       facadeUrl = platform.facadeUrl!;
+      rpcUrl = platform.rpcUrl!;
     }
     const runId = randomBytes(3).toString('hex').toUpperCase();
 
@@ -92,6 +147,8 @@ export async function run(): Promise<BenchResult> {
       const user = await createUser(deps, { email: `bench-${runId.toLowerCase()}-${index}@example.com`, first_name: 'Bench', last_name: String(index), currency: 'USD' });
       receivers.push(user.id);
     }
+
+    const rpcCount = await countRpcsPerGatewayRequest(deps, config, rpcUrl, partner, receivers[0]!, runId);
 
     // Warm up both paths (bundles, connections, JIT).
     let failures = 0;
@@ -155,7 +212,14 @@ export async function run(): Promise<BenchResult> {
     return {
       name: 'transfers',
       rows: [
-        { phase: 'transfers (create + confirm via façade, RSA2 both ways)', per_second: completed, p50_ms: transfers.p50_ms, p99_ms: transfers.p99_ms, ...cpuColumns(cpu, 1) },
+        {
+          phase: 'transfers (create + confirm via façade, RSA2 both ways)',
+          per_second: completed,
+          p50_ms: transfers.p50_ms,
+          p99_ms: transfers.p99_ms,
+          rpc_per_request: rpcCount.perRequest,
+          ...cpuColumns(cpu, 1),
+        },
         { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.per_second, p50_ms: floor.p50_ms, p99_ms: floor.p99_ms, ...cpuColumns(cpu, 0) },
       ],
       ratios: [{ label: 'transfers/s vs Temporal floor', value: ratio, goal: 0.8 }],
@@ -167,6 +231,7 @@ export async function run(): Promise<BenchResult> {
         floor_p50_ms: floor.p50_ms,
         floor_p99_ms: floor.p99_ms,
         ratio_transfers_to_floor: ratio,
+        rpc_calls_per_gateway_request: rpcCount.perRequest,
         failures,
         operations,
         concurrency: CONCURRENCY,
@@ -179,6 +244,7 @@ export async function run(): Promise<BenchResult> {
           ? `the cluster topology (${topology.cluster.processes.length} role processes: façades at ${topology.facadeUrl} calling the api processes over h2c, workflows on the worker processes); the floor worker and the signing client in the bench process (2 shared cores)`
           : 'one process runs api + facade + worker roles, the floor worker and the signing client (2 shared cores)',
         `floor and transfers measured interleaved, 3 slices of ${Math.round(operations / 3)} each (floor first)`,
+        `rpc_per_request: RPCs a façade of this code made for ${rpcCount.requests} gateway requests (${COUNTED_TRANSFERS} transfers, counted by a client interceptor in front of the same api): ${Object.entries(rpcCount.byProcedure).map(([procedure, count]) => `${procedure} ${count}`).join(', ')}`,
         'cpu_ms_*: CPU milliseconds per operation by process, read from /proc around each slice (bench: the bench process; temporal: the Temporal server; postgres: every PostgreSQL process; the rest: the cluster’s role processes)',
         `ledger check ok: ${check.ok}`,
         ...(failures > 0

@@ -27,6 +27,7 @@ import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
 import { createPlatformClients } from './rpc/clients';
+import { createAuditLog } from './rpc/audit';
 import { createRoutes } from './rpc/routes';
 import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
 import { createCredentialVerifier, hasLiveServiceCredential } from './service-credentials';
@@ -213,6 +214,7 @@ export async function runRoles(
     }
     let rpcUrl: string | undefined;
     let routes: ReturnType<typeof createRoutes> | undefined;
+    const audit = deps && createAuditLog(deps.database);
     if (roles.includes('api') && deps) {
       // Starts the PayinWorkflows of committed payins (transactional outbox); stopped after the RPC server drained.
       const outbox = startPayinOutboxDispatcher(deps);
@@ -235,6 +237,7 @@ export async function runRoles(
         readMaxBytes: config.RPC_READ_MAX_BYTES,
         tls,
         tracing,
+        audit,
         admission: {
           max_in_flight: config.RPC_MAX_IN_FLIGHT,
           max_queued: config.RPC_MAX_QUEUED,
@@ -251,7 +254,7 @@ export async function runRoles(
       // RPC_URL: the api role elsewhere, over the network. Else the api role of this process, in process (same
       // Connect protocol and interceptors, no loopback HTTP/2 hop), else the local RPC port.
       const clients = createPlatformClients(
-        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger, metrics, tracing) : `http://127.0.0.1:${config.RPC_PORT}`),
+        config.RPC_URL ?? (routes ? createInProcessTransport(routes, logger, metrics, tracing, audit) : `http://127.0.0.1:${config.RPC_PORT}`),
         {
           timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
           interceptors: tracing ? [tracing.rpcClientInterceptor] : [],

@@ -49,8 +49,8 @@ function refusalOf(error: unknown): string | undefined {
 /**
  * PreTransferWorkflow (workflow id = pre_transfer_id; Area A, platform decisions §6). The hold on the partner float
  * already exists when it starts. It waits for a `confirm` Update or the `ttl_seconds` timer, whichever comes first:
- * confirm posts the hold to the receiver (local activity `postPreTransfer`), expiry voids it (`voidPreTransfer`), each
- * under its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
+ * confirm posts the hold to the receiver (local activity `postPreTransfer`, which moves money only for a confirm
+ * request the api verified and recorded), expiry voids it (`voidPreTransfer`), each under its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
  * exactly one is accepted. Query `state` gives the state.
  */
 export async function preTransferWorkflow(input: PreTransferWorkflowInput): Promise<PreTransferWorkflowResult> {
@@ -80,6 +80,8 @@ export async function preTransferWorkflow(input: PreTransferWorkflowInput): Prom
         state = 'pending';
         const reason = refusalOf(error);
         if (reason === 'DUPLICATE_PARTNER_TRANSACTION_ID') throw refuse(reason, 'duplicate partner_transaction_id');
+        // An Update nobody verified (sent straight to Temporal): nothing moved, the partner may still confirm.
+        if (reason === 'CONFIRMATION_NOT_RECORDED') throw refuse(reason, 'no verified confirm request recorded');
         if (reason === 'PRE_TRANSFER_EXPIRED') {
           timedOut = true;
           throw refuse(reason, 'pre-transfer expired');

@@ -11,14 +11,18 @@
  *   admin wallet credit --user-id ID | --merchant-id ID | --partner-id ID --amount A --currency C --reference R
  *   admin wallet balance --user-id ID | --merchant-id ID | --partner-id ID
  *   admin ledger check
- *   admin credentials create --scope admin|facade [--scope …] --name N
+ *   admin credentials create --scope S [--scope …] --name N  S: admin, mint, credentials, ledger-write, facade,
+ *                                                           partner:<id>, merchant:<id>
  *   admin credentials revoke --credential-id ID
  *   admin credentials list
  *   admin reconcile [--report-only] [--grace-seconds N]   exits 1 when anything is left for an operator
  *   admin keys rotate [--reseal-only]                      a new data key; every secret at rest re-sealed under it
+ *   admin audit list [--limit N] [--credential-id ID] [--procedure P]   the audit trail, newest first
  *
- * Every call presents the operator's service credential (admin scope): PAYMENTS_ADMIN_TOKEN, the file named by
+ * Every call presents the operator's service credential: PAYMENTS_ADMIN_TOKEN, the file named by
  * PAYMENTS_ADMIN_CREDENTIALS, or the dev stack's `.data/admin-credentials.json` (src/service-credentials/files.ts).
+ * Its scopes decide what it may do: `admin` for most commands, `mint` for `wallet credit` and `partner create
+ * --float`, `credentials` for `credentials …` and `keys rotate` (docs/security.md "Internal RPC").
  */
 import { readFileSync } from 'node:fs';
 import { Code } from '@connectrpc/connect';
@@ -46,7 +50,9 @@ export function describeFailure(error: unknown, rpcUrl: string): string {
   if (failure.code === Code.Unauthenticated) {
     return 'error: UNAUTHENTICATED: no valid service credential (set PAYMENTS_ADMIN_TOKEN or PAYMENTS_ADMIN_CREDENTIALS, or run from the directory of `npm start`)';
   }
-  if (failure.code === Code.PermissionDenied) return 'error: PERMISSION_DENIED: the credential lacks the admin scope';
+  if (failure.code === Code.PermissionDenied) {
+    return oneLine(`error: PERMISSION_DENIED: the credential lacks the scope this command needs (${failure.message}; docs/security.md "Internal RPC")`);
+  }
   const fields = Object.entries(failure.fields)
     .map(([field, messages]) => `${field}: ${messages.join(', ')}`)
     .join('; ');
@@ -317,7 +323,10 @@ export function registerAdminCommands(program: Command): void {
   credentials
     .command('create')
     .description('create a service credential; prints its token once')
-    .requiredOption('--scope <scope...>', 'admin (every service) or facade (the services the REST façade calls)')
+    .requiredOption(
+      '--scope <scope...>',
+      'admin (operators), mint (CreditWallet), credentials (credentials, key rotation), ledger-write (LedgerService writes), facade (the REST façade), partner:<id> or merchant:<id> (acts for that existing owner only)',
+    )
     .requiredOption('--name <name>', 'who holds it, e.g. "facade eu-1"')
     .option('--json', 'print one JSON object')
     .action(
@@ -372,6 +381,34 @@ export function registerAdminCommands(program: Command): void {
           reported: result.reported,
           idempotency_keys_purged: result.idempotencyKeysPurged,
           findings: result.findings.map((finding) => ({ kind: finding.kind, id: finding.id, action: finding.action, detail: finding.detail })),
+        };
+      }),
+    );
+
+  const audit = admin.command('audit').description('the audit trail of privileged calls and owner-bound credentials');
+  audit
+    .command('list')
+    .description('list audit records, newest first')
+    .option('--limit <n>', 'most records, 1 to 1000', '100')
+    .option('--credential-id <id>', "only this credential's calls (cred_…)")
+    .option('--procedure <procedure>', 'only this procedure (e.g. CreditWallet or payments.admin.v1.AdminService/CreditWallet)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ limit: string; credentialId?: string; procedure?: string; json?: boolean }>(async (clients, options) => {
+        const limit = Number(options.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliError('error: --limit must be an integer from 1 to 1000');
+        const result = await clients.admin.listAuditRecords({ limit, credentialId: options.credentialId ?? '', procedure: options.procedure ?? '' });
+        return {
+          records: result.records.map((record) => ({
+            id: record.id,
+            at: record.at,
+            credential_id: record.credentialId,
+            caller_address: record.callerAddress,
+            client_address: record.clientAddress || null,
+            procedure: record.procedure,
+            arguments: JSON.parse(record.argumentsJson) as unknown,
+            outcome: record.outcome,
+          })),
         };
       }),
     );

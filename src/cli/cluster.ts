@@ -25,7 +25,7 @@ import { waitForPort } from '../net';
 import { ensureDemoData } from '../onboarding/demo';
 import { createPlatformDeps } from '../runtime';
 import { startConfiguredSandbox } from '../sandbox/upstream';
-import { createServiceCredential } from '../service-credentials';
+import { createServiceCredential, OPERATOR_SCOPES } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
 import {
@@ -152,10 +152,11 @@ function compiledIsStale(compiledEntry: string, sourceRoot: string): boolean {
   return ['src', 'workflows', 'rest-facade'].some((directory) => newer(path.join(sourceRoot, directory)));
 }
 
-/** A credential kept in `file` across restarts while the database still knows it. @returns its token */
-async function ensureCredential(database: Knex, file: string, name: string, scopes: string[]): Promise<string> {
+/** A credential kept in `file` across restarts while the database still knows it with `scopes`. @returns its token */
+async function ensureCredential(database: Knex, file: string, name: string, scopes: readonly string[]): Promise<string> {
   const existing = readCredentialsFile(file);
-  if (existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').first('id'))) return existing.token;
+  const live = existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').whereRaw('scopes @> ?::text[]', [`{${scopes.join(',')}}`]).first('id'));
+  if (existing && live) return existing.token;
   const created = await createServiceCredential(database, { name, scopes });
   writeCredentialsFile(file, { credential_id: created.id, token: created.token, scopes: created.scopes });
   return created.token;
@@ -302,7 +303,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const facadeCredentials = path.join(options.directory, 'facade-credentials.json');
     await ensureCredential(database, facadeCredentials, 'cluster facade', ['facade']);
     const adminCredentialsFile = path.join(options.directory, 'admin-credentials.json');
-    await ensureCredential(database, adminCredentialsFile, 'cluster admin', ['admin']);
+    await ensureCredential(database, adminCredentialsFile, 'cluster admin', OPERATOR_SCOPES);
 
     const rpcUrl = `http://${hostForUrl(config.RPC_HOST)}:${config.RPC_PORT}`;
     const facadeUrl = `http://${hostForUrl(config.HTTP_HOST)}:${config.HTTP_PORT}`;

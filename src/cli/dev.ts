@@ -10,22 +10,25 @@ import { startEmbeddedPostgres } from '../db/embedded';
 import type { Logger } from '../logger';
 import { runRoles } from '../runtime';
 import { ensureDemoData } from '../onboarding/demo';
-import { createServiceCredential } from '../service-credentials';
+import { createServiceCredential, OPERATOR_SCOPES } from '../service-credentials';
 import { ADMIN_CREDENTIALS_FILE, readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
 import { startConfiguredSandbox } from '../sandbox/upstream';
 import { startTemporalDevServer } from '../temporal/dev-server';
 import { devOutboundDefaults } from '../web/outbound';
 
 /**
- * The dev stack's admin service credential, in `<DATA_DIR>/admin-credentials.json` (0600), where `payments admin …`
+ * The dev stack's operator service credential (every operator power: admin, mint, credentials), in
+ * `<DATA_DIR>/admin-credentials.json` (0600), where `payments admin …`
  * run from the project directory and the demo find it. Kept across restarts while the database still knows it.
  * @returns the file's path
  */
 async function ensureDevAdminCredential(database: Knex, dataDirectory: string): Promise<string> {
   const file = path.join(dataDirectory, ADMIN_CREDENTIALS_FILE);
   const existing = readCredentialsFile(file);
-  if (existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').first('id'))) return file;
-  const created = await createServiceCredential(database, { name: 'dev stack admin', scopes: ['admin'] });
+  // One with every operator power (a file from before the powers were split is replaced).
+  const live = existing && (await database('service_credentials').where({ id: existing.credential_id }).whereNull('revoked_at').whereRaw('scopes @> ?::text[]', [`{${OPERATOR_SCOPES.join(',')}}`]).first('id'));
+  if (live) return file;
+  const created = await createServiceCredential(database, { name: 'dev stack admin', scopes: OPERATOR_SCOPES });
   writeCredentialsFile(file, { credential_id: created.id, token: created.token, scopes: created.scopes });
   return file;
 }

@@ -4,7 +4,9 @@
  *   payments dev                                 the dev stack (`npm start`)
  *   payments cluster up                          the production topology on one machine (`npm run cluster`)
  *   payments migrate                             apply database migrations
- *   payments credentials create --scope S …      bootstrap a service credential straight in DATABASE_URL (offline)
+ *   payments credentials create --scope S …      a service credential straight in DATABASE_URL (offline): the first
+ *                                                operator's (--scope admin --scope mint --scope credentials), or one
+ *                                                bound to an existing partner or merchant (--scope partner:<id>)
  *   payments admin ...                           onboarding and operations (src/cli/admin.ts)
  */
 import cluster from 'node:cluster';
@@ -126,7 +128,10 @@ program
   .description('service credentials written straight to the database (DATABASE_URL), e.g. the first admin one')
   .command('create')
   .description('create a service credential; prints its token once')
-  .requiredOption('--scope <scope...>', 'admin (every service) or facade (the services the REST façade calls)')
+  .requiredOption(
+    '--scope <scope...>',
+    'admin (operators), mint (CreditWallet), credentials (credentials, key rotation), ledger-write (LedgerService writes), facade (the REST façade), partner:<id> or merchant:<id> (acts for that owner only)',
+  )
   .option('--name <name>', 'who holds it', 'bootstrap admin')
   .option('--json', 'print one JSON object')
   .option('--file <file>', 'write it to this credentials file (0600) instead of printing; do nothing when the file already holds one')
@@ -140,8 +145,6 @@ program
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
     const { createDatabase } = knex();
     const credentials = require('../service-credentials') as typeof import('../service-credentials');
-    const unknown = options.scope.filter((scope) => !credentials.isServiceScope(scope));
-    if (unknown.length) fail(`unknown scope ${unknown.join(', ')} (scopes: ${credentials.SERVICE_SCOPES.join(', ')})`);
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
       const created = await credentials.createServiceCredential(database, { name: options.name, scopes: options.scope });

@@ -2,21 +2,16 @@
  * AdminService (platform decisions §2): onboarding and operator actions behind the `payments admin`
  * CLI. Translates between proto messages and the onboarding functions; money moves only through the ledger.
  */
-import type { ServiceImpl } from '@connectrpc/connect';
-import { DomainError, invalidFields } from '../errors';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../errors';
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
 import { resealAll, rotateDataKey } from '../crypto/key-registry';
 import { reconcileNow } from '../flows/reconciliation/service';
 import type { PlatformDeps } from '../platform-deps';
-import {
-  createServiceCredential,
-  isServiceScope,
-  listServiceCredentials,
-  revokeServiceCredential,
-  SERVICE_SCOPES,
-} from '../service-credentials';
+import { callerOf } from '../rpc/caller';
+import { createServiceCredential, CredentialInputError, listServiceCredentials, revokeServiceCredential } from '../service-credentials';
 import { notFound } from './common';
 import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
 import { createPartner, getPartner, setPartnerStatus } from './partners';
@@ -71,6 +66,15 @@ function walletBalance(account: Account) {
   };
 }
 
+/** The id of the credential that made this call (its audit record and ledger metadata name it). */
+function credentialOf(context: HandlerContext): string {
+  return callerOf(context)?.id ?? 'unknown';
+}
+
+/** Most audit records one call answers, and the default. */
+const MAX_AUDIT_RECORDS = 1000;
+const DEFAULT_AUDIT_RECORDS = 100;
+
 /** Idempotency key of an operator credit: the CLI's `--reference`, namespaced. */
 export function adminCreditIdempotencyKey(reference: string): string {
   return `admin:wallet-credit:${reference}`;
@@ -78,10 +82,14 @@ export function adminCreditIdempotencyKey(reference: string): string {
 
 export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof AdminService> {
   return {
-    async createPartner(request) {
+    /** @throws DomainError PERMISSION_DENIED for a funded float without the mint scope (it mints money) */
+    async createPartner(request, context) {
       const floatUnits = request.floatAmount
         ? parseAmount(request.floatAmount, 'USD', { allowZero: true, field: 'float_amount' })
         : undefined;
+      if (floatUnits && !callerOf(context)?.scopes.includes('mint')) {
+        throw reasonError(COMMON_REASONS, 'PERMISSION_DENIED', 'a funded float needs the mint scope', { float_amount: ['needs the mint scope'] });
+      }
       const { partner, credentials } = await createPartner(deps, {
         name: request.name,
         public_key_pem: request.publicKeyPem,
@@ -164,7 +172,8 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       };
     },
 
-    async creditWallet(request) {
+    /** Scope mint (src/rpc/auth.ts). The ledger transaction's metadata names the credential that minted it. */
+    async creditWallet(request, context) {
       const currency = requireCurrency(request.currency);
       const units = parseAmount(request.amount.trim(), currency);
       const owner = await resolveOwner(deps, request.owner);
@@ -178,7 +187,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
           { account_id: settlement.id, amount_units: -units },
           { account_id: account.id, amount_units: units },
         ],
-        metadata: { source: 'admin', reference: request.reference, owner_type: owner.owner_type, owner_id: owner.owner_id },
+        metadata: { source: 'admin', reference: request.reference, owner_type: owner.owner_type, owner_id: owner.owner_id, credential_id: credentialOf(context) },
       });
       const after = await deps.ledger.getAccount(account.id);
       return {
@@ -201,11 +210,19 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       return { ok: check.ok, accounts: BigInt(check.accounts), entries: BigInt(check.entries), imbalances: check.imbalances };
     },
 
-    /** @throws DomainError invalid_argument on scopes (each must be one of SERVICE_SCOPES) */
-    async createServiceCredential(request) {
-      if (!request.scopes.every(isServiceScope)) throw invalidFields({ scopes: [`each scope must be one of ${SERVICE_SCOPES.join(', ')}`] });
-      const created = await createServiceCredential(deps.database, { name: request.name, scopes: request.scopes });
-      deps.logger.info({ credential: created.id, scopes: created.scopes }, 'service credential created');
+    /**
+     * @throws DomainError invalid_argument on scopes (each a fixed scope, or partner:<id> / merchant:<id> naming an
+     *   existing owner) or name
+     */
+    async createServiceCredential(request, context) {
+      let created;
+      try {
+        created = await createServiceCredential(deps.database, { name: request.name, scopes: request.scopes });
+      } catch (error) {
+        if (error instanceof CredentialInputError) throw invalidFields({ [error.field]: [error.message] });
+        throw error;
+      }
+      deps.logger.info({ credential: created.id, scopes: created.scopes, by: credentialOf(context) }, 'service credential created');
       return { credentialId: created.id, token: created.token, scopes: created.scopes };
     },
 
@@ -239,6 +256,29 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         repaired: report.repaired,
         reported: report.reported,
         idempotencyKeysPurged: report.idempotency_keys_purged,
+      };
+    },
+
+    async listAuditRecords(request) {
+      const limit = Math.min(request.limit || DEFAULT_AUDIT_RECORDS, MAX_AUDIT_RECORDS);
+      const query = deps.database('audit_records').orderBy('id', 'desc').limit(limit);
+      if (request.credentialId) query.where({ credential_id: request.credentialId });
+      if (request.procedure) {
+        if (request.procedure.includes('/')) query.where({ procedure: request.procedure });
+        else query.where('procedure', 'like', `%/${request.procedure.replace(/[\\%_]/g, (character) => `\\${character}`)}`);
+      }
+      const rows = (await query) as Array<{ id: string | bigint; at: Date; credential_id: string; caller_address: string; client_address: string | null; procedure: string; arguments: unknown; outcome: string }>;
+      return {
+        records: rows.map((row) => ({
+          id: BigInt(row.id),
+          at: row.at.toISOString(),
+          credentialId: row.credential_id,
+          callerAddress: row.caller_address,
+          clientAddress: row.client_address ?? '',
+          procedure: row.procedure,
+          argumentsJson: JSON.stringify(row.arguments),
+          outcome: row.outcome,
+        })),
       };
     },
 

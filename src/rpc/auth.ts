@@ -4,14 +4,16 @@
  *
  *   - `Authorization: Bearer pps_…`: a service credential (src/service-credentials) with its scopes;
  *   - or, when the server runs with mTLS (RPC_TLS_CLIENT_CA), a client certificate verified against that CA: its
- *     subject CN names the caller and its OU values are its scopes (`OU=facade`, `OU=admin`).
+ *     subject CN names the caller and its OU values are its scopes (`OU=facade`, `OU=admin`, `OU=partner:P…`).
  *
- * No credential, or one that does not verify → `Code.Unauthenticated`; a verified caller without the scope of the
- * service → `Code.PermissionDenied`. Both answers are the same whatever failed, and both are logged with the
+ * No credential, or one that does not verify → `Code.Unauthenticated`; a verified caller without the scope the
+ * procedure needs → `Code.PermissionDenied`. Both answers are the same whatever failed, and both are logged with the
  * caller's identity (credential id or certificate CN, peer address), never with the token.
  *
- * The in-process transport (façade and api in one process) does not pass through here: nothing outside the process
- * can reach it.
+ * Two interceptors, so the audit trail (src/rpc/audit.ts) sits between them and records a verified caller's refused
+ * attempt at a privileged procedure too: `authenticationInterceptor` (who), then `authorizationInterceptor` (may
+ * it). The in-process transport (façade and api in one process) does not authenticate: nothing outside the process
+ * can reach it, and its caller is the façade (src/rpc/caller.ts); it is authorized like any other caller.
  */
 import { Code, ConnectError, createContextKey, type Interceptor } from '@connectrpc/connect';
 import type { IncomingMessage } from 'node:http';
@@ -19,7 +21,7 @@ import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../logger';
 import { callerKey } from './caller';
-import { isServiceScope, type CallerIdentity, type CredentialVerifier, type ServiceScope } from '../service-credentials';
+import { isServiceScope, ownerOfScope, type CallerIdentity, type CredentialVerifier, type FixedScope } from '../service-credentials';
 
 /** Per-call facts from the connection, filled by the server adapter (`peerOf`). */
 export interface Peer {
@@ -30,27 +32,63 @@ export interface Peer {
 
 export const peerKey = createContextKey<Peer>({ address: 'unknown' }, { description: 'rpc peer' });
 
-/** The scope a service needs; `admin` may call every service. HealthService needs any verified caller. */
-const SERVICE_SCOPE: Record<string, ServiceScope | 'any'> = {
-  'payments.health.v1.HealthService': 'any',
-  'payments.admin.v1.AdminService': 'admin',
-  'payments.ledger.v1.LedgerService': 'admin',
-  'payments.transfer.v1.TransferService': 'facade',
-  'payments.payin.v1.PayinService': 'facade',
-  'payments.wallet.v1.WalletService': 'facade',
-  'payments.instrument.v1.InstrumentService': 'facade',
-  'payments.deposit.v1.DepositService': 'facade',
+/**
+ * What a procedure needs, any one of: a fixed scope; `owner`, a credential bound to some partner or merchant (the
+ * service then checks that it is the owner the call acts for, `mayActFor`); or `any` verified caller.
+ */
+type Requirement = FixedScope | 'owner' | 'any';
+
+/** By service: what its procedures need unless METHOD_REQUIREMENTS names the procedure. */
+const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
+  'payments.health.v1.HealthService': ['any'],
+  'payments.admin.v1.AdminService': ['admin'],
+  // Reads and the invariant check; the writes are below.
+  'payments.ledger.v1.LedgerService': ['admin'],
+  // Gateway and IssueAccessToken verify the partner's own proof; the typed operations are below.
+  'payments.transfer.v1.TransferService': ['facade'],
+  // The façade's calls carry the merchant's own proof; a merchant-bound credential acts for its merchant only.
+  'payments.payin.v1.PayinService': ['facade', 'owner'],
+  'payments.wallet.v1.WalletService': ['facade', 'owner'],
+  'payments.instrument.v1.InstrumentService': ['facade', 'owner'],
+  'payments.deposit.v1.DepositService': ['facade', 'owner'],
 };
 
-/** Operator methods inside a façade service: they need `admin` although their service does not. */
-const ADMIN_METHODS = new Set(['payments.payin.v1.PayinService/ListWebhookDeliveries', 'payments.payin.v1.PayinService/RedeliverWebhook']);
+/** Procedures that need other powers than their service's. */
+const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
+  // Minting money: a credit from the platform's settlement account.
+  'payments.admin.v1.AdminService/CreditWallet': ['mint'],
+  // Who may call at all, and the keys secrets are sealed under.
+  'payments.admin.v1.AdminService/CreateServiceCredential': ['credentials'],
+  'payments.admin.v1.AdminService/RevokeServiceCredential': ['credentials'],
+  'payments.admin.v1.AdminService/ListServiceCredentials': ['credentials'],
+  'payments.admin.v1.AdminService/RotateDataKey': ['credentials'],
+  // Money between any two accounts, on nobody's proof: a scope no other power includes.
+  'payments.ledger.v1.LedgerService/Transfer': ['ledger-write'],
+  'payments.ledger.v1.LedgerService/CreatePendingTransfer': ['ledger-write'],
+  'payments.ledger.v1.LedgerService/PostPendingTransfer': ['ledger-write'],
+  'payments.ledger.v1.LedgerService/VoidPendingTransfer': ['ledger-write'],
+  // Operator methods inside a façade service.
+  'payments.payin.v1.PayinService/ListWebhookDeliveries': ['admin'],
+  'payments.payin.v1.PayinService/RedeliverWebhook': ['admin'],
+  // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
+  'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
+  'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],
+  'payments.transfer.v1.TransferService/QueryTransfer': ['owner'],
+};
 
-/** True when `caller` may call `method` of `service` (a service missing from the table needs `admin`). */
+/** What `service`/`method` needs (a service missing from the tables needs `admin`). */
+export function requirementsOf(service: string, method: string): readonly Requirement[] {
+  return METHOD_REQUIREMENTS[`${service}/${method}`] ?? SERVICE_REQUIREMENTS[service] ?? ['admin'];
+}
+
+/**
+ * True when `caller` may call `method` of `service`. No scope implies another: `admin` is not `mint`, `credentials`
+ * or `ledger-write`, and neither `admin` nor `facade` may act for an owner.
+ */
 export function mayCall(caller: CallerIdentity, service: string, method: string): boolean {
-  if (caller.scopes.includes('admin')) return true;
-  if (ADMIN_METHODS.has(`${service}/${method}`)) return false;
-  const needed = SERVICE_SCOPE[service] ?? 'admin';
-  return needed === 'any' || caller.scopes.includes(needed);
+  return requirementsOf(service, method).some((needed) =>
+    needed === 'any' ? true : needed === 'owner' ? caller.scopes.some((scope) => ownerOfScope(scope) !== undefined) : caller.scopes.includes(needed),
+  );
 }
 
 /** The caller named by a verified client certificate: CN is the name, each OU a scope (unknown OUs ignored). */
@@ -73,26 +111,36 @@ export function peerOf(request: IncomingMessage | Http2ServerRequest): Peer {
 
 const BEARER = /^Bearer ([^\s]{1,256})$/;
 
-/** The interceptor that authenticates and authorizes every network call (outermost after error mapping). */
-export function authInterceptor(verifier: CredentialVerifier, logger: Logger): Interceptor {
+/**
+ * The interceptor that authenticates every network call: the caller of its client certificate or bearer token goes
+ * into the call's context (`callerOf`), or the call is refused Unauthenticated.
+ */
+export function authenticationInterceptor(verifier: CredentialVerifier, logger: Logger): Interceptor {
   return (next) => async (request) => {
     const peer = request.contextValues.get(peerKey);
-    const service = request.service.typeName;
-    const procedure = `${service}/${request.method.name}`;
     let caller = peer.certificate;
     if (!caller) {
       const match = BEARER.exec(request.header.get('authorization') ?? '');
       caller = match ? await verifier.verify(match[1]!) : undefined;
     }
     if (!caller) {
-      logger.warn({ procedure, peer: peer.address }, 'rpc refused: no valid credential');
+      logger.warn({ procedure: `${request.service.typeName}/${request.method.name}`, peer: peer.address }, 'rpc refused: no valid credential');
       throw new ConnectError('a valid service credential is required', Code.Unauthenticated);
     }
-    if (!mayCall(caller, service, request.method.name)) {
-      logger.warn({ procedure, peer: peer.address, caller: caller.id }, 'rpc refused: credential lacks the scope');
+    request.contextValues.set(callerKey, caller);
+    return next(request);
+  };
+}
+
+/** The interceptor that refuses a verified caller without the scope the procedure needs (PermissionDenied). */
+export function authorizationInterceptor(logger: Logger): Interceptor {
+  return (next) => async (request) => {
+    const caller = request.contextValues.get(callerKey);
+    if (!caller || !mayCall(caller, request.service.typeName, request.method.name)) {
+      const peer = request.contextValues.get(peerKey);
+      logger.warn({ procedure: `${request.service.typeName}/${request.method.name}`, peer: peer.address, caller: caller?.id }, 'rpc refused: credential lacks the scope');
       throw new ConnectError('the credential does not allow this service', Code.PermissionDenied);
     }
-    request.contextValues.set(callerKey, caller);
     return next(request);
   };
 }

@@ -3,7 +3,8 @@
  * port). In clear text each connection is routed by its first bytes: the HTTP/2 preface goes to an h2c server,
  * anything else to an HTTP/1.1 server; with TLS (RPC_TLS_CERT, RPC_TLS_KEY) one secure HTTP/2 server answers both
  * by ALPN, and with RPC_TLS_CLIENT_CA it requires a client certificate signed by that CA (mTLS). Every call passes
- * the credential check of `auth.ts` first; a message over `readMaxBytes` is refused with ResourceExhausted.
+ * the credential check of `auth.ts` first, is recorded by the audit trail when privileged (`audit.ts`), then needs
+ * its procedure's scope; a message over `readMaxBytes` is refused with ResourceExhausted.
  */
 import { AdmissionRefusedError, createAdmission, type Admission, type AdmissionLimits } from '../admission';
 import { COMMON_REASONS, reasonError } from '../errors';
@@ -17,7 +18,8 @@ import type { PlatformMetrics } from '../metrics';
 import { listenOn, trackSockets } from '../net';
 import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
-import { authInterceptor, peerKey, peerOf } from './auth';
+import { type AuditLog, auditInterceptor } from './audit';
+import { authenticationInterceptor, authorizationInterceptor, peerKey, peerOf } from './auth';
 import { callerKey, IN_PROCESS_FACADE } from './caller';
 import { createDirectTransport } from './in-process-transport';
 import { errorInterceptor, validationInterceptor } from './interceptors';
@@ -34,14 +36,26 @@ const HTTP2_PREFACE = Buffer.from('PRI * HTTP/2.0');
 
 /**
  * The interceptors of every platform RPC, outermost first: the trace span (when tracing), metrics, error mapping,
- * admission control and the caller's credential (network calls only), then request validation.
+ * admission control (network calls), who the caller is (its credential over the network; the façade in process),
+ * the audit trail, whether the caller may call the procedure, then request validation.
+ * @param caller how the caller is known: a verifier of network credentials, or `in-process` (the façade)
  */
-export function rpcInterceptors(logger: Logger, verifier?: CredentialVerifier, metrics?: PlatformMetrics, tracing?: Tracing, admission?: Admission): Interceptor[] {
-  const measured = [...(tracing ? [tracing.rpcServerInterceptor] : []), ...(metrics ? [metricsInterceptor(metrics)] : [])];
-  const admitted = admission ? [admissionInterceptor(admission)] : [];
-  return verifier
-    ? [...measured, errorInterceptor(logger), ...admitted, authInterceptor(verifier, logger), validationInterceptor]
-    : [...measured, errorInterceptor(logger), ...admitted, validationInterceptor];
+export function rpcInterceptors(
+  logger: Logger,
+  caller: CredentialVerifier | 'in-process',
+  options: { metrics?: PlatformMetrics; tracing?: Tracing; admission?: Admission; audit?: AuditLog } = {},
+): Interceptor[] {
+  const { metrics, tracing, admission, audit } = options;
+  return [
+    ...(tracing ? [tracing.rpcServerInterceptor] : []),
+    ...(metrics ? [metricsInterceptor(metrics)] : []),
+    errorInterceptor(logger),
+    ...(admission ? [admissionInterceptor(admission)] : []),
+    caller === 'in-process' ? inProcessCallerInterceptor : authenticationInterceptor(caller, logger),
+    ...(audit ? [auditInterceptor(audit, logger)] : []),
+    authorizationInterceptor(logger),
+    validationInterceptor,
+  ];
 }
 
 /** In-process calls come from the façade of this process: the services see it as their caller. */
@@ -89,11 +103,18 @@ export interface RpcTls {
 
 /**
  * A Connect transport to the platform routes in this process (the façade when the api role runs beside it): the
- * same interceptors as the network server but the credential check, and with `tracing` the caller's client span and
- * the server's span, as over the network; no loopback hop and no message encoding (src/rpc/in-process-transport.ts).
+ * same interceptors as the network server but admission and the credential check (its caller is the façade, with
+ * the façade's scope), and with `tracing` the caller's client span and the server's span, as over the network; no
+ * loopback hop and no message encoding (src/rpc/in-process-transport.ts).
  */
-export function createInProcessTransport(routes: (router: ConnectRouter) => void, logger: Logger, metrics?: PlatformMetrics, tracing?: Tracing): Transport {
-  return createDirectTransport(routes, [...rpcInterceptors(logger, undefined, metrics, tracing), inProcessCallerInterceptor], tracing ? [tracing.rpcClientInterceptor] : []);
+export function createInProcessTransport(
+  routes: (router: ConnectRouter) => void,
+  logger: Logger,
+  metrics?: PlatformMetrics,
+  tracing?: Tracing,
+  audit?: AuditLog,
+): Transport {
+  return createDirectTransport(routes, rpcInterceptors(logger, 'in-process', { metrics, tracing, audit }), tracing ? [tracing.rpcClientInterceptor] : []);
 }
 
 /** Starts the RPC server; `port` 0 picks a free one. */
@@ -111,10 +132,17 @@ export async function startRpcServer(options: {
   tracing?: Tracing;
   /** Admission control of network calls (in-process calls were admitted by the façade). */
   admission?: AdmissionLimits;
+  /** Where the audit trail goes (src/rpc/audit.ts). */
+  audit?: AuditLog;
 }): Promise<RunningServer> {
   const handler = connectNodeAdapter({
     routes: options.routes,
-    interceptors: rpcInterceptors(options.logger, options.verifier, options.metrics, options.tracing, options.admission && createAdmission(options.admission)),
+    interceptors: rpcInterceptors(options.logger, options.verifier, {
+      metrics: options.metrics,
+      tracing: options.tracing,
+      admission: options.admission && createAdmission(options.admission),
+      audit: options.audit,
+    }),
     readMaxBytes: options.readMaxBytes,
     contextValues: (request) => createContextValues().set(peerKey, peerOf(request)),
   });

@@ -6,16 +6,34 @@
  * its SHA-256 and compared in constant time. A token is shown once, when it is created. Revocation applies on the
  * next call in every process (announced through `AuthChanges`, PostgreSQL LISTEN/NOTIFY).
  *
- * Scopes:
- *   admin   every service (AdminService, LedgerService, operator reads and writes of the others)
- *   facade  the services the REST façade calls (transfer, payin, wallet, instrument, deposit, health)
+ * Scopes (src/rpc/auth.ts has the table of which procedure needs which):
+ *   admin           operators' work: onboarding, suspensions, balances, the ledger check and reads, reconciliation,
+ *                   webhook deliveries, the audit trail
+ *   mint            AdminService CreditWallet and a funded partner float: money from the platform's settlement account
+ *   credentials     service credentials (create, revoke, list) and data key rotation
+ *   ledger-write    LedgerService's writes (transfers and holds between any accounts)
+ *   facade          the REST façade: its verified-proof RPCs (Area A's Gateway and token, Areas B and C)
+ *   partner:<id>    acts for that partner without the partner's own proof (the typed TransferService RPCs)
+ *   merchant:<id>   acts for that merchant without the merchant's own proof
+ *
+ * A credential bound to an owner acts for that owner only; every one of its calls is audited (src/rpc/audit.ts).
  */
 import { changeAwareCache, type AuthChanges } from '../auth-changes';
 import { matchesSha256, randomHex, randomToken, sha256Hex } from '../crypto/secrets';
 import type { Knex } from '../db/knex';
 
-export const SERVICE_SCOPES = ['admin', 'facade'] as const;
-export type ServiceScope = (typeof SERVICE_SCOPES)[number];
+/** The scopes of operators' and the façade's powers (not bound to an owner). */
+export const FIXED_SCOPES = ['admin', 'mint', 'credentials', 'ledger-write', 'facade'] as const;
+export type FixedScope = (typeof FIXED_SCOPES)[number];
+/** A scope binding a credential to one owner: it acts for that partner or merchant only. */
+export type OwnerScope = `partner:${string}` | `merchant:${string}`;
+export type ServiceScope = FixedScope | OwnerScope;
+
+/** Every operator power: the bootstrap credential of a deployment and the dev stack's operator hold them all. */
+export const OPERATOR_SCOPES: readonly FixedScope[] = ['admin', 'mint', 'credentials'];
+
+/** `partner:<id>` or `merchant:<id>`, the id as onboarding makes them (letters, digits; at most 64). */
+const OWNER_SCOPE = /^(partner|merchant):([A-Za-z0-9]{1,64})$/;
 
 /** Who called: a verified service credential or a verified client certificate. Never holds a secret. */
 export interface CallerIdentity {
@@ -46,25 +64,60 @@ const MAX_TOKEN_LENGTH = 128;
 const TOKEN = /^pps_(cred_[0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 const MAX_NAME_LENGTH = 100;
 
+/** True for a fixed scope or a well-formed owner scope (whether the owner exists is checked at creation). */
 export function isServiceScope(value: string): value is ServiceScope {
-  return (SERVICE_SCOPES as readonly string[]).includes(value);
+  return (FIXED_SCOPES as readonly string[]).includes(value) || OWNER_SCOPE.test(value);
 }
 
+/** The owner an owner scope names, or undefined for a fixed scope. */
+export function ownerOfScope(scope: string): { kind: 'partner' | 'merchant'; id: string } | undefined {
+  const match = OWNER_SCOPE.exec(scope);
+  return match ? { kind: match[1] as 'partner' | 'merchant', id: match[2]! } : undefined;
+}
+
+/** True when `caller` holds a scope that binds it to an owner (its calls are audited). */
+export function isOwnerBound(caller: Pick<CallerIdentity, 'scopes'>): boolean {
+  return caller.scopes.some((scope) => ownerOfScope(scope) !== undefined);
+}
+
+/** Thrown by `createServiceCredential` for a bad name or scope; `field` names the request field. */
+export class CredentialInputError extends Error {
+  constructor(
+    readonly field: 'name' | 'scopes',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'CredentialInputError';
+  }
+}
+
+const SCOPE_LIST = `${FIXED_SCOPES.join(', ')}, partner:<id>, merchant:<id>`;
+
 /**
- * Creates a credential with `scopes` (at least one, each in SERVICE_SCOPES) and returns its token once.
- * @throws Error on an empty or unknown scope or a name longer than 100 characters (callers check first).
+ * Creates a credential with `scopes` (at least one; each a fixed scope, or an owner scope naming an existing partner
+ * or merchant) and returns its token once.
+ * @throws CredentialInputError on an empty, unknown or malformed scope, an owner scope naming no existing owner, or a
+ *   name that is empty or longer than 100 characters
  */
 export async function createServiceCredential(
   database: Knex,
   input: { name: string; scopes: readonly string[] },
 ): Promise<CreatedCredential> {
   const scopes = [...new Set(input.scopes)];
-  if (scopes.length === 0 || !scopes.every(isServiceScope)) throw new Error(`scopes must be among ${SERVICE_SCOPES.join(', ')}`);
-  if (input.name.length === 0 || input.name.length > MAX_NAME_LENGTH) throw new Error('name must be 1 to 100 characters');
+  if (input.name.length === 0 || input.name.length > MAX_NAME_LENGTH) throw new CredentialInputError('name', 'name must be 1 to 100 characters');
+  if (scopes.length === 0) throw new CredentialInputError('scopes', `at least one scope is required (scopes: ${SCOPE_LIST})`);
+  const unknown = scopes.filter((scope) => !isServiceScope(scope));
+  if (unknown.length) throw new CredentialInputError('scopes', `unknown scope ${unknown.join(', ')} (scopes: ${SCOPE_LIST})`);
+  for (const scope of scopes) {
+    const owner = ownerOfScope(scope);
+    if (!owner) continue;
+    const found = await database(owner.kind === 'partner' ? 'partners' : 'merchants').where({ id: owner.id }).first('id');
+    if (!found) throw new CredentialInputError('scopes', `${scope}: no such ${owner.kind}`);
+  }
   const id = `cred_${randomHex(8)}`;
   const secret = randomToken(32);
   await database('service_credentials').insert({ id, name: input.name, scopes, secret_hash: sha256Hex(secret) });
-  return { id, name: input.name, scopes, token: `pps_${id}_${secret}` };
+  return { id, name: input.name, scopes: scopes as ServiceScope[], token: `pps_${id}_${secret}` };
 }
 
 /** Revokes credential `id`: refused on the next call in every process. @returns false when no live credential has it. */

@@ -149,10 +149,15 @@ describe('payments admin CLI', () => {
     expect(json(await runCli(platform.rpcUrl, ['ledger', 'check', '--json'], { PAYMENTS_ADMIN_CREDENTIALS: file }))).toMatchObject({ ok: true });
   }, 120_000);
 
-  it('bootstraps an admin credential offline, creates a façade credential with it, lists and revokes it', async () => {
-    const bootstrap = await runCli(platform.rpcUrl, ['create', '--scope', 'admin', '--name', 'first operator', '--json'], { DATABASE_URL: platform.config.DATABASE_URL! }, ['credentials']);
+  it('bootstraps an operator credential offline, creates a façade credential with it, lists and revokes it', async () => {
+    const bootstrap = await runCli(
+      platform.rpcUrl,
+      ['create', '--scope', 'admin', '--scope', 'mint', '--scope', 'credentials', '--name', 'first operator', '--json'],
+      { DATABASE_URL: platform.config.DATABASE_URL! },
+      ['credentials'],
+    );
     const first = json(bootstrap);
-    expect(first).toMatchObject({ scopes: ['admin'] });
+    expect(first).toMatchObject({ scopes: ['admin', 'mint', 'credentials'] });
     expect(first.token).toMatch(/^pps_cred_[0-9a-f]{16}_/);
     const asFirst = { PAYMENTS_ADMIN_TOKEN: first.token as string };
 
@@ -175,5 +180,49 @@ describe('payments admin CLI', () => {
     const again = await runCli(platform.rpcUrl, ['credentials', 'revoke', '--credential-id', facade.credential_id as string, '--json'], asFirst);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toContain('CREDENTIAL_NOT_FOUND');
+  }, 240_000);
+
+  it('binds a credential to an existing partner only, offline and online; an admin-only credential cannot mint', async () => {
+    const keyFile = path.join(directory, 'bound.pem');
+    writeFileSync(keyFile, generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' }));
+    const partner = json(await runCli(platform.rpcUrl, ['partner', 'create', '--name', 'Bound CLI Partner', '--public-key', keyFile, '--json']));
+    const offline = { DATABASE_URL: platform.config.DATABASE_URL! };
+    const [unknown, offlineBound, onlineBound, onlineUnknown, adminOnly] = await Promise.all([
+      runCli(platform.rpcUrl, ['create', '--scope', 'partner:PNOSUCHPARTNER', '--name', 'x', '--json'], offline, ['credentials']),
+      runCli(platform.rpcUrl, ['create', '--scope', `partner:${partner.partner_id as string}`, '--name', 'payouts', '--json'], offline, ['credentials']),
+      runCli(platform.rpcUrl, ['credentials', 'create', '--scope', `partner:${partner.partner_id as string}`, '--name', 'payouts 2', '--json']),
+      runCli(platform.rpcUrl, ['credentials', 'create', '--scope', 'merchant:MNOSUCHMERCHANT', '--name', 'x', '--json']),
+      runCli(platform.rpcUrl, ['create', '--scope', 'admin', '--name', 'admin only', '--json'], offline, ['credentials']),
+    ]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain('partner:PNOSUCHPARTNER: no such partner');
+    expect(json(offlineBound)).toMatchObject({ scopes: [`partner:${partner.partner_id as string}`] });
+    expect(json(onlineBound)).toMatchObject({ scopes: [`partner:${partner.partner_id as string}`] });
+    expect(onlineUnknown.code).not.toBe(0);
+    expect(onlineUnknown.stderr).toContain('no such merchant');
+    const denied = await runCli(platform.rpcUrl, ['wallet', 'credit', '--partner-id', partner.partner_id as string, '--amount', '1', '--currency', 'USD', '--reference', 'cli-denied', '--json'], {
+      PAYMENTS_ADMIN_TOKEN: json(adminOnly).token as string,
+    });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(denied.stderr).toContain('PERMISSION_DENIED');
+  }, 240_000);
+
+  it('lists the audit trail: the credit, by whom, newest first, filtered by procedure and credential', async () => {
+    const user = await createUser(platform.deps, { phone_number: '012555099', first_name: 'Audit', last_name: 'User', currency: 'USD' });
+    json(await runCli(platform.rpcUrl, ['wallet', 'credit', '--user-id', user.id, '--amount', '3.00', '--currency', 'USD', '--reference', 'cli-audit-1', '--json']));
+    const listed = json(await runCli(platform.rpcUrl, ['audit', 'list', '--procedure', 'CreditWallet', '--limit', '5', '--json']));
+    const records = listed.records as Array<Record<string, unknown>>;
+    expect(records[0]).toMatchObject({
+      procedure: 'payments.admin.v1.AdminService/CreditWallet',
+      arguments: { owner: { user_id: user.id }, amount: '3.00', currency: 'USD', reference: 'cli-audit-1' },
+      outcome: 'ok',
+      credential_id: expect.stringMatching(/^cred_/),
+    });
+    const mine = json(await runCli(platform.rpcUrl, ['audit', 'list', '--credential-id', records[0]!.credential_id as string, '--json']));
+    expect((mine.records as Array<Record<string, unknown>>).every((record) => record.credential_id === records[0]!.credential_id)).toBe(true);
+    const bad = await runCli(platform.rpcUrl, ['audit', 'list', '--limit', '0', '--json']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('--limit');
   }, 240_000);
 });

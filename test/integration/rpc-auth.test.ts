@@ -29,7 +29,8 @@ async function call(rpcUrl: string, procedure: string, body: unknown, token?: st
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(body),
   });
-  return { status: response.status, body: (await response.json()) as Answer['body'] };
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : {}) as Answer['body'] };
 }
 
 const CREDIT = 'payments.admin.v1.AdminService/CreditWallet';
@@ -87,9 +88,11 @@ describe('internal RPC credentials', () => {
     expect(await usdBalance()).toBe(before);
     const health = await call(platform.rpcUrl, 'payments.health.v1.HealthService/Check', {}, facade.token);
     expect(health.status).toBe(200);
-    // The platform key signs nothing for a caller without a credential.
-    const sign = await call(platform.rpcUrl, 'payments.transfer.v1.TransferService/SignGatewayResponse', { content: '{}' });
-    expect(sign.status).toBe(401);
+    // No procedure signs a body the api did not produce: the signing RPC is gone, and the gateway needs a credential.
+    const sign = await call(platform.rpcUrl, 'payments.transfer.v1.TransferService/SignGatewayResponse', { bodyJson: '{"success":true}' }, facade.token);
+    expect(sign.status).toBe(404);
+    const gateway = await call(platform.rpcUrl, 'payments.transfer.v1.TransferService/Gateway', { authorization: '', body: '{}' });
+    expect(gateway.status).toBe(401);
   });
 
   it('refuses a revoked credential on the very next call, even right after it was verified', async () => {

@@ -12,6 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { listenOn } from '../../src/net';
 import { createPartner, createUser } from '../../src/onboarding';
+import { createServiceCredential } from '../../src/service-credentials';
 import { bundleWorkflows } from '../../src/worker';
 import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -97,7 +98,8 @@ describe('traces', () => {
     process.env.OTEL_BSP_SCHEDULE_DELAY = '100';
     const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' };
     platform = await startTestPlatform({ env: otel, roles: ['api', 'worker'], bundleCode: (await bundleWorkflows({ traced: true })).code });
-    facade = await startFacadeProcess({ ...otel, RPC_URL: platform.rpcUrl, RPC_TOKEN: platform.adminToken, OTEL_SERVICE_NAME: 'payments-edge' });
+    const facadeToken = (await createServiceCredential(platform.deps.database, { name: 'traced facade', scopes: ['facade'] })).token;
+    facade = await startFacadeProcess({ ...otel, RPC_URL: platform.rpcUrl, RPC_TOKEN: facadeToken, OTEL_SERVICE_NAME: 'payments-edge' });
   }, 90_000);
 
   afterAll(async () => {
@@ -132,8 +134,9 @@ describe('traces', () => {
     const confirmed = await partner.gateway({ service: 'confirm.fundTransfer', pre_transfer_id, partner_transaction_id: `TX${Date.now()}` });
     expect(confirmed.status).toBe(200);
 
-    // The façade span of the confirm names the gateway route; its trace must reach the ledger posting.
-    const isConfirmRpc = (span: ReceivedSpan) => span.kind === SPAN_KIND_SERVER && span.name.endsWith('/ConfirmPreTransfer');
+    // The façade span of the confirm names the gateway route; its trace (one Gateway RPC) must reach the ledger posting.
+    const isConfirmRpc = (span: ReceivedSpan) =>
+      span.kind === SPAN_KIND_SERVER && span.name.endsWith('/Gateway') && received.some((other) => other.traceId === span.traceId && other.name === 'ledger.postPendingTransfer');
     const deadline = Date.now() + 10_000;
     let trace: ReceivedSpan[] = [];
     while (Date.now() < deadline) {
@@ -149,7 +152,7 @@ describe('traces', () => {
       return span;
     };
     const edge = one((span) => span.kind === SPAN_KIND_SERVER && span.name === 'POST /partnerapi/v1/gateway', 'façade');
-    const rpcClient = one((span) => span.kind === SPAN_KIND_CLIENT && span.name.endsWith('/ConfirmPreTransfer'), 'RPC client');
+    const rpcClient = one((span) => span.kind === SPAN_KIND_CLIENT && span.name.endsWith('/Gateway'), 'RPC client');
     const rpcServer = one(isConfirmRpc, 'RPC server');
     const update = one((span) => span.name.startsWith('StartWorkflowUpdate:'), 'Temporal client update');
     const handler = one((span) => span.name.startsWith('HandleUpdate:'), 'workflow update handler');

@@ -12,7 +12,7 @@ import { createDatabase, migrateToLatest, type Knex } from '../../src/db/knex';
 import { freePort, waitForPort } from '../../src/net';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { startSandboxUpstream, type SandboxUpstream } from '../../src/sandbox/upstream';
-import { createServiceCredential } from '../../src/service-credentials';
+import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
 import { DEV_SERVER_TUNING } from '../../src/temporal/dev-server';
 import { startMerchantReceiver, type MerchantReceiver } from './merchant-receiver';
@@ -206,7 +206,7 @@ export async function startFaultPlatform(env: Record<string, string> = {}): Prom
   const worker = role('worker', 'worker');
   const api = role('api', 'api,facade');
   await Promise.all([worker.start(), api.start()]);
-  const { token } = await createServiceCredential(database, { name: 'fault suite', scopes: ['admin'] });
+  const { token } = await createServiceCredential(database, { name: 'fault suite', scopes: OPERATOR_SCOPES });
   const rpcUrl = `http://127.0.0.1:${rpcPort}`;
   const admin = createPlatformClients(rpcUrl, { credentials: { token } });
   return {

@@ -19,7 +19,7 @@ import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
-import { createServiceCredential } from '../../src/service-credentials';
+import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
 import { readClusterState, type ClusterState } from './cluster';
 
 export interface TestPlatform {
@@ -29,7 +29,7 @@ export interface TestPlatform {
   facadeUrl: string;
   /** Clients over the network RPC port, presenting `adminToken`. */
   clients: PlatformClients;
-  /** A service credential with the admin scope (every service). */
+  /** A service credential with every operator power (TEST_OPERATOR_SCOPES), as the operators' tests need. */
   adminToken: string;
   databaseName: string;
   stop(): Promise<void>;
@@ -91,6 +91,12 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
+/**
+ * The test operator's scopes: every operator power (admin, mint, credentials) and the ledger's writes, so a test
+ * reaches any operator procedure with one credential. Tests of the split powers create narrower ones.
+ */
+export const TEST_OPERATOR_SCOPES = [...OPERATOR_SCOPES, 'ledger-write'];
+
 /** How many test platforms of this file the cluster served (the rest ran their own roles). */
 export const clusterServed = { count: 0 };
 
@@ -130,7 +136,7 @@ async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
     await stopAll();
     throw error;
   });
-  const adminToken = (await createServiceCredential(deps.database, { name: 'test admin', scopes: ['admin'] })).token;
+  const adminToken = (await createServiceCredential(deps.database, { name: 'test admin', scopes: TEST_OPERATOR_SCOPES })).token;
   clusterServed.count += 1;
   const testPath = (expect.getState().testPath ?? '').replace(/^.*\/test\//, 'test/');
   process.stderr.write(`${testPath}: served by the cluster (façade ${cluster.facadeUrl})\n`);
@@ -177,7 +183,7 @@ export async function startTestPlatform(
     bundle: { code: options.bundleCode ?? bundleCode },
   });
   const rpcUrl = running.rpcUrl!;
-  const adminToken = running.deps ? (await createServiceCredential(running.deps.database, { name: 'test admin', scopes: ['admin'] })).token : '';
+  const adminToken = running.deps ? (await createServiceCredential(running.deps.database, { name: 'test admin', scopes: TEST_OPERATOR_SCOPES })).token : '';
   return {
     config,
     deps: running.deps!,

@@ -20,6 +20,7 @@ import * as payinForwarding from './021_payin_forwarding';
 import * as rateLimits from './022_rate_limits';
 import * as dataKeys from './023_data_keys';
 import * as preTransferStarted from './024_pre_transfer_started';
+import * as auditAndConfirmations from './025_audit_and_confirmations';
 import * as temporalAuthority from './026_temporal_authority';
 import * as merchantLoginRequests from './027_merchant_login_requests';
 
@@ -46,6 +47,7 @@ const migrations: Array<[string, Migration]> = [
   ['022_rate_limits', rateLimits],
   ['023_data_keys', dataKeys],
   ['024_pre_transfer_started', preTransferStarted],
+  ['025_audit_and_confirmations', auditAndConfirmations],
   ['026_temporal_authority', temporalAuthority],
   ['027_merchant_login_requests', merchantLoginRequests],
 ];

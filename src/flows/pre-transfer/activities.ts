@@ -11,7 +11,7 @@ import type { Knex } from '../../db/knex';
 import type { Account, PendingTransfer } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
 import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
-import { deletePreTransfer, lockPreTransfer, markConfirmed, markExpired } from './store';
+import { deletePreTransfer, lockPreTransfer, lockPreTransferToPost, markConfirmed, markExpired } from './store';
 
 function nonRetryable(reason: PreTransferReason, detail: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(detail, reason);
@@ -94,12 +94,15 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
     async postPreTransfer(input) {
       try {
         return await deps.database.transaction(async (trx) => {
-          const row = await lockPreTransfer(trx, input.pre_transfer_id);
+          const row = await lockPreTransferToPost(trx, input.pre_transfer_id, input.partner_transaction_id);
           if (!row) throw nonRetryable('PRE_TRANSFER_NOT_FOUND', `unknown pre-transfer ${input.pre_transfer_id}`);
           // The workflow's validator owns "used" and "expired"; these re-checks under the row lock guard the race
           // with a retried activity and with the ledger's own expiry of the hold.
           if (row.state === 'confirmed') return { fund_transfer_id: row.fund_transfer_id as string };
           if (row.state === 'expired') throw nonRetryable('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
+          // The Update that got here carries no authority of its own: money moves only for a confirm request the
+          // api verified (the partner's token and signature, or a credential bound to the partner) and recorded.
+          if (!row.confirm_recorded) throw nonRetryable('CONFIRMATION_NOT_RECORDED', 'no verified confirm request recorded for this partner_transaction_id');
           // Every failure below rolls the whole transaction back, so the post joins it directly. A
           // partner_transaction_id used before fails markConfirmed on the unique index (caught below), which undoes
           // the post with it: no query of its own on the way to every confirm.

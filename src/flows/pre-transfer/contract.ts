@@ -31,6 +31,11 @@ export const PRE_TRANSFER_REASONS = {
   PRE_TRANSFER_EXPIRED: 'failed_precondition',
   /** No pre-transfer with this out_trade_no. */
   TRANSFER_NOT_FOUND: 'not_found',
+  /**
+   * A `confirm` Update for a partner_transaction_id no verified confirm request recorded (one sent straight to
+   * Temporal): the post refuses it and nothing moves.
+   */
+  CONFIRMATION_NOT_RECORDED: 'permission_denied',
 } as const;
 export type PreTransferReason = keyof typeof PRE_TRANSFER_REASONS;
 
@@ -55,7 +60,11 @@ export interface ConfirmPreTransferUpdateResult {
   fund_transfer_id: string;
 }
 
-/** Posts the hold; rejected with PRE_TRANSFER_USED, PRE_TRANSFER_EXPIRED or DUPLICATE_PARTNER_TRANSACTION_ID. */
+/**
+ * Posts the hold; rejected with PRE_TRANSFER_USED, PRE_TRANSFER_EXPIRED, DUPLICATE_PARTNER_TRANSACTION_ID, or
+ * CONFIRMATION_NOT_RECORDED when the api recorded no verified confirm request with this partner_transaction_id (the
+ * Update itself carries no authority: anyone reaching the Temporal frontend can send one).
+ */
 export const confirmPreTransferUpdate = defineUpdate<ConfirmPreTransferUpdateResult, [ConfirmPreTransferUpdateInput]>('confirm');
 /** The workflow's view of the pre-transfer (the Web UI shows it too). */
 export const preTransferStateQuery = defineQuery<{ state: PreTransferWorkflowState; fund_transfer_id: string | null }>('state');
@@ -84,10 +93,11 @@ export interface VoidPreTransferInput {
 /** The PreTransferWorkflow's activities (src/flows/pre-transfer/activities.ts). */
 export interface PreTransferActivities {
   /**
-   * Posts the hold (partner float → receiver wallet) and marks the pre-transfer confirmed. A repeat after success
-   * returns the stored fund_transfer_id.
+   * Posts the hold (partner float → receiver wallet) and marks the pre-transfer confirmed, once the api recorded a
+   * verified confirm request of the pre-transfer's partner with this partner_transaction_id (read under the row
+   * lock). A repeat after success returns the stored fund_transfer_id.
    * @throws ApplicationFailure (non-retryable) PRE_TRANSFER_NOT_FOUND, PRE_TRANSFER_EXPIRED,
-   *   DUPLICATE_PARTNER_TRANSACTION_ID
+   *   DUPLICATE_PARTNER_TRANSACTION_ID, CONFIRMATION_NOT_RECORDED
    */
   postPreTransfer(input: PostPreTransferInput): Promise<{ fund_transfer_id: string }>;
   /** Voids the hold (the amount returns to the partner float) and marks the pre-transfer expired. Repeats are no-ops. */

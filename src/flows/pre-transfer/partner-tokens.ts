@@ -3,7 +3,8 @@
  * naming the partner, issued by A1 and presented as `Authorization: Bearer` on the gateway.
  */
 import { hkdfSync, randomBytes } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
+import { decodeJwt, jwtVerify, SignJWT } from 'jose';
+import { LRUCache } from 'lru-cache';
 
 const TOKEN_AUDIENCE = 'partnerapi';
 const TOKEN_ISSUER = 'payments-platform';
@@ -53,4 +54,30 @@ export async function verifyAccessToken(key: Uint8Array, token: string): Promise
   } catch {
     return undefined;
   }
+}
+
+/** Most verified tokens one verifier remembers. */
+const VERIFIED_TOKEN_CACHE_MAX = 10_000;
+
+/**
+ * `verifyAccessToken` remembering each token it verified (by its exact bytes) until the token expires: a partner
+ * presents the same token on every gateway call for up to ACCESS_TOKEN_TTL_SECONDS, and a token never changes, so
+ * its signature, audience, issuer and claims need checking once per process. Expiry is checked on every call; the
+ * partner's status is the caller's to check (a suspension applies at once).
+ */
+export function createAccessTokenVerifier(key: Uint8Array): (token: string) => Promise<string | undefined> {
+  const verified = new LRUCache<string, { partner_id: string; expires_at_ms: number }>({ max: VERIFIED_TOKEN_CACHE_MAX });
+  return async (token) => {
+    const known = verified.get(token);
+    if (known) {
+      if (Date.now() < known.expires_at_ms) return known.partner_id;
+      verified.delete(token);
+      return undefined;
+    }
+    const partner_id = await verifyAccessToken(key, token);
+    if (partner_id === undefined) return undefined;
+    const { exp } = decodeJwt(token);
+    if (typeof exp === 'number') verified.set(token, { partner_id, expires_at_ms: exp * 1000 });
+    return partner_id;
+  };
 }

@@ -71,6 +71,59 @@ export function lockPreTransfer(trx: Knex.Transaction, id: string): Promise<PreT
   return trx<PreTransferRow>('pre_transfers').where({ id }).forUpdate().first();
 }
 
+/**
+ * Locks the pre-transfer's row, as `lockPreTransfer`, and tells in the same statement whether a verified confirm
+ * request of its partner with `partner_transaction_id` was recorded (`recordConfirmRequest`).
+ */
+export async function lockPreTransferToPost(
+  trx: Knex.Transaction,
+  id: string,
+  partner_transaction_id: string,
+): Promise<(PreTransferRow & { confirm_recorded: boolean }) | undefined> {
+  return trx('pre_transfers as pt')
+    .select(
+      'pt.*',
+      trx.raw(
+        `EXISTS (SELECT 1 FROM pre_transfer_confirmations c
+           WHERE c.pre_transfer_id = pt.id AND c.partner_id = pt.partner_id AND c.partner_transaction_id = ?) AS confirm_recorded`,
+        [partner_transaction_id],
+      ),
+    )
+    .where('pt.id', id)
+    .forUpdate()
+    .first();
+}
+
+/** What the api verified of a confirm request: the partner's signed body (its digest), or a bound credential's call. */
+export interface ConfirmRequest {
+  id: string;
+  partner_id: string;
+  partner_transaction_id: string;
+  /** Hex SHA-256 of the signed body as received (or of the typed request a bound credential sent). */
+  body_sha256: string;
+  /** The service credential bound to the partner that sent it, when it came through the typed RPC. */
+  credential_id?: string;
+}
+
+/**
+ * Reads the partner's pre-transfer and, when it is pending and unexpired, records the verified confirm request in
+ * the same statement (a repeat of the same partner_transaction_id keeps the first record).
+ * @returns the row as it was before the confirm, or undefined when the partner has no such pre-transfer
+ */
+export async function recordConfirmRequest(database: Knex, request: ConfirmRequest): Promise<PreTransferRow | undefined> {
+  const result = await database.raw(
+    `WITH found AS (SELECT * FROM pre_transfers WHERE id = ? AND partner_id = ?),
+     recorded AS (
+       INSERT INTO pre_transfer_confirmations (pre_transfer_id, partner_transaction_id, partner_id, body_sha256, credential_id)
+       SELECT id, ?, partner_id, ?, ? FROM found WHERE state = 'pending' AND expires_at > now()
+       ON CONFLICT DO NOTHING
+     )
+     SELECT * FROM found`,
+    [request.id, request.partner_id, request.partner_transaction_id, request.body_sha256, request.credential_id ?? null],
+  );
+  return (result as { rows: PreTransferRow[] }).rows[0];
+}
+
 export async function markConfirmed(
   trx: Knex.Transaction,
   id: string,

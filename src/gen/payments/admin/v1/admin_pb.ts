@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/admin/v1/admin.proto.
  */
 export const file_payments_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiyAEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJEiMKG2ZpZWxkX2VuY3J5cHRpb25fcHVibGljX2tleRgHIAEoCSK8AQoVQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0EhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAESIAoMY2FsbGJhY2tfdXJsGAIgASgJQgq6SAdyBRABGIAQEiEKEHNpZ25hdHVyZV9oZWFkZXIYAyABKAlCB7pIBHICGEASIAoOcHVibGljX2tleV9wZW0YBCABKAlCCLpIBXIDGIBAEiIKEXBheWluX2ZlZV9wZXJjZW50GAUgASgJQge6SARyAhgQIqMCChZDcmVhdGVNZXJjaGFudFJlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEhsKE21lcmNoYW50X3NlY3JldF9rZXkYAiABKAkSFQoNYXBpX3VzZXJfbmFtZRgDIAEoCRIUCgxhcGlfcGFzc3dvcmQYBCABKAkSDwoHYXBpX2tleRgFIAEoCRITCgtobWFjX3NlY3JldBgGIAEoCRIYChBzaWduYXR1cmVfaGVhZGVyGAcgASgJEhsKE3BsYXRmb3JtX3B1YmxpY19rZXkYCCABKAkSIwobZmllbGRfZW5jcnlwdGlvbl9wdWJsaWNfa2V5GAogASgJEhgKC3ByaXZhdGVfa2V5GAkgASgJSACIAQFCDgoMX3ByaXZhdGVfa2V5InsKGFNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiQAoZU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkieQoXU2V0UGFydG5lclN0YXR1c1JlcXVlc3QSHQoKcGFydG5lcl9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiPgoYU2V0UGFydG5lclN0YXR1c1Jlc3BvbnNlEhIKCnBhcnRuZXJfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJIu4BChFDcmVhdGVVc2VyUmVxdWVzdBIdCgxwaG9uZV9udW1iZXIYASABKAlCB7pIBHICGCASFwoFZW1haWwYAiABKAlCCLpIBXIDGP4BEhsKCmZpcnN0X25hbWUYAyABKAlCB7pIBHICGGASGgoJbGFzdF9uYW1lGAQgASgJQge6SARyAhhgEhkKCGN1cnJlbmN5GAUgASgJQge6SARyAhgIEhwKC21lcmNoYW50X2lkGAYgASgJQge6SARyAhhAEhQKDG5vdF9lbGlnaWJsZRgHIAEoCBIZCgdhZGRyZXNzGAggASgJQgi6SAVyAxj/ASKxAQoSQ3JlYXRlVXNlclJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFAoMcGhvbmVfbnVtYmVyGAIgASgJEhIKCnVzZXJfdG9rZW4YAyABKAkSEgoKd2FsbGV0X3JlZhgEIAEoCRINCgVlbWFpbBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRIZChF3YWxsZXRfYWNjb3VudF9pZBgHIAEoCRIQCghlbGlnaWJsZRgIIAEoCCJiCgtXYWxsZXRPd25lchIYCgd1c2VyX2lkGAEgASgJQge6SARyAhhAEhwKC21lcmNoYW50X2lkGAIgASgJQge6SARyAhhAEhsKCnBhcnRuZXJfaWQYAyABKAlCB7pIBHICGEAimwEKE0NyZWRpdFdhbGxldFJlcXVlc3QSLQoFb3duZXIYASABKAsyHi5wYXltZW50cy5hZG1pbi52MS5XYWxsZXRPd25lchIZCgZhbW91bnQYAiABKAlCCbpIBnIEEAEYKBIbCghjdXJyZW5jeRgDIAEoCUIJukgGcgQQARgIEh0KCXJlZmVyZW5jZRgEIAEoCUIKukgHcgUQARiAASJpChRDcmVkaXRXYWxsZXRSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJIkkKGEdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyIr0BCg1XYWxsZXRCYWxhbmNlEhAKCGN1cnJlbmN5GAEgASgJEg8KB2JhbGFuY2UYAiABKAkSFQoNYmFsYW5jZV91bml0cxgDIAEoAxIQCghkZWNpbWFscxgEIAEoBRIXCg9hdmFpbGFibGVfdW5pdHMYBSABKAMSEQoJYXZhaWxhYmxlGAYgASgJEhIKCmhlbGRfdW5pdHMYByABKAMSDAoEa2luZBgIIAEoCRISCgphY2NvdW50X2lkGAkgASgJIk4KGUdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLmFkbWluLnYxLldhbGxldEJhbGFuY2UiFAoSQ2hlY2tMZWRnZXJSZXF1ZXN0IlgKE0NoZWNrTGVkZ2VyUmVzcG9uc2USCgoCb2sYASABKAgSEAoIYWNjb3VudHMYAiABKAMSDwoHZW50cmllcxgDIAEoAxISCgppbWJhbGFuY2VzGAQgAygJIlUKHkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBIXCgRuYW1lGAEgASgJQgm6SAZyBBABGGQSGgoGc2NvcGVzGAIgAygJQgq6SAeSAQQIARACIlcKH0NyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2USFQoNY3JlZGVudGlhbF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZzY29wZXMYAyADKAkiUwoeUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0EjEKDWNyZWRlbnRpYWxfaWQYASABKAlCGrpIF3IVMhNeY3JlZF9bMC05YS1mXXsxNn0kIiEKH1Jldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiHwodTGlzdFNlcnZpY2VDcmVkZW50aWFsc1JlcXVlc3QicAoRU2VydmljZUNyZWRlbnRpYWwSFQoNY3JlZGVudGlhbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnJldm9rZWRfYXQYBSABKAkiWwoeTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlEjkKC2NyZWRlbnRpYWxzGAEgAygLMiQucGF5bWVudHMuYWRtaW4udjEuU2VydmljZUNyZWRlbnRpYWwiSwoQUmVjb25jaWxlUmVxdWVzdBITCgtyZXBvcnRfb25seRgBIAEoCBIiCg1ncmFjZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoACJMChBSZWNvbmNpbGVGaW5kaW5nEgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEg4KBmRldGFpbBgEIAEoCSKjAQoRUmVjb25jaWxlUmVzcG9uc2USEgoKc3RhcnRlZF9hdBgBIAEoCRI1CghmaW5kaW5ncxgCIAMoCzIjLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZUZpbmRpbmcSEAoIcmVwYWlyZWQYAyABKAUSEAoIcmVwb3J0ZWQYBCABKAUSHwoXaWRlbXBvdGVuY3lfa2V5c19wdXJnZWQYBSABKAUiKwoUUm90YXRlRGF0YUtleVJlcXVlc3QSEwoLcmVzZWFsX29ubHkYASABKAgiYQoVUm90YXRlRGF0YUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRIaChJtZXJjaGFudHNfcmVzZWFsZWQYAiABKAMSHAoUaW5zdHJ1bWVudHNfcmVzZWFsZWQYAyABKAMqbAoOTWVyY2hhbnRTdGF0dXMSHwobTUVSQ0hBTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWTUVSQ0hBTlRfU1RBVFVTX0FDVElWRRABEh0KGU1FUkNIQU5UX1NUQVRVU19TVVNQRU5ERUQQAjKbCwoMQWRtaW5TZXJ2aWNlEmQKDUNyZWF0ZVBhcnRuZXISJy5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVQYXJ0bmVyUmVxdWVzdBooLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVBhcnRuZXJSZXNwb25zZSIAEmcKDkNyZWF0ZU1lcmNoYW50EigucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0GikucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlTWVyY2hhbnRSZXNwb25zZSIAEnAKEVNldE1lcmNoYW50U3RhdHVzEisucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZSIAEm0KEFNldFBhcnRuZXJTdGF0dXMSKi5wYXltZW50cy5hZG1pbi52MS5TZXRQYXJ0bmVyU3RhdHVzUmVxdWVzdBorLnBheW1lbnRzLmFkbWluLnYxLlNldFBhcnRuZXJTdGF0dXNSZXNwb25zZSIAElsKCkNyZWF0ZVVzZXISJC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVVc2VyUmVxdWVzdBolLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVVzZXJSZXNwb25zZSIAEmEKDENyZWRpdFdhbGxldBImLnBheW1lbnRzLmFkbWluLnYxLkNyZWRpdFdhbGxldFJlcXVlc3QaJy5wYXltZW50cy5hZG1pbi52MS5DcmVkaXRXYWxsZXRSZXNwb25zZSIAEnAKEUdldFdhbGxldEJhbGFuY2VzEisucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXF1ZXN0GiwucGF5bWVudHMuYWRtaW4udjEuR2V0V2FsbGV0QmFsYW5jZXNSZXNwb25zZSIAEl4KC0NoZWNrTGVkZ2VyEiUucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXF1ZXN0GiYucGF5bWVudHMuYWRtaW4udjEuQ2hlY2tMZWRnZXJSZXNwb25zZSIAEoIBChdDcmVhdGVTZXJ2aWNlQ3JlZGVudGlhbBIxLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBoyLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiABKCAQoXUmV2b2tlU2VydmljZUNyZWRlbnRpYWwSMS5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlcXVlc3QaMi5wYXltZW50cy5hZG1pbi52MS5SZXZva2VTZXJ2aWNlQ3JlZGVudGlhbFJlc3BvbnNlIgASfwoWTGlzdFNlcnZpY2VDcmVkZW50aWFscxIwLnBheW1lbnRzLmFkbWluLnYxLkxpc3RTZXJ2aWNlQ3JlZGVudGlhbHNSZXF1ZXN0GjEucGF5bWVudHMuYWRtaW4udjEuTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlIgASWAoJUmVjb25jaWxlEiMucGF5bWVudHMuYWRtaW4udjEuUmVjb25jaWxlUmVxdWVzdBokLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZVJlc3BvbnNlIgASZAoNUm90YXRlRGF0YUtleRInLnBheW1lbnRzLmFkbWluLnYxLlJvdGF0ZURhdGFLZXlSZXF1ZXN0GigucGF5bWVudHMuYWRtaW4udjEuUm90YXRlRGF0YUtleVJlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate]);
+  fileDesc("Ch1wYXltZW50cy9hZG1pbi92MS9hZG1pbi5wcm90bxIRcGF5bWVudHMuYWRtaW4udjEicwoUQ3JlYXRlUGFydG5lclJlcXVlc3QSGAoEbmFtZRgBIAEoCUIKukgHcgUQARiAARIiCg5wdWJsaWNfa2V5X3BlbRgCIAEoCUIKukgHcgUQARiAQBIdCgxmbG9hdF9hbW91bnQYAyABKAlCB7pIBHICGCAiyAEKFUNyZWF0ZVBhcnRuZXJSZXNwb25zZRISCgpwYXJ0bmVyX2lkGAEgASgJEhoKEnBhcnRuZXJfc2VjcmV0X2tleRgCIAEoCRIRCgl1c2VyX25hbWUYAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSGwoTcGxhdGZvcm1fcHVibGljX2tleRgFIAEoCRIYChBmbG9hdF9hY2NvdW50X2lkGAYgASgJEiMKG2ZpZWxkX2VuY3J5cHRpb25fcHVibGljX2tleRgHIAEoCSK8AQoVQ3JlYXRlTWVyY2hhbnRSZXF1ZXN0EhgKBG5hbWUYASABKAlCCrpIB3IFEAEYgAESIAoMY2FsbGJhY2tfdXJsGAIgASgJQgq6SAdyBRABGIAQEiEKEHNpZ25hdHVyZV9oZWFkZXIYAyABKAlCB7pIBHICGEASIAoOcHVibGljX2tleV9wZW0YBCABKAlCCLpIBXIDGIBAEiIKEXBheWluX2ZlZV9wZXJjZW50GAUgASgJQge6SARyAhgQIqMCChZDcmVhdGVNZXJjaGFudFJlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEhsKE21lcmNoYW50X3NlY3JldF9rZXkYAiABKAkSFQoNYXBpX3VzZXJfbmFtZRgDIAEoCRIUCgxhcGlfcGFzc3dvcmQYBCABKAkSDwoHYXBpX2tleRgFIAEoCRITCgtobWFjX3NlY3JldBgGIAEoCRIYChBzaWduYXR1cmVfaGVhZGVyGAcgASgJEhsKE3BsYXRmb3JtX3B1YmxpY19rZXkYCCABKAkSIwobZmllbGRfZW5jcnlwdGlvbl9wdWJsaWNfa2V5GAogASgJEhgKC3ByaXZhdGVfa2V5GAkgASgJSACIAQFCDgoMX3ByaXZhdGVfa2V5InsKGFNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiQAoZU2V0TWVyY2hhbnRTdGF0dXNSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkieQoXU2V0UGFydG5lclN0YXR1c1JlcXVlc3QSHQoKcGFydG5lcl9pZBgBIAEoCUIJukgGcgQQARhAEj8KBnN0YXR1cxgCIAEoDjIhLnBheW1lbnRzLmFkbWluLnYxLk1lcmNoYW50U3RhdHVzQgy6SAmCAQYQARgBGAIiPgoYU2V0UGFydG5lclN0YXR1c1Jlc3BvbnNlEhIKCnBhcnRuZXJfaWQYASABKAkSDgoGc3RhdHVzGAIgASgJIu4BChFDcmVhdGVVc2VyUmVxdWVzdBIdCgxwaG9uZV9udW1iZXIYASABKAlCB7pIBHICGCASFwoFZW1haWwYAiABKAlCCLpIBXIDGP4BEhsKCmZpcnN0X25hbWUYAyABKAlCB7pIBHICGGASGgoJbGFzdF9uYW1lGAQgASgJQge6SARyAhhgEhkKCGN1cnJlbmN5GAUgASgJQge6SARyAhgIEhwKC21lcmNoYW50X2lkGAYgASgJQge6SARyAhhAEhQKDG5vdF9lbGlnaWJsZRgHIAEoCBIZCgdhZGRyZXNzGAggASgJQgi6SAVyAxj/ASKxAQoSQ3JlYXRlVXNlclJlc3BvbnNlEg8KB3VzZXJfaWQYASABKAkSFAoMcGhvbmVfbnVtYmVyGAIgASgJEhIKCnVzZXJfdG9rZW4YAyABKAkSEgoKd2FsbGV0X3JlZhgEIAEoCRINCgVlbWFpbBgFIAEoCRIQCghjdXJyZW5jeRgGIAEoCRIZChF3YWxsZXRfYWNjb3VudF9pZBgHIAEoCRIQCghlbGlnaWJsZRgIIAEoCCJiCgtXYWxsZXRPd25lchIYCgd1c2VyX2lkGAEgASgJQge6SARyAhhAEhwKC21lcmNoYW50X2lkGAIgASgJQge6SARyAhhAEhsKCnBhcnRuZXJfaWQYAyABKAlCB7pIBHICGEAimwEKE0NyZWRpdFdhbGxldFJlcXVlc3QSLQoFb3duZXIYASABKAsyHi5wYXltZW50cy5hZG1pbi52MS5XYWxsZXRPd25lchIZCgZhbW91bnQYAiABKAlCCbpIBnIEEAEYKBIbCghjdXJyZW5jeRgDIAEoCUIJukgGcgQQARgIEh0KCXJlZmVyZW5jZRgEIAEoCUIKukgHcgUQARiAASJpChRDcmVkaXRXYWxsZXRSZXNwb25zZRIXCg90cmFuc2FjdGlvbl9yZWYYASABKAkSDwoHYmFsYW5jZRgCIAEoCRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhAKCGN1cnJlbmN5GAQgASgJIkkKGEdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBItCgVvd25lchgBIAEoCzIeLnBheW1lbnRzLmFkbWluLnYxLldhbGxldE93bmVyIr0BCg1XYWxsZXRCYWxhbmNlEhAKCGN1cnJlbmN5GAEgASgJEg8KB2JhbGFuY2UYAiABKAkSFQoNYmFsYW5jZV91bml0cxgDIAEoAxIQCghkZWNpbWFscxgEIAEoBRIXCg9hdmFpbGFibGVfdW5pdHMYBSABKAMSEQoJYXZhaWxhYmxlGAYgASgJEhIKCmhlbGRfdW5pdHMYByABKAMSDAoEa2luZBgIIAEoCRISCgphY2NvdW50X2lkGAkgASgJIk4KGUdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2USMQoHd2FsbGV0cxgBIAMoCzIgLnBheW1lbnRzLmFkbWluLnYxLldhbGxldEJhbGFuY2UiFAoSQ2hlY2tMZWRnZXJSZXF1ZXN0IlgKE0NoZWNrTGVkZ2VyUmVzcG9uc2USCgoCb2sYASABKAgSEAoIYWNjb3VudHMYAiABKAMSDwoHZW50cmllcxgDIAEoAxISCgppbWJhbGFuY2VzGAQgAygJIlUKHkNyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVxdWVzdBIXCgRuYW1lGAEgASgJQgm6SAZyBBABGGQSGgoGc2NvcGVzGAIgAygJQgq6SAeSAQQIARAQIlcKH0NyZWF0ZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2USFQoNY3JlZGVudGlhbF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIOCgZzY29wZXMYAyADKAkiUwoeUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0EjEKDWNyZWRlbnRpYWxfaWQYASABKAlCGrpIF3IVMhNeY3JlZF9bMC05YS1mXXsxNn0kIiEKH1Jldm9rZVNlcnZpY2VDcmVkZW50aWFsUmVzcG9uc2UiHwodTGlzdFNlcnZpY2VDcmVkZW50aWFsc1JlcXVlc3QicAoRU2VydmljZUNyZWRlbnRpYWwSFQoNY3JlZGVudGlhbF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRISCgpjcmVhdGVkX2F0GAQgASgJEhIKCnJldm9rZWRfYXQYBSABKAkiWwoeTGlzdFNlcnZpY2VDcmVkZW50aWFsc1Jlc3BvbnNlEjkKC2NyZWRlbnRpYWxzGAEgAygLMiQucGF5bWVudHMuYWRtaW4udjEuU2VydmljZUNyZWRlbnRpYWwiSwoQUmVjb25jaWxlUmVxdWVzdBITCgtyZXBvcnRfb25seRgBIAEoCBIiCg1ncmFjZV9zZWNvbmRzGAIgASgFQgu6SAgaBhiAowUoACJMChBSZWNvbmNpbGVGaW5kaW5nEgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEg4KBmRldGFpbBgEIAEoCSKjAQoRUmVjb25jaWxlUmVzcG9uc2USEgoKc3RhcnRlZF9hdBgBIAEoCRI1CghmaW5kaW5ncxgCIAMoCzIjLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZUZpbmRpbmcSEAoIcmVwYWlyZWQYAyABKAUSEAoIcmVwb3J0ZWQYBCABKAUSHwoXaWRlbXBvdGVuY3lfa2V5c19wdXJnZWQYBSABKAUiKwoUUm90YXRlRGF0YUtleVJlcXVlc3QSEwoLcmVzZWFsX29ubHkYASABKAgiYQoVUm90YXRlRGF0YUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRIaChJtZXJjaGFudHNfcmVzZWFsZWQYAiABKAMSHAoUaW5zdHJ1bWVudHNfcmVzZWFsZWQYAyABKAMicgoXTGlzdEF1ZGl0UmVjb3Jkc1JlcXVlc3QSGQoFbGltaXQYASABKAVCCrpIBxoFGOgHKAASHwoNY3JlZGVudGlhbF9pZBgCIAEoCUIIukgFcgMYgAESGwoJcHJvY2VkdXJlGAMgASgJQgi6SAVyAxjIASKoAQoLQXVkaXRSZWNvcmQSCgoCaWQYASABKAMSCgoCYXQYAiABKAkSFQoNY3JlZGVudGlhbF9pZBgDIAEoCRIWCg5jYWxsZXJfYWRkcmVzcxgEIAEoCRIWCg5jbGllbnRfYWRkcmVzcxgIIAEoCRIRCglwcm9jZWR1cmUYBSABKAkSFgoOYXJndW1lbnRzX2pzb24YBiABKAkSDwoHb3V0Y29tZRgHIAEoCSJLChhMaXN0QXVkaXRSZWNvcmRzUmVzcG9uc2USLwoHcmVjb3JkcxgBIAMoCzIeLnBheW1lbnRzLmFkbWluLnYxLkF1ZGl0UmVjb3JkKmwKDk1lcmNoYW50U3RhdHVzEh8KG01FUkNIQU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFk1FUkNIQU5UX1NUQVRVU19BQ1RJVkUQARIdChlNRVJDSEFOVF9TVEFUVVNfU1VTUEVOREVEEAIyigwKDEFkbWluU2VydmljZRJkCg1DcmVhdGVQYXJ0bmVyEicucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlUGFydG5lclJlcXVlc3QaKC5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVQYXJ0bmVyUmVzcG9uc2UiABJnCg5DcmVhdGVNZXJjaGFudBIoLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZU1lcmNoYW50UmVxdWVzdBopLnBheW1lbnRzLmFkbWluLnYxLkNyZWF0ZU1lcmNoYW50UmVzcG9uc2UiABJwChFTZXRNZXJjaGFudFN0YXR1cxIrLnBheW1lbnRzLmFkbWluLnYxLlNldE1lcmNoYW50U3RhdHVzUmVxdWVzdBosLnBheW1lbnRzLmFkbWluLnYxLlNldE1lcmNoYW50U3RhdHVzUmVzcG9uc2UiABJtChBTZXRQYXJ0bmVyU3RhdHVzEioucGF5bWVudHMuYWRtaW4udjEuU2V0UGFydG5lclN0YXR1c1JlcXVlc3QaKy5wYXltZW50cy5hZG1pbi52MS5TZXRQYXJ0bmVyU3RhdHVzUmVzcG9uc2UiABJbCgpDcmVhdGVVc2VyEiQucGF5bWVudHMuYWRtaW4udjEuQ3JlYXRlVXNlclJlcXVlc3QaJS5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVVc2VyUmVzcG9uc2UiABJhCgxDcmVkaXRXYWxsZXQSJi5wYXltZW50cy5hZG1pbi52MS5DcmVkaXRXYWxsZXRSZXF1ZXN0GicucGF5bWVudHMuYWRtaW4udjEuQ3JlZGl0V2FsbGV0UmVzcG9uc2UiABJwChFHZXRXYWxsZXRCYWxhbmNlcxIrLnBheW1lbnRzLmFkbWluLnYxLkdldFdhbGxldEJhbGFuY2VzUmVxdWVzdBosLnBheW1lbnRzLmFkbWluLnYxLkdldFdhbGxldEJhbGFuY2VzUmVzcG9uc2UiABJeCgtDaGVja0xlZGdlchIlLnBheW1lbnRzLmFkbWluLnYxLkNoZWNrTGVkZ2VyUmVxdWVzdBomLnBheW1lbnRzLmFkbWluLnYxLkNoZWNrTGVkZ2VyUmVzcG9uc2UiABKCAQoXQ3JlYXRlU2VydmljZUNyZWRlbnRpYWwSMS5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVTZXJ2aWNlQ3JlZGVudGlhbFJlcXVlc3QaMi5wYXltZW50cy5hZG1pbi52MS5DcmVhdGVTZXJ2aWNlQ3JlZGVudGlhbFJlc3BvbnNlIgASggEKF1Jldm9rZVNlcnZpY2VDcmVkZW50aWFsEjEucGF5bWVudHMuYWRtaW4udjEuUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXF1ZXN0GjIucGF5bWVudHMuYWRtaW4udjEuUmV2b2tlU2VydmljZUNyZWRlbnRpYWxSZXNwb25zZSIAEn8KFkxpc3RTZXJ2aWNlQ3JlZGVudGlhbHMSMC5wYXltZW50cy5hZG1pbi52MS5MaXN0U2VydmljZUNyZWRlbnRpYWxzUmVxdWVzdBoxLnBheW1lbnRzLmFkbWluLnYxLkxpc3RTZXJ2aWNlQ3JlZGVudGlhbHNSZXNwb25zZSIAElgKCVJlY29uY2lsZRIjLnBheW1lbnRzLmFkbWluLnYxLlJlY29uY2lsZVJlcXVlc3QaJC5wYXltZW50cy5hZG1pbi52MS5SZWNvbmNpbGVSZXNwb25zZSIAEmQKDVJvdGF0ZURhdGFLZXkSJy5wYXltZW50cy5hZG1pbi52MS5Sb3RhdGVEYXRhS2V5UmVxdWVzdBooLnBheW1lbnRzLmFkbWluLnYxLlJvdGF0ZURhdGFLZXlSZXNwb25zZSIAEm0KEExpc3RBdWRpdFJlY29yZHMSKi5wYXltZW50cy5hZG1pbi52MS5MaXN0QXVkaXRSZWNvcmRzUmVxdWVzdBorLnBheW1lbnRzLmFkbWluLnYxLkxpc3RBdWRpdFJlY29yZHNSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate]);
 
 /**
  * @generated from message payments.admin.v1.CreatePartnerRequest
@@ -665,7 +665,9 @@ export type CreateServiceCredentialRequest = Message<"payments.admin.v1.CreateSe
   name: string;
 
   /**
-   * Each "admin" (every service) or "facade" (the services the REST façade calls).
+   * Each one of "admin" (operators' work), "mint" (CreditWallet), "credentials" (credentials and key rotation),
+   * "ledger-write" (LedgerService writes), "facade" (the REST façade), or an owner the credential acts for:
+   * "partner:<partner id>" or "merchant:<merchant id>" (an existing one).
    *
    * @generated from field: repeated string scopes = 2;
    */
@@ -960,6 +962,122 @@ export const RotateDataKeyResponseSchema: GenMessage<RotateDataKeyResponse> = /*
   messageDesc(file_payments_admin_v1_admin, 29);
 
 /**
+ * @generated from message payments.admin.v1.ListAuditRecordsRequest
+ */
+export type ListAuditRecordsRequest = Message<"payments.admin.v1.ListAuditRecordsRequest"> & {
+  /**
+   * Most records answered, newest first: 1..1000; 0 = 100.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Only this credential's calls ("cred_…", or "cert:<CN>" for a client certificate).
+   *
+   * @generated from field: string credential_id = 2;
+   */
+  credentialId: string;
+
+  /**
+   * Only this procedure ("payments.admin.v1.AdminService/CreditWallet", or its method name "CreditWallet").
+   *
+   * @generated from field: string procedure = 3;
+   */
+  procedure: string;
+};
+
+/**
+ * Describes the message payments.admin.v1.ListAuditRecordsRequest.
+ * Use `create(ListAuditRecordsRequestSchema)` to create a new message.
+ */
+export const ListAuditRecordsRequestSchema: GenMessage<ListAuditRecordsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 30);
+
+/**
+ * AuditRecord is one recorded call. Records are never changed or deleted.
+ *
+ * @generated from message payments.admin.v1.AuditRecord
+ */
+export type AuditRecord = Message<"payments.admin.v1.AuditRecord"> & {
+  /**
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * The caller's credential ("cred_…", "cert:<CN>", or "in-process" for the façade of the api's own process).
+   *
+   * @generated from field: string credential_id = 3;
+   */
+  credentialId: string;
+
+  /**
+   * The caller's address (the RPC peer), or "in-process" for the façade of the api's own process.
+   *
+   * @generated from field: string caller_address = 4;
+   */
+  callerAddress: string;
+
+  /**
+   * The end client's address the caller said it acted for (X-Client-Address), empty when none was sent.
+   *
+   * @generated from field: string client_address = 8;
+   */
+  clientAddress: string;
+
+  /**
+   * @generated from field: string procedure = 5;
+   */
+  procedure: string;
+
+  /**
+   * The request as JSON object text, secrets replaced by "[redacted]".
+   *
+   * @generated from field: string arguments_json = 6;
+   */
+  argumentsJson: string;
+
+  /**
+   * "ok", or the error's reason (e.g. "PERMISSION_DENIED", "INSUFFICIENT_FUNDS").
+   *
+   * @generated from field: string outcome = 7;
+   */
+  outcome: string;
+};
+
+/**
+ * Describes the message payments.admin.v1.AuditRecord.
+ * Use `create(AuditRecordSchema)` to create a new message.
+ */
+export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 31);
+
+/**
+ * @generated from message payments.admin.v1.ListAuditRecordsResponse
+ */
+export type ListAuditRecordsResponse = Message<"payments.admin.v1.ListAuditRecordsResponse"> & {
+  /**
+   * @generated from field: repeated payments.admin.v1.AuditRecord records = 1;
+   */
+  records: AuditRecord[];
+};
+
+/**
+ * Describes the message payments.admin.v1.ListAuditRecordsResponse.
+ * Use `create(ListAuditRecordsResponseSchema)` to create a new message.
+ */
+export const ListAuditRecordsResponseSchema: GenMessage<ListAuditRecordsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_admin_v1_admin, 32);
+
+/**
  * MerchantStatus is a merchant's state.
  *
  * @generated from enum payments.admin.v1.MerchantStatus
@@ -996,7 +1114,8 @@ export const MerchantStatusSchema: GenEnum<MerchantStatus> = /*@__PURE__*/
  */
 export const AdminService: GenService<{
   /**
-   * CreatePartner creates a partner with fresh credentials (shown once) and a USD float, optionally funded.
+   * CreatePartner creates a partner with fresh credentials (shown once) and a USD float, optionally funded (a funded
+   * float mints money: it needs the "mint" scope too).
    *
    * @generated from rpc payments.admin.v1.AdminService.CreatePartner
    */
@@ -1047,8 +1166,9 @@ export const AdminService: GenService<{
     output: typeof CreateUserResponseSchema;
   },
   /**
-   * CreditWallet credits a user's or merchant's wallet or a partner's float from the platform settlement account.
-   * The reference is the idempotency key: the same reference with the same request returns the first result.
+   * CreditWallet credits a user's or merchant's wallet or a partner's float from the platform settlement account
+   * (scope "mint"). The reference is the idempotency key: the same reference with the same request, from the same
+   * credential, returns the first result. The ledger transaction's metadata names the credential.
    *
    * @generated from rpc payments.admin.v1.AdminService.CreditWallet
    */
@@ -1078,7 +1198,8 @@ export const AdminService: GenService<{
     output: typeof CheckLedgerResponseSchema;
   },
   /**
-   * CreateServiceCredential creates a credential for the internal RPC with the given scopes; its token is shown once.
+   * CreateServiceCredential creates a credential for the internal RPC with the given scopes; its token is shown once
+   * (scope "credentials").
    *
    * @generated from rpc payments.admin.v1.AdminService.CreateServiceCredential
    */
@@ -1088,7 +1209,8 @@ export const AdminService: GenService<{
     output: typeof CreateServiceCredentialResponseSchema;
   },
   /**
-   * RevokeServiceCredential revokes a credential: every process refuses it from the next call on.
+   * RevokeServiceCredential revokes a credential: every process refuses it from the next call on (scope
+   * "credentials").
    *
    * @generated from rpc payments.admin.v1.AdminService.RevokeServiceCredential
    */
@@ -1098,7 +1220,7 @@ export const AdminService: GenService<{
     output: typeof RevokeServiceCredentialResponseSchema;
   },
   /**
-   * ListServiceCredentials lists every credential (never a token).
+   * ListServiceCredentials lists every credential, never a token (scope "credentials").
    *
    * @generated from rpc payments.admin.v1.AdminService.ListServiceCredentials
    */
@@ -1120,7 +1242,7 @@ export const AdminService: GenService<{
   },
   /**
    * RotateDataKey adds a data key to PLATFORM_KEY_DIR, makes it current and re-seals every secret at rest under it
-   * (reseal_only: re-seal under the current key without adding one). Idempotent when re-run.
+   * (reseal_only: re-seal under the current key without adding one). Idempotent when re-run (scope "credentials").
    *
    * @generated from rpc payments.admin.v1.AdminService.RotateDataKey
    */
@@ -1128,6 +1250,17 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RotateDataKeyRequestSchema;
     output: typeof RotateDataKeyResponseSchema;
+  },
+  /**
+   * ListAuditRecords reads the audit trail, newest first: every privileged call and every call of a credential
+   * bound to a partner or merchant, with its caller and outcome.
+   *
+   * @generated from rpc payments.admin.v1.AdminService.ListAuditRecords
+   */
+  listAuditRecords: {
+    methodKind: "unary";
+    input: typeof ListAuditRecordsRequestSchema;
+    output: typeof ListAuditRecordsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_admin_v1_admin, 0);

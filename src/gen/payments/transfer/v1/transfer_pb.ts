@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/transfer/v1/transfer.proto.
  */
 export const file_payments_transfer_v1_transfer: GenFile = /*@__PURE__*/
-  fileDesc("CiNwYXltZW50cy90cmFuc2Zlci92MS90cmFuc2Zlci5wcm90bxIUcGF5bWVudHMudHJhbnNmZXIudjEikwEKF0lzc3VlQWNjZXNzVG9rZW5SZXF1ZXN0EhsKCnBhcnRuZXJfaWQYASABKAlCB7pIBHICGEASJAoScGFydG5lcl9zZWNyZXRfa2V5GAIgASgJQgi6SAVyAxiAARIaCgl1c2VyX25hbWUYAyABKAlCB7pIBHICGEASGQoIcGFzc3dvcmQYBCABKAlCB7pIBHICGEAiSwoYSXNzdWVBY2Nlc3NUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIZChFleHBpcmVfaW5fc2Vjb25kcxgCIAEoAyJACh5BdXRob3JpemVHYXRld2F5UmVxdWVzdFJlcXVlc3QSHgoMYWNjZXNzX3Rva2VuGAEgASgJQgi6SAVyAxiwCSJVCh9BdXRob3JpemVHYXRld2F5UmVxdWVzdFJlc3BvbnNlEhIKCnBhcnRuZXJfaWQYASABKAkSHgoWcGFydG5lcl9wdWJsaWNfa2V5X3BlbRgCIAEoCSI6ChpTaWduR2F0ZXdheVJlc3BvbnNlUmVxdWVzdBIcCglib2R5X2pzb24YASABKAlCCbpIBnIEGICAQCI+ChtTaWduR2F0ZXdheVJlc3BvbnNlUmVzcG9uc2USDAoEc2lnbhgBIAEoCRIRCglzaWduX3R5cGUYAiABKAkiiwIKGENyZWF0ZVByZVRyYW5zZmVyUmVxdWVzdBIbCgpwYXJ0bmVyX2lkGAEgASgJQge6SARyAhABEjAKDG91dF90cmFkZV9ubxgCIAEoCUIaukgXchUyE15bQS1aYS16MC05XXsxLDY0fSQSRQoLcmVjZWl2ZXJfaWQYAyABKAlCMLpILXIrMileKFwrW0EtWmEtejAtOV17MSwyNH18W0EtWmEtejAtOV17MSwyNX0pJBIeCgtzZW5kZXJfbmFtZRgEIAEoCUIJukgGcgQQARhgEh0KDGFtb3VudF91bml0cxgFIAEoA0IHukgEIgIgABIaCghjdXJyZW5jeRgGIAEoCUIIukgFcgOYAQMi/AEKC1ByZVRyYW5zZmVyEhcKD3ByZV90cmFuc2Zlcl9pZBgBIAEoCRIUCgxvdXRfdHJhZGVfbm8YAiABKAkSEwoLcmVjZWl2ZXJfaWQYAyABKAkSFQoNcmVjZWl2ZXJfbmFtZRgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSGQoRZXhwaXJlX2luX3NlY29uZHMYByABKAMSGAoQZnVuZF90cmFuc2Zlcl9pZBgIIAEoCRI1CgVzdGF0ZRgJIAEoDjImLnBheW1lbnRzLnRyYW5zZmVyLnYxLlByZVRyYW5zZmVyU3RhdGUiVAoZQ3JlYXRlUHJlVHJhbnNmZXJSZXNwb25zZRI3CgxwcmVfdHJhbnNmZXIYASABKAsyIS5wYXltZW50cy50cmFuc2Zlci52MS5QcmVUcmFuc2ZlciKWAQoZQ29uZmlybVByZVRyYW5zZmVyUmVxdWVzdBIbCgpwYXJ0bmVyX2lkGAEgASgJQge6SARyAhABEiAKD3ByZV90cmFuc2Zlcl9pZBgCIAEoCUIHukgEcgIYQBI6ChZwYXJ0bmVyX3RyYW5zYWN0aW9uX2lkGAMgASgJQhq6SBdyFTITXltBLVphLXowLTldezEsNjR9JCJVChpDb25maXJtUHJlVHJhbnNmZXJSZXNwb25zZRI3CgxwcmVfdHJhbnNmZXIYASABKAsyIS5wYXltZW50cy50cmFuc2Zlci52MS5QcmVUcmFuc2ZlciJlChRRdWVyeVRyYW5zZmVyUmVxdWVzdBIbCgpwYXJ0bmVyX2lkGAEgASgJQge6SARyAhABEjAKDG91dF90cmFkZV9ubxgCIAEoCUIaukgXchUyE15bQS1aYS16MC05XXsxLDY0fSQiUAoVUXVlcnlUcmFuc2ZlclJlc3BvbnNlEjcKDHByZV90cmFuc2ZlchgBIAEoCzIhLnBheW1lbnRzLnRyYW5zZmVyLnYxLlByZVRyYW5zZmVyKpgBChBQcmVUcmFuc2ZlclN0YXRlEiIKHlBSRV9UUkFOU0ZFUl9TVEFURV9VTlNQRUNJRklFRBAAEh4KGlBSRV9UUkFOU0ZFUl9TVEFURV9QRU5ESU5HEAESIAocUFJFX1RSQU5TRkVSX1NUQVRFX0NPTkZJUk1FRBACEh4KGlBSRV9UUkFOU0ZFUl9TVEFURV9FWFBJUkVEEAMy7gUKD1RyYW5zZmVyU2VydmljZRJzChBJc3N1ZUFjY2Vzc1Rva2VuEi0ucGF5bWVudHMudHJhbnNmZXIudjEuSXNzdWVBY2Nlc3NUb2tlblJlcXVlc3QaLi5wYXltZW50cy50cmFuc2Zlci52MS5Jc3N1ZUFjY2Vzc1Rva2VuUmVzcG9uc2UiABKIAQoXQXV0aG9yaXplR2F0ZXdheVJlcXVlc3QSNC5wYXltZW50cy50cmFuc2Zlci52MS5BdXRob3JpemVHYXRld2F5UmVxdWVzdFJlcXVlc3QaNS5wYXltZW50cy50cmFuc2Zlci52MS5BdXRob3JpemVHYXRld2F5UmVxdWVzdFJlc3BvbnNlIgASfAoTU2lnbkdhdGV3YXlSZXNwb25zZRIwLnBheW1lbnRzLnRyYW5zZmVyLnYxLlNpZ25HYXRld2F5UmVzcG9uc2VSZXF1ZXN0GjEucGF5bWVudHMudHJhbnNmZXIudjEuU2lnbkdhdGV3YXlSZXNwb25zZVJlc3BvbnNlIgASdgoRQ3JlYXRlUHJlVHJhbnNmZXISLi5wYXltZW50cy50cmFuc2Zlci52MS5DcmVhdGVQcmVUcmFuc2ZlclJlcXVlc3QaLy5wYXltZW50cy50cmFuc2Zlci52MS5DcmVhdGVQcmVUcmFuc2ZlclJlc3BvbnNlIgASeQoSQ29uZmlybVByZVRyYW5zZmVyEi8ucGF5bWVudHMudHJhbnNmZXIudjEuQ29uZmlybVByZVRyYW5zZmVyUmVxdWVzdBowLnBheW1lbnRzLnRyYW5zZmVyLnYxLkNvbmZpcm1QcmVUcmFuc2ZlclJlc3BvbnNlIgASagoNUXVlcnlUcmFuc2ZlchIqLnBheW1lbnRzLnRyYW5zZmVyLnYxLlF1ZXJ5VHJhbnNmZXJSZXF1ZXN0GisucGF5bWVudHMudHJhbnNmZXIudjEuUXVlcnlUcmFuc2ZlclJlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate]);
+  fileDesc("CiNwYXltZW50cy90cmFuc2Zlci92MS90cmFuc2Zlci5wcm90bxIUcGF5bWVudHMudHJhbnNmZXIudjEikwEKF0lzc3VlQWNjZXNzVG9rZW5SZXF1ZXN0EhsKCnBhcnRuZXJfaWQYASABKAlCB7pIBHICGEASJAoScGFydG5lcl9zZWNyZXRfa2V5GAIgASgJQgi6SAVyAxiAARIaCgl1c2VyX25hbWUYAyABKAlCB7pIBHICGEASGQoIcGFzc3dvcmQYBCABKAlCB7pIBHICGEAiSwoYSXNzdWVBY2Nlc3NUb2tlblJlc3BvbnNlEhQKDGFjY2Vzc190b2tlbhgBIAEoCRIZChFleHBpcmVfaW5fc2Vjb25kcxgCIAEoAyJLCg5HYXRld2F5UmVxdWVzdBIgCg1hdXRob3JpemF0aW9uGAEgASgJQgm6SAZyBBiAgAQSFwoEYm9keRgCIAEoCUIJukgGcgQYgIBAIkwKD0dhdGV3YXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAUSDAoEYm9keRgCIAEoCRIbChNyZXRyeV9hZnRlcl9zZWNvbmRzGAMgASgFIosCChhDcmVhdGVQcmVUcmFuc2ZlclJlcXVlc3QSGwoKcGFydG5lcl9pZBgBIAEoCUIHukgEcgIQARIwCgxvdXRfdHJhZGVfbm8YAiABKAlCGrpIF3IVMhNeW0EtWmEtejAtOV17MSw2NH0kEkUKC3JlY2VpdmVyX2lkGAMgASgJQjC6SC1yKzIpXihcK1tBLVphLXowLTldezEsMjR9fFtBLVphLXowLTldezEsMjV9KSQSHgoLc2VuZGVyX25hbWUYBCABKAlCCbpIBnIEEAEYYBIdCgxhbW91bnRfdW5pdHMYBSABKANCB7pIBCICIAASGgoIY3VycmVuY3kYBiABKAlCCLpIBXIDmAEDIvwBCgtQcmVUcmFuc2ZlchIXCg9wcmVfdHJhbnNmZXJfaWQYASABKAkSFAoMb3V0X3RyYWRlX25vGAIgASgJEhMKC3JlY2VpdmVyX2lkGAMgASgJEhUKDXJlY2VpdmVyX25hbWUYBCABKAkSFAoMYW1vdW50X3VuaXRzGAUgASgDEhAKCGN1cnJlbmN5GAYgASgJEhkKEWV4cGlyZV9pbl9zZWNvbmRzGAcgASgDEhgKEGZ1bmRfdHJhbnNmZXJfaWQYCCABKAkSNQoFc3RhdGUYCSABKA4yJi5wYXltZW50cy50cmFuc2Zlci52MS5QcmVUcmFuc2ZlclN0YXRlIlQKGUNyZWF0ZVByZVRyYW5zZmVyUmVzcG9uc2USNwoMcHJlX3RyYW5zZmVyGAEgASgLMiEucGF5bWVudHMudHJhbnNmZXIudjEuUHJlVHJhbnNmZXIilgEKGUNvbmZpcm1QcmVUcmFuc2ZlclJlcXVlc3QSGwoKcGFydG5lcl9pZBgBIAEoCUIHukgEcgIQARIgCg9wcmVfdHJhbnNmZXJfaWQYAiABKAlCB7pIBHICGEASOgoWcGFydG5lcl90cmFuc2FjdGlvbl9pZBgDIAEoCUIaukgXchUyE15bQS1aYS16MC05XXsxLDY0fSQiVQoaQ29uZmlybVByZVRyYW5zZmVyUmVzcG9uc2USNwoMcHJlX3RyYW5zZmVyGAEgASgLMiEucGF5bWVudHMudHJhbnNmZXIudjEuUHJlVHJhbnNmZXIiZQoUUXVlcnlUcmFuc2ZlclJlcXVlc3QSGwoKcGFydG5lcl9pZBgBIAEoCUIHukgEcgIQARIwCgxvdXRfdHJhZGVfbm8YAiABKAlCGrpIF3IVMhNeW0EtWmEtejAtOV17MSw2NH0kIlAKFVF1ZXJ5VHJhbnNmZXJSZXNwb25zZRI3CgxwcmVfdHJhbnNmZXIYASABKAsyIS5wYXltZW50cy50cmFuc2Zlci52MS5QcmVUcmFuc2ZlciqYAQoQUHJlVHJhbnNmZXJTdGF0ZRIiCh5QUkVfVFJBTlNGRVJfU1RBVEVfVU5TUEVDSUZJRUQQABIeChpQUkVfVFJBTlNGRVJfU1RBVEVfUEVORElORxABEiAKHFBSRV9UUkFOU0ZFUl9TVEFURV9DT05GSVJNRUQQAhIeChpQUkVfVFJBTlNGRVJfU1RBVEVfRVhQSVJFRBADMr8ECg9UcmFuc2ZlclNlcnZpY2UScwoQSXNzdWVBY2Nlc3NUb2tlbhItLnBheW1lbnRzLnRyYW5zZmVyLnYxLklzc3VlQWNjZXNzVG9rZW5SZXF1ZXN0Gi4ucGF5bWVudHMudHJhbnNmZXIudjEuSXNzdWVBY2Nlc3NUb2tlblJlc3BvbnNlIgASWAoHR2F0ZXdheRIkLnBheW1lbnRzLnRyYW5zZmVyLnYxLkdhdGV3YXlSZXF1ZXN0GiUucGF5bWVudHMudHJhbnNmZXIudjEuR2F0ZXdheVJlc3BvbnNlIgASdgoRQ3JlYXRlUHJlVHJhbnNmZXISLi5wYXltZW50cy50cmFuc2Zlci52MS5DcmVhdGVQcmVUcmFuc2ZlclJlcXVlc3QaLy5wYXltZW50cy50cmFuc2Zlci52MS5DcmVhdGVQcmVUcmFuc2ZlclJlc3BvbnNlIgASeQoSQ29uZmlybVByZVRyYW5zZmVyEi8ucGF5bWVudHMudHJhbnNmZXIudjEuQ29uZmlybVByZVRyYW5zZmVyUmVxdWVzdBowLnBheW1lbnRzLnRyYW5zZmVyLnYxLkNvbmZpcm1QcmVUcmFuc2ZlclJlc3BvbnNlIgASagoNUXVlcnlUcmFuc2ZlchIqLnBheW1lbnRzLnRyYW5zZmVyLnYxLlF1ZXJ5VHJhbnNmZXJSZXF1ZXN0GisucGF5bWVudHMudHJhbnNmZXIudjEuUXVlcnlUcmFuc2ZlclJlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate]);
 
 /**
  * IssueAccessTokenRequest carries the A1 headers and body.
@@ -74,96 +74,69 @@ export const IssueAccessTokenResponseSchema: GenMessage<IssueAccessTokenResponse
   messageDesc(file_payments_transfer_v1_transfer, 1);
 
 /**
- * AuthorizeGatewayRequestRequest carries the bearer token of an A2 call.
+ * GatewayRequest is one A2 request as the façade received it. The client's address travels as the call's
+ * X-Client-Address header, as on every façade call.
  *
- * @generated from message payments.transfer.v1.AuthorizeGatewayRequestRequest
+ * @generated from message payments.transfer.v1.GatewayRequest
  */
-export type AuthorizeGatewayRequestRequest = Message<"payments.transfer.v1.AuthorizeGatewayRequestRequest"> & {
+export type GatewayRequest = Message<"payments.transfer.v1.GatewayRequest"> & {
   /**
-   * @generated from field: string access_token = 1;
+   * The `Authorization` header's value ("Bearer <access token>"), empty when absent; any length (an oversize one is
+   * answered 401 like any bad token).
+   *
+   * @generated from field: string authorization = 1;
    */
-  accessToken: string;
+  authorization: string;
+
+  /**
+   * The request body as received (UTF-8 text): the signature is checked over what the partner sent.
+   *
+   * @generated from field: string body = 2;
+   */
+  body: string;
 };
 
 /**
- * Describes the message payments.transfer.v1.AuthorizeGatewayRequestRequest.
- * Use `create(AuthorizeGatewayRequestRequestSchema)` to create a new message.
+ * Describes the message payments.transfer.v1.GatewayRequest.
+ * Use `create(GatewayRequestSchema)` to create a new message.
  */
-export const AuthorizeGatewayRequestRequestSchema: GenMessage<AuthorizeGatewayRequestRequest> = /*@__PURE__*/
+export const GatewayRequestSchema: GenMessage<GatewayRequest> = /*@__PURE__*/
   messageDesc(file_payments_transfer_v1_transfer, 2);
 
 /**
- * AuthorizeGatewayRequestResponse names the partner of a valid token.
+ * GatewayResponse is the HTTP answer to send, exactly.
  *
- * @generated from message payments.transfer.v1.AuthorizeGatewayRequestResponse
+ * @generated from message payments.transfer.v1.GatewayResponse
  */
-export type AuthorizeGatewayRequestResponse = Message<"payments.transfer.v1.AuthorizeGatewayRequestResponse"> & {
+export type GatewayResponse = Message<"payments.transfer.v1.GatewayResponse"> & {
   /**
-   * @generated from field: string partner_id = 1;
+   * HTTP status: 200, 400, 401, 429 or 500.
+   *
+   * @generated from field: int32 status = 1;
    */
-  partnerId: string;
+  status: number;
 
   /**
-   * The partner's RSA public key (PEM) that verifies its request signatures.
+   * The JSON body text, signed by the platform (sign_type, sign) unless the status is 401 or 429.
    *
-   * @generated from field: string partner_public_key_pem = 2;
+   * @generated from field: string body = 2;
    */
-  partnerPublicKeyPem: string;
+  body: string;
+
+  /**
+   * Seconds for the Retry-After header of a 429; 0 for none.
+   *
+   * @generated from field: int32 retry_after_seconds = 3;
+   */
+  retryAfterSeconds: number;
 };
 
 /**
- * Describes the message payments.transfer.v1.AuthorizeGatewayRequestResponse.
- * Use `create(AuthorizeGatewayRequestResponseSchema)` to create a new message.
+ * Describes the message payments.transfer.v1.GatewayResponse.
+ * Use `create(GatewayResponseSchema)` to create a new message.
  */
-export const AuthorizeGatewayRequestResponseSchema: GenMessage<AuthorizeGatewayRequestResponse> = /*@__PURE__*/
+export const GatewayResponseSchema: GenMessage<GatewayResponse> = /*@__PURE__*/
   messageDesc(file_payments_transfer_v1_transfer, 3);
-
-/**
- * SignGatewayResponseRequest carries the response body to sign, as JSON (numbers exact).
- *
- * @generated from message payments.transfer.v1.SignGatewayResponseRequest
- */
-export type SignGatewayResponseRequest = Message<"payments.transfer.v1.SignGatewayResponseRequest"> & {
-  /**
-   * @generated from field: string body_json = 1;
-   */
-  bodyJson: string;
-};
-
-/**
- * Describes the message payments.transfer.v1.SignGatewayResponseRequest.
- * Use `create(SignGatewayResponseRequestSchema)` to create a new message.
- */
-export const SignGatewayResponseRequestSchema: GenMessage<SignGatewayResponseRequest> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 4);
-
-/**
- * SignGatewayResponseResponse carries the RSA2 signature.
- *
- * @generated from message payments.transfer.v1.SignGatewayResponseResponse
- */
-export type SignGatewayResponseResponse = Message<"payments.transfer.v1.SignGatewayResponseResponse"> & {
-  /**
-   * Base64 RSASSA-PKCS1-v1_5 SHA-256 signature over the canonical JSON of the body.
-   *
-   * @generated from field: string sign = 1;
-   */
-  sign: string;
-
-  /**
-   * Always "RSA2".
-   *
-   * @generated from field: string sign_type = 2;
-   */
-  signType: string;
-};
-
-/**
- * Describes the message payments.transfer.v1.SignGatewayResponseResponse.
- * Use `create(SignGatewayResponseResponseSchema)` to create a new message.
- */
-export const SignGatewayResponseResponseSchema: GenMessage<SignGatewayResponseResponse> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 5);
 
 /**
  * CreatePreTransferRequest is create.unified.fundTransfer for an authorized partner.
@@ -211,7 +184,7 @@ export type CreatePreTransferRequest = Message<"payments.transfer.v1.CreatePreTr
  * Use `create(CreatePreTransferRequestSchema)` to create a new message.
  */
 export const CreatePreTransferRequestSchema: GenMessage<CreatePreTransferRequest> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 6);
+  messageDesc(file_payments_transfer_v1_transfer, 4);
 
 /**
  * PreTransfer is a pre-transfer as the partner sees it.
@@ -276,7 +249,7 @@ export type PreTransfer = Message<"payments.transfer.v1.PreTransfer"> & {
  * Use `create(PreTransferSchema)` to create a new message.
  */
 export const PreTransferSchema: GenMessage<PreTransfer> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 7);
+  messageDesc(file_payments_transfer_v1_transfer, 5);
 
 /**
  * CreatePreTransferResponse returns the (possibly pre-existing) pre-transfer.
@@ -295,7 +268,7 @@ export type CreatePreTransferResponse = Message<"payments.transfer.v1.CreatePreT
  * Use `create(CreatePreTransferResponseSchema)` to create a new message.
  */
 export const CreatePreTransferResponseSchema: GenMessage<CreatePreTransferResponse> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 8);
+  messageDesc(file_payments_transfer_v1_transfer, 6);
 
 /**
  * ConfirmPreTransferRequest is confirm.fundTransfer for an authorized partner.
@@ -324,7 +297,7 @@ export type ConfirmPreTransferRequest = Message<"payments.transfer.v1.ConfirmPre
  * Use `create(ConfirmPreTransferRequestSchema)` to create a new message.
  */
 export const ConfirmPreTransferRequestSchema: GenMessage<ConfirmPreTransferRequest> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 9);
+  messageDesc(file_payments_transfer_v1_transfer, 7);
 
 /**
  * ConfirmPreTransferResponse returns the confirmed pre-transfer (fund_transfer_id set).
@@ -343,7 +316,7 @@ export type ConfirmPreTransferResponse = Message<"payments.transfer.v1.ConfirmPr
  * Use `create(ConfirmPreTransferResponseSchema)` to create a new message.
  */
 export const ConfirmPreTransferResponseSchema: GenMessage<ConfirmPreTransferResponse> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 10);
+  messageDesc(file_payments_transfer_v1_transfer, 8);
 
 /**
  * QueryTransferRequest is query.fundTransfer for an authorized partner.
@@ -367,7 +340,7 @@ export type QueryTransferRequest = Message<"payments.transfer.v1.QueryTransferRe
  * Use `create(QueryTransferRequestSchema)` to create a new message.
  */
 export const QueryTransferRequestSchema: GenMessage<QueryTransferRequest> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 11);
+  messageDesc(file_payments_transfer_v1_transfer, 9);
 
 /**
  * QueryTransferResponse returns the pre-transfer (state PENDING or CONFIRMED; EXPIRED and unknown are errors).
@@ -386,7 +359,7 @@ export type QueryTransferResponse = Message<"payments.transfer.v1.QueryTransferR
  * Use `create(QueryTransferResponseSchema)` to create a new message.
  */
 export const QueryTransferResponseSchema: GenMessage<QueryTransferResponse> = /*@__PURE__*/
-  messageDesc(file_payments_transfer_v1_transfer, 12);
+  messageDesc(file_payments_transfer_v1_transfer, 10);
 
 /**
  * PreTransferState is the state the partner APIs report.
@@ -429,8 +402,12 @@ export const PreTransferStateSchema: GenEnum<PreTransferState> = /*@__PURE__*/
 
 /**
  * TransferService carries Area A (partner fund transfer, platform decisions §6): access tokens, pre-transfers held
- * on the partner float, their confirmation and query, and the platform's RSA2 response signatures. The partner
- * façade calls it and never touches the database, the ledger or Temporal itself.
+ * on the partner float, their confirmation and query. The partner façade calls IssueAccessToken and Gateway, each
+ * once per partner request, and never touches the database, the ledger, Temporal or a key itself.
+ *
+ * Money moves only on the partner's own proof: Gateway verifies the partner's access token and RSA2 request
+ * signature itself; the typed CreatePreTransfer, ConfirmPreTransfer and QueryTransfer serve only a caller whose
+ * service credential is bound to that partner (scope "partner:<id>"), never the façade's or an operator's.
  *
  * @generated from service payments.transfer.v1.TransferService
  */
@@ -446,29 +423,21 @@ export const TransferService: GenService<{
     output: typeof IssueAccessTokenResponseSchema;
   },
   /**
-   * AuthorizeGatewayRequest checks an access token and returns the partner it belongs to with its RSA public key,
-   * so the façade can verify the request signature. Unauthenticated for a missing, bad or expired token.
+   * Gateway answers one A2 request as the façade received it: it verifies the bearer token (401, unsigned), the
+   * partner, the RSA2 signature over the body, reads the service and its fields, performs the operation and returns
+   * the documented answer, signed by the platform (every answer but 401 and 429). Partner mistakes are answers, not
+   * RPC errors; an RPC error means the platform could not answer (the façade then answers SYSTEMERROR, unsigned).
    *
-   * @generated from rpc payments.transfer.v1.TransferService.AuthorizeGatewayRequest
+   * @generated from rpc payments.transfer.v1.TransferService.Gateway
    */
-  authorizeGatewayRequest: {
+  gateway: {
     methodKind: "unary";
-    input: typeof AuthorizeGatewayRequestRequestSchema;
-    output: typeof AuthorizeGatewayRequestResponseSchema;
+    input: typeof GatewayRequestSchema;
+    output: typeof GatewayResponseSchema;
   },
   /**
-   * SignGatewayResponse signs a gateway response body (success, code, message, data or success, error_code,
-   * error_desc) with the platform private key. Refuses any other shape, so it cannot sign a request.
-   *
-   * @generated from rpc payments.transfer.v1.TransferService.SignGatewayResponse
-   */
-  signGatewayResponse: {
-    methodKind: "unary";
-    input: typeof SignGatewayResponseRequestSchema;
-    output: typeof SignGatewayResponseResponseSchema;
-  },
-  /**
-   * CreatePreTransfer is create.unified.fundTransfer: a hold on the partner float for the receiver.
+   * CreatePreTransfer is create.unified.fundTransfer for a caller bound to the partner: a hold on its float for the
+   * receiver. PermissionDenied for any other caller.
    *
    * @generated from rpc payments.transfer.v1.TransferService.CreatePreTransfer
    */
@@ -478,7 +447,8 @@ export const TransferService: GenService<{
     output: typeof CreatePreTransferResponseSchema;
   },
   /**
-   * ConfirmPreTransfer is confirm.fundTransfer: posts the hold to the receiver's wallet exactly once.
+   * ConfirmPreTransfer is confirm.fundTransfer for a caller bound to the partner: posts the hold to the receiver's
+   * wallet exactly once. PermissionDenied for any other caller.
    *
    * @generated from rpc payments.transfer.v1.TransferService.ConfirmPreTransfer
    */
@@ -488,7 +458,8 @@ export const TransferService: GenService<{
     output: typeof ConfirmPreTransferResponseSchema;
   },
   /**
-   * QueryTransfer is query.fundTransfer: the outcome by the partner's out_trade_no, answered from the database.
+   * QueryTransfer is query.fundTransfer for a caller bound to the partner: the outcome by its out_trade_no, answered
+   * from the database. PermissionDenied for any other caller.
    *
    * @generated from rpc payments.transfer.v1.TransferService.QueryTransfer
    */
