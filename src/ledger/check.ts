@@ -12,6 +12,8 @@ const DESCRIBE: { [K in Exclude<keyof CheckFindings, 'accounts' | 'entries'>]: (
   posted_mismatches: (row) => `account ${row.id} posted balance ${row.posted} differs from its postings ${row.summed}`,
   below_zero: (row) => `account ${row.id} is below zero: ${row.available} ${row.currency} units available`,
   held_mismatches: (row) => `account ${row.id} holds ${row.held} but its open pending transfers total ${row.open}`,
+  balance_after_mismatches: (row) =>
+    `posting ${row.posting_id} of account ${row.account_id} records a balance after it of ${row.recorded}, its running sum is ${row.running}`,
 };
 
 export async function check(store: LedgerStore): Promise<LedgerCheck> {

@@ -21,7 +21,7 @@ import { assert, DomainError } from '../errors';
 import type { Currency } from '../money';
 import { accountNotFound, idempotencyConflict } from './refusals';
 import type { AccountRow, Balances, KeyRow, Operation } from './rows';
-import type { BalanceChange, KeyClaim, LedgerStore, NewPosting, WriteOutcome } from './store';
+import type { BalanceChange, KeyClaim, LedgerStore, NewPosting, RecordedPosting, WriteOutcome } from './store';
 import type { LedgerJoin } from './types';
 import { isUuid } from './validate';
 
@@ -37,6 +37,8 @@ export interface Plan {
   locked: ReadonlyMap<string, Balances>;
   /** One change per account the write changes (minor units). */
   changes: BalanceChange[];
+  /** The postings it writes, with the balance each records after it (`recordBalances`). */
+  recorded?: readonly RecordedPosting[];
 }
 
 /** One write operation, as the kernel runs it. */
@@ -130,8 +132,23 @@ export function postingChanges(postings: readonly NewPosting[]): BalanceChange[]
 }
 
 /**
+ * Each posting with its account's posted balance right after it: the locked balance plus the account's postings up
+ * to it. The postcondition (`assertBalancesAfter`) proves each account's last one is what the update left.
+ */
+export function recordBalances(postings: readonly NewPosting[], locked: ReadonlyMap<string, Balances>): RecordedPosting[] {
+  const running = new Map<string, bigint>();
+  return postings.map((posting) => {
+    const before_units = running.get(posting.account_id) ?? locked.get(posting.account_id)?.posted_units;
+    assert(before_units !== undefined, `account ${posting.account_id} posted to without its lock`);
+    running.set(posting.account_id, before_units + posting.amount_units);
+    return { ...posting, balance_after_units: before_units + posting.amount_units };
+  });
+}
+
+/**
  * Asserts what a write's balance update did: it touched exactly the accounts of `plan.changes`, each locked, and
- * left each at its locked balance plus its change, an account that may not go negative not below zero.
+ * left each at its locked balance plus its change, an account that may not go negative not below zero, and the
+ * balance each account's last posting records after it.
  */
 export function assertBalancesAfter(plan: Plan, balances: readonly Balances[]): void {
   assert(balances.length === plan.changes.length, `balance update touched ${balances.length} accounts, the write changes ${plan.changes.length}`);
@@ -146,6 +163,11 @@ export function assertBalancesAfter(plan: Plan, balances: readonly Balances[]): 
       `account ${row.id} holds ${row.posted_units} posted and ${row.held_units} held units, not its locked balances plus the change`,
     );
     assert(row.allows_negative || row.posted_units - row.held_units >= 0n, `account ${row.id} that may not go negative is below zero`);
+  }
+  const lastRecorded = new Map((plan.recorded ?? []).map((posting) => [posting.account_id, posting.balance_after_units]));
+  for (const [account_id, recorded_units] of lastRecorded) {
+    const left_units = after.get(account_id)?.posted_units;
+    assert(left_units === recorded_units, `account ${account_id}'s last posting records ${recorded_units} units after it, the update left ${left_units}`);
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * The ledger's reads besides accounts: a pending transfer, an account's entries, and the result a replayed key
- * holds. The contract and each method's errors are in types.ts.
+ * The ledger's reads besides accounts: a pending transfer, an account's entries (each with the balance after it),
+ * and the result a replayed key holds. The contract and each method's errors are in types.ts.
  */
 import { assert, invalidFields } from '../errors';
 import { getAccount } from './accounts';

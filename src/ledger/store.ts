@@ -32,11 +32,16 @@ export interface NewPosting {
   currency: Currency;
 }
 
+/** A posting with its account's posted balance right after it (minor units), as the store records it. */
+export interface RecordedPosting extends NewPosting {
+  balance_after_units: bigint;
+}
+
 export interface NewTransaction {
   id: string;
   description: string;
   metadata: Record<string, unknown>;
-  postings: NewPosting[];
+  postings: RecordedPosting[];
 }
 
 export interface NewPending {
@@ -73,6 +78,7 @@ export interface CheckFindings {
   posted_mismatches: Array<{ id: string; posted: string; summed: string }>;
   below_zero: Array<{ id: string; currency: string; available: string }>;
   held_mismatches: Array<{ id: string; held: string; open: string }>;
+  balance_after_mismatches: Array<{ posting_id: string; account_id: string; recorded: string; running: string }>;
 }
 
 export interface LedgerStore {

@@ -1,12 +1,12 @@
 /**
- * Ledger.transfer: a balanced set of postings posted atomically. The contract and its errors are in types.ts; the
- * lock/replay steps in kernel.ts.
+ * Ledger.transfer: a balanced set of postings posted atomically, each posting recording its account's posted
+ * balance after it. The contract and its errors are in types.ts; the lock/replay steps in kernel.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { assert } from '../errors';
-import { claimOf, lockAccounts, mapOutcome, postingChanges, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
+import { claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
-import type { KeyClaim, LedgerStore, NewPosting } from './store';
+import type { KeyClaim, LedgerStore, NewPosting, RecordedPosting } from './store';
 import type { Ledger, LedgerTransaction, Posting } from './types';
 import { accountIdOf, amountUnitsOf, validateDescription, validateKey, validateMetadata, validatePostingCount } from './validate';
 
@@ -20,6 +20,7 @@ interface TransferRequest {
 
 interface TransferPlan extends Plan {
   postings: NewPosting[];
+  recorded: RecordedPosting[];
 }
 
 /** Checks a transfer's input and fingerprints it; account ids compare in lower case. */
@@ -42,9 +43,9 @@ export async function transfer(store: LedgerStore, input: Parameters<Ledger['tra
     claim,
     prepare: (tx) => prepareTransfer(tx, request),
     write: async (tx, plan) => {
-      const transaction = { id: randomUUID(), description, metadata, postings: plan.postings };
+      const transaction = { id: randomUUID(), description, metadata, postings: plan.recorded };
       const outcome = await tx.writeTransfer(claim, transaction, plan.changes);
-      return mapOutcome(outcome, ({ created_at }) => ({ ...transaction, idempotency_key: claim.idempotency_key, created_at }));
+      return mapOutcome(outcome, ({ id, created_at }) => ({ id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at }));
     },
     replay: async (tx, key) => {
       const found = await tx.readTransaction(resultOf(key, 'transaction_id'));
@@ -71,5 +72,5 @@ async function prepareTransfer(store: LedgerStore, request: TransferRequest): Pr
       throw insufficientFunds(account, -change.posted_units);
     }
   }
-  return { locked, changes, postings };
+  return { locked, changes, postings, recorded: recordBalances(postings, locked) };
 }

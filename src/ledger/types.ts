@@ -80,6 +80,11 @@ export interface LedgerEntry {
   transaction_id: string;
   account_id: string;
   amount_units: bigint;
+  /**
+   * The account's posted balance right after this posting, in minor units: what a payment's timeline shows beside
+   * it. Null for postings written before the ledger recorded it.
+   */
+  balance_after_units: bigint | null;
   currency: Currency;
   description: string;
   created_at: Date;
@@ -91,7 +96,7 @@ export interface LedgerCheck {
   entries: number;
   /**
    * Human-readable problems: a currency or transaction not summing to zero, a balance differing from its postings,
-   * a wallet below zero, a hold mismatch.
+   * a wallet below zero, a hold mismatch, a recorded balance after a posting differing from the running sum.
    */
   imbalances: string[];
 }
@@ -142,7 +147,7 @@ export interface Ledger {
   platformAccount(kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency, trx?: Knex.Transaction): Promise<Account>;
 
   /**
-   * Posts a balanced set of postings atomically.
+   * Posts a balanced set of postings atomically; each posting records its account's posted balance after it.
    * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters, description over 500, metadata not an object.
    * @throws {DomainError} UNBALANCED_POSTINGS fewer than 2 or more than 50 postings, or postings not summing to zero per currency.
    * @throws {DomainError} INVALID_AMOUNT a posting's amount_units not a bigint, 0, or beyond ±10^15.
@@ -220,7 +225,8 @@ export interface Ledger {
   entriesOf(account_id: string, options?: { limit?: number; before_transaction_id?: string }): Promise<LedgerEntry[]>;
   /**
    * Every currency and transaction sums to zero, every balance equals its postings, no non-negative account below
-   * zero, held amounts match open pending transfers. Fails with no DomainError.
+   * zero, held amounts match open pending transfers, every recorded balance after a posting matches the running
+   * sum. Fails with no DomainError.
    */
   check(): Promise<LedgerCheck>;
 }

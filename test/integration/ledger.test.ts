@@ -758,6 +758,47 @@ describe('LedgerService over RPC', () => {
   });
 });
 
+describe('balance after each posting', () => {
+  it('records on every new entry its account posted balance after it, several postings of one account included', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 1000n);
+    const postings = (...moves: Array<[Account, bigint]>) => moves.map(([account, amount_units]) => ({ account_id: account.id, amount_units }));
+    await ledger.transfer({ idempotency_key: key(), description: 'split', postings: postings([a, -100n], [b, 100n], [a, -50n], [b, 50n]) });
+    const hold = await ledger.createPendingTransfer({ idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 200n, description: 'h' });
+    await ledger.postPendingTransfer({ pending_transfer_id: hold.id, idempotency_key: key() });
+    // A net-zero account in a transaction still gets its balance after each of its postings.
+    await ledger.transfer({ idempotency_key: key(), description: 'round trip', postings: postings([b, -30n], [a, 30n], [a, -30n], [b, 30n]) });
+    const after = async (account: Account) => (await ledger.entriesOf(account.id)).map((entry) => [entry.amount_units, entry.balance_after_units]);
+    expect(await after(a)).toEqual([[-30n, 650n], [30n, 680n], [-200n, 650n], [-50n, 850n], [-100n, 900n], [1000n, 1000n]]);
+    expect(await after(b)).toEqual([[30n, 350n], [-30n, 320n], [200n, 350n], [50n, 150n], [100n, 100n]]);
+    const [settlementEntry] = await ledger.entriesOf((await ledger.platformAccount('settlement', 'USD')).id, { limit: 1 });
+    expect(settlementEntry!.balance_after_units).toBe((await ledger.platformAccount('settlement', 'USD')).posted_units);
+    expect(await ledger.check()).toMatchObject({ ok: true, imbalances: [] });
+  });
+
+  it('check() verifies each recorded balance against the running sum; postings from before may leave it null', async () => {
+    const a = await wallet();
+    await fund(a, 70n);
+    const database = platform.deps.database;
+    const [entry] = await ledger.entriesOf(a.id);
+    const posting = await database.raw('SELECT id FROM ledger_postings WHERE transaction_id = ? AND account_id = ?', [entry!.transaction_id, a.id]);
+    const postingId = String(posting.rows[0].id);
+    try {
+      await database.raw('UPDATE ledger_postings SET balance_after_units = NULL WHERE id = ?', [postingId]);
+      expect(await ledger.check()).toMatchObject({ ok: true, imbalances: [] });
+      expect((await ledger.entriesOf(a.id))[0]!.balance_after_units).toBeNull();
+      await database.raw('UPDATE ledger_postings SET balance_after_units = 71 WHERE id = ?', [postingId]);
+      const result = await ledger.check();
+      expect(result.ok).toBe(false);
+      expect(result.imbalances).toEqual([`posting ${postingId} of account ${a.id} records a balance after it of 71, its running sum is 70`]);
+    } finally {
+      await database.raw('UPDATE ledger_postings SET balance_after_units = 70 WHERE id = ?', [postingId]);
+    }
+    expect((await ledger.check()).ok).toBe(true);
+  });
+});
+
 /** The `@throws` reasons of each `Ledger` method, as src/ledger/types.ts documents them. */
 function documentedErrors(): Record<string, string[]> {
   const file = path.resolve(__dirname, '../../src/ledger/types.ts');

@@ -5,7 +5,7 @@
  */
 import { DomainError } from '../../src/errors';
 import { createPendingRequest } from '../../src/ledger/create-pending';
-import { assertBalancesAfter, postingChanges, type Plan } from '../../src/ledger/kernel';
+import { assertBalancesAfter, postingChanges, recordBalances, type Plan } from '../../src/ledger/kernel';
 import { resolveRequest } from '../../src/ledger/resolve-pending';
 import type { Balances } from '../../src/ledger/rows';
 import { transferRequest } from '../../src/ledger/transfer';
@@ -99,6 +99,45 @@ describe('assertBalancesAfter', () => {
     expectAssertion(() => assertBalancesAfter(overdrawn, [{ id: A, posted_units: -100n, held_units: 0n, allows_negative: false }]), /below zero/);
     const settlement: Plan = { locked: new Map([[A, { ...locked.get(A)!, allows_negative: true }]]), changes: overdrawn.changes };
     expect(() => assertBalancesAfter(settlement, [{ id: A, posted_units: -100n, held_units: 0n, allows_negative: true }])).not.toThrow();
+  });
+});
+
+describe('recordBalances', () => {
+  const locked = new Map<string, Balances>([
+    [A, { id: A, posted_units: 500n, held_units: 0n, allows_negative: false }],
+    [B, { id: B, posted_units: -20n, held_units: 0n, allows_negative: true }],
+  ]);
+
+  it("records after each posting its account's locked balance plus its postings so far", () => {
+    const recorded = recordBalances(
+      [
+        { account_id: A, amount_units: -100n, currency: 'USD' },
+        { account_id: B, amount_units: 100n, currency: 'USD' },
+        { account_id: A, amount_units: -50n, currency: 'USD' },
+        { account_id: B, amount_units: 50n, currency: 'USD' },
+      ],
+      locked,
+    );
+    expect(recorded.map((posting) => posting.balance_after_units)).toEqual([400n, 80n, 350n, 130n]);
+  });
+
+  it('asserts every account posted to is locked', () => {
+    expectAssertion(() => recordBalances([{ account_id: PENDING, amount_units: 1n, currency: 'USD' }], locked), /posted to without its lock/);
+  });
+
+  it("is a postcondition: each account's last recorded balance is what the update left", () => {
+    const postings = [
+      { account_id: A, amount_units: -100n, currency: 'USD' as const },
+      { account_id: B, amount_units: 100n, currency: 'USD' as const },
+    ];
+    const plan: Plan = { locked, changes: postingChanges(postings), recorded: recordBalances(postings, locked) };
+    const left = (a_units: bigint): Balances[] => [
+      { id: A, posted_units: a_units, held_units: 0n, allows_negative: false },
+      { id: B, posted_units: 80n, held_units: 0n, allows_negative: true },
+    ];
+    expect(() => assertBalancesAfter(plan, left(400n))).not.toThrow();
+    const misrecorded: Plan = { ...plan, recorded: plan.recorded!.map((posting) => ({ ...posting, balance_after_units: posting.balance_after_units + 1n })) };
+    expectAssertion(() => assertBalancesAfter(misrecorded, left(400n)), new RegExp(`account ${A}'s last posting records 401 units after it, the update left 400`));
   });
 });
 

@@ -20,6 +20,7 @@ import * as payinForwarding from './021_payin_forwarding';
 import * as rateLimits from './022_rate_limits';
 import * as dataKeys from './023_data_keys';
 import * as preTransferStarted from './024_pre_transfer_started';
+import * as ledgerBalanceAfter from './029_ledger_balance_after';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,6 +45,7 @@ const migrations: Array<[string, Migration]> = [
   ['022_rate_limits', rateLimits],
   ['023_data_keys', dataKeys],
   ['024_pre_transfer_started', preTransferStarted],
+  ['029_ledger_balance_after', ledgerBalanceAfter],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
