@@ -1,5 +1,5 @@
 /**
- * LedgerService: the ledger over Connect. Translation only — every rule lives in `ledger.ts`; its
+ * LedgerService: the ledger over Connect. Translation only — every rule lives in the ledger's modules; its
  * DomainErrors (ACCOUNT_NOT_FOUND, INSUFFICIENT_FUNDS, IDEMPOTENCY_CONFLICT, …) reach the client through the
  * error interceptor as a ConnectError with an ErrorDetail `reason`.
  *
@@ -7,8 +7,9 @@
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import { invalidFields } from '../errors';
-import type { LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
+import type { GetBalancesRequest, LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
 import type { Account, AccountOwnerType, Ledger, LedgerTransaction, PendingTransfer } from './types';
+import { OWNER_TYPES } from './validate';
 
 function parseMetadata(text: string): Record<string, unknown> {
   if (text === '') return {};
@@ -74,9 +75,27 @@ function pendingMessage(pending: PendingTransfer) {
   };
 }
 
+/** Balances of the accounts named, or of one owner's accounts: exactly one of the two. */
+async function getBalances(ledger: Ledger, request: GetBalancesRequest) {
+  const byOwner = request.ownerType !== '' || request.ownerId !== '';
+  if (byOwner === (request.accountIds.length > 0)) {
+    throw invalidFields({ account_ids: ['give either account_ids or owner_type and owner_id'] });
+  }
+  if (!byOwner) return { accounts: (await Promise.all(request.accountIds.map((id) => ledger.getAccount(id)))).map(accountMessage) };
+  if (!OWNER_TYPES.includes(request.ownerType as AccountOwnerType)) {
+    throw invalidFields({ owner_type: [`must be one of ${OWNER_TYPES.join(', ')}`] });
+  }
+  if (request.ownerId === '') throw invalidFields({ owner_id: ['is required'] });
+  return { accounts: (await ledger.accountsOf(request.ownerType as AccountOwnerType, request.ownerId)).map(accountMessage) };
+}
+
 /** Builds the LedgerService implementation over the platform's ledger. */
 export function createLedgerService(deps: { ledger: Ledger }): ServiceImpl<typeof LedgerService> {
   const { ledger } = deps;
+  const resolve = (request: { pendingTransferId: string; idempotencyKey: string }) => ({
+    pending_transfer_id: request.pendingTransferId,
+    idempotency_key: request.idempotencyKey,
+  });
   return {
     async transfer(request) {
       const transaction = await ledger.transfer({
@@ -99,36 +118,9 @@ export function createLedgerService(deps: { ledger: Ledger }): ServiceImpl<typeo
       });
       return { pendingTransfer: pendingMessage(pending) };
     },
-    async postPendingTransfer(request) {
-      const pending = await ledger.postPendingTransfer({
-        pending_transfer_id: request.pendingTransferId,
-        idempotency_key: request.idempotencyKey,
-      });
-      return { pendingTransfer: pendingMessage(pending) };
-    },
-    async voidPendingTransfer(request) {
-      const pending = await ledger.voidPendingTransfer({
-        pending_transfer_id: request.pendingTransferId,
-        idempotency_key: request.idempotencyKey,
-      });
-      return { pendingTransfer: pendingMessage(pending) };
-    },
-    async getBalances(request) {
-      const byOwner = request.ownerType !== '' || request.ownerId !== '';
-      if (byOwner === (request.accountIds.length > 0)) {
-        throw invalidFields({ account_ids: ['give either account_ids or owner_type and owner_id'] });
-      }
-      if (byOwner) {
-        if (!['platform', 'partner', 'merchant', 'user'].includes(request.ownerType)) {
-          throw invalidFields({ owner_type: ['must be one of platform, partner, merchant, user'] });
-        }
-        if (request.ownerId === '') throw invalidFields({ owner_id: ['is required'] });
-        const accounts = await ledger.accountsOf(request.ownerType as AccountOwnerType, request.ownerId);
-        return { accounts: accounts.map(accountMessage) };
-      }
-      const accounts = await Promise.all(request.accountIds.map((id) => ledger.getAccount(id)));
-      return { accounts: accounts.map(accountMessage) };
-    },
+    postPendingTransfer: async (request) => ({ pendingTransfer: pendingMessage(await ledger.postPendingTransfer(resolve(request))) }),
+    voidPendingTransfer: async (request) => ({ pendingTransfer: pendingMessage(await ledger.voidPendingTransfer(resolve(request))) }),
+    getBalances: (request) => getBalances(ledger, request),
     async listEntries(request) {
       const entries = await ledger.entriesOf(request.accountId, {
         limit: request.limit === 0 ? undefined : request.limit,
@@ -147,12 +139,7 @@ export function createLedgerService(deps: { ledger: Ledger }): ServiceImpl<typeo
     },
     async checkInvariants() {
       const result = await ledger.check();
-      return {
-        ok: result.ok,
-        accounts: BigInt(result.accounts),
-        entries: BigInt(result.entries),
-        imbalances: result.imbalances,
-      };
+      return { ok: result.ok, accounts: BigInt(result.accounts), entries: BigInt(result.entries), imbalances: result.imbalances };
     },
   };
 }

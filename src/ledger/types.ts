@@ -12,9 +12,11 @@
  * Every write takes an `idempotency_key`: the same key with the same request returns the first result; the same
  * key with a different request throws DomainError reason IDEMPOTENCY_CONFLICT.
  *
- * Errors (DomainError reasons): ACCOUNT_NOT_FOUND, CURRENCY_MISMATCH, INSUFFICIENT_FUNDS, UNBALANCED_POSTINGS,
- * INVALID_AMOUNT, IDEMPOTENCY_CONFLICT, PENDING_TRANSFER_NOT_FOUND, PENDING_TRANSFER_ALREADY_POSTED,
- * PENDING_TRANSFER_ALREADY_VOIDED, PENDING_TRANSFER_EXPIRED.
+ * Errors: each `Ledger` method lists with `@throws` every DomainError reason it fails with (the reasons of
+ * `LEDGER_REASONS` in reasons.ts, and VALIDATION_FAILED of `COMMON_REASONS` for a malformed field);
+ * test/integration/ledger.test.ts drives each listed one and fails when a list and its drivers differ. A failure
+ * that is not a DomainError is a broken invariant (an assertion) or an outside fault (the database), never the
+ * caller's input.
  */
 import type { Knex } from 'knex';
 import type { Currency } from '../money';
@@ -78,6 +80,11 @@ export interface LedgerEntry {
   transaction_id: string;
   account_id: string;
   amount_units: bigint;
+  /**
+   * The account's posted balance right after this posting, in minor units: what a payment's timeline shows beside
+   * it. Null for postings written before the ledger recorded it.
+   */
+  balance_after_units: bigint | null;
   currency: Currency;
   description: string;
   created_at: Date;
@@ -87,7 +94,10 @@ export interface LedgerCheck {
   ok: boolean;
   accounts: number;
   entries: number;
-  /** Human-readable problems: a currency not summing to zero, a wallet below zero, a hold mismatch. */
+  /**
+   * Human-readable problems: a currency or transaction not summing to zero, a balance differing from its postings,
+   * a wallet below zero, a hold mismatch, a recorded balance after a posting differing from the running sum.
+   */
   imbalances: string[];
 }
 
@@ -99,34 +109,68 @@ export interface LedgerCheck {
  */
 export type LedgerJoin = 'savepoint' | 'direct';
 
+
+/** What identifies an account: one per owner, currency and kind. */
+export interface AccountAddress {
+  owner_type: AccountOwnerType;
+  owner_id: string;
+  currency: Currency;
+  kind: AccountKind;
+}
+
 /**
  * `trx` lets a capability write its own rows in the same database transaction as the posting; `join` says how
- * (default `savepoint`).
+ * (default `savepoint`). The errors each method lists are DomainErrors; a refused write changes nothing.
  */
 export interface Ledger {
-  /** Opens the account, or returns the existing one for the same (owner_type, owner_id, currency, kind). */
-  openAccount(
-    input: { owner_type: AccountOwnerType; owner_id: string; currency: Currency; kind: AccountKind },
-    trx?: Knex.Transaction,
-  ): Promise<Account>;
+  /**
+   * Opens the account, or returns the existing one for the same (owner_type, owner_id, currency, kind).
+   * @throws {DomainError} VALIDATION_FAILED an unknown owner_type, currency or kind, or an owner_id not of 1 to 200 characters.
+   */
+  openAccount(input: AccountAddress, trx?: Knex.Transaction): Promise<Account>;
+  /**
+   * One account by id, with its balances.
+   * @throws {DomainError} ACCOUNT_NOT_FOUND no account has this id (or it is not a uuid).
+   */
   getAccount(account_id: string, trx?: Knex.Transaction): Promise<Account>;
-  findAccount(
-    input: { owner_type: AccountOwnerType; owner_id: string; currency: Currency; kind: AccountKind },
-    trx?: Knex.Transaction,
-  ): Promise<Account | undefined>;
-  /** Accounts of one owner (every currency and kind). */
+  /**
+   * The account at this address, or undefined when none is open.
+   * @throws {DomainError} VALIDATION_FAILED as openAccount.
+   */
+  findAccount(input: AccountAddress, trx?: Knex.Transaction): Promise<Account | undefined>;
+  /** Accounts of one owner (every currency and kind); none for an unknown owner. Fails with no DomainError. */
   accountsOf(owner_type: AccountOwnerType, owner_id: string, trx?: Knex.Transaction): Promise<Account[]>;
-  /** The platform's account of a kind and currency (fee_revenue, settlement, holds), opened on first use. */
+  /**
+   * The platform's account of a kind and currency (fee_revenue, settlement, holds), opened on first use.
+   * @throws {DomainError} VALIDATION_FAILED an unknown kind or currency.
+   */
   platformAccount(kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency, trx?: Knex.Transaction): Promise<Account>;
 
-  /** Posts a balanced set of postings atomically. */
+  /**
+   * Posts a balanced set of postings atomically; each posting records its account's posted balance after it.
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters, description over 500, metadata not an object.
+   * @throws {DomainError} UNBALANCED_POSTINGS fewer than 2 or more than 50 postings, or postings not summing to zero per currency.
+   * @throws {DomainError} INVALID_AMOUNT a posting's amount_units not a bigint, 0, or beyond ±10^15.
+   * @throws {DomainError} ACCOUNT_NOT_FOUND a posting's account does not exist (every missing one is named).
+   * @throws {DomainError} INSUFFICIENT_FUNDS a non-negative account's available balance would drop below zero.
+   * @throws {DomainError} IDEMPOTENCY_CONFLICT the key was used for another request (of any write).
+   */
   transfer(
     input: { idempotency_key: string; description: string; postings: Posting[]; metadata?: Record<string, unknown> },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
   ): Promise<LedgerTransaction>;
 
-  /** Places a hold of `amount_units` on the debit account (reduces its available balance). */
+  /**
+   * Places a hold of `amount_units` on the debit account (reduces its available balance); `timeout_seconds` sets
+   * `expires_at`.
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account.
+   * @throws {DomainError} INVALID_AMOUNT amount_units not a bigint, not above 0, or above 10^15.
+   * @throws {DomainError} ACCOUNT_NOT_FOUND the debit or credit account does not exist.
+   * @throws {DomainError} CURRENCY_MISMATCH the two accounts hold different currencies.
+   * @throws {DomainError} INSUFFICIENT_FUNDS a non-negative debit account has less than amount_units available.
+   * @throws {DomainError} IDEMPOTENCY_CONFLICT the key was used for another request.
+   */
   createPendingTransfer(
     input: {
       idempotency_key: string;
@@ -140,22 +184,49 @@ export interface Ledger {
     trx?: Knex.Transaction,
     join?: LedgerJoin,
   ): Promise<PendingTransfer>;
-  /** Posts the full held amount: debit → credit, hold released. Exactly once; repeats with the same key return it. */
+  /**
+   * Posts the full held amount: debit → credit, hold released. Exactly once; repeats with the same key return it.
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters.
+   * @throws {DomainError} PENDING_TRANSFER_NOT_FOUND no pending transfer has this id.
+   * @throws {DomainError} PENDING_TRANSFER_ALREADY_POSTED it was posted (under another key).
+   * @throws {DomainError} PENDING_TRANSFER_ALREADY_VOIDED it was voided.
+   * @throws {DomainError} PENDING_TRANSFER_EXPIRED its expires_at has passed (by the database's clock); voiding stays allowed.
+   * @throws {DomainError} IDEMPOTENCY_CONFLICT the key was used for another request.
+   */
   postPendingTransfer(
     input: { pending_transfer_id: string; idempotency_key: string },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
   ): Promise<PendingTransfer>;
-  /** Releases the hold without moving money. Exactly once. */
+  /**
+   * Releases the hold without moving money. Exactly once; repeats with the same key return it.
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters.
+   * @throws {DomainError} PENDING_TRANSFER_NOT_FOUND no pending transfer has this id.
+   * @throws {DomainError} PENDING_TRANSFER_ALREADY_POSTED it was posted.
+   * @throws {DomainError} PENDING_TRANSFER_ALREADY_VOIDED it was voided (under another key).
+   * @throws {DomainError} IDEMPOTENCY_CONFLICT the key was used for another request.
+   */
   voidPendingTransfer(
     input: { pending_transfer_id: string; idempotency_key: string },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
   ): Promise<PendingTransfer>;
+  /**
+   * One pending transfer by id, in whatever state.
+   * @throws {DomainError} PENDING_TRANSFER_NOT_FOUND no pending transfer has this id.
+   */
   getPendingTransfer(pending_transfer_id: string, trx?: Knex.Transaction): Promise<PendingTransfer>;
 
-  /** Newest first; `limit` at most 500. */
+  /**
+   * An account's entries, newest first; `limit` (default 100) at most 500, `before_transaction_id` pages on.
+   * @throws {DomainError} ACCOUNT_NOT_FOUND no account has this id.
+   * @throws {DomainError} VALIDATION_FAILED limit not a whole number from 1, or before_transaction_id not a transaction of this account.
+   */
   entriesOf(account_id: string, options?: { limit?: number; before_transaction_id?: string }): Promise<LedgerEntry[]>;
-  /** Every currency sums to zero, no non-negative account below zero, held amounts match open pending transfers. */
+  /**
+   * Every currency and transaction sums to zero, every balance equals its postings, no non-negative account below
+   * zero, held amounts match open pending transfers, every recorded balance after a posting matches the running
+   * sum. Fails with no DomainError.
+   */
   check(): Promise<LedgerCheck>;
 }

@@ -1,8 +1,8 @@
 /**
  * Ledger under concurrency: 50 parallel clients doing transfers, holds, posts and voids (and repeating
  * idempotency keys, also across clients) on a few hot accounts. Afterwards every currency sums to zero, no wallet
- * is negative, holds match open pending transfers, each idempotency key was applied once, and every balance equals
- * what the successful results add up to.
+ * is negative, holds match open pending transfers, each idempotency key was applied once, every posting recorded its
+ * account's balance after it, and every balance equals what the successful results add up to.
  */
 import { randomUUID } from 'node:crypto';
 import type { Account, Ledger, LedgerTransaction, PendingTransfer } from '../../src/ledger/types';
@@ -207,6 +207,10 @@ it(`keeps every invariant with 50 parallel clients on a few hot accounts (seed $
   for (const row of posted.rows as Array<{ state: string; resolutions: bigint }>) {
     expect(Number(row.resolutions)).toBe(row.state === 'pending' ? 0 : 1);
   }
+  // Every posting recorded its account's balance after it (check() above verified each against the running sum in
+  // posting order, which the account locks make the order of application).
+  const unrecorded = await database.raw('SELECT count(*) AS n FROM ledger_postings WHERE balance_after_units IS NULL');
+  expect(Number(unrecorded.rows[0].n)).toBe(0);
   // Balances equal the start plus what the successful results add up to.
   const expected = new Map(startBalances);
   for (const transaction of transactions.values()) {

@@ -1,11 +1,20 @@
 /**
  * Ledger (platform decisions §3) on real PostgreSQL: every rule and every error reason of
- * src/ledger/types.ts, through the Ledger and (for the error mapping) through the LedgerService RPC client.
+ * src/ledger/types.ts, through the Ledger and (for the error mapping) through the LedgerService RPC client. Each
+ * `Ledger` method's `@throws` list is read from types.ts and must equal the errors driven for it here.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Code, ConnectError } from '@connectrpc/connect';
+import ts from 'typescript';
+import { COMMON_REASONS } from '../../src/errors';
+import { createPostgresLedgerStore } from '../../src/ledger/postgres-store';
+import { LEDGER_REASONS } from '../../src/ledger/reasons';
+import type { LedgerStore } from '../../src/ledger/store';
+import { transfer as transferThrough } from '../../src/ledger/transfer';
 import { readRpcFailure } from '../../src/rpc/errors';
-import type { Account, AccountKind, Ledger } from '../../src/ledger/types';
+import type { Account, AccountKind, Ledger, PendingTransfer } from '../../src/ledger/types';
 import type { Currency } from '../../src/money';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -588,6 +597,42 @@ describe('invariants', () => {
   });
 });
 
+/** The PostgreSQL store, but each lock reads an account's posted balance one unit off (as a lost update would). */
+function skewedLocks(store: LedgerStore): LedgerStore {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'atomically') {
+        return (...[trx, join, work]: Parameters<LedgerStore['atomically']>) => target.atomically(trx, join, (tx) => work(skewedLocks(tx)));
+      }
+      if (property === 'lockAccounts') {
+        return async (ids: string[]) => (await target.lockAccounts(ids)).map((row) => ({ ...row, posted_units: row.posted_units + 1n }));
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe('assertions', () => {
+  it('a write whose balance update is not its locked balance plus the change fails as a programmer error and changes nothing', async () => {
+    const store = skewedLocks(createPostgresLedgerStore(platform.deps.database));
+    const [a, b] = [await wallet(), await wallet()];
+    await fund(a, 100n);
+    const postings = [
+      { account_id: a.id, amount_units: -10n },
+      { account_id: b.id, amount_units: 10n },
+    ];
+    const before = await snapshot();
+    const error = await transferThrough(store, { idempotency_key: key(), description: 'skewed', postings }, { join: 'savepoint' }).then(
+      () => undefined,
+      (caught: unknown) => caught as Error,
+    );
+    expect(error?.message).toMatch(/^assertion failed: account .* not its locked balances plus the change$/);
+    expect(error?.name).not.toBe('DomainError');
+    expect(await snapshot()).toEqual(before);
+  });
+});
+
 describe('test platform stop()', () => {
   it('fails (throws) when the ledger does not balance, after still stopping the platform', async () => {
     const other = await startTestPlatform({ roles: ['api'] });
@@ -710,5 +755,176 @@ describe('LedgerService over RPC', () => {
     ).toMatchObject({ code: Code.InvalidArgument, reason: 'CURRENCY_MISMATCH' });
     expect(await rpcFailure(client.getBalances({}))).toMatchObject({ code: Code.InvalidArgument, reason: 'VALIDATION_FAILED' });
     expect(await rpcFailure(client.getBalances({ accountIds: [randomUUID()] }))).toMatchObject({ code: Code.NotFound, reason: 'ACCOUNT_NOT_FOUND' });
+  });
+});
+
+describe('balance after each posting', () => {
+  it('records on every new entry its account posted balance after it, several postings of one account included', async () => {
+    const a = await wallet();
+    const b = await wallet();
+    await fund(a, 1000n);
+    const postings = (...moves: Array<[Account, bigint]>) => moves.map(([account, amount_units]) => ({ account_id: account.id, amount_units }));
+    await ledger.transfer({ idempotency_key: key(), description: 'split', postings: postings([a, -100n], [b, 100n], [a, -50n], [b, 50n]) });
+    const hold = await ledger.createPendingTransfer({ idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 200n, description: 'h' });
+    await ledger.postPendingTransfer({ pending_transfer_id: hold.id, idempotency_key: key() });
+    // A net-zero account in a transaction still gets its balance after each of its postings.
+    await ledger.transfer({ idempotency_key: key(), description: 'round trip', postings: postings([b, -30n], [a, 30n], [a, -30n], [b, 30n]) });
+    const after = async (account: Account) => (await ledger.entriesOf(account.id)).map((entry) => [entry.amount_units, entry.balance_after_units]);
+    expect(await after(a)).toEqual([[-30n, 650n], [30n, 680n], [-200n, 650n], [-50n, 850n], [-100n, 900n], [1000n, 1000n]]);
+    expect(await after(b)).toEqual([[30n, 350n], [-30n, 320n], [200n, 350n], [50n, 150n], [100n, 100n]]);
+    const [settlementEntry] = await ledger.entriesOf((await ledger.platformAccount('settlement', 'USD')).id, { limit: 1 });
+    expect(settlementEntry!.balance_after_units).toBe((await ledger.platformAccount('settlement', 'USD')).posted_units);
+    expect(await ledger.check()).toMatchObject({ ok: true, imbalances: [] });
+  });
+
+  it('check() verifies each recorded balance against the running sum; postings from before may leave it null', async () => {
+    const a = await wallet();
+    await fund(a, 70n);
+    const database = platform.deps.database;
+    const [entry] = await ledger.entriesOf(a.id);
+    const posting = await database.raw('SELECT id FROM ledger_postings WHERE transaction_id = ? AND account_id = ?', [entry!.transaction_id, a.id]);
+    const postingId = String(posting.rows[0].id);
+    try {
+      await database.raw('UPDATE ledger_postings SET balance_after_units = NULL WHERE id = ?', [postingId]);
+      expect(await ledger.check()).toMatchObject({ ok: true, imbalances: [] });
+      expect((await ledger.entriesOf(a.id))[0]!.balance_after_units).toBeNull();
+      await database.raw('UPDATE ledger_postings SET balance_after_units = 71 WHERE id = ?', [postingId]);
+      const result = await ledger.check();
+      expect(result.ok).toBe(false);
+      expect(result.imbalances).toEqual([`posting ${postingId} of account ${a.id} records a balance after it of 71, its running sum is 70`]);
+    } finally {
+      await database.raw('UPDATE ledger_postings SET balance_after_units = 70 WHERE id = ?', [postingId]);
+    }
+    expect((await ledger.check()).ok).toBe(true);
+  });
+});
+
+/** The `@throws` reasons of each `Ledger` method, as src/ledger/types.ts documents them. */
+function documentedErrors(): Record<string, string[]> {
+  const file = path.resolve(__dirname, '../../src/ledger/types.ts');
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
+  const contract = source.statements.find((statement): statement is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(statement) && statement.name.text === 'Ledger');
+  const documented: Record<string, string[]> = {};
+  for (const member of contract?.members ?? []) {
+    const reasons = ts
+      .getJSDocTags(member)
+      .filter((tag) => tag.tagName.text === 'throws')
+      .map((tag) => /^(?:\{DomainError\}\s*)?([A-Z_]+)/.exec(ts.getTextOfJSDocComment(tag.comment) ?? '')?.[1] ?? '(unreadable)');
+    documented[(member.name as ts.Identifier).text] = reasons.sort();
+  }
+  return documented;
+}
+
+describe("each Ledger method's documented errors", () => {
+  /** Accounts and transfers in every state the drivers need, made once. */
+  interface Fixture {
+    usd: Account;
+    other: Account;
+    khr: Account;
+    usedKey: string;
+    open: PendingTransfer;
+    posted: PendingTransfer;
+    voided: PendingTransfer;
+    expiring: PendingTransfer;
+  }
+  let fixture: Fixture;
+
+  beforeAll(async () => {
+    const usd = await wallet('USD');
+    const other = await wallet('USD');
+    const khr = await wallet('KHR');
+    await fund(usd, 1000n);
+    const usedKey = key('used');
+    await ledger.transfer({ idempotency_key: usedKey, description: 'used', postings: [{ account_id: usd.id, amount_units: -1n }, { account_id: other.id, amount_units: 1n }] });
+    const hold = (timeout_seconds?: number) =>
+      ledger.createPendingTransfer({ idempotency_key: key('hold'), debit_account_id: usd.id, credit_account_id: other.id, amount_units: 10n, timeout_seconds, description: 'h' });
+    const posted = await hold();
+    await ledger.postPendingTransfer({ pending_transfer_id: posted.id, idempotency_key: key() });
+    const voided = await hold();
+    await ledger.voidPendingTransfer({ pending_transfer_id: voided.id, idempotency_key: key() });
+    fixture = { usd, other, khr, usedKey, open: await hold(), posted, voided, expiring: await hold(1) };
+  });
+
+  const move = (amount_units: bigint, extra: Partial<Parameters<Ledger['transfer']>[0]> = {}) => ({
+    idempotency_key: key(),
+    description: 'd',
+    postings: [
+      { account_id: fixture.usd.id, amount_units: -amount_units },
+      { account_id: fixture.other.id, amount_units },
+    ],
+    ...extra,
+  });
+  const hold = (extra: Partial<Parameters<Ledger['createPendingTransfer']>[0]> = {}) => ({
+    idempotency_key: key(),
+    debit_account_id: fixture.usd.id,
+    credit_account_id: fixture.other.id,
+    amount_units: 5n,
+    description: 'h',
+    ...extra,
+  });
+  const resolve = (pending: PendingTransfer, idempotency_key = key()) => ({ pending_transfer_id: pending.id, idempotency_key });
+  const address = { owner_type: 'user' as const, owner_id: 'x', currency: 'USD' as const, kind: 'wallet' as const };
+
+  /** One call per documented error of each method that fails with it. */
+  const drivers: Record<keyof Ledger, Record<string, () => Promise<unknown>>> = {
+    openAccount: { VALIDATION_FAILED: () => ledger.openAccount({ ...address, owner_id: '' }) },
+    getAccount: { ACCOUNT_NOT_FOUND: () => ledger.getAccount(randomUUID()) },
+    findAccount: { VALIDATION_FAILED: () => ledger.findAccount({ ...address, currency: 'EUR' as never }) },
+    accountsOf: {},
+    platformAccount: { VALIDATION_FAILED: () => ledger.platformAccount('loan' as never, 'USD') },
+    transfer: {
+      VALIDATION_FAILED: () => ledger.transfer(move(1n, { description: 'x'.repeat(501) })),
+      UNBALANCED_POSTINGS: () => ledger.transfer(move(1n, { postings: [{ account_id: fixture.usd.id, amount_units: 1n }] })),
+      INVALID_AMOUNT: () => ledger.transfer(move(0n)),
+      ACCOUNT_NOT_FOUND: () => ledger.transfer(move(1n, { postings: [{ account_id: fixture.usd.id, amount_units: -1n }, { account_id: randomUUID(), amount_units: 1n }] })),
+      INSUFFICIENT_FUNDS: () => ledger.transfer(move(10_000n)),
+      IDEMPOTENCY_CONFLICT: () => ledger.transfer(move(2n, { idempotency_key: fixture.usedKey })),
+    },
+    createPendingTransfer: {
+      VALIDATION_FAILED: () => ledger.createPendingTransfer(hold({ timeout_seconds: 1.5 })),
+      INVALID_AMOUNT: () => ledger.createPendingTransfer(hold({ amount_units: 10n ** 15n + 1n })),
+      ACCOUNT_NOT_FOUND: () => ledger.createPendingTransfer(hold({ debit_account_id: randomUUID() })),
+      CURRENCY_MISMATCH: () => ledger.createPendingTransfer(hold({ credit_account_id: fixture.khr.id })),
+      INSUFFICIENT_FUNDS: () => ledger.createPendingTransfer(hold({ amount_units: 10_000n })),
+      IDEMPOTENCY_CONFLICT: () => ledger.createPendingTransfer(hold({ idempotency_key: fixture.usedKey })),
+    },
+    postPendingTransfer: {
+      VALIDATION_FAILED: () => ledger.postPendingTransfer(resolve(fixture.open, '')),
+      PENDING_TRANSFER_NOT_FOUND: () => ledger.postPendingTransfer({ pending_transfer_id: randomUUID(), idempotency_key: key() }),
+      PENDING_TRANSFER_ALREADY_POSTED: () => ledger.postPendingTransfer(resolve(fixture.posted)),
+      PENDING_TRANSFER_ALREADY_VOIDED: () => ledger.postPendingTransfer(resolve(fixture.voided)),
+      PENDING_TRANSFER_EXPIRED: async () => {
+        await new Promise((done) => setTimeout(done, Math.max(0, fixture.expiring.expires_at!.getTime() - Date.now()) + 300));
+        return ledger.postPendingTransfer(resolve(fixture.expiring));
+      },
+      IDEMPOTENCY_CONFLICT: () => ledger.postPendingTransfer(resolve(fixture.open, fixture.usedKey)),
+    },
+    voidPendingTransfer: {
+      VALIDATION_FAILED: () => ledger.voidPendingTransfer(resolve(fixture.open, 'k'.repeat(201))),
+      PENDING_TRANSFER_NOT_FOUND: () => ledger.voidPendingTransfer({ pending_transfer_id: 'not-a-uuid', idempotency_key: key() }),
+      PENDING_TRANSFER_ALREADY_POSTED: () => ledger.voidPendingTransfer(resolve(fixture.posted)),
+      PENDING_TRANSFER_ALREADY_VOIDED: () => ledger.voidPendingTransfer(resolve(fixture.voided)),
+      IDEMPOTENCY_CONFLICT: () => ledger.voidPendingTransfer(resolve(fixture.open, fixture.usedKey)),
+    },
+    getPendingTransfer: { PENDING_TRANSFER_NOT_FOUND: () => ledger.getPendingTransfer(randomUUID()) },
+    entriesOf: {
+      ACCOUNT_NOT_FOUND: () => ledger.entriesOf(randomUUID()),
+      VALIDATION_FAILED: () => ledger.entriesOf(fixture.usd.id, { limit: 0 }),
+    },
+    check: {},
+  };
+
+  it('lists for every method exactly the errors driven below, each a reason of the ledger or VALIDATION_FAILED', () => {
+    const documented = documentedErrors();
+    const driven = Object.fromEntries(Object.entries(drivers).map(([method, errors]) => [method, Object.keys(errors).sort()]));
+    expect(documented).toEqual(driven);
+    const known = new Set([...Object.keys(LEDGER_REASONS), 'VALIDATION_FAILED']);
+    expect(Object.values(documented).flat().filter((reason) => !known.has(reason))).toEqual([]);
+  });
+
+  const cases = Object.entries(drivers).flatMap(([method, errors]) => Object.entries(errors).map(([reason, drive]) => ({ method, reason, drive })));
+  it.each(cases)('$method fails with $reason as a DomainError of its kind, changing nothing', async ({ reason, drive }) => {
+    const kind = (LEDGER_REASONS as Record<string, string>)[reason] ?? (COMMON_REASONS as Record<string, string>)[reason];
+    await expectRefused(drive, kind!, reason);
   });
 });

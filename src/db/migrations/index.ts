@@ -23,6 +23,7 @@ import * as preTransferStarted from './024_pre_transfer_started';
 import * as auditAndConfirmations from './025_audit_and_confirmations';
 import * as temporalAuthority from './026_temporal_authority';
 import * as merchantLoginRequests from './027_merchant_login_requests';
+import * as ledgerBalanceAfter from './029_ledger_balance_after';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ const migrations: Array<[string, Migration]> = [
   ['025_audit_and_confirmations', auditAndConfirmations],
   ['026_temporal_authority', temporalAuthority],
   ['027_merchant_login_requests', merchantLoginRequests],
+  ['029_ledger_balance_after', ledgerBalanceAfter],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,47 @@
+/**
+ * Ledger accounts: open (once per owner, currency and kind), find, read. The contract and each method's errors are
+ * in types.ts.
+ */
+import { assert } from '../errors';
+import type { Currency } from '../money';
+import { accountNotFound } from './refusals';
+import { toAccount } from './rows';
+import type { LedgerStore } from './store';
+import type { Account, AccountAddress, AccountKind, AccountOwnerType } from './types';
+import { isUuid, validateAddress } from './validate';
+
+/** Kinds that stand for money outside the platform and may go below zero. */
+export const NEGATIVE_ALLOWED_KINDS: readonly AccountKind[] = ['settlement'];
+/** Owner id of the platform's own accounts. */
+export const PLATFORM_OWNER_ID = 'platform';
+
+export async function openAccount(store: LedgerStore, address: AccountAddress): Promise<Account> {
+  validateAddress(address);
+  const inserted = await store.insertAccount({ ...address, allows_negative: NEGATIVE_ALLOWED_KINDS.includes(address.kind) });
+  if (inserted) return toAccount(inserted);
+  // Accounts are never deleted: the one that conflicted is there.
+  const existing = await store.findAccount(address);
+  assert(existing, 'ledger account vanished after a conflicting insert');
+  return toAccount(existing);
+}
+
+export async function findAccount(store: LedgerStore, address: AccountAddress): Promise<Account | undefined> {
+  validateAddress(address);
+  const row = await store.findAccount(address);
+  return row ? toAccount(row) : undefined;
+}
+
+export async function getAccount(store: LedgerStore, account_id: string): Promise<Account> {
+  if (!isUuid(account_id)) throw accountNotFound([String(account_id)]);
+  const row = await store.readAccount(account_id);
+  if (!row) throw accountNotFound([account_id]);
+  return toAccount(row);
+}
+
+export async function accountsOf(store: LedgerStore, owner_type: AccountOwnerType, owner_id: string): Promise<Account[]> {
+  return (await store.accountsOf(owner_type, owner_id)).map(toAccount);
+}
+
+export async function platformAccount(store: LedgerStore, kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency): Promise<Account> {
+  return openAccount(store, { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind });
+}

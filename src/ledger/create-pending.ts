@@ -1,0 +1,74 @@
+/**
+ * Ledger.createPendingTransfer: a hold of `amount_units` on the debit account (its held balance grows, its available
+ * balance shrinks), to be posted or voided exactly once. The contract and its errors are in types.ts; the
+ * lock/replay steps in kernel.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { invalidFields } from '../errors';
+import { claimOf, lockAccounts, mapOutcome, runWrite, type Plan, type WriteTarget } from './kernel';
+import { loadPending } from './reads';
+import { currencyMismatch, insufficientFunds } from './refusals';
+import { toPending, type AccountRow } from './rows';
+import type { KeyClaim, LedgerStore, NewPending } from './store';
+import type { Ledger, PendingTransfer } from './types';
+import { accountIdOf, amountUnitsOf, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
+
+type CreatePendingInput = Parameters<Ledger['createPendingTransfer']>[0];
+
+/** A hold's input once checked (before any lock), with the key it claims. */
+interface CreatePendingRequest extends Omit<NewPending, 'id' | 'currency'> {
+  claim: KeyClaim;
+}
+
+interface CreatePendingPlan extends Plan {
+  debit: AccountRow;
+}
+
+/** Checks a hold's input and fingerprints it; account ids compare in lower case. */
+export function createPendingRequest(input: CreatePendingInput): CreatePendingRequest {
+  const idempotency_key = validateKey(input.idempotency_key);
+  const description = validateDescription(input.description);
+  const metadata = validateMetadata(input.metadata);
+  const amount_units = amountUnitsOf('amount_units', input.amount_units, 'positive');
+  const timeout_seconds = validateTimeoutSeconds(input.timeout_seconds) ?? null;
+  const debit_account_id = accountIdOf(input.debit_account_id);
+  const credit_account_id = accountIdOf(input.credit_account_id);
+  if (debit_account_id === credit_account_id) throw invalidFields({ credit_account_id: ['must differ from debit_account_id'] });
+  // The fingerprint's names are those of the keys already stored: renaming one would turn their replays into
+  // conflicts.
+  const request = { debitId: debit_account_id, creditId: credit_account_id, amount: amount_units, timeout: timeout_seconds, description, metadata };
+  return {
+    claim: claimOf('create_pending', idempotency_key, request),
+    debit_account_id,
+    credit_account_id,
+    amount_units,
+    timeout_seconds,
+    description,
+    metadata,
+  };
+}
+
+export async function createPendingTransfer(store: LedgerStore, input: CreatePendingInput, target: WriteTarget): Promise<PendingTransfer> {
+  const { claim, ...request } = createPendingRequest(input);
+  return runWrite(store, target, {
+    claim,
+    prepare: (tx) => prepareHold(tx, request),
+    write: async (tx, plan) => {
+      const pending = { ...request, id: randomUUID(), currency: plan.debit.currency };
+      return mapOutcome(await tx.writeCreatePending(claim, pending, plan.changes), toPending);
+    },
+    replay: (tx, key) => loadPending(tx, key),
+  });
+}
+
+/** Locks both accounts; refuses two currencies, or a non-negative debit account without the amount available. */
+async function prepareHold(store: LedgerStore, request: Omit<CreatePendingRequest, 'claim'>): Promise<CreatePendingPlan> {
+  const locked = await lockAccounts(store, [request.debit_account_id, request.credit_account_id]);
+  const debit = locked.get(request.debit_account_id)!;
+  const credit = locked.get(request.credit_account_id)!;
+  if (debit.currency !== credit.currency) throw currencyMismatch(debit.currency, credit.currency);
+  if (!debit.allows_negative && debit.posted_units - debit.held_units < request.amount_units) {
+    throw insufficientFunds(debit, request.amount_units);
+  }
+  return { locked, debit, changes: [{ account_id: debit.id, posted_units: 0n, held_units: request.amount_units }] };
+}
