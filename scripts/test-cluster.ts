@@ -127,6 +127,7 @@ async function startCluster(): Promise<StartedCluster> {
     // The settings of test/support/platform.ts testConfig, for the test files the cluster serves.
     OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
     AUTH_FAILURES_PER_CREDENTIAL: '100000',
+    AUTH_FAILURES_PER_CREDENTIAL_TOTAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     RECONCILE_INTERVAL_SECONDS: '0',
     SHUTDOWN_GRACE_SECONDS: '2',

@@ -330,6 +330,8 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
           HTTP_PORT: '0',
           RPC_PORT: '0',
           LOG_LEVEL: 'silent',
+          // The benches' own sandbox upstreams and test cards: test mode, an explicit choice.
+          PAYMENTS_MODE: 'test',
           PLATFORM_KEY_DIR: keyDirectory,
           // The bench's merchant receivers listen on loopback.
           OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -428,6 +430,7 @@ export async function startServeProcess(
       RPC_PORT: String(rpcPort),
       LOG_LEVEL: 'silent',
       PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR,
+      PAYMENTS_MODE: config.PAYMENTS_MODE,
       RPC_URL: '',
       ...env,
     },

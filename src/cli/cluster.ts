@@ -290,7 +290,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
 
     let config: Config = { ...initial, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress };
     let upstream: ClusterState['upstream'];
-    const sandbox = await startConfiguredSandbox(config);
+    // Test mode only; its secrets are made once per cluster directory (sandbox-upstream.json, 0600).
+    const sandbox = await startConfiguredSandbox(config, options.directory);
     if (sandbox) {
       stops.push(() => sandbox.sandbox.close());
       config = sandbox.config;
@@ -311,6 +312,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       // Smaller pools than a lone process's 20 unless set: the default cluster then fits PostgreSQL's default 100.
       DATABASE_POOL_MAX: String(CHILD_DATABASE_POOL_MAX),
       ...process.env,
+      // The mode chosen here (--demo-data is test mode; live otherwise unless PAYMENTS_MODE says so) for every child.
+      PAYMENTS_MODE: config.PAYMENTS_MODE,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
