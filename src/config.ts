@@ -44,6 +44,21 @@ const schema = z.object({
   FACADE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(256),
   FACADE_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   FACADE_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),
+  /**
+   * Requests of one client address (an IPv6 client: its AUTH_FAILURE_IPV6_PREFIX network) a façade process holds at
+   * once, counted from their headers to their answer, body reading included: past it 503 in the area's envelope with
+   * Retry-After, at once. Behind proxies it needs FACADE_TRUSTED_PROXY_HOPS, else every client shares the proxy's
+   * address. 0 = no cap.
+   */
+  FACADE_MAX_IN_FLIGHT_PER_ADDRESS: z.coerce.number().int().min(0).max(100_000).default(64),
+  /** Longest wait for a request's headers once its connection opened, seconds (Node's headersTimeout). */
+  FACADE_HEADERS_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * Longest wait for a request's body after its headers, seconds: a body still arriving then is answered 408 and its
+   * connection closed (Node's requestTimeout is this plus FACADE_HEADERS_TIMEOUT_SECONDS). Bodies are read before a
+   * request takes an admission slot, so a slow body holds a socket and its address's share, never a slot.
+   */
+  FACADE_BODY_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   RPC_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(512),
   RPC_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(2048),
   RPC_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),

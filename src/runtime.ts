@@ -284,7 +284,10 @@ export async function runRoles(
         },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config), metrics });
-      const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
+      const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT, {
+        headersSeconds: config.FACADE_HEADERS_TIMEOUT_SECONDS,
+        bodySeconds: config.FACADE_BODY_TIMEOUT_SECONDS,
+      });
       stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));
       facadeUrl = facade.url;
       protectPort(deps, facadeUrl);
