@@ -20,6 +20,7 @@ import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
 import type { PlatformDeps } from '../src/platform-deps';
 import { runRoles } from '../src/runtime';
+import { temporalConnectionOptions } from '../src/temporal/connection-options';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
 import type { BenchResult } from './run';
 import {
@@ -68,7 +69,7 @@ export async function run(): Promise<BenchResult> {
 
     // The floor: its own worker and task queue, same Temporal server, same process.
     const floorQueue = `bench-floor-${randomBytes(4).toString('hex')}`;
-    const floorConnection = await NativeConnection.connect({ address: temporalAddress });
+    const floorConnection = await NativeConnection.connect({ address: temporalAddress, ...temporalConnectionOptions(config) });
     const floorWorker = await Worker.create({
       connection: floorConnection,
       namespace: config.TEMPORAL_NAMESPACE,

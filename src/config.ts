@@ -23,6 +23,8 @@ const schema = z.object({
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),
   HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Listen address of `payments sandbox-upstream` (test mode; 0.0.0.0 in its docker-compose container). */
+  SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * Reverse proxies in front of the façade (nginx, a load balancer) that append the address they received a request
    * from to X-Forwarded-For. With N, the client address is the N-th entry from the right end (the one the outermost

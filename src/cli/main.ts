@@ -111,18 +111,46 @@ clusterCommand
     const running = await stack.runCluster(settings, options, say).catch(fail);
     stopOnSignals(running.stop, say);
   });
+clusterCommand
+  .command('certificates')
+  .description("the Temporal mTLS certificates of a cluster: a CA, the server's and each client's (docker-compose runs this)")
+  .requiredOption('--directory <dir>', 'where the CA and every certificate are kept (the CA key stays here, 0600)')
+  .option('--host <name...>', 'DNS names or addresses the server certificate carries besides localhost and 127.0.0.1')
+  .option('--export <dir>', 'also copy, per party, its CA certificate, certificate and key to <dir>/<party>/{ca,cert,key}.pem')
+  .action((options: { directory: string; host?: string[]; export?: string }) => {
+    const { ensureClusterPki, exportClusterPki } = require('../temporal/cluster-pki') as typeof import('../temporal/cluster-pki');
+    try {
+      const pki = ensureClusterPki(options.directory, options.host ?? []);
+      if (options.export) exportClusterPki(pki, options.export);
+      say(`Temporal certificates in ${pki.directory}${options.export ? `, copied per party to ${options.export}` : ''}`);
+    } catch (error) {
+      fail(error);
+    }
+  });
 
 program
   .command('migrate')
-  .description('apply database migrations (DATABASE_URL)')
-  .action(async () => {
+  .description('apply database migrations (DATABASE_URL), then grant the api and worker roles their tables')
+  .option('--api-role <role>', 'database role of the api processes: SELECT, INSERT, UPDATE, DELETE on the platform tables, no DDL')
+  .option('--worker-role <role>', 'database role of the worker processes: the same without the service credentials')
+  .action(async (options: { apiRole?: string; workerRole?: string }) => {
     const settings = config();
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
+    if (Boolean(options.apiRole) !== Boolean(options.workerRole)) fail('--api-role and --worker-role go together');
     const { createDatabase, migrateToLatest } = knex();
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
       const applied = await migrateToLatest(database);
       say(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+      if (options.apiRole && options.workerRole) {
+        // As the tables' owner, after every migration: new tables are covered (docs/security.md "Least privilege").
+        const { grantPlatformDatabase } = require('./cluster-database-roles') as typeof import('./cluster-database-roles');
+        const name = decodeURIComponent(new URL(settings.DATABASE_URL).pathname.replace(/^\//, ''));
+        await grantPlatformDatabase(database, name, { api: options.apiRole, worker: options.workerRole, temporal: '' });
+        say(`granted: ${options.apiRole} (api), ${options.workerRole} (worker)`);
+      }
+    } catch (error) {
+      fail(error);
     } finally {
       await database.destroy();
     }
@@ -179,6 +207,7 @@ program
     // Unless both are set, the secrets of DATA_DIR (made once, 0600): the platform of the same DATA_DIR uses them too.
     const generated = settings.UPSTREAM_API_KEY && settings.UPSTREAM_WEBHOOK_SECRET ? undefined : sandboxCredentials(settings.DATA_DIR);
     const upstream = await startSandboxUpstream({
+      host: settings.SANDBOX_HOST,
       port: settings.SANDBOX_PORT,
       api_key: settings.UPSTREAM_API_KEY ?? generated!.api_key,
       webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret,

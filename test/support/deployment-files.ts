@@ -42,7 +42,7 @@ export function composeRoles(variables: Record<string, string> = {}): Array<{ na
   const services = composeFile(variables).services;
   return Object.entries(services)
     .filter(([name]) => name.startsWith('payments-') && name !== 'payments-facade-lb')
-    .map(([name, service]) => ({ name, environment: Object.fromEntries(Object.entries(service.environment ?? {}).map(([key, value]) => [key, String(value)])), profiles: service.profiles }));
+    .map(([name, service]) => ({ name, environment: Object.fromEntries(Object.entries(service.environment ?? {}).map(([key, value]) => [key, value === null || value === undefined ? '' : String(value)])), profiles: service.profiles }));
 }
 
 /** What an operator sets before `docker compose up` (docs/operations.md): the database roles' passwords. */

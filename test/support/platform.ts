@@ -20,7 +20,7 @@ import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
 import { createServiceCredential } from '../../src/service-credentials';
-import { readClusterState, type ClusterState } from './cluster';
+import { clusterTemporalSettings, readClusterState, type ClusterState } from './cluster';
 
 export interface TestPlatform {
   config: Config;
@@ -90,6 +90,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     AUTH_FAILURES_PER_CREDENTIAL_TOTAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
+    // Against a cluster (test:cluster), its Temporal frontend wants a client certificate.
+    ...clusterTemporalSettings(),
     ...overrides,
   });
 }
