@@ -13,7 +13,8 @@ import { loadConfig } from '../../src/config';
 import { clusterTemporalSettings, readClusterState } from '../support/cluster';
 
 const state = readClusterState();
-const describeCluster = state?.temporalTls ? describe : describe.skip;
+// A cluster that runs its own Temporal server (not one given by TEMPORAL_ADDRESS) runs it with mTLS.
+const describeCluster = state?.temporalServerPid ? describe : describe.skip;
 
 /** Seconds a refused client may take to give up (its connect timeout). */
 const CONNECT_SECONDS = 5;
