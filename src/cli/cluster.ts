@@ -389,11 +389,17 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
       ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET } : {}),
     };
-    // Each role what it needs and no more: its own database role and Temporal client certificate; the façade only
-    // its RPC credential (no database, keys, Temporal or upstream secret).
+    // Each role what it needs and no more: its own database role and Temporal client certificate (the worker no
+    // upstream secret: only the api role forwards payins and checks notifications); the façade only its RPC
+    // credential (no database, keys, Temporal or upstream secret).
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
       api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
-      worker: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker) } : {}), ...(pki ? temporalClientSettings(pki, 'worker') : {}) },
+      worker: {
+        ...childEnvironment,
+        ...Object.fromEntries(WORKER_WITHHELD.map((name) => [name, ''])),
+        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker) } : {}),
+        ...(pki ? temporalClientSettings(pki, 'worker') : {}),
+      },
       facade: {
         ...childEnvironment,
         ...Object.fromEntries(FACADE_WITHHELD.map((name) => [name, ''])),
@@ -582,6 +588,9 @@ const FACADE_WITHHELD = [
   'PAYMENTS_ADMIN_TOKEN',
   'PAYMENTS_ADMIN_CREDENTIALS',
 ] as const;
+
+/** What a worker process of the cluster is not given. */
+const WORKER_WITHHELD = ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET', 'PAYMENTS_ADMIN_TOKEN', 'PAYMENTS_ADMIN_CREDENTIALS'] as const;
 
 /** `url` (a postgres:// URL) naming `database` instead of its own. */
 function urlForDatabase(url: string, database: string): string {
