@@ -280,7 +280,10 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
     // A role per process kind, none a superuser, granted after the migrations (new tables included).
     let roles: ClusterDatabaseRoles | undefined;
-    if (await mayCreateRoles(database)) {
+    if (platformDatabase === 'postgres') {
+      // The maintenance database is everyone's: its CONNECT is not the cluster's to take from PUBLIC.
+      say('warning: the platform runs in the maintenance database "postgres": no database roles of its own (give DATABASE_URL a database of its own)');
+    } else if (await mayCreateRoles(database)) {
       roles = clusterRoleNames(platformDatabase, options.temporalDatabases);
       await ensureRoles(database, roles);
       await grantPlatformDatabase(database, platformDatabase, roles);
