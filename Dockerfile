@@ -16,9 +16,12 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
-# Volume mount points owned by the runtime user: the platform keys and the RPC service credentials files.
-RUN mkdir -p /keys /credentials && chown node:node /keys /credentials && chmod 700 /keys /credentials
-ENV HTTP_HOST=0.0.0.0 PLATFORM_KEY_DIR=/keys PAYMENTS_RUN=compiled
+# Volume mount points owned by the runtime user: the platform keys, the RPC service credentials files, and the
+# Temporal certificates (docker-compose: the CA's directory /pki, and /tls with one subdirectory per party).
+RUN mkdir -p /keys /credentials /pki /tls && chown node:node /keys /credentials /pki /tls && chmod 700 /keys /credentials /pki && chmod 755 /tls
+# Live mode: no sandbox, and start-up refuses every test-mode setting (docs/security.md). Test mode is an explicit
+# choice: PAYMENTS_MODE=test, or the compose profile test-mode.
+ENV HTTP_HOST=0.0.0.0 PLATFORM_KEY_DIR=/keys PAYMENTS_RUN=compiled PAYMENTS_MODE=live
 USER node
 # The façade answers /healthz (database and Temporal checked through the RPC); other roles have no HTTP port, so
 # the check passes when nothing listens on HTTP_PORT in a worker- or api-only container.

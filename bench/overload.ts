@@ -34,7 +34,8 @@ export async function run(): Promise<BenchResult> {
     environment.defer(() => local.stop());
     const { credentials } = await createMerchant(local.deps!, { name: 'Overload merchant', callback_url: 'https://merchant.example/hook' });
     const phase = async (admission: Record<string, string>): Promise<PhaseResult> => {
-      const served = await startServeProcess(config, { REQUESTS_PER_CALLER_PER_MINUTE: '0', ...admission });
+      // Every client is 127.0.0.1: the per-address cap off, so that the figures are admission control's alone.
+      const served = await startServeProcess(config, { REQUESTS_PER_CALLER_PER_MINUTE: '0', FACADE_MAX_IN_FLIGHT_PER_ADDRESS: '0', ...admission });
       try {
         const url = `${served.facadeUrl}/api/v1/balance`;
         const call = async () => {

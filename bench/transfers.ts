@@ -30,6 +30,7 @@ import type { PlatformDeps } from '../src/platform-deps';
 import { createPlatformClients } from '../src/rpc/clients';
 import { runRoles } from '../src/runtime';
 import { createServiceCredential } from '../src/service-credentials';
+import { temporalConnectionOptions } from '../src/temporal/connection-options';
 import { generatePartnerKeys, PartnerClient } from '../test/support/partner-client';
 import type { BenchResult } from './run';
 import {
@@ -123,7 +124,7 @@ export async function run(): Promise<BenchResult> {
 
     // The floor: its own worker and task queue, same Temporal server, same process.
     const floorQueue = `bench-floor-${randomBytes(4).toString('hex')}`;
-    const floorConnection = await NativeConnection.connect({ address: temporalAddress });
+    const floorConnection = await NativeConnection.connect({ address: temporalAddress, ...temporalConnectionOptions(config) });
     const floorWorker = await Worker.create({
       connection: floorConnection,
       namespace: config.TEMPORAL_NAMESPACE,

@@ -11,7 +11,8 @@ import getRawBody from 'raw-body';
 import type { Config } from '../src/config';
 import type { Logger } from '../src/logger';
 import type { PlatformMetrics } from '../src/metrics';
-import { AdmissionRefusedError, createAdmission } from '../src/admission';
+import { addressGroup } from '../src/abuse';
+import { AdmissionRefusedError, createAddressLimit, createAdmission } from '../src/admission';
 import { listenOn } from '../src/net';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
@@ -104,6 +105,13 @@ function closeAfterAnswer(ctx: FacadeContext): void {
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
+/** Health and readiness probes: outside the per-address cap and admission control. */
+const PROBES = new Set(['/healthz', '/readyz']);
+
+function hasBody(ctx: FacadeContext): boolean {
+  return ctx.method === 'POST' || ctx.method === 'PUT' || ctx.method === 'PATCH';
+}
+
 /**
  * When traced (src/tracing.ts), names the request's HTTP server span after the route pattern and replaces the raw
  * path in its attributes with the loggable one: tokens in paths never reach a trace either.
@@ -174,27 +182,27 @@ export function createFacadeApp(options: {
       );
     }
   });
-  // Admission control: bounded concurrency and queue; past them 503 in the area's envelope, at once (health checks
-  // are always answered, so an overloaded process is not taken for a dead one).
-  const admission = createAdmission({
-    max_in_flight: options.config.FACADE_MAX_IN_FLIGHT,
-    max_queued: options.config.FACADE_MAX_QUEUED,
-    queue_timeout_ms: options.config.FACADE_QUEUE_TIMEOUT_SECONDS * 1000,
-  });
+  // One client address holds at most FACADE_MAX_IN_FLIGHT_PER_ADDRESS requests, counted from their headers (their
+  // body still arriving) to their answer: many slow bodies from one address take its own share, nobody else's.
+  // Probes (/healthz, /readyz) are always answered.
+  const perAddress = createAddressLimit(options.config.FACADE_MAX_IN_FLIGHT_PER_ADDRESS);
   app.use(async (ctx, next) => {
-    if (ctx.path === '/healthz') return next();
-    try {
-      await admission.run(() => next());
-    } catch (error) {
-      if (!(error instanceof AdmissionRefusedError)) throw error;
+    if (PROBES.has(ctx.path)) return next();
+    const address = addressGroup(ctx.ip, options.config.AUTH_FAILURE_IPV6_PREFIX);
+    if (!perAddress.enter(address)) {
       ctx.set('Retry-After', '1');
       answerEdge(ctx, areas, 503);
-      if (ctx.method === 'POST' || ctx.method === 'PUT' || ctx.method === 'PATCH') closeAfterAnswer(ctx);
+      if (hasBody(ctx)) closeAfterAnswer(ctx);
+      return;
     }
+    ctx.res.once('close', () => perAddress.leave(address));
+    await next();
   });
+  // The body is read before admission: a slow body (bounded by FACADE_BODY_TIMEOUT_SECONDS, startFacade) holds its
+  // socket and its address's share, never an admission slot.
   app.use(async (ctx, next) => {
     ctx.state.rawBody = '';
-    if (ctx.method === 'POST' || ctx.method === 'PUT' || ctx.method === 'PATCH') {
+    if (hasBody(ctx)) {
       try {
         ctx.state.rawBody = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, encoding: 'utf8' });
       } catch (error) {
@@ -211,6 +219,23 @@ export function createFacadeApp(options: {
     }
     await next();
   });
+  // Admission control: bounded concurrency and queue; past them 503 in the area's envelope, at once (probes are
+  // always answered, so an overloaded process is not taken for a dead one; /readyz reports it saturated).
+  const admission = createAdmission({
+    max_in_flight: options.config.FACADE_MAX_IN_FLIGHT,
+    max_queued: options.config.FACADE_MAX_QUEUED,
+    queue_timeout_ms: options.config.FACADE_QUEUE_TIMEOUT_SECONDS * 1000,
+  });
+  app.use(async (ctx, next) => {
+    if (PROBES.has(ctx.path)) return next();
+    try {
+      await admission.run(() => next());
+    } catch (error) {
+      if (!(error instanceof AdmissionRefusedError)) throw error;
+      ctx.set('Retry-After', '1');
+      answerEdge(ctx, areas, 503);
+    }
+  });
   // Whatever no route answered: a wrong method on a known path is 405 with Allow, anything else 404, each in the
   // envelope of the area owning the path.
   app.use(async (ctx, next) => {
@@ -226,7 +251,7 @@ export function createFacadeApp(options: {
     }
     answerEdge(ctx, areas, 404);
   });
-  const health = healthRouter();
+  const health = healthRouter({ saturated: () => admission.saturated });
   app.use(health.routes());
   app.use(docsRouter().routes());
   for (const area of areas) {
@@ -243,9 +268,29 @@ export interface RunningFacade {
   close(graceSeconds?: number): Promise<void>;
 }
 
-/** Listens on host:port (0 = any free port). `close` stops accepting and waits for in-flight requests. */
-export async function startFacade(app: Koa<FacadeState>, host: string, port: number): Promise<RunningFacade> {
-  const server = http.createServer(app.callback());
+/** How long the façade waits for a request's parts, seconds (FACADE_HEADERS_TIMEOUT_SECONDS, FACADE_BODY_TIMEOUT_SECONDS). */
+export interface FacadeTimeouts {
+  headersSeconds: number;
+  bodySeconds: number;
+}
+
+/** How often Node looks for requests past their deadline, ms (its default, 30 s, would let a deadline of seconds run 30 s). */
+const DEADLINE_CHECK_INTERVAL_MS = 1000;
+
+/**
+ * Listens on host:port (0 = any free port). `close` stops accepting and waits for in-flight requests. A request
+ * whose headers have not arrived within `timeouts.headersSeconds` of its connection's first byte, or whose body has
+ * not arrived within `timeouts.bodySeconds` more, is answered 408 by Node and its connection closed.
+ */
+export async function startFacade(app: Koa<FacadeState>, host: string, port: number, timeouts: FacadeTimeouts = { headersSeconds: 10, bodySeconds: 10 }): Promise<RunningFacade> {
+  const server = http.createServer(
+    {
+      headersTimeout: timeouts.headersSeconds * 1000,
+      requestTimeout: (timeouts.headersSeconds + timeouts.bodySeconds) * 1000,
+      connectionsCheckingInterval: DEADLINE_CHECK_INTERVAL_MS,
+    },
+    app.callback(),
+  );
   server.keepAliveTimeout = 5000;
   const address = await listenOn(server, port, host);
   return {

@@ -11,7 +11,7 @@
  *   4. the demo (`npm run demo`, examples/demo.mjs) against the cluster's façade, RPC and sandbox, with the demo data
  *      the cluster seeded (CLUSTER_DEMO_DATA); skipped for a cluster given by PAYMENTS_TEST_CLUSTER, with CLUSTER_TEST_DEMO=0,
  *      and when test files are chosen on the command line unless CLUSTER_TEST_DEMO=1
- *   5. the cluster stopped with SIGTERM, its ports checked released, its databases dropped
+ *   5. the cluster stopped with SIGTERM, its ports checked released, its databases and database roles dropped
  * Prints the time of each step.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -21,6 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { CLUSTER_STATE_FILE, type ClusterState } from '../src/cli/cluster';
+import { clusterRoleNames } from '../src/cli/cluster-database-roles';
 import { freePort } from '../src/net';
 import { temporalServerPorts } from '../src/temporal/server';
 
@@ -57,11 +58,14 @@ function listening(url: string): Promise<boolean> {
   });
 }
 
+/** Drops the cluster's databases, then its database roles (which own nothing else once the databases are gone). */
 async function dropDatabases(serverUrl: string, names: string[]): Promise<void> {
+  const roles = Object.values(clusterRoleNames(names[0]!, { default: names[1]!, visibility: names[2]! }));
   const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
   await client.connect();
   try {
     for (const name of names) await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    for (const role of roles) await client.query(`DROP ROLE IF EXISTS ${role}`);
   } finally {
     await client.end();
   }
@@ -127,6 +131,7 @@ async function startCluster(): Promise<StartedCluster> {
     // The settings of test/support/platform.ts testConfig, for the test files the cluster serves.
     OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
     AUTH_FAILURES_PER_CREDENTIAL: '100000',
+    AUTH_FAILURES_PER_CREDENTIAL_TOTAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     RECONCILE_INTERVAL_SECONDS: '0',
     SHUTDOWN_GRACE_SECONDS: '2',

@@ -1,6 +1,7 @@
 /**
  * Admission control (docs/operations.md "Admission control"): at most `max_in_flight` requests run at once, at
- * most `max_queued` wait for a slot, and none waits longer than `queue_timeout_ms`. A request past those bounds is
+ * most `max_queued` wait for a slot, and none waits longer than `queue_timeout_ms`; and a cap on the requests of one
+ * client address in flight (createAddressLimit). A request past those bounds is
  * refused at once (the façade answers 503 in the area's envelope, an RPC UNAVAILABLE), so under overload the
  * latency of admitted requests stays bounded instead of growing with the queue. The queue is p-limit's.
  */
@@ -31,11 +32,13 @@ export interface Admission {
   run<T>(work: () => Promise<T>): Promise<T>;
   readonly inFlight: number;
   readonly queued: number;
+  /** Every slot taken (never with admission control off): readiness reports it, so a load balancer routes elsewhere. */
+  readonly saturated: boolean;
 }
 
 export function createAdmission(limits: AdmissionLimits): Admission {
   if (limits.max_in_flight <= 0) {
-    return { run: (work) => work(), inFlight: 0, queued: 0 };
+    return { run: (work) => work(), inFlight: 0, queued: 0, saturated: false };
   }
   const limit = pLimit(limits.max_in_flight);
   return {
@@ -55,5 +58,42 @@ export function createAdmission(limits: AdmissionLimits): Admission {
     get queued() {
       return limit.pendingCount;
     },
+    get saturated() {
+      return limit.activeCount >= limits.max_in_flight;
+    },
+  };
+}
+
+/**
+ * At most `max` requests in flight per client address (its group: src/abuse addressGroup), counted from the moment
+ * the request's headers arrived (its body still on its way) until its answer is sent or its connection closes: one
+ * address cannot hold every socket, body buffer and admission slot of a process. 0 = no cap.
+ */
+export interface AddressLimit {
+  /** Counts one request of `address`; false (and nothing counted) when the address already has `max` in flight. */
+  enter(address: string): boolean;
+  /** Ends a request `enter` counted. */
+  leave(address: string): void;
+  /** Requests in flight of `address`. */
+  inFlight(address: string): number;
+}
+
+export function createAddressLimit(max: number): AddressLimit {
+  const counts = new Map<string, number>();
+  return {
+    enter(address) {
+      if (max <= 0) return true;
+      const count = counts.get(address) ?? 0;
+      if (count >= max) return false;
+      counts.set(address, count + 1);
+      return true;
+    },
+    leave(address) {
+      if (max <= 0) return;
+      const count = (counts.get(address) ?? 0) - 1;
+      if (count > 0) counts.set(address, count);
+      else counts.delete(address);
+    },
+    inFlight: (address) => counts.get(address) ?? 0,
   };
 }

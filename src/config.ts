@@ -23,6 +23,8 @@ const schema = z.object({
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),
   HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  /** Listen address of `payments sandbox-upstream` (test mode; 0.0.0.0 in its docker-compose container). */
+  SANDBOX_HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * Reverse proxies in front of the façade (nginx, a load balancer) that append the address they received a request
    * from to X-Forwarded-For. With N, the client address is the N-th entry from the right end (the one the outermost
@@ -44,6 +46,21 @@ const schema = z.object({
   FACADE_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(256),
   FACADE_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   FACADE_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),
+  /**
+   * Requests of one client address (an IPv6 client: its AUTH_FAILURE_IPV6_PREFIX network) a façade process holds at
+   * once, counted from their headers to their answer, body reading included: past it 503 in the area's envelope with
+   * Retry-After, at once. Behind proxies it needs FACADE_TRUSTED_PROXY_HOPS, else every client shares the proxy's
+   * address. 0 = no cap.
+   */
+  FACADE_MAX_IN_FLIGHT_PER_ADDRESS: z.coerce.number().int().min(0).max(100_000).default(64),
+  /** Longest wait for a request's headers once its connection opened, seconds (Node's headersTimeout). */
+  FACADE_HEADERS_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * Longest wait for a request's body after its headers, seconds: a body still arriving then is answered 408 and its
+   * connection closed (Node's requestTimeout is this plus FACADE_HEADERS_TIMEOUT_SECONDS). Bodies are read before a
+   * request takes an admission slot, so a slow body holds a socket and its address's share, never a slot.
+   */
+  FACADE_BODY_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   RPC_MAX_IN_FLIGHT: z.coerce.number().int().min(0).max(100_000).default(512),
   RPC_MAX_QUEUED: z.coerce.number().int().min(0).max(1_000_000).default(2048),
   RPC_QUEUE_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(5),
@@ -112,11 +129,14 @@ const schema = z.object({
    */
   AUTH_CACHE_SECONDS: z.coerce.number().int().min(0).max(300).default(5),
   /**
-   * test: the sandbox card acquirer (fixed OTP SANDBOX_OTP, test cards) and, under `npm start`, the sandbox upstream
-   * payin provider. live: no sandbox anywhere; a card or bank deposit without a configured acquirer is refused.
+   * live (the default of the configuration, the Dockerfile and docker-compose): no sandbox anywhere, a card or bank
+   * deposit without a configured acquirer is refused, and start-up refuses every test-mode setting (liveModeProblem).
+   * test, an explicit choice (`npm start`, `payments cluster up --demo-data`, the compose profile `test-mode`): the
+   * sandbox card acquirer (fixed OTP SANDBOX_OTP, test cards) and, under `npm start`, the sandbox upstream.
    */
-  PAYMENTS_MODE: z.enum(['live', 'test']).default('test'),
-  SANDBOX_OTP: z.string().regex(/^\d{4,8}$/, 'must be 4 to 8 digits').default('123456'),
+  PAYMENTS_MODE: z.enum(['live', 'test']).default('live'),
+  /** The sandbox acquirer's OTP, test mode only [DEFAULT_SANDBOX_OTP in test mode; refused in live mode]. */
+  SANDBOX_OTP: z.string().regex(/^\d{4,8}$/, 'must be 4 to 8 digits').optional(),
   PLATFORM_KEY_DIR: z.string().min(1).default('.data/keys'),
   DATA_DIR: z.string().min(1).default('.data'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -159,8 +179,13 @@ const schema = z.object({
     .optional(),
   /** Outbound requests may reach every private address (development); metadata addresses stay refused. */
   OUTBOUND_ALLOW_PRIVATE_NETWORKS: flag.default(false),
-  /** Failed authentications of one credential (partner, merchant, API key, hosted page token) per window before it is locked. */
+  /**
+   * Failed authentications of one credential (partner, merchant, API key, hosted page token) from one client address
+   * per window before that credential is locked for that address (other addresses keep their own count).
+   */
   AUTH_FAILURES_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(10),
+  /** Failed authentications of one credential from every address together per window before it is locked everywhere. */
+  AUTH_FAILURES_PER_CREDENTIAL_TOTAL: z.coerce.number().int().min(1).max(10_000_000).default(1000),
   /** Failed authentications from one client address per window, whatever the credentials. */
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
   /** The window of both failure counts, and how long a lockout lasts at most. */
@@ -225,6 +250,47 @@ const schema = z.object({
   }
 });
 
+/** The sandbox acquirer's OTP in test mode when SANDBOX_OTP is unset (platform decisions §7). */
+export const DEFAULT_SANDBOX_OTP = '123456';
+
+/** Shortest UPSTREAM_API_KEY and UPSTREAM_WEBHOOK_SECRET live mode accepts. */
+export const LIVE_SECRET_MIN_LENGTH = 16;
+
+/**
+ * Values published as defaults or examples (the sandbox upstream's former built-in secrets): whoever read the source
+ * knows them, so live mode refuses them whatever their length.
+ */
+const PUBLISHED_SECRETS = new Set(['sandbox-upstream-key', 'sandbox-upstream-webhook-secret']);
+
+/**
+ * The first setting live mode refuses, or undefined: every sandbox component and default secret is a test-mode
+ * choice, and a live process started with one would take test cards, a known OTP or a guessable secret for real.
+ *
+ *   SANDBOX_OTP                   the sandbox acquirer's OTP: live mode has no sandbox
+ *   UPSTREAM_PAYIN_URL            http (the sandbox upstream is http on loopback; a real provider is reached over TLS)
+ *   UPSTREAM_API_KEY / _SECRET    a published default, or shorter than LIVE_SECRET_MIN_LENGTH
+ *   TEMPORAL_ALLOW_INSECURE       plaintext Temporal over a network: a development choice
+ */
+export function liveModeProblem(config: Config): { variable: string; detail: string } | undefined {
+  if (config.PAYMENTS_MODE !== 'live') return undefined;
+  if (config.SANDBOX_OTP !== undefined) {
+    return { variable: 'SANDBOX_OTP', detail: 'is a test-mode setting (the sandbox acquirer): live mode has no sandbox; unset it, or set PAYMENTS_MODE=test' };
+  }
+  if (config.UPSTREAM_PAYIN_URL && !config.UPSTREAM_PAYIN_URL.startsWith('https://')) {
+    return { variable: 'UPSTREAM_PAYIN_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
+  }
+  for (const variable of ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET'] as const) {
+    const value = config[variable];
+    if (value === undefined) continue;
+    if (PUBLISHED_SECRETS.has(value)) return { variable, detail: 'is a published sandbox default: live mode needs a secret of its own' };
+    if (value.length < LIVE_SECRET_MIN_LENGTH) return { variable, detail: `is shorter than ${LIVE_SECRET_MIN_LENGTH} characters: live mode needs a secret of its own` };
+  }
+  if (config.TEMPORAL_ALLOW_INSECURE) {
+    return { variable: 'TEMPORAL_ALLOW_INSECURE', detail: 'plaintext Temporal over a network is a development choice: live mode needs TLS (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY)' };
+  }
+  return undefined;
+}
+
 /** True for a loopback host name or address (localhost, 127.0.0.0/8, ::1). */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
@@ -256,21 +322,27 @@ export class ConfigError extends Error {
 }
 
 /**
- * Reads the configuration from an environment (default `process.env`). Empty strings count as unset.
- * @throws ConfigError naming the first bad variable.
+ * Reads the configuration from an environment (default `process.env`). Empty strings count as unset. `defaults`
+ * stand in for variables the environment leaves unset (`npm start` chooses test mode this way).
+ * @throws ConfigError naming the first bad variable, or the first setting live mode refuses (liveModeProblem).
  */
-export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env, defaults: Record<string, string> = {}): Config {
   const input: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
     const value = environment[key];
     if (value !== undefined && value !== '') input[key] = value;
+    else if (defaults[key] !== undefined) input[key] = defaults[key];
   }
   const parsed = schema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     throw new ConfigError(String(issue.path[0] ?? 'environment'), issue.message);
   }
-  return parsed.data;
+  const config = parsed.data;
+  const problem = liveModeProblem(config);
+  if (problem) throw new ConfigError(problem.variable, problem.detail);
+  if (config.PAYMENTS_MODE === 'test') config.SANDBOX_OTP ??= DEFAULT_SANDBOX_OTP;
+  return config;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { ConfigError, isLoopbackHost, readConfiguredFile, type Config } from './config';
+import { DEMO_SETTING_KEY } from './onboarding/demo';
 import { keysMayBeCreated, verifyDataKeys } from './crypto/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
@@ -53,18 +54,32 @@ export function parseRoles(text: string): Role[] {
 const DATA_KEY_CHECK_RETRY_MILLISECONDS = 5000;
 
 /**
- * Checks the data keys against the database before serving (a mismatch stops start-up). While the database cannot
- * be reached the roles start degraded, as without the check, and the check runs as soon as it answers: nothing can
- * be sealed meanwhile, since sealing writes to the database. A mismatch found then stops the process.
+ * Live mode refuses a database holding the demo data of `npm start` (platform_settings `demo_data`): a demo partner
+ * with a float, a demo merchant, and their credentials in a file on disk.
+ * @throws ConfigError PAYMENTS_MODE
+ */
+async function refuseDemoDataInLiveMode(database: ReturnType<typeof createDatabase>, config: Config): Promise<void> {
+  if (config.PAYMENTS_MODE !== 'live') return;
+  if (await database('platform_settings').where({ key: DEMO_SETTING_KEY }).first('key')) {
+    throw new ConfigError('PAYMENTS_MODE', 'live mode refuses a database holding the demo data of npm start (demo partner, merchant and users, their credentials on disk): give live mode a database of its own');
+  }
+}
+
+/**
+ * Checks the data keys against the database before serving (a mismatch stops start-up), and that a live process is
+ * not pointed at a demo database. While the database cannot be reached the roles start degraded, as without the
+ * check, and the check runs as soon as it answers: nothing can be sealed meanwhile, since sealing writes to the
+ * database. A mismatch found then stops the process.
  * @returns a stop step that cancels a pending retry
  */
-async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: ReturnType<typeof loadPlatformKeys>, logger: Logger): Promise<() => Promise<void>> {
+async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: ReturnType<typeof loadPlatformKeys>, config: Config, logger: Logger): Promise<() => Promise<void>> {
   let timer: NodeJS.Timeout | undefined;
   const attempt = async (): Promise<void> => {
     try {
       await verifyDataKeys(database, keys.dataKeys);
+      await refuseDemoDataInLiveMode(database, config);
     } catch (error) {
-      if (error instanceof KeyFileError) throw error;
+      if (error instanceof KeyFileError || error instanceof ConfigError) throw error;
       logger.warn({ err: (error as Error).message }, 'data keys not checked yet: the database cannot be reached; retrying');
       timer = setTimeout(() => {
         attempt().catch((fatal: unknown) => {
@@ -141,7 +156,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
   const create = missingKeyFiles(config.PLATFORM_KEY_DIR).length > 0 && (await keysMayBeCreated(database));
   const keys = loadPlatformKeys(config.PLATFORM_KEY_DIR, { create });
   // Refuses a key directory that lacks (or differs from) a data key the database's secrets are sealed under.
-  stops.push(await checkDataKeys(database, keys, logger));
+  stops.push(await checkDataKeys(database, keys, config, logger));
   if (keys.fieldEncryptionShared) {
     logger.warn('field encryption shares the signing key pair (a key directory from before they were separate): see docs/operations.md "Keys"');
   }
@@ -272,7 +287,10 @@ export async function runRoles(
         },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config), metrics });
-      const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT);
+      const facade = await startFacade(app, config.HTTP_HOST, config.HTTP_PORT, {
+        headersSeconds: config.FACADE_HEADERS_TIMEOUT_SECONDS,
+        bodySeconds: config.FACADE_BODY_TIMEOUT_SECONDS,
+      });
       stops.push(() => facade.close(config.SHUTDOWN_GRACE_SECONDS));
       facadeUrl = facade.url;
       protectPort(deps, facadeUrl);

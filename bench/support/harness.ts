@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
+import { temporalConnectionOptionsFromEnvironment, temporalSecuritySettings } from '../../src/temporal/connection-options';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { freePort, waitForPort } from '../../src/net';
@@ -330,6 +331,8 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
           HTTP_PORT: '0',
           RPC_PORT: '0',
           LOG_LEVEL: 'silent',
+          // The benches' own sandbox upstreams and test cards: test mode, an explicit choice.
+          PAYMENTS_MODE: 'test',
           PLATFORM_KEY_DIR: keyDirectory,
           // The bench's merchant receivers listen on loopback.
           OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -338,6 +341,8 @@ export async function startBenchEnvironment(name: string): Promise<BenchEnvironm
           ...Object.fromEntries(
             Object.entries(process.env).filter(([key, value]) => (key.startsWith('WORKER_') || key === 'TEMPORAL_EAGER_START') && value !== undefined),
           ),
+          // A cluster's mTLS frontend (TEMPORAL_ADDRESS set to it): its client certificate, as for every client.
+          ...temporalSecuritySettings(),
           ...overrides,
         });
       },
@@ -360,7 +365,7 @@ const TERMINATE_BUDGET_MS = 120_000;
  */
 export async function terminateLeftovers(address: string, namespace: string, taskQueues: string[]): Promise<number> {
   if (taskQueues.length === 0) return 0;
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect({ address, ...temporalConnectionOptionsFromEnvironment() });
   const client = new Client({ connection, namespace });
   const query = `(${taskQueues.map((queue) => `TaskQueue = '${queue}'`).join(' OR ')}) AND ExecutionStatus = 'Running'`;
   const until = Date.now() + TERMINATE_BUDGET_MS;
@@ -428,6 +433,7 @@ export async function startServeProcess(
       RPC_PORT: String(rpcPort),
       LOG_LEVEL: 'silent',
       PLATFORM_KEY_DIR: config.PLATFORM_KEY_DIR,
+      PAYMENTS_MODE: config.PAYMENTS_MODE,
       RPC_URL: '',
       ...env,
     },

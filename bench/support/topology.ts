@@ -48,6 +48,10 @@ export async function startBenchTopology(): Promise<BenchTopology | undefined> {
     RPC_PORT: '0',
     LOG_LEVEL: 'silent',
     DATABASE_POOL_MAX: '4',
+    // The cluster's Temporal frontend wants the operator's client certificate (mTLS).
+    ...(cluster.temporalTls
+      ? { TEMPORAL_TLS_CA: cluster.temporalTls.ca, TEMPORAL_TLS_CERT: cluster.temporalTls.cert, TEMPORAL_TLS_KEY: cluster.temporalTls.key, TEMPORAL_TLS_SERVER_NAME: cluster.temporalTls.serverName }
+      : {}),
   });
   const stops: Array<() => Promise<void>> = [];
   const close = async () => {

@@ -3,8 +3,13 @@
  * per authenticated caller, counted in PostgreSQL by rate-limiter-flexible (table `rate_limits`), so every process
  * of the platform shares them.
  *
- *   failures per credential   AUTH_FAILURES_PER_CREDENTIAL (10) per AUTH_FAILURE_WINDOW_SECONDS (60): one more
- *                             attempt with that credential, right or wrong, is refused until the window ends
+ *   failures per credential   AUTH_FAILURES_PER_CREDENTIAL (10) per AUTH_FAILURE_WINDOW_SECONDS (60) from one
+ *     and client address      client address: one more attempt with that credential from that address, right or
+ *                             wrong, is refused until the window ends. Another address is not locked by it, so
+ *                             failures naming a partner or merchant cannot lock its owner out from where it works
+ *   failures per credential   AUTH_FAILURES_PER_CREDENTIAL_TOTAL (1000) per window from every address together: the
+ *     across addresses        throttle against guessing one credential from many addresses; much higher than the
+ *                             pair's, so only an attacker with a hundred addresses or more reaches it
  *   failures per address      AUTH_FAILURES_PER_ADDRESS (50) per window and door, whatever the credentials tried
  *   requests per caller       REQUESTS_PER_CALLER_PER_MINUTE (6000) for a verified partner or merchant; 0 = off.
  *                             A process takes a caller's points in leases of 1 % of the limit (one counter write per
@@ -15,7 +20,7 @@
  * An attempt is counted as a failure before its credential is checked (`beginAttempt`, one atomic increment per
  * counter), so concurrent attempts cannot all pass a check that none of them has counted yet: at most the limit's
  * number of attempts are ever checked per window, however many arrive at once. A success gives its address's point
- * back and clears its credential's failures; an attempt that decided nothing (an internal error, a page that is
+ * back and clears the failures of its credential from its address; an attempt that decided nothing (an internal error, a page that is
  * neither a success nor a failure) gives both points back. A refused attempt is not counted. A locked or limited
  * call is refused with RATE_LIMITED and the seconds until it may be tried again (each area answers 429 with
  * `Retry-After`), the same for a credential that exists and one that does not.
@@ -37,22 +42,26 @@ export type AuthDoor = 'partner_token' | 'merchant_login' | 'api_key' | 'preorde
 export const RATE_LIMIT_TABLE = 'rate_limits';
 
 /**
- * One authentication attempt, already counted as a failure of its credential and its address. Settle it once;
- * an attempt never settled stays a failure.
+ * One authentication attempt, already counted as a failure of its credential from its address, of its credential
+ * across addresses, and of its address. Settle it once; an attempt never settled stays a failure.
  */
 export interface AuthAttempt {
   /** The credential was wrong: the failure stays counted. */
   failed(): Promise<void>;
-  /** The credential was right: its failures start again from zero, and its address's point is given back. */
+  /**
+   * The credential was right: its failures from this address start again from zero, and the points of the
+   * credential across addresses and of the address are given back.
+   */
   succeeded(): Promise<void>;
-  /** Neither (an internal error, a page that checked nothing): both points are given back. */
+  /** Neither (an internal error, a page that checked nothing): every point is given back. */
   withdrawn(): Promise<void>;
 }
 
 export interface AbuseLimits {
   /**
    * Counts one attempt of `credential` from `address` at `door` before it is checked; refused (and not counted)
-   * when either has used up its failures of the window.
+   * when the credential from this address, the credential across addresses or the address has used up its
+   * failures of the window.
    * @throws DomainError RATE_LIMITED (with retryAfterSeconds)
    */
   beginAttempt(door: AuthDoor, credential: string, address: string): Promise<AuthAttempt>;
@@ -117,7 +126,8 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   const window = config.AUTH_FAILURE_WINDOW_SECONDS;
   // The library's clean-up (every 5 minutes, of counters whose window ended over an hour ago) runs on one limiter:
   // it deletes from the whole table, so every guessed key, address and caller leaves no row behind for long.
-  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: true });
+  const byPair = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_pair', points: config.AUTH_FAILURES_PER_CREDENTIAL, duration: window, clearExpiredByTimeout: true });
+  const byCredential = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_cred', points: config.AUTH_FAILURES_PER_CREDENTIAL_TOTAL, duration: window, clearExpiredByTimeout: false });
   const byAddress = new RateLimiterPostgres({ ...common, keyPrefix: 'fail_addr', points: config.AUTH_FAILURES_PER_ADDRESS, duration: window, clearExpiredByTimeout: false });
   const perCaller = config.REQUESTS_PER_CALLER_PER_MINUTE
     ? new RateLimiterPostgres({ ...common, keyPrefix: 'req', points: config.REQUESTS_PER_CALLER_PER_MINUTE, duration: 60, clearExpiredByTimeout: false })
@@ -147,6 +157,8 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   }
   const doorKey = (door: AuthDoor, credentialOrAddress: string) => `${door}:${credentialOrAddress}`.slice(0, 200);
   const addressKey = (door: AuthDoor, address: string) => doorKey(door, addressGroup(address, config.AUTH_FAILURE_IPV6_PREFIX));
+  // The address group first: a credential long enough to be cut short still keeps its pair apart from other addresses.
+  const pairKey = (door: AuthDoor, credential: string, address: string) => doorKey(door, `${addressGroup(address, config.AUTH_FAILURE_IPV6_PREFIX)}|${credential}`);
 
   /** One point of `key` taken, with when its window ends; `over` when the take went past the limit. */
   interface Taken {
@@ -177,8 +189,12 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
 
   return {
     async beginAttempt(door, credential, address) {
-      const credentialKey = doorKey(door, credential);
-      const taken = await Promise.allSettled([take(byCredential, credentialKey), take(byAddress, addressKey(door, address))]);
+      const credentialPairKey = pairKey(door, credential, address);
+      const taken = await Promise.allSettled([
+        take(byPair, credentialPairKey),
+        take(byCredential, doorKey(door, credential)),
+        take(byAddress, addressKey(door, address)),
+      ]);
       const points = taken.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
       const failed = taken.find((outcome) => outcome.status === 'rejected');
       if (failed || points.some((point) => point.over)) {
@@ -186,7 +202,7 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
         if (failed) throw failed.reason;
         throw rateLimited(Math.max(...points.filter((point) => point.over).map((point) => point.windowEndsAt - Date.now())));
       }
-      const [credentialPoint, addressPoint] = points;
+      const [pairPoint, credentialPoint, addressPoint] = points as [Taken, Taken, Taken];
       let settled = false;
       const settle = async (work: () => Promise<unknown>) => {
         if (settled) return;
@@ -195,12 +211,14 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
       };
       return {
         failed: () => settle(async () => undefined),
-        succeeded: () => settle(() => Promise.all([byCredential.delete(credentialKey), giveBack(addressPoint)])),
-        withdrawn: () => settle(() => Promise.all([giveBack(credentialPoint), giveBack(addressPoint)])),
+        // The owner's success clears its own address's failures only: the count across addresses keeps what others
+        // tried, so a login now and then does not reset a spread-out guess.
+        succeeded: () => settle(() => Promise.all([byPair.delete(credentialPairKey), giveBack(credentialPoint), giveBack(addressPoint)])),
+        withdrawn: () => settle(() => Promise.all([giveBack(pairPoint), giveBack(credentialPoint), giveBack(addressPoint)])),
       };
     },
     async recordFailure(door, credential, address) {
-      await Promise.all([take(byCredential, doorKey(door, credential)), take(byAddress, addressKey(door, address))]);
+      await Promise.all([take(byPair, pairKey(door, credential, address)), take(byCredential, doorKey(door, credential)), take(byAddress, addressKey(door, address))]);
     },
     async consumeRequest(caller) {
       if (!perCaller) return;

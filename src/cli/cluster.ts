@@ -3,8 +3,12 @@
  * topology"):
  *
  *   PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/payments): the platform's database plus
- *     `temporal` and `temporal_visibility`, created when absent and migrated / schema-updated at every start
- *   a real Temporal server (src/temporal/server.ts) on TEMPORAL_FRONTEND_PORT, unless TEMPORAL_ADDRESS names one
+ *     `temporal` and `temporal_visibility`, created when absent and migrated / schema-updated at every start; the
+ *     api, worker and Temporal server processes each connect as a role of their own without superuser
+ *     (cluster-database-roles.ts)
+ *   a real Temporal server (src/temporal/server.ts) on TEMPORAL_FRONTEND_PORT, unless TEMPORAL_ADDRESS names one,
+ *     with mTLS on its frontend and between its services: certificates made for the cluster (cluster-pki.ts), a
+ *     client certificate for the api and worker roles, the UI and the operator
  *   the Temporal Web UI server, when its binary is present (src/temporal/server-binary.ts)
  *   N worker processes, N api processes sharing RPC_PORT and N façade processes sharing HTTP_PORT (Node's
  *     `cluster` module: this process holds each listening socket and hands connections to its children in turn)
@@ -13,10 +17,12 @@
  * Every child runs `payments serve --roles <role>` from the compiled `dist/` when it exists (`npm run build`), else
  * the sources through tsx. A child that dies is started again after CLUSTER_RESPAWN_SECONDS (0: never). Ctrl-C /
  * SIGTERM stops the children (façades, then api, then workers, each draining), then the UI, the sandbox and the
- * Temporal server last. The running cluster is described in `<DATA_DIR>/cluster/cluster.json` while it is up.
+ * Temporal server last. The running cluster is described in `<DATA_DIR>/cluster/cluster.json` (0600, no secret: the
+ * paths of the files that hold them) while it is up. A façade gets no database URL, no key directory, no Temporal
+ * settings and no upstream secret: only its RPC credential.
  */
 import cluster, { type Worker as ClusterChild } from 'node:cluster';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
+import { chmodSync, createWriteStream, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
@@ -24,9 +30,10 @@ import { createLogger } from '../logger';
 import { waitForPort } from '../net';
 import { ensureDemoData } from '../onboarding/demo';
 import { createPlatformDeps } from '../runtime';
-import { startConfiguredSandbox } from '../sandbox/upstream';
+import { SANDBOX_CREDENTIALS_FILE, startConfiguredSandbox } from '../sandbox/upstream';
 import { createServiceCredential, OPERATOR_SCOPES } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
+import { ensureClusterPki, temporalClientOptions, temporalClientSettings, type ClusterPki } from '../temporal/cluster-pki';
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
 import {
   createDatabaseIfAbsent,
@@ -41,6 +48,16 @@ import {
 } from '../temporal/server';
 import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
+import {
+  clusterRoleNames,
+  ensureRoles,
+  grantPlatformDatabase,
+  grantTemporalDatabase,
+  mayCreateRoles,
+  urlForRole,
+  withoutPassword,
+  type ClusterDatabaseRoles,
+} from './cluster-database-roles';
 
 export const DEFAULT_CLUSTER_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/payments';
 export const CLUSTER_STATE_FILE = 'cluster.json';
@@ -115,15 +132,26 @@ export interface ClusterState {
   /** Started by this cluster (false: TEMPORAL_ADDRESS named an existing one). */
   temporalServerPid?: number;
   uiUrl?: string;
+  /** The supervisor's database URL, without its password. */
   databaseUrl: string;
+  /** The roles the api, worker and Temporal server processes connect as (absent: the supervisor's user for all). */
+  databaseRoles?: ClusterDatabaseRoles;
+  /** The Temporal server's databases, when this cluster runs it. */
+  temporalDatabases?: TemporalDatabases;
   namespace: string;
   taskQueue: string;
   platformKeyDir: string;
   adminCredentialsFile: string;
   /** The demo's credentials (`DEMO_CREDENTIALS` of `npm run demo`), when the cluster seeded the demo data. */
   demoCredentialsFile?: string;
+  /**
+   * The operator's Temporal client certificate (PEM file paths; TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY,
+   * TEMPORAL_TLS_SERVER_NAME), when this cluster runs the Temporal server: every client needs one.
+   */
+  temporalTls?: { ca: string; cert: string; key: string; serverName: string };
   respawnSeconds: number;
-  upstream?: { payinUrl: string; apiKey: string; webhookSecret: string };
+  /** The sandbox upstream (test mode): its payin URL, and the file (0600) holding its API key and notification secret. */
+  upstream?: { payinUrl: string; credentialsFile: string };
   /** The roles' settings (src/config.ts), secrets left out. */
   settings: Record<string, unknown>;
   processes: Array<{ role: ClusterRole; index: number; pid: number; starts: number }>;
@@ -235,11 +263,14 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     stops.length = 0;
   };
   try {
-    mkdirSync(options.directory, { recursive: true });
+    // Credentials, certificates and the state file live here: the supervisor's user only.
+    mkdirSync(options.directory, { recursive: true, mode: 0o700 });
+    chmodSync(options.directory, 0o700);
     const logDirectory = path.join(options.directory, 'logs');
     mkdirSync(logDirectory, { recursive: true });
     const databaseUrl = initial.DATABASE_URL ?? DEFAULT_CLUSTER_DATABASE_URL;
     const endpoint = postgresEndpoint(databaseUrl);
+    const platformDatabase = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
     await ensurePlatformDatabase(databaseUrl);
     const database = createDatabase(databaseUrl, 2);
     stops.push(() => database.destroy());
@@ -248,23 +279,50 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const budget = clusterConnectionBudget(options, !initial.TEMPORAL_ADDRESS);
     const accepted = await checkConnectionBudget(database, budget);
     say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
+    // A role per process kind, none a superuser, granted after the migrations (new tables included).
+    let roles: ClusterDatabaseRoles | undefined;
+    if (platformDatabase === 'postgres') {
+      // The maintenance database is everyone's: its CONNECT is not the cluster's to take from PUBLIC.
+      say('warning: the platform runs in the maintenance database "postgres": no database roles of its own (give DATABASE_URL a database of its own)');
+    } else if (await mayCreateRoles(database)) {
+      roles = clusterRoleNames(platformDatabase, options.temporalDatabases);
+      await ensureRoles(database, roles);
+      await grantPlatformDatabase(database, platformDatabase, roles);
+      say(`database roles: api ${roles.api}, worker ${roles.worker}${initial.TEMPORAL_ADDRESS ? '' : `, Temporal server ${roles.temporal}`} (no superuser; docs/security.md "Least privilege")`);
+    } else {
+      say(`warning: ${endpoint.user} may not create roles: the api, worker and Temporal server processes connect as ${endpoint.user} (docs/security.md "Least privilege")`);
+    }
 
     let temporalAddress = initial.TEMPORAL_ADDRESS;
     let temporalServerPid: number | undefined;
+    let pki: ClusterPki | undefined;
     if (!temporalAddress) {
       const binaries = ensureTemporalServer(say);
       const preparing = Date.now();
       await prepareTemporalDatabases(binaries.sql, endpoint, say, options.temporalDatabases);
+      if (roles) {
+        for (const name of Object.values(options.temporalDatabases)) {
+          const temporalDatabase = createDatabase(urlForDatabase(databaseUrl, name), 1);
+          try {
+            await grantTemporalDatabase(temporalDatabase, name, roles.temporal);
+          } finally {
+            await temporalDatabase.destroy();
+          }
+        }
+      }
       say(`Temporal databases ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility}: schema up to date (${((Date.now() - preparing) / 1000).toFixed(1)} s)`);
+      // mTLS between every caller and the frontend, and between the server's own services.
+      pki = ensureClusterPki(path.join(options.directory, 'tls'));
       const temporalStarted = Date.now();
       const server = await startTemporalServer({
         binaries,
         directory: path.join(options.directory, 'temporal'),
-        endpoint,
+        endpoint: roles ? postgresEndpoint(urlForRole(databaseUrl, roles.temporal)) : endpoint,
         frontendPort: options.temporalPort,
         historyShards: options.historyShards,
         databases: options.temporalDatabases,
         maxConns: options.temporalMaxConns,
+        tls: { ca: pki.ca, cert: pki.server.cert, key: pki.server.key, serverName: pki.serverName, client: temporalClientOptions(pki, 'operator') },
         log: say,
       });
       stops.push(() => server.stop());
@@ -276,7 +334,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
           `warning: TEMPORAL_NUM_HISTORY_SHARDS=${server.shardMismatch.configured} ignored: ${options.temporalDatabases.default} was first started with ${server.shardMismatch.persisted} shards, which stay (a new count needs a new database)`,
         );
       }
-      await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say);
+      await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say, temporalClientOptions(pki, 'operator'));
+      say(`Temporal mTLS: certificates in ${pki.directory} (a client without one is refused)`);
     } else {
       say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace must exist)`);
     }
@@ -284,18 +343,31 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     let uiUrl: string | undefined;
     const uiBinary = options.uiPort && temporalServerPid ? uiServerOrNothing(say) : undefined;
     if (uiBinary && temporalServerPid) {
-      const ui = await startTemporalUiServer({ binary: uiBinary, directory: path.join(options.directory, 'ui'), temporalAddress, port: options.uiPort });
+      const ui = await startTemporalUiServer({
+        binary: uiBinary,
+        directory: path.join(options.directory, 'ui'),
+        temporalAddress,
+        port: options.uiPort,
+        tls: pki && { ca: pki.ca, cert: pki.clients.ui.cert, key: pki.clients.ui.key, serverName: pki.serverName },
+      });
       stops.push(() => ui.stop());
       uiUrl = ui.url;
     }
 
-    let config: Config = { ...initial, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress };
+    // The operator's Temporal client settings, for this process's own clients (the demo seeding) and cluster.json.
+    const operatorTls = pki ? temporalClientSettings(pki, 'operator') : {};
+    let config: Config = { ...initial, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, ...operatorTls };
     let upstream: ClusterState['upstream'];
-    const sandbox = await startConfiguredSandbox(config);
+    // Test mode only; its secrets are made once per cluster directory (sandbox-upstream.json, 0600).
+    const sandbox = await startConfiguredSandbox(config, options.directory);
     if (sandbox) {
       stops.push(() => sandbox.sandbox.close());
       config = sandbox.config;
-      upstream = { payinUrl: config.UPSTREAM_PAYIN_URL!, apiKey: config.UPSTREAM_API_KEY!, webhookSecret: config.UPSTREAM_WEBHOOK_SECRET! };
+      upstream = { payinUrl: config.UPSTREAM_PAYIN_URL!, credentialsFile: path.join(options.directory, SANDBOX_CREDENTIALS_FILE) };
+      if (initial.UPSTREAM_API_KEY || initial.UPSTREAM_WEBHOOK_SECRET) {
+        // Secrets from the environment: the file the tests and operators read holds them too, 0600.
+        writeFileSync(upstream.credentialsFile, `${JSON.stringify({ api_key: config.UPSTREAM_API_KEY, webhook_secret: config.UPSTREAM_WEBHOOK_SECRET }, null, 2)}\n`, { mode: 0o600 });
+      }
       say(`sandbox upstream payin server on ${sandbox.sandbox.url}`);
     }
 
@@ -312,17 +384,33 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       // Smaller pools than a lone process's 20 unless set: the default cluster then fits PostgreSQL's default 100.
       DATABASE_POOL_MAX: String(CHILD_DATABASE_POOL_MAX),
       ...process.env,
+      // The mode chosen here (--demo-data is test mode; live otherwise unless PAYMENTS_MODE says so) for every child.
+      PAYMENTS_MODE: config.PAYMENTS_MODE,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
       // The demo merchant's callback is a local receiver: the dev stack's outbound rule.
       ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
-      ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: upstream.apiKey, UPSTREAM_WEBHOOK_SECRET: upstream.webhookSecret } : {}),
+      ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET } : {}),
     };
+    // Each role what it needs and no more: its own database role and Temporal client certificate (the worker no
+    // upstream secret: only the api role forwards payins and checks notifications); the façade only its RPC
+    // credential (no database, keys, Temporal or upstream secret).
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
-      api: childEnvironment,
-      worker: childEnvironment,
-      facade: { ...childEnvironment, RPC_URL: `http://127.0.0.1:${config.RPC_PORT}`, RPC_TOKEN_FILE: facadeCredentials, RPC_TOKEN: '' },
+      api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
+      worker: {
+        ...childEnvironment,
+        ...Object.fromEntries(WORKER_WITHHELD.map((name) => [name, ''])),
+        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker) } : {}),
+        ...(pki ? temporalClientSettings(pki, 'worker') : {}),
+      },
+      facade: {
+        ...childEnvironment,
+        ...Object.fromEntries(FACADE_WITHHELD.map((name) => [name, ''])),
+        RPC_URL: `http://127.0.0.1:${config.RPC_PORT}`,
+        RPC_TOKEN_FILE: facadeCredentials,
+        RPC_TOKEN: '',
+      },
     };
 
     const command = childCommand();
@@ -341,7 +429,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       if (!state || stopping) return;
       const alive = (child: Child) => child.worker?.process.pid !== undefined && child.worker.process.exitCode === null && child.worker.process.signalCode === null;
       state.processes = children.filter(alive).map((child) => ({ role: child.role, index: child.index, pid: child.worker!.process.pid!, starts: child.starts }));
-      writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`);
+      writeFileSync(stateFile, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+      chmodSync(stateFile, 0o600);
     };
 
     const fork = (child: Child): Promise<void> => {
@@ -418,12 +507,15 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       temporalAddress,
       temporalServerPid,
       uiUrl,
-      databaseUrl,
+      databaseUrl: withoutPassword(databaseUrl),
+      databaseRoles: roles,
+      temporalDatabases: temporalServerPid ? options.temporalDatabases : undefined,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       platformKeyDir,
       adminCredentialsFile,
       demoCredentialsFile,
+      temporalTls: pki && { ca: pki.ca, cert: pki.clients.operator.cert, key: pki.clients.operator.key, serverName: pki.serverName },
       respawnSeconds: options.respawnSeconds,
       upstream,
       settings: publicSettings(config),
@@ -436,7 +528,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say(`payments cluster is up in ${(state.startMilliseconds / 1000).toFixed(1)} s`);
     say(`  REST façade (Areas A, B, C)  ${facadeUrl}   ${options.facades} processes sharing the port; health: ${facadeUrl}/healthz`);
     say(`  Connect RPC                  ${rpcUrl}   ${options.apis} api processes sharing the port`);
-    say(`  Temporal frontend            ${temporalAddress}   namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE}, ${options.workers} worker processes`);
+    say(`  Temporal frontend            ${temporalAddress}   namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE}, ${options.workers} worker processes${pki ? `; mTLS, operator certificate ${pki.clients.operator.cert}` : ''}`);
     say(uiUrl ? `  Temporal Web UI              ${uiUrl}` : '  Temporal Web UI              none (no UI server binary: see docs/operations.md "Cluster topology")');
     say(`  PostgreSQL                   ${databaseUrl.replace(/\/\/[^@]*@/, '//')} (Temporal: ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility})`);
     say(`  admin credential             ${adminCredentialsFile}   (PAYMENTS_ADMIN_CREDENTIALS for payments admin …)`);
@@ -474,9 +566,41 @@ async function seedDemoData(
   }
 }
 
-/** The settings without the secret ones (keys, tokens, passwords, secrets). */
+/** The settings without the secret ones (keys, tokens, passwords, secrets; a database URL loses its password). */
 function publicSettings(config: Config): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(config).filter(([name]) => !/SECRET|TOKEN|PASSWORD|API_KEY|_KEY$/.test(name)));
+  return Object.fromEntries(
+    Object.entries(config)
+      .filter(([name]) => !/SECRET|TOKEN|PASSWORD|API_KEY|_KEY$/.test(name))
+      .map(([name, value]) => [name, name === 'DATABASE_URL' && typeof value === 'string' ? withoutPassword(value) : value]),
+  );
+}
+
+/** What a façade process of the cluster is not given: it reaches everything through the api role's RPC. */
+const FACADE_WITHHELD = [
+  'DATABASE_URL',
+  'PLATFORM_KEY_DIR',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CA',
+  'TEMPORAL_TLS_CERT',
+  'TEMPORAL_TLS_KEY',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_API_KEY',
+  'UPSTREAM_PAYIN_URL',
+  'UPSTREAM_API_KEY',
+  'UPSTREAM_WEBHOOK_SECRET',
+  'PAYMENTS_ADMIN_TOKEN',
+  'PAYMENTS_ADMIN_CREDENTIALS',
+] as const;
+
+/** What a worker process of the cluster is not given. */
+const WORKER_WITHHELD = ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET', 'PAYMENTS_ADMIN_TOKEN', 'PAYMENTS_ADMIN_CREDENTIALS'] as const;
+
+/** `url` (a postgres:// URL) naming `database` instead of its own. */
+function urlForDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${encodeURIComponent(database)}`;
+  return parsed.toString();
 }
 
 /** The Web UI server, built once when absent (about a minute); a failed build leaves the cluster without UI. */

@@ -32,14 +32,18 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
-function config(): Config {
+/** The configuration; `defaults` stand in for unset variables (the dev stack's test mode). Exits on a bad value. */
+function config(defaults: Record<string, string> = {}): Config {
   try {
-    return loadConfig();
+    return loadConfig(process.env, defaults);
   } catch (error) {
     if (error instanceof ConfigError) fail(error);
     throw error;
   }
 }
+
+/** Test mode, the explicit choice of the development commands (`npm start`, the sandbox, a cluster with demo data). */
+const TEST_MODE = { PAYMENTS_MODE: 'test' };
 
 const program = new Command('payments').description('Payments platform: Areas A, B and C').showHelpAfterError();
 
@@ -65,9 +69,9 @@ program
 
 program
   .command('dev')
-  .description('run the dev stack with embedded defaults (npm start)')
+  .description('run the dev stack with embedded defaults, in test mode unless PAYMENTS_MODE says otherwise (npm start)')
   .action(async () => {
-    const settings = config();
+    const settings = config(TEST_MODE);
     const logger = createLogger(settings.LOG_LEVEL);
     const stop = await devStack().runDevStack(settings, logger, say).catch(fail);
     stopOnSignals(stop, say);
@@ -83,9 +87,12 @@ clusterCommand
   .option('--temporal-port <port>', 'Temporal frontend gRPC port (TEMPORAL_FRONTEND_PORT, default 7233)')
   .option('--ui-port <port>', 'Temporal Web UI port, 0 for none (TEMPORAL_UI_PORT, default 8233)')
   .option('--respawn-seconds <s>', 'restart a dead child after this many seconds, 0 never (CLUSTER_RESPAWN_SECONDS, default 2)')
-  .option('--demo-data', 'seed the demo partner, merchant and users for npm run demo (CLUSTER_DEMO_DATA=true)')
+  .option('--demo-data', 'test mode, with the demo partner, merchant and users for npm run demo (CLUSTER_DEMO_DATA=true)')
   .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string; demoData?: boolean }) => {
-    const settings = config();
+    const demoData = Boolean(flags.demoData) || process.env.CLUSTER_DEMO_DATA === 'true' || process.env.CLUSTER_DEMO_DATA === '1';
+    // Demo data is test mode: the demo partner's float and credentials on disk have no place in a live deployment.
+    const settings = config(demoData ? TEST_MODE : {});
+    if (demoData && settings.PAYMENTS_MODE === 'live') fail('invalid configuration: PAYMENTS_MODE: --demo-data (CLUSTER_DEMO_DATA) is test mode; unset PAYMENTS_MODE or set it to test');
     const stack = clusterStack();
     const options = (() => {
       try {
@@ -106,18 +113,46 @@ clusterCommand
     const running = await stack.runCluster(settings, options, say).catch(fail);
     stopOnSignals(running.stop, say);
   });
+clusterCommand
+  .command('certificates')
+  .description("the Temporal mTLS certificates of a cluster: a CA, the server's and each client's (docker-compose runs this)")
+  .requiredOption('--directory <dir>', 'where the CA and every certificate are kept (the CA key stays here, 0600)')
+  .option('--host <name...>', 'DNS names or addresses the server certificate carries besides localhost and 127.0.0.1')
+  .option('--export <dir>', 'also copy, per party, its CA certificate, certificate and key to <dir>/<party>/{ca,cert,key}.pem')
+  .action((options: { directory: string; host?: string[]; export?: string }) => {
+    const { ensureClusterPki, exportClusterPki } = require('../temporal/cluster-pki') as typeof import('../temporal/cluster-pki');
+    try {
+      const pki = ensureClusterPki(options.directory, options.host ?? []);
+      if (options.export) exportClusterPki(pki, options.export);
+      say(`Temporal certificates in ${pki.directory}${options.export ? `, copied per party to ${options.export}` : ''}`);
+    } catch (error) {
+      fail(error);
+    }
+  });
 
 program
   .command('migrate')
-  .description('apply database migrations (DATABASE_URL)')
-  .action(async () => {
+  .description('apply database migrations (DATABASE_URL), then grant the api and worker roles their tables')
+  .option('--api-role <role>', 'database role of the api processes: SELECT, INSERT, UPDATE, DELETE on the platform tables, no DDL')
+  .option('--worker-role <role>', 'database role of the worker processes: the same without the service credentials')
+  .action(async (options: { apiRole?: string; workerRole?: string }) => {
     const settings = config();
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
+    if (Boolean(options.apiRole) !== Boolean(options.workerRole)) fail('--api-role and --worker-role go together');
     const { createDatabase, migrateToLatest } = knex();
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
       const applied = await migrateToLatest(database);
       say(applied.length ? `applied: ${applied.join(', ')}` : 'up to date');
+      if (options.apiRole && options.workerRole) {
+        // As the tables' owner, after every migration: new tables are covered (docs/security.md "Least privilege").
+        const { grantPlatformDatabase } = require('./cluster-database-roles') as typeof import('./cluster-database-roles');
+        const name = decodeURIComponent(new URL(settings.DATABASE_URL).pathname.replace(/^\//, ''));
+        await grantPlatformDatabase(database, name, { api: options.apiRole, worker: options.workerRole, temporal: '' });
+        say(`granted: ${options.apiRole} (api), ${options.workerRole} (worker)`);
+      }
+    } catch (error) {
+      fail(error);
     } finally {
       await database.destroy();
     }
@@ -167,14 +202,18 @@ registerWebhookCommands(program);
 
 program
   .command('sandbox-upstream')
-  .description('run the sandbox upstream payin provider on SANDBOX_PORT (dev only, platform decisions §4)')
+  .description('run the sandbox upstream payin provider on SANDBOX_PORT (test mode only, platform decisions §4)')
   .action(async () => {
-    const settings = config();
-    const { SANDBOX_DEFAULTS, startSandboxUpstream } = sandbox();
+    const settings = config(TEST_MODE);
+    if (settings.PAYMENTS_MODE === 'live') fail('invalid configuration: PAYMENTS_MODE: the sandbox upstream is test mode only');
+    const { sandboxCredentials, startSandboxUpstream } = sandbox();
+    // Unless both are set, the secrets of DATA_DIR (made once, 0600): the platform of the same DATA_DIR uses them too.
+    const generated = settings.UPSTREAM_API_KEY && settings.UPSTREAM_WEBHOOK_SECRET ? undefined : sandboxCredentials(settings.DATA_DIR);
     const upstream = await startSandboxUpstream({
+      host: settings.SANDBOX_HOST,
       port: settings.SANDBOX_PORT,
-      api_key: settings.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key,
-      webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret,
+      api_key: settings.UPSTREAM_API_KEY ?? generated!.api_key,
+      webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret,
     }).catch(fail);
     say(`sandbox upstream on ${upstream.url}: forward payins to ${upstream.payinUrl}`);
     stopOnSignals(() => upstream.close(), say);

@@ -12,14 +12,16 @@
  *   data-keys/<id>.key, data-keys/CURRENT
  *       data keys added by `payments admin keys rotate`; CURRENT names the one new secrets are sealed under
  *
- * A key directory from before the field-encryption pair existed (loaded with `create: false`, i.e. a deployment that
- * has keys) gets a copy of the signing pair as its field pair, so merchants that encrypt with the one key they were
- * given keep working; a warning says the pair is shared.
+ * A directory lacking the field-encryption pair is refused like one lacking any other key once the deployment has
+ * keys: the signing pair never stands in for it (a lost field key would otherwise go unnoticed, and the signing key
+ * would decrypt what merchants encrypt). A directory from before the pairs were separate is upgraded by the operator,
+ * who copies the signing pair's files to the field pair's names (docs/operations.md "Keys"); a warning then says the
+ * pair is shared.
  * Every process of one deployment shares the directory (or its contents). Keys are created only on a first start
  * (`create`; src/runtime.ts asks the database): a deployment that already has keys refuses a directory lacking one.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { LEGACY_DATA_KEY_ID, type DataKeyring } from './data-keys';
 
@@ -73,15 +75,9 @@ function checkPrivate(file: string): void {
 }
 
 /** Creates an RSA pair's files unless the private one exists; another process creating them first wins. */
-function ensurePair(privatePath: string, publicPath: string, seed?: { privatePath: string; publicPath: string }): void {
+function ensurePair(privatePath: string, publicPath: string): void {
   if (existsSync(privatePath)) return;
   try {
-    if (seed) {
-      copyFileSync(seed.privatePath, privatePath);
-      chmodSync(privatePath, 0o600);
-      copyFileSync(seed.publicPath, publicPath);
-      return;
-    }
     const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeSecret(privatePath, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string);
     writeFileSync(publicPath, pair.publicKey.export({ type: 'spki', format: 'pem' }) as string, { mode: 0o644 });
@@ -106,14 +102,9 @@ function readDataKey(file: string): Buffer {
   return key;
 }
 
-/**
- * The key files `directory` lacks (names relative to it), that loading it would have to create. The field pair is
- * not listed when the signing pair exists: it is then copied from it, which creates no key.
- */
+/** The key files `directory` lacks (names relative to it), that loading it would have to create. */
 export function missingKeyFiles(directory: string): string[] {
-  const missing = [SIGNING_PRIVATE_FILE, DATA_KEY_FILE].filter((name) => !existsSync(path.join(directory, name)));
-  if (missing.includes(SIGNING_PRIVATE_FILE) && !existsSync(path.join(directory, FIELD_PRIVATE_FILE))) missing.push(FIELD_PRIVATE_FILE);
-  return missing;
+  return [SIGNING_PRIVATE_FILE, DATA_KEY_FILE, FIELD_PRIVATE_FILE].filter((name) => !existsSync(path.join(directory, name)));
 }
 
 /** Reads every data key of `directory` and the CURRENT one. */
@@ -226,11 +217,8 @@ export function loadPlatformKeys(directory: string, options: { create?: boolean 
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   const signing = { privatePath: path.join(directory, SIGNING_PRIVATE_FILE), publicPath: path.join(directory, SIGNING_PUBLIC_FILE) };
   const field = { privatePath: path.join(directory, FIELD_PRIVATE_FILE), publicPath: path.join(directory, FIELD_PUBLIC_FILE) };
-  // Only a deployment that already has keys is upgraded by a copy; on a first start (another process may be
-  // writing the signing pair right now) the field pair is a pair of its own.
-  const upgraded = options.create === false && existsSync(signing.privatePath) && !existsSync(field.privatePath);
   ensurePair(signing.privatePath, signing.publicPath);
-  ensurePair(field.privatePath, field.publicPath, upgraded ? signing : undefined);
+  ensurePair(field.privatePath, field.publicPath);
   const dataKeyPath = path.join(directory, DATA_KEY_FILE);
   if (!existsSync(dataKeyPath)) {
     try {

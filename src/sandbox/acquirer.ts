@@ -38,9 +38,9 @@ export function authorizeCard(number: string): Authorization {
   return { approved: true, message: 'OK' };
 }
 
-/** True when `password` is the sandbox OTP (constant-time comparison). */
+/** True when `password` is the sandbox OTP (constant-time comparison); false when no OTP is configured (live mode). */
 export function verifyOtp(config: Pick<Config, 'SANDBOX_OTP'>, password: string): boolean {
-  return typeof password === 'string' && constantTimeEqual(password, config.SANDBOX_OTP);
+  return typeof password === 'string' && config.SANDBOX_OTP !== undefined && constantTimeEqual(password, config.SANDBOX_OTP);
 }
 
 /** What the sandbox was asked to do with approved authorizations (the newest 1,000), for tests and the demo. */

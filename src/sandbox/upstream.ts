@@ -13,7 +13,9 @@
  * body under UPSTREAM_WEBHOOK_SECRET. The pay/close routes answer with the portal's status code and body.
  */
 import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type net from 'node:net';
 import { request } from 'undici';
 import type { Config } from '../config';
@@ -158,18 +160,43 @@ export async function startSandboxUpstream(options: {
   };
 }
 
-/** Dev defaults used by `npm start` when the upstream is not configured. */
-export const SANDBOX_DEFAULTS = { api_key: 'sandbox-upstream-key', webhook_secret: 'sandbox-upstream-webhook-secret' } as const;
+/** The file under a data directory holding its sandbox upstream's API key and notification secret. */
+export const SANDBOX_CREDENTIALS_FILE = 'sandbox-upstream.json';
+
+export interface SandboxCredentials {
+  api_key: string;
+  webhook_secret: string;
+}
 
 /**
- * In test mode without UPSTREAM_PAYIN_URL (`npm start`, `payments cluster up`): starts the sandbox upstream on
- * SANDBOX_PORT and returns it with `config` pointing the platform at it (its payin URL, API key and webhook
- * secret). Otherwise undefined: a configured or live upstream is used as it is.
+ * The sandbox upstream's API key and notification secret of `directory` (`<directory>/sandbox-upstream.json`, 0600):
+ * 256 random bits each, made on first use and kept, so every data directory has its own and none is in the source
+ * (whoever read a constant could sign notifications to any test-mode stack).
  */
-export async function startConfiguredSandbox(config: Config): Promise<{ sandbox: SandboxUpstream; config: Config } | undefined> {
+export function sandboxCredentials(directory: string): SandboxCredentials {
+  const file = path.join(directory, SANDBOX_CREDENTIALS_FILE);
+  if (existsSync(file)) {
+    const stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<SandboxCredentials>;
+    if (typeof stored.api_key === 'string' && typeof stored.webhook_secret === 'string') return { api_key: stored.api_key, webhook_secret: stored.webhook_secret };
+  }
+  const created = { api_key: randomBytes(32).toString('hex'), webhook_secret: randomBytes(32).toString('hex') };
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
+  writeFileSync(file, `${JSON.stringify(created, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return created;
+}
+
+/**
+ * In test mode without UPSTREAM_PAYIN_URL (`npm start`, `payments cluster up --demo-data`): starts the sandbox
+ * upstream on SANDBOX_PORT and returns it with `config` pointing the platform at it (its payin URL, API key and
+ * notification secret: UPSTREAM_API_KEY / UPSTREAM_WEBHOOK_SECRET when set, else those of `directory`, see
+ * sandboxCredentials). Otherwise undefined: a configured or live upstream is used as it is.
+ */
+export async function startConfiguredSandbox(config: Config, directory: string = config.DATA_DIR): Promise<{ sandbox: SandboxUpstream; config: Config } | undefined> {
   if (config.UPSTREAM_PAYIN_URL || config.PAYMENTS_MODE !== 'test') return undefined;
-  const api_key = config.UPSTREAM_API_KEY ?? SANDBOX_DEFAULTS.api_key;
-  const webhook_secret = config.UPSTREAM_WEBHOOK_SECRET ?? SANDBOX_DEFAULTS.webhook_secret;
+  const generated = config.UPSTREAM_API_KEY && config.UPSTREAM_WEBHOOK_SECRET ? undefined : sandboxCredentials(directory);
+  const api_key = config.UPSTREAM_API_KEY ?? generated!.api_key;
+  const webhook_secret = config.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret;
   const sandbox = await startSandboxUpstream({ port: config.SANDBOX_PORT, api_key, webhook_secret });
   return { sandbox, config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret } };
 }

@@ -10,7 +10,7 @@
  * A non-loopback TEMPORAL_ADDRESS without TLS is refused by the configuration (src/config.ts) unless
  * TEMPORAL_ALLOW_INSECURE=true: a Temporal frontend accepts signals and updates from whoever reaches it.
  */
-import { readConfiguredFile, temporalUsesTls, type Config } from '../config';
+import { loadConfig, readConfiguredFile, temporalUsesTls, type Config } from '../config';
 
 /** TLS and API key of a connection; the same shape fits `Connection.connect` and `NativeConnection.connect`. */
 export interface TemporalConnectionOptions {
@@ -35,4 +35,22 @@ export function temporalConnectionOptions(config: Config): TemporalConnectionOpt
     },
     ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
   };
+}
+
+/** The Temporal settings of an environment (TEMPORAL_TLS*, TEMPORAL_API_KEY), for tools that keep no configuration. */
+const TEMPORAL_SECURITY_VARIABLES = ['TEMPORAL_TLS', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_SERVER_NAME', 'TEMPORAL_API_KEY'] as const;
+
+/**
+ * The connection options of `environment`'s TEMPORAL_TLS* and TEMPORAL_API_KEY (benches and scripts that connect
+ * to a cluster's mTLS frontend without a configuration of their own).
+ * @throws ConfigError naming a bad variable or an unreadable file
+ */
+export function temporalConnectionOptionsFromEnvironment(environment: NodeJS.ProcessEnv = process.env): TemporalConnectionOptions {
+  // Test mode only so that live mode's checks of other variables (none given here) cannot refuse it.
+  return temporalConnectionOptions(loadConfig({ ...temporalSecuritySettings(environment), PAYMENTS_MODE: 'test' }));
+}
+
+/** Those variables of `environment` that are set, for passing them on to a configuration. */
+export function temporalSecuritySettings(environment: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return Object.fromEntries(TEMPORAL_SECURITY_VARIABLES.flatMap((name) => (environment[name] ? [[name, environment[name]!]] : [])));
 }

@@ -17,6 +17,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
 import { waitForPort } from '../net';
+import type { TemporalConnectionOptions } from './connection-options';
 import { stopChild } from './dev-server';
 import type { TemporalServerBinaries } from './server-binary';
 
@@ -132,6 +133,18 @@ export function temporalServerConnectionsMax(maxConns: number): number {
   return TEMPORAL_SERVICES.length * (maxConns + visibilityMaxConns(maxConns));
 }
 
+/**
+ * mTLS of the server (PEM files): its certificate serves the frontend and the internode traffic (and is its client
+ * certificate there), and every caller must present a certificate signed by `ca`.
+ */
+export interface TemporalServerTls {
+  ca: string;
+  cert: string;
+  key: string;
+  /** The name in the server certificate its own internal clients verify. */
+  serverName: string;
+}
+
 /** The server configuration (YAML) for one process running every service, PostgreSQL persistence. */
 export function temporalServerConfig(options: {
   endpoint: PostgresEndpoint;
@@ -142,6 +155,8 @@ export function temporalServerConfig(options: {
   databases?: TemporalDatabases;
   /** Each service's pool on the `temporal` database (visibility: visibilityMaxConns). */
   maxConns?: number;
+  /** mTLS on the frontend and between the services; without it every port is plaintext (development only). */
+  tls?: TemporalServerTls;
 }): string {
   const databases = options.databases ?? TEMPORAL_DATABASES;
   const maxConns = options.maxConns ?? DEFAULT_TEMPORAL_SQL_MAX_CONNS;
@@ -160,6 +175,28 @@ export function temporalServerConfig(options: {
       grpcPort: ${grpc}
       membershipPort: ${membership}
       bindOnLocalHost: true${http ? `\n      httpPort: ${http}` : ''}`;
+  const tls = options.tls;
+  const tlsGroup = (name: string) =>
+    tls
+      ? `    ${name}:
+      server:
+        certFile: ${quote(tls.cert)}
+        keyFile: ${quote(tls.key)}
+        requireClientAuth: true
+        clientCaFiles:
+          - ${quote(tls.ca)}
+      client:
+        serverName: ${quote(tls.serverName)}
+        rootCaFiles:
+          - ${quote(tls.ca)}`
+      : '';
+  const tlsSection = tls
+    ? `
+  # mTLS: the frontend and every service port require a client certificate signed by the cluster's CA.
+  tls:
+${tlsGroup('internode')}
+${tlsGroup('frontend')}`
+    : '';
   return `# Written by \`payments cluster up\` at every start (src/temporal/server.ts); edit the settings, not this file.
 log:
   stdout: false
@@ -180,11 +217,11 @@ ${store(databases.visibility, visibilityMaxConns(maxConns))}
 global:
   membership:
     maxJoinDuration: 30s
-    broadcastAddress: "127.0.0.1"
+    broadcastAddress: "127.0.0.1"${tlsSection}
 
 services:
   frontend:
-${service(ports.frontend, ports.frontendMembership, ports.frontendHttp)}
+${service(ports.frontend, ports.frontendMembership, tls ? undefined : ports.frontendHttp)}
   history:
 ${service(ports.history, ports.historyMembership)}
   matching:
@@ -258,12 +295,12 @@ export function findShardMismatch(text: string): { configured: number; persisted
 }
 
 /** Polls the frontend's health check until it answers SERVING (the gRPC port opens before the services are ready). */
-async function waitForFrontend(address: string, seconds: number, exited: Promise<never>): Promise<void> {
+async function waitForFrontend(address: string, seconds: number, exited: Promise<never>, security: TemporalConnectionOptions): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   let lastError: unknown;
   while (Date.now() < deadline) {
     try {
-      const connection = await Promise.race([Connection.connect({ address, connectTimeout: '2s' }), exited]);
+      const connection = await Promise.race([Connection.connect({ address, connectTimeout: '2s', ...security }), exited]);
       try {
         const health = await connection.healthService.check({});
         await connection.workflowService.getSystemInfo({});
@@ -281,8 +318,14 @@ async function waitForFrontend(address: string, seconds: number, exited: Promise
 }
 
 /** Registers `namespace` when absent, then waits until the frontend serves it (namespace cache refresh). */
-export async function ensureNamespace(address: string, namespace: string, retentionDays: number, log: (line: string) => void): Promise<void> {
-  const connection = await Connection.connect({ address });
+export async function ensureNamespace(
+  address: string,
+  namespace: string,
+  retentionDays: number,
+  log: (line: string) => void,
+  security: TemporalConnectionOptions = {},
+): Promise<void> {
+  const connection = await Connection.connect({ address, ...security });
   try {
     try {
       await connection.workflowService.describeNamespace({ namespace });
@@ -321,6 +364,8 @@ export async function startTemporalServer(options: {
   historyShards: number;
   databases?: TemporalDatabases;
   maxConns?: number;
+  /** mTLS (see temporalServerConfig); `client` is what this process presents to check the server's health. */
+  tls?: TemporalServerTls & { client: TemporalConnectionOptions };
   log: (line: string) => void;
 }): Promise<RunningTemporalServer> {
   const configDirectory = path.join(options.directory, 'config');
@@ -354,7 +399,7 @@ export async function startTemporalServer(options: {
   };
   try {
     await Promise.race([waitForPort('127.0.0.1', options.frontendPort, 90), exited]);
-    await waitForFrontend(address, 90, exited);
+    await waitForFrontend(address, 90, exited, options.tls?.client ?? {});
   } catch (error) {
     await stop();
     throw error;

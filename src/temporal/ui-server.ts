@@ -1,6 +1,7 @@
 /**
  * The Temporal Web UI server (github.com/temporalio/ui-server, binary found by server-binary.ts) for
- * `payments cluster up`, on 127.0.0.1, read-only (no signal, cancel, terminate or reset from the browser).
+ * `payments cluster up`, on 127.0.0.1, read-only (no signal, cancel, terminate or reset from the browser); with `tls`, it
+ * reaches an mTLS frontend with its own client certificate.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,14 @@ export interface RunningUiServer {
   stop(): Promise<void>;
 }
 
-export async function startTemporalUiServer(options: { binary: string; directory: string; temporalAddress: string; port: number }): Promise<RunningUiServer> {
+export async function startTemporalUiServer(options: {
+  binary: string;
+  directory: string;
+  temporalAddress: string;
+  port: number;
+  /** The UI's client certificate for an mTLS frontend (PEM file paths) and the name to verify the server by. */
+  tls?: { ca: string; cert: string; key: string; serverName: string };
+}): Promise<RunningUiServer> {
   const configDirectory = path.join(options.directory, 'config');
   mkdirSync(configDirectory, { recursive: true });
   const url = `http://127.0.0.1:${options.port}`;
@@ -33,10 +41,20 @@ export async function startTemporalUiServer(options: { binary: string; directory
     'refreshInterval: 1m',
     'auth:',
     '  enabled: false',
+    ...(options.tls
+      ? [
+          'tls:',
+          `  caFile: ${JSON.stringify(options.tls.ca)}`,
+          `  certFile: ${JSON.stringify(options.tls.cert)}`,
+          `  keyFile: ${JSON.stringify(options.tls.key)}`,
+          `  serverName: ${JSON.stringify(options.tls.serverName)}`,
+          '  enableHostVerification: true',
+        ]
+      : []),
     '',
   ].join('\n');
-  writeFileSync(path.join(configDirectory, 'base.yaml'), config);
-  writeFileSync(path.join(configDirectory, 'cluster.yaml'), config);
+  writeFileSync(path.join(configDirectory, 'base.yaml'), config, { mode: 0o600 });
+  writeFileSync(path.join(configDirectory, 'cluster.yaml'), config, { mode: 0o600 });
   const output = openSync(path.join(options.directory, 'ui-server.log'), 'a');
   const child = spawn(options.binary, ['--root', options.directory, '--config', 'config', '--env', 'cluster', 'start'], {
     stdio: ['ignore', output, output],

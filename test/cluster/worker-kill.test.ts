@@ -17,7 +17,9 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { createServiceCredential } from '../../src/service-credentials';
 import { connectTemporal, type TemporalHandle } from '../../src/temporal/client';
-import { readClusterState, type ClusterState } from '../support/cluster';
+import { loadConfig } from '../../src/config';
+import { temporalConnectionOptions } from '../../src/temporal/connection-options';
+import { clusterTemporalSettings, readClusterState, type ClusterState } from '../support/cluster';
 import { converge, eachLimited, Histogram } from '../support/fault-harness';
 import { startMerchantReceiver, type MerchantReceiver } from '../support/merchant-receiver';
 
@@ -40,7 +42,7 @@ describeCluster('a cluster worker killed during a burst of payins', () => {
     database = createDatabase(cluster.databaseUrl, 4);
     const { token } = await createServiceCredential(database, { name: 'cluster fault test', scopes: ['admin'] });
     admin = createPlatformClients(cluster.rpcUrl, { credentials: { token } });
-    temporal = await connectTemporal(cluster.temporalAddress, cluster.namespace, cluster.taskQueue);
+    temporal = await connectTemporal(cluster.temporalAddress, cluster.namespace, cluster.taskQueue, temporalConnectionOptions(loadConfig({ PAYMENTS_MODE: 'test', ...clusterTemporalSettings() })));
     receiver = await startMerchantReceiver();
     const created = await admin.admin.createMerchant({ name: 'Cluster Fault Merchant', callbackUrl: receiver.url, signatureHeader: 'X-Signature' });
     merchant = { merchantId: created.merchantId, apiKey: created.apiKey };

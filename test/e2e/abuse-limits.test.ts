@@ -1,7 +1,9 @@
 /**
- * Abuse limits (docs/security.md "Abuse limits") with their defaults: the 11th failed login of one credential within
- * a minute answers 429 in the area's envelope with Retry-After, even with the right password; an unknown
- * credential is answered exactly like a known one; failures from one address lock it whatever the credentials; the
+ * Abuse limits (docs/security.md "Abuse limits") with their defaults: the 11th failed login of one credential from one
+ * address within a minute answers 429 in the area's envelope with Retry-After, even with the right password, while
+ * the owner's login from another address works; one credential is throttled across addresses only past a much higher
+ * limit; an unknown credential is answered exactly like a known one; failures from one address lock it whatever the
+ * credentials; the
  * counters live in PostgreSQL, so a second platform process sees them; attempts arriving at once are counted before
  * they are checked, so no more than the limit are ever checked; and a verified caller past its request rate gets 429
  * too. Tests that need their own client address connect from another loopback address (127.0.0.0/8).
@@ -20,7 +22,7 @@ import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { startTestPlatform, testConfig, type TestPlatform } from '../support/platform';
 
 // The documented defaults, undoing the test suite's generous ones (test/support/platform.ts).
-const DEFAULTS = { AUTH_FAILURES_PER_CREDENTIAL: '10', AUTH_FAILURES_PER_ADDRESS: '50', AUTH_FAILURE_WINDOW_SECONDS: '60' };
+const DEFAULTS = { AUTH_FAILURES_PER_CREDENTIAL: '10', AUTH_FAILURES_PER_CREDENTIAL_TOTAL: '1000', AUTH_FAILURES_PER_ADDRESS: '50', AUTH_FAILURE_WINDOW_SECONDS: '60' };
 
 describe('abuse limits', () => {
   let platform: TestPlatform;
@@ -233,20 +235,34 @@ describe('abuse limits', () => {
   });
 
   it('counts attempts of two limiter instances on one database together, and gives back attempts that decided nothing', async () => {
-    const config = { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 5, AUTH_FAILURES_PER_ADDRESS: 3, AUTH_FAILURE_WINDOW_SECONDS: 60 };
+    const config = { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 5, AUTH_FAILURES_PER_CREDENTIAL_TOTAL: 7, AUTH_FAILURES_PER_ADDRESS: 1000, AUTH_FAILURE_WINDOW_SECONDS: 60 };
     const [one, two] = [createAbuseLimits(platform.deps.database, config), createAbuseLimits(platform.deps.database, config)];
-    const raced = await Promise.allSettled(Array.from({ length: 20 }, (_, index) => (index % 2 ? one : two).beginAttempt('partner_token', 'P-raced', `198.51.100.${index}`)));
-    expect(raced.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(5);
-    expect(raced.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason)).toEqual(
-      Array(15).fill(expect.objectContaining({ reason: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) })),
-    );
-    // Withdrawn attempts (an internal error) and refused ones use up nothing.
-    for (let index = 0; index < 5; index++) await (await one.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).withdrawn();
-    await (await two.beginAttempt('partner_token', 'P-withdrawn', '203.0.113.9')).failed();
-    await (await one.beginAttempt('partner_token', 'P-other', '203.0.113.9')).failed();
-    for (let index = 0; index < 3; index++) await expect(two.beginAttempt('partner_token', 'P-raced', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
-    await (await one.beginAttempt('partner_token', 'P-third', '203.0.113.9')).failed();
-    await expect(two.beginAttempt('partner_token', 'P-fourth', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    const outcomes = async (attempts: Array<() => Promise<unknown>>) => {
+      const settled = await Promise.allSettled(attempts.map((attempt) => attempt()));
+      return {
+        admitted: settled.filter((outcome) => outcome.status === 'fulfilled').length,
+        refused: settled.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason),
+      };
+    };
+    const limited = (count: number) => Array(count).fill(expect.objectContaining({ reason: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) }));
+    // Twenty at once from one address: the pair's 5 are checked, the rest refused (with the other counts far off, so
+    // that the order in which concurrent attempts reach each count cannot matter).
+    const roomy = { ...config, AUTH_FAILURES_PER_CREDENTIAL_TOTAL: 1000 };
+    const [oneRoomy, twoRoomy] = [createAbuseLimits(platform.deps.database, roomy), createAbuseLimits(platform.deps.database, roomy)];
+    const paired = await outcomes(Array.from({ length: 20 }, (_, index) => () => (index % 2 ? oneRoomy : twoRoomy).beginAttempt('partner_token', 'P-raced', '198.51.100.1')));
+    expect(paired).toEqual({ admitted: 5, refused: limited(15) });
+    // Twenty at once from twenty addresses: the credential's 7 across addresses.
+    const spread = await outcomes(Array.from({ length: 20 }, (_, index) => () => (index % 2 ? one : two).beginAttempt('merchant_login', 'M-raced', `198.51.100.${index}`)));
+    expect(spread).toEqual({ admitted: 7, refused: limited(13) });
+
+    // Withdrawn attempts (an internal error) and refused ones use up nothing of the address's 3.
+    const [three, four] = [createAbuseLimits(platform.deps.database, { ...config, AUTH_FAILURES_PER_ADDRESS: 3 }), createAbuseLimits(platform.deps.database, { ...config, AUTH_FAILURES_PER_ADDRESS: 3 })];
+    for (let index = 0; index < 5; index++) await (await three.beginAttempt('merchant_login', 'M-withdrawn', '203.0.113.9')).withdrawn();
+    await (await four.beginAttempt('merchant_login', 'M-withdrawn', '203.0.113.9')).failed();
+    await (await three.beginAttempt('merchant_login', 'M-other', '203.0.113.9')).failed();
+    for (let index = 0; index < 3; index++) await expect(four.beginAttempt('merchant_login', 'M-raced', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    await (await three.beginAttempt('merchant_login', 'M-third', '203.0.113.9')).failed();
+    await expect(four.beginAttempt('merchant_login', 'M-fourth', '203.0.113.9')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
   });
 
   it('runs at most PASSWORD_HASHING_CONCURRENCY password checks at once, and drops a queued one whose caller has gone', async () => {
@@ -320,5 +336,79 @@ describe('abuse limits', () => {
     } finally {
       await limited.stop();
     }
+  });
+});
+
+/**
+ * Lockouts an attacker cannot aim: failures lock the pair (credential, client address), so ten wrong attempts naming
+ * a partner or merchant from one address leave its owner's right request from another address working. Addresses
+ * are simulated behind one trusted proxy (FACADE_TRUSTED_PROXY_HOPS=1): the X-Forwarded-For entry is the client.
+ */
+describe('lockouts an attacker cannot aim', () => {
+  let platform: TestPlatform;
+  const ATTACKER = '198.51.100.66';
+  const OWNER = '203.0.113.5';
+  beforeAll(async () => {
+    platform = await startTestPlatform({ env: { ...DEFAULTS, FACADE_TRUSTED_PROXY_HOPS: '1' } });
+  });
+  afterAll(() => platform.stop());
+
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+
+  it('A1: ten wrong token requests for a partner from one address leave its owner’s token request from another address working', async () => {
+    const keys = generatePartnerKeys();
+    const { credentials } = await createPartner(platform.deps, { name: 'Aimed-at Partner', public_key_pem: keys.publicKeyPem, float_units: 0n });
+    const partner = new PartnerClient(platform.facadeUrl, credentials, keys, platform.deps.keys.publicKeyPem);
+    const statuses: number[] = [];
+    for (let index = 0; index < 11; index++) statuses.push((await partner.token({ headers: from(ATTACKER), body: { user_name: credentials.user_name, password: `wrong-${index}` } })).status);
+    expect(statuses).toEqual([...Array(10).fill(401), 429]);
+    // The attacker's address stays locked for this partner, even with the right password.
+    expect((await partner.token({ headers: from(ATTACKER) })).status).toBe(429);
+    const owner = await partner.token({ headers: from(OWNER) });
+    expect(owner.status).toBe(200);
+    expect(owner.body).toMatchObject({ success: true, data: { access_token: expect.any(String) } });
+  });
+
+  it('C1: ten wrong logins for a merchant from one address leave its owner’s login from another address working', async () => {
+    const { client } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Aimed-at Shop');
+    const statuses: number[] = [];
+    for (let index = 0; index < 11; index++) {
+      statuses.push((await client.post('/login', { user_name: client.options.userName, password: `wrong-${index}` }, { headers: from(ATTACKER) })).status);
+    }
+    expect(statuses).toEqual([...Array(10).fill(400), 429]);
+    const owner = await client.post('/login', { user_name: client.options.userName, password: client.options.password }, { headers: from(OWNER) });
+    expect(owner.status).toBe(200);
+    expect(owner.body).toMatchObject({ success: true, data: { token: expect.any(String) } });
+  });
+
+  it('Area B: an address locked after unknown API keys leaves the owner’s key working from another address', async () => {
+    const { credentials } = await createMerchant(platform.deps, { name: 'Aimed-at Payins', callback_url: 'https://aimed.example/hook' });
+    const balance = async (apiKey: string, address: string) => {
+      const response = await fetch(`${platform.facadeUrl}/api/v1/balance`, { headers: { 'X-API-Key': apiKey, ...from(address) } });
+      await response.arrayBuffer();
+      return response.status;
+    };
+    const statuses: number[] = [];
+    for (let index = 0; index < 51; index++) statuses.push(await balance(`${credentials.api_key.slice(0, -4)}${String(index).padStart(4, '0')}`, ATTACKER));
+    expect(statuses).toEqual([...Array(50).fill(401), 429]);
+    expect(await balance(credentials.api_key, OWNER)).toBe(200);
+  });
+
+  it('throttles one credential across addresses only past its much higher limit', async () => {
+    const limits = createAbuseLimits(platform.deps.database, { ...platform.deps.config, AUTH_FAILURES_PER_CREDENTIAL: 2, AUTH_FAILURES_PER_CREDENTIAL_TOTAL: 5 });
+    const attempt = (address: string) => limits.beginAttempt('merchant_login', 'M-spread', address);
+    // Two failures per address lock that address for the credential; other addresses go on.
+    await (await attempt('198.51.100.1')).failed();
+    await (await attempt('198.51.100.1')).failed();
+    await expect(attempt('198.51.100.1')).rejects.toMatchObject({ reason: 'RATE_LIMITED' });
+    await (await attempt('198.51.100.2')).failed();
+    await (await attempt('198.51.100.2')).failed();
+    // A success from a third address clears nothing but its own pair, and gives its point back.
+    await (await attempt('198.51.100.3')).succeeded();
+    await (await attempt('198.51.100.3')).failed();
+    // Five failures of the credential from every address together: now every address is refused for it.
+    await expect(attempt('198.51.100.4')).rejects.toMatchObject({ reason: 'RATE_LIMITED', retryAfterSeconds: expect.any(Number) });
+    // Other credentials are not touched.
+    await expect(limits.beginAttempt('merchant_login', 'M-other', '198.51.100.4')).resolves.toBeDefined();
   });
 });

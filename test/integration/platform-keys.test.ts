@@ -62,18 +62,20 @@ describe('platform key files', () => {
     expect(() => loadPlatformKeys(directory)).toThrow(/field-encryption-private\.pem has mode 0644: a private key file must be 0600/);
   });
 
-  it('keeps merchants of an older key directory working: its field pair starts as a copy of the signing pair', () => {
+  it('stops with one line when the field-encryption pair is missing from a deployment that has keys: never the signing pair instead', () => {
     const directory = keyDirectory();
-    loadPlatformKeys(directory);
+    const signing = loadPlatformKeys(directory).publicKeyPem;
     for (const name of ['field-encryption-private.pem', 'field-encryption-public.pem']) rmSync(path.join(directory, name));
-    // A copy creates no key: allowed on a deployment that already has keys.
-    const upgraded = loadPlatformKeys(directory, { create: false });
-    expect(upgraded.fieldEncryptionShared).toBe(true);
-    expect(upgraded.fieldEncryption.publicKeyPem).toBe(upgraded.publicKeyPem);
-    expect((statSync(path.join(directory, 'field-encryption-private.pem')).mode & 0o777).toString(8)).toBe('600');
+    expect(() => loadPlatformKeys(directory, { create: false })).toThrow(
+      new KeyFileError(
+        `PLATFORM_KEY_DIR ${directory} lacks field-encryption-private.pem, and this deployment already has keys: restore the key directory (keys are never regenerated)`,
+      ),
+    );
+    // Nothing was written in its place: no copy of the signing pair.
+    expect(existsSync(path.join(directory, 'field-encryption-private.pem'))).toBe(false);
     // On a first start (keys may be created), a missing field pair is a new pair of its own, never a copy.
-    for (const name of ['field-encryption-private.pem', 'field-encryption-public.pem']) rmSync(path.join(directory, name));
     const fresh = loadPlatformKeys(directory);
+    expect(fresh.publicKeyPem).toBe(signing);
     expect(fresh.fieldEncryptionShared).toBe(false);
     expect(fresh.fieldEncryption.publicKeyPem).not.toBe(fresh.publicKeyPem);
   });
@@ -178,6 +180,14 @@ describe('data key rotation and start-up checks', () => {
     await expect(runRoles(config(partial), ['api'], logger)).rejects.toThrow(/^PLATFORM_KEY_DIR lacks data key k[0-9a-z]+, under which the database holds sealed secrets/);
     // Nothing was generated in the way of the real keys: the key directory still has only k0 in it.
     expect(readdirSync(partial).includes('data-keys')).toBe(false);
+    // The right keys but for the field-encryption pair: refused, never the signing pair in its place.
+    const noFieldPair = keyDirectory();
+    cpSync(directory, noFieldPair, { recursive: true });
+    for (const name of ['field-encryption-private.pem', 'field-encryption-public.pem']) rmSync(path.join(noFieldPair, name));
+    await expect(runRoles(config(noFieldPair), ['api'], logger)).rejects.toThrow(
+      new KeyFileError(`PLATFORM_KEY_DIR ${noFieldPair} lacks field-encryption-private.pem, and this deployment already has keys: restore the key directory (keys are never regenerated)`),
+    );
+    expect(existsSync(path.join(noFieldPair, 'field-encryption-private.pem'))).toBe(false);
   });
 
   it('registers a rotated key before making it current: a failed registration leaves the current key as it was', async () => {

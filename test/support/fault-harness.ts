@@ -180,6 +180,8 @@ export async function startFaultPlatform(env: Record<string, string> = {}): Prom
     RPC_URL: '',
     PUBLIC_BASE_URL: `http://127.0.0.1:${httpPort}`,
     PLATFORM_KEY_DIR: path.join(directory, 'keys'),
+    // The sandbox upstream over http on loopback: test mode, an explicit choice.
+    PAYMENTS_MODE: 'test',
     UPSTREAM_PAYIN_URL: sandbox.payinUrl,
     UPSTREAM_API_KEY: FAULT_UPSTREAM.api_key,
     UPSTREAM_WEBHOOK_SECRET: FAULT_UPSTREAM.webhook_secret,

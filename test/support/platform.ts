@@ -20,7 +20,7 @@ import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
 import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
 import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
-import { readClusterState, type ClusterState } from './cluster';
+import { clusterTemporalSettings, readClusterState, type ClusterState } from './cluster';
 
 export interface TestPlatform {
   config: Config;
@@ -77,6 +77,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     TEMPORAL_TASK_QUEUE: `test-${randomBytes(6).toString('hex')}`,
     HTTP_PORT: '0',
     RPC_PORT: '0',
+    // Test mode is an explicit choice (the configuration's default is live): the sandbox acquirer and test cards.
+    PAYMENTS_MODE: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     SHUTDOWN_GRACE_SECONDS: '2',
     // Each test file's task queue would get its own schedule; the reconciliation test runs it explicitly.
@@ -85,8 +87,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     OUTBOUND_ALLOW_PRIVATE_NETWORKS: 'true',
     // Suites that send many bad credentials from 127.0.0.1 on purpose; test/e2e/abuse-limits.test.ts runs the defaults.
     AUTH_FAILURES_PER_CREDENTIAL: '100000',
+    AUTH_FAILURES_PER_CREDENTIAL_TOTAL: '100000',
     AUTH_FAILURES_PER_ADDRESS: '100000',
     PLATFORM_KEY_DIR: process.env.PAYMENTS_TEST_KEY_DIR ?? '.data/test-keys',
+    // Against a cluster (test:cluster), its Temporal frontend wants a client certificate.
+    ...clusterTemporalSettings(),
     ...overrides,
   });
 }

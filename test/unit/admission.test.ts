@@ -1,5 +1,8 @@
-/** Admission control (src/admission.ts): bounded in-flight work, bounded queue, bounded wait; refusals run nothing. */
-import { AdmissionRefusedError, createAdmission } from '../../src/admission';
+/**
+ * Admission control (src/admission.ts): bounded in-flight work, bounded queue, bounded wait; refusals run nothing;
+ * saturation is reported; one address holds its share of requests in flight.
+ */
+import { AdmissionRefusedError, createAddressLimit, createAdmission } from '../../src/admission';
 
 function gate() {
   let open!: () => void;
@@ -22,7 +25,7 @@ describe('admission control', () => {
     };
     const admitted = [admission.run(work), admission.run(work), admission.run(work)];
     await new Promise((resolve) => setImmediate(resolve));
-    expect({ inFlight: admission.inFlight, queued: admission.queued }).toEqual({ inFlight: 2, queued: 1 });
+    expect({ inFlight: admission.inFlight, queued: admission.queued, saturated: admission.saturated }).toEqual({ inFlight: 2, queued: 1, saturated: true });
     let ranRefused = false;
     await expect(admission.run(async () => (ranRefused = true))).rejects.toEqual(new AdmissionRefusedError('queue_full'));
     expect(ranRefused).toBe(false);
@@ -30,6 +33,7 @@ describe('admission control', () => {
     await expect(Promise.all(admitted)).resolves.toEqual(['done', 'done', 'done']);
     expect(most).toBe(2);
     await expect(admission.run(async () => 'again')).resolves.toBe('again');
+    expect(admission.saturated).toBe(false);
   });
 
   it('refuses a queued request that waited longer than queue_timeout_ms, without running it', async () => {
@@ -49,5 +53,18 @@ describe('admission control', () => {
     const admission = createAdmission({ max_in_flight: 0, max_queued: 0, queue_timeout_ms: 1 });
     const results = await Promise.all(Array.from({ length: 100 }, (_, index) => admission.run(async () => index)));
     expect(results).toHaveLength(100);
+  });
+
+  it('caps the requests one address has in flight, and frees its share as they end', () => {
+    const limit = createAddressLimit(2);
+    expect([limit.enter('198.51.100.1'), limit.enter('198.51.100.1'), limit.enter('198.51.100.1')]).toEqual([true, true, false]);
+    expect(limit.enter('198.51.100.2')).toBe(true);
+    limit.leave('198.51.100.1');
+    expect([limit.inFlight('198.51.100.1'), limit.enter('198.51.100.1')]).toEqual([1, true]);
+    limit.leave('198.51.100.1');
+    limit.leave('198.51.100.1');
+    expect(limit.inFlight('198.51.100.1')).toBe(0);
+    const off = createAddressLimit(0);
+    expect(Array.from({ length: 100 }, () => off.enter('198.51.100.1')).every(Boolean)).toBe(true);
   });
 });

@@ -1,12 +1,16 @@
 /**
- * The pure parts of `payments cluster up`: the Temporal server configuration it writes, the ports it derives, the
- * settings it reads, the server's shard-count warning it reports, and which code its children run.
+ * The pure parts of `payments cluster up`: the Temporal server configuration it writes (mTLS included), the ports it
+ * derives, the settings it reads, the server's shard-count warning it reports, which code its children run, the
+ * certificates it makes and the database roles it names.
  */
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import forge from 'node-forge';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
 import { childCommand, clusterConnectionBudget, clusterOptionsFromEnvironment } from '../../src/cli/cluster';
+import { clusterRoleNames, urlForRole } from '../../src/cli/cluster-database-roles';
+import { ensureClusterPki, exportClusterPki, TEMPORAL_CLIENTS, temporalClientSettings } from '../../src/temporal/cluster-pki';
 import { loadConfig } from '../../src/config';
 import { findShardMismatch, postgresEndpoint, temporalServerConfig, temporalServerConnectionsMax, temporalServerPorts } from '../../src/temporal/server';
 
@@ -38,6 +42,20 @@ describe('the Temporal server configuration', () => {
     expect(config.clusterMetadata.clusterInformation.active.rpcAddress).toBe('127.0.0.1:27233');
     expect(path.isAbsolute(config.dynamicConfigClient.filepath)).toBe(true);
     expect(new Set(Object.values(temporalServerPorts(7233))).size).toBe(9);
+  });
+
+  it('asks every caller of the frontend and of the internode ports for a certificate of the cluster CA, and serves no plaintext HTTP port', () => {
+    const tls = { ca: '/c/tls/ca.pem', cert: '/c/tls/temporal-server.pem', key: '/c/tls/temporal-server-key.pem', serverName: 'localhost' };
+    const config = parse(temporalServerConfig({ endpoint, frontendPort: 27233, historyShards: 4, dynamicConfigFile: '/d.yaml', logFile: '/l.log', tls }));
+    for (const group of ['frontend', 'internode']) {
+      expect(config.global.tls[group]).toEqual({
+        server: { certFile: tls.cert, keyFile: tls.key, requireClientAuth: true, clientCaFiles: [tls.ca] },
+        client: { serverName: 'localhost', rootCaFiles: [tls.ca] },
+      });
+    }
+    expect(config.services.frontend.rpc.httpPort).toBeUndefined();
+    // Without TLS (development only) no tls section at all.
+    expect(parse(temporalServerConfig({ endpoint, frontendPort: 27233, historyShards: 4, dynamicConfigFile: '/d.yaml', logFile: '/l.log' })).global.tls).toBeUndefined();
   });
 
   it('finds the server warning that a changed shard count was ignored', () => {
@@ -153,5 +171,55 @@ describe('the Temporal server binaries', () => {
     expect(findTemporalServer()).toEqual({ server: path.join(directory, 'server'), sql: path.join(directory, 'sql') });
     ensureTemporalServer();
     expect(readFileSync(path.join(home, 'go.log'), 'utf8').trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('the cluster’s Temporal certificates', () => {
+  it('are a CA, a server certificate for the names asked and a client certificate per party, private keys 0600, kept across starts', () => {
+    const directory = path.join(mkdtempSync(path.join(os.tmpdir(), 'cluster-pki-')), 'tls');
+    const pki = ensureClusterPki(directory, ['temporal']);
+    const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+    expect(mode(directory)).toBe('700');
+    for (const file of [pki.server.key, ...TEMPORAL_CLIENTS.map((client) => pki.clients[client].key), path.join(directory, 'ca-key.pem')]) expect([file, mode(file)]).toEqual([file, '600']);
+    const ca = forge.pki.certificateFromPem(readFileSync(pki.ca, 'utf8'));
+    const server = forge.pki.certificateFromPem(readFileSync(pki.server.cert, 'utf8'));
+    expect(ca.verify(server)).toBe(true);
+    const names = (server.getExtension('subjectAltName') as { altNames: Array<{ value?: string; ip?: string }> }).altNames.map((name) => name.ip ?? name.value);
+    expect(names).toEqual(['localhost', '127.0.0.1', 'temporal']);
+    expect(server.getExtension('extKeyUsage')).toMatchObject({ serverAuth: true, clientAuth: true });
+    const api = forge.pki.certificateFromPem(readFileSync(pki.clients.api.cert, 'utf8'));
+    const usage = api.getExtension('extKeyUsage') as { clientAuth?: boolean; serverAuth?: boolean };
+    expect([ca.verify(api), api.subject.getField('CN').value, Boolean(usage.clientAuth), Boolean(usage.serverAuth)]).toEqual([true, 'api', true, false]);
+    // A second start keeps them; a server certificate lacking a newly asked name is made again under the same CA.
+    const before = readFileSync(pki.clients.api.cert, 'utf8');
+    ensureClusterPki(directory, ['temporal']);
+    expect(readFileSync(pki.clients.api.cert, 'utf8')).toBe(before);
+    ensureClusterPki(directory, ['temporal', 'temporal.internal']);
+    expect(ca.verify(forge.pki.certificateFromPem(readFileSync(pki.server.cert, 'utf8')))).toBe(true);
+    expect(readFileSync(pki.clients.api.cert, 'utf8')).toBe(before);
+    expect(temporalClientSettings(pki, 'worker')).toEqual({ TEMPORAL_TLS_CA: pki.ca, TEMPORAL_TLS_CERT: pki.clients.worker.cert, TEMPORAL_TLS_KEY: pki.clients.worker.key, TEMPORAL_TLS_SERVER_NAME: 'localhost' });
+  });
+
+  it('copies to each party only its own certificate and key (docker-compose mounts one subdirectory each)', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cluster-pki-export-'));
+    const pki = ensureClusterPki(path.join(root, 'pki'), ['temporal']);
+    exportClusterPki(pki, path.join(root, 'tls'));
+    expect(readdirSync(path.join(root, 'tls')).sort()).toEqual(['api', 'operator', 'server', 'ui', 'worker']);
+    expect(readdirSync(path.join(root, 'tls', 'api')).sort()).toEqual(['ca.pem', 'cert.pem', 'key.pem']);
+    expect(readFileSync(path.join(root, 'tls', 'api', 'key.pem'), 'utf8')).toBe(readFileSync(pki.clients.api.key, 'utf8'));
+    expect(readFileSync(path.join(root, 'tls', 'server', 'cert.pem'), 'utf8')).toBe(readFileSync(pki.server.cert, 'utf8'));
+  });
+});
+
+describe('the cluster’s database roles', () => {
+  it('are named after the databases, within PostgreSQL’s 63 characters', () => {
+    expect(clusterRoleNames('payments')).toEqual({ api: 'payments_api', worker: 'payments_worker', temporal: 'temporal_server' });
+    expect(clusterRoleNames('payments_cluster_42', { default: 'temporal_cluster_42', visibility: 'temporal_visibility_cluster_42' })).toEqual({
+      api: 'payments_cluster_42_api',
+      worker: 'payments_cluster_42_worker',
+      temporal: 'temporal_cluster_42_server',
+    });
+    expect(clusterRoleNames('p'.repeat(80)).worker).toHaveLength(63);
+    expect(urlForRole('postgres://postgres:secret@db:5432/payments', 'payments_api')).toBe('postgres://payments_api@db:5432/payments');
   });
 });

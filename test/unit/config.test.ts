@@ -14,8 +14,44 @@ describe('config (platform decisions §1)', () => {
     expect(config.MERCHANT_SESSION_TTL_SECONDS).toBe(3600);
     expect(config.WEBHOOK_RETRY_WINDOW_SECONDS).toBe(259200);
     expect(config.PUBLIC_BASE_URL).toBe('http://127.0.0.1:3000');
-    expect(config.SANDBOX_OTP).toBe('123456');
     expect(config.DATABASE_URL).toBeUndefined();
+  });
+
+  it('runs in live mode unless test mode is chosen, and only test mode has a sandbox OTP', () => {
+    expect(loadConfig({}).PAYMENTS_MODE).toBe('live');
+    expect(loadConfig({}).SANDBOX_OTP).toBeUndefined();
+    expect(loadConfig({ PAYMENTS_MODE: 'test' }).SANDBOX_OTP).toBe('123456');
+    expect(loadConfig({ PAYMENTS_MODE: 'test', SANDBOX_OTP: '730519' }).SANDBOX_OTP).toBe('730519');
+    // Defaults stand in for unset (or empty) variables only: `npm start` chooses test mode, the environment overrides it.
+    expect(loadConfig({}, { PAYMENTS_MODE: 'test' }).PAYMENTS_MODE).toBe('test');
+    expect(loadConfig({ PAYMENTS_MODE: '' }, { PAYMENTS_MODE: 'test' }).PAYMENTS_MODE).toBe('test');
+    expect(loadConfig({ PAYMENTS_MODE: 'live' }, { PAYMENTS_MODE: 'test' }).PAYMENTS_MODE).toBe('live');
+  });
+
+  it.each([
+    ['SANDBOX_OTP', { SANDBOX_OTP: '123456' }, /is a test-mode setting \(the sandbox acquirer\): live mode has no sandbox/],
+    ['UPSTREAM_PAYIN_URL', { UPSTREAM_PAYIN_URL: 'http://127.0.0.1:3100/payins' }, /must be https in live mode/],
+    ['UPSTREAM_API_KEY', { UPSTREAM_API_KEY: 'sandbox-upstream-key' }, /is a published sandbox default/],
+    ['UPSTREAM_WEBHOOK_SECRET', { UPSTREAM_WEBHOOK_SECRET: 'sandbox-upstream-webhook-secret' }, /is a published sandbox default/],
+    ['UPSTREAM_WEBHOOK_SECRET', { UPSTREAM_WEBHOOK_SECRET: 'short-secret' }, /is shorter than 16 characters/],
+    ['TEMPORAL_ALLOW_INSECURE', { TEMPORAL_ALLOW_INSECURE: 'true' }, /plaintext Temporal over a network is a development choice/],
+  ])('live mode refuses %s (%j) with one line naming it; test mode takes it', (variable, settings, detail) => {
+    let caught: unknown;
+    try {
+      loadConfig(settings);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).variable).toBe(variable);
+    expect((caught as ConfigError).message).toMatch(new RegExp(`^invalid configuration: ${variable}: ${detail.source}`));
+    expect((caught as ConfigError).message).not.toContain('\n');
+    expect(() => loadConfig({ ...settings, PAYMENTS_MODE: 'test' })).not.toThrow();
+  });
+
+  it('takes a live upstream over https with secrets of its own', () => {
+    const config = loadConfig({ UPSTREAM_PAYIN_URL: 'https://provider.example/payins', UPSTREAM_API_KEY: 'a'.repeat(32), UPSTREAM_WEBHOOK_SECRET: 'b'.repeat(16) });
+    expect(config).toMatchObject({ PAYMENTS_MODE: 'live', UPSTREAM_PAYIN_URL: 'https://provider.example/payins' });
   });
 
   it.each([
@@ -65,7 +101,7 @@ describe('config (platform decisions §1)', () => {
     expect(refused).toThrow(ConfigError);
     expect(refused).toThrow(/^invalid configuration: TEMPORAL_ADDRESS: is not loopback and TLS is off/);
     expect(loadConfig({ TEMPORAL_ADDRESS: 'localhost:7233' }).TEMPORAL_ADDRESS).toBe('localhost:7233');
-    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_ALLOW_INSECURE: 'true' }).TEMPORAL_ALLOW_INSECURE).toBe(true);
+    expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_ALLOW_INSECURE: 'true', PAYMENTS_MODE: 'test' }).TEMPORAL_ALLOW_INSECURE).toBe(true);
     expect(loadConfig({ TEMPORAL_ADDRESS: 'temporal.internal:7233', TEMPORAL_TLS: 'true' }).TEMPORAL_TLS).toBe(true);
     const cloud = loadConfig({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_API_KEY: 'key-1' });
     expect(temporalConnectionOptions(cloud)).toEqual({ tls: {}, apiKey: 'key-1' });

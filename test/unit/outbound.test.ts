@@ -116,7 +116,7 @@ describe('outbound destinations (SSRF guard)', () => {
 
   it('takes the platform ports, sandbox port in test mode, opened hosts and live mode from the configuration', async () => {
     const options = outboundOptionsFromConfig(
-      loadConfig({ HTTP_PORT: '3001', RPC_PORT: '0', METRICS_PORT: '9464', TEMPORAL_METRICS_PORT: '9465', OUTBOUND_ALLOWED_HOSTS: ' Receiver.Test:4000 , 127.0.0.1:5000,[0:0::1]:80' }),
+      loadConfig({ PAYMENTS_MODE: 'test', HTTP_PORT: '3001', RPC_PORT: '0', METRICS_PORT: '9464', TEMPORAL_METRICS_PORT: '9465', OUTBOUND_ALLOWED_HOSTS: ' Receiver.Test:4000 , 127.0.0.1:5000,[0:0::1]:80' }),
     );
     expect(options).toMatchObject({
       allowPrivate: false,

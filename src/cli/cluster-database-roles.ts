@@ -1,0 +1,120 @@
+/**
+ * Least privilege on the cluster's PostgreSQL (docs/security.md "Least privilege"): `payments cluster up` connects as
+ * the user of DATABASE_URL (the supervisor: it creates the databases, migrates them and sets up Temporal's schema),
+ * and gives each process kind a role of its own, none of them a superuser:
+ *
+ *   <platform database>_api       the api processes: SELECT, INSERT, UPDATE, DELETE on the platform's tables and
+ *                                 their sequences; no DDL, no migration bookkeeping
+ *   <platform database>_worker    the worker processes: the same, except the service credentials (a worker never
+ *                                 authenticates an RPC caller, so it can neither read their hashes nor mint one)
+ *   <temporal database>_server    the Temporal server: the same on Temporal's two databases, nothing on the platform's
+ *
+ * Each database's CONNECT is taken from PUBLIC and given to its roles only. The grants are made again at every
+ * start, after the migrations, so new tables are covered. Roles are created only when the supervisor may
+ * (superuser, or CREATEROLE); otherwise every process keeps the supervisor's user, with a warning.
+ *
+ * The machine's server here trusts local connections, so the roles have no password: a deployment gives each one a
+ * password (`ALTER ROLE … PASSWORD`) or a certificate, puts it in that role's DATABASE_URL, and switches pg_hba.conf
+ * to scram-sha-256 or cert (what a deployment must add).
+ */
+import type { Knex } from '../db/knex';
+import { TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
+
+export interface ClusterDatabaseRoles {
+  api: string;
+  worker: string;
+  temporal: string;
+}
+
+/** Tables the worker role gets nothing on. */
+export const WORKER_EXCLUDED_TABLES = ['service_credentials'] as const;
+
+/** Tables only the migrating user touches. */
+const MIGRATION_TABLES = ['knex_migrations', 'knex_migrations_lock'];
+
+/** PostgreSQL's limit on identifiers. */
+const IDENTIFIER_MAX = 63;
+
+/** The role names for a platform database and Temporal databases (PostgreSQL roles are global to the server). */
+export function clusterRoleNames(platformDatabase: string, temporalDatabases: TemporalDatabases = TEMPORAL_DATABASES): ClusterDatabaseRoles {
+  const name = (base: string, suffix: string) => `${base.slice(0, IDENTIFIER_MAX - suffix.length)}${suffix}`;
+  return { api: name(platformDatabase, '_api'), worker: name(platformDatabase, '_worker'), temporal: name(temporalDatabases.default, '_server') };
+}
+
+const identifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** Whether the connected user may create roles (superuser or CREATEROLE). */
+export async function mayCreateRoles(database: Knex): Promise<boolean> {
+  const { rows } = (await database.raw('SELECT rolsuper OR rolcreaterole AS may FROM pg_roles WHERE rolname = current_user')) as { rows: Array<{ may: boolean }> };
+  return Boolean(rows[0]?.may);
+}
+
+/** Creates every role of `roles` that does not exist yet: login, no superuser, no role or database creation. */
+export async function ensureRoles(database: Knex, roles: ClusterDatabaseRoles): Promise<void> {
+  for (const role of new Set(Object.values(roles))) {
+    const found = await database.raw('SELECT 1 FROM pg_roles WHERE rolname = ?', [role]);
+    if (found.rowCount) {
+      // An existing role keeps its password; it loses any privilege a role of the cluster must not have.
+      await database.raw(`ALTER ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
+      continue;
+    }
+    try {
+      await database.raw(`CREATE ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
+    } catch (error) {
+      // Another cluster starting on the same server created it meanwhile.
+      if ((error as { code?: string }).code !== '42710') throw error;
+    }
+  }
+}
+
+/**
+ * Grants `roles` the platform database's tables (connected to it as the migrating user, after the migrations).
+ * The temporal role gets no CONNECT on it.
+ */
+export async function grantPlatformDatabase(database: Knex, databaseName: string, roles: ClusterDatabaseRoles): Promise<void> {
+  const [api, worker] = [identifier(roles.api), identifier(roles.worker)];
+  const statements = [
+    `REVOKE CONNECT ON DATABASE ${identifier(databaseName)} FROM PUBLIC`,
+    `GRANT CONNECT ON DATABASE ${identifier(databaseName)} TO ${api}, ${worker}`,
+    'REVOKE CREATE ON SCHEMA public FROM PUBLIC',
+    `GRANT USAGE ON SCHEMA public TO ${api}, ${worker}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${api}, ${worker}`,
+    `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${api}, ${worker}`,
+    `REVOKE ALL ON ${MIGRATION_TABLES.join(', ')} FROM ${api}, ${worker}`,
+    `REVOKE ALL ON ${WORKER_EXCLUDED_TABLES.join(', ')} FROM ${worker}`,
+  ];
+  await database.transaction(async (trx) => {
+    for (const statement of statements) await trx.raw(statement);
+  });
+}
+
+/** Grants the Temporal server's role one of Temporal's databases (connected to it, after its schema is set up). */
+export async function grantTemporalDatabase(database: Knex, databaseName: string, role: string): Promise<void> {
+  const temporal = identifier(role);
+  const statements = [
+    `REVOKE CONNECT ON DATABASE ${identifier(databaseName)} FROM PUBLIC`,
+    `GRANT CONNECT ON DATABASE ${identifier(databaseName)} TO ${temporal}`,
+    'REVOKE CREATE ON SCHEMA public FROM PUBLIC',
+    `GRANT USAGE ON SCHEMA public TO ${temporal}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${temporal}`,
+    `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${temporal}`,
+  ];
+  await database.transaction(async (trx) => {
+    for (const statement of statements) await trx.raw(statement);
+  });
+}
+
+/** `url` with its user replaced by `role` and no password (the roles authenticate as the server's pg_hba says). */
+export function urlForRole(url: string, role: string): string {
+  const parsed = new URL(url);
+  parsed.username = encodeURIComponent(role);
+  parsed.password = '';
+  return parsed.toString();
+}
+
+/** `url` without its password (for files and logs). */
+export function withoutPassword(url: string): string {
+  const parsed = new URL(url);
+  parsed.password = '';
+  return parsed.toString();
+}

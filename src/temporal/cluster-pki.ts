@@ -1,0 +1,202 @@
+/**
+ * The certificates of a cluster's Temporal mTLS (`payments cluster up`, docs/security.md "Temporal"): one CA made for
+ * the cluster, a server certificate for the Temporal frontend and its internode traffic, and one client certificate
+ * per caller (the api and worker roles, the Web UI, the operator's tools). Made once under `<CLUSTER_DIR>/tls`
+ * (directory 0700, private keys 0600), like the cluster's service credentials, and kept across restarts; a
+ * certificate missing, unreadable, not signed by the CA, lacking a name the server needs, or expiring within
+ * RENEW_BEFORE_DAYS is made again (a CA doing so remakes every certificate). node-forge builds the certificates;
+ * the keys are Node's (RSA 2048).
+ *
+ * Every certificate the CA signed is a full client of the cluster's namespace (the server runs no authorizer):
+ * revoking one means a new CA (remove the directory and start the cluster again).
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import forge from 'node-forge';
+import type { TemporalConnectionOptions } from './connection-options';
+
+/** The callers that get a client certificate. */
+export const TEMPORAL_CLIENTS = ['api', 'worker', 'ui', 'operator'] as const;
+export type TemporalClient = (typeof TEMPORAL_CLIENTS)[number];
+
+/** The name clients verify the server certificate against (also in its DNS names, beside 127.0.0.1). */
+export const TEMPORAL_SERVER_NAME = 'localhost';
+
+const VALIDITY_DAYS = 825;
+const RENEW_BEFORE_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/** PEM files of one certificate and its key. */
+export interface CertificateFiles {
+  cert: string;
+  key: string;
+}
+
+export interface ClusterPki {
+  directory: string;
+  /** The CA certificate every party verifies the others with. */
+  ca: string;
+  /** The Temporal server's certificate: frontend and internode, server and client use. */
+  server: CertificateFiles;
+  clients: Record<TemporalClient, CertificateFiles>;
+  serverName: string;
+}
+
+/** The TEMPORAL_TLS_* settings of a client of the cluster (src/temporal/connection-options.ts reads them). */
+export function temporalClientSettings(pki: ClusterPki, client: TemporalClient): Record<string, string> {
+  return {
+    TEMPORAL_TLS_CA: pki.ca,
+    TEMPORAL_TLS_CERT: pki.clients[client].cert,
+    TEMPORAL_TLS_KEY: pki.clients[client].key,
+    TEMPORAL_TLS_SERVER_NAME: pki.serverName,
+  };
+}
+
+/** The parties exportClusterPki copies files for: the server and every client. */
+export const PKI_PARTIES = ['server', ...TEMPORAL_CLIENTS] as const;
+
+/**
+ * Copies to `directory/<party>/` what each party needs and nothing more: `ca.pem`, `cert.pem`, `key.pem` (the
+ * server's, or that client's). Each party's container mounts its own subdirectory only (docker-compose), so
+ * isolation is by mount: the files are 0644 there because the Temporal images run as users of their own. The CA
+ * key is never copied.
+ */
+export function exportClusterPki(pki: ClusterPki, directory: string): void {
+  for (const party of PKI_PARTIES) {
+    const target = path.join(directory, party);
+    mkdirSync(target, { recursive: true, mode: 0o755 });
+    const files = party === 'server' ? pki.server : pki.clients[party];
+    writeFileSync(path.join(target, 'ca.pem'), readFileSync(pki.ca), { mode: 0o644 });
+    writeFileSync(path.join(target, 'cert.pem'), readFileSync(files.cert), { mode: 0o644 });
+    writeFileSync(path.join(target, 'key.pem'), readFileSync(files.key), { mode: 0o644 });
+    for (const name of ['ca.pem', 'cert.pem', 'key.pem']) chmodSync(path.join(target, name), 0o644);
+  }
+}
+
+/** The connection options (TLS with this client's certificate) of a client of the cluster, for Connection.connect. */
+export function temporalClientOptions(pki: ClusterPki, client: TemporalClient): TemporalConnectionOptions {
+  return {
+    tls: {
+      serverNameOverride: pki.serverName,
+      serverRootCACertificate: readFileSync(pki.ca),
+      clientCertPair: { crt: readFileSync(pki.clients[client].cert), key: readFileSync(pki.clients[client].key) },
+    },
+  };
+}
+
+function writePrivate(file: string, text: string): void {
+  writeFileSync(file, text, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+interface Issued {
+  cert: forge.pki.Certificate;
+  key: forge.pki.rsa.PrivateKey;
+}
+
+function newKey(): { forgeKey: forge.pki.rsa.PrivateKey; publicKey: forge.pki.rsa.PublicKey; pem: string } {
+  const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  const forgeKey = forge.pki.privateKeyFromPem(pem) as forge.pki.rsa.PrivateKey;
+  return { forgeKey, publicKey: forge.pki.setRsaPublicKey(forgeKey.n, forgeKey.e), pem };
+}
+
+function issue(options: {
+  commonName: string;
+  organizationalUnit: string;
+  issuer?: Issued;
+  extensions: object[];
+}): { issued: Issued; certPem: string; keyPem: string } {
+  const key = newKey();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = key.publicKey;
+  // A positive random serial (the high bit cleared), as RFC 5280 asks.
+  cert.serialNumber = `0${randomBytes(15).toString('hex')}`;
+  cert.validity.notBefore = new Date(Date.now() - 5 * 60_000);
+  cert.validity.notAfter = new Date(Date.now() + VALIDITY_DAYS * DAY_MS);
+  const subject = [
+    { name: 'commonName', value: options.commonName },
+    { shortName: 'OU', value: options.organizationalUnit },
+    { name: 'organizationName', value: 'payments cluster' },
+  ];
+  cert.setSubject(subject);
+  cert.setIssuer(options.issuer ? options.issuer.cert.subject.attributes : subject);
+  cert.setExtensions([...options.extensions, { name: 'subjectKeyIdentifier' }]);
+  cert.sign(options.issuer?.key ?? key.forgeKey, forge.md.sha256.create());
+  return { issued: { cert, key: key.forgeKey }, certPem: forge.pki.certificateToPem(cert), keyPem: key.pem };
+}
+
+/** The certificate in `file` when it is current, signed by `ca` and carries every name of `names`; else undefined. */
+function usable(file: string, ca: forge.pki.Certificate | undefined, names: string[] = []): forge.pki.Certificate | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const cert = forge.pki.certificateFromPem(readFileSync(file, 'utf8'));
+    if (cert.validity.notAfter.getTime() - Date.now() < RENEW_BEFORE_DAYS * DAY_MS) return undefined;
+    if (ca && !ca.verify(cert)) return undefined;
+    const altNames = ((cert.getExtension('subjectAltName') as { altNames?: Array<{ value?: string; ip?: string }> } | null)?.altNames ?? []).map(
+      (name) => name.ip ?? name.value,
+    );
+    return names.every((name) => altNames.includes(name)) ? cert : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The cluster's certificates under `directory`, made when missing or no longer usable (see above).
+ * @param hostNames DNS names and IP addresses the server certificate must carry besides localhost and 127.0.0.1
+ */
+export function ensureClusterPki(directory: string, hostNames: string[] = []): ClusterPki {
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
+  chmodSync(directory, 0o700);
+  const file = (name: string) => path.join(directory, name);
+  const pki: ClusterPki = {
+    directory,
+    ca: file('ca.pem'),
+    server: { cert: file('temporal-server.pem'), key: file('temporal-server-key.pem') },
+    clients: Object.fromEntries(TEMPORAL_CLIENTS.map((client) => [client, { cert: file(`${client}.pem`), key: file(`${client}-key.pem`) }])) as ClusterPki['clients'],
+    serverName: TEMPORAL_SERVER_NAME,
+  };
+
+  let caCert = existsSync(file('ca-key.pem')) ? usable(pki.ca, undefined) : undefined;
+  let ca: Issued | undefined = caCert ? { cert: caCert, key: forge.pki.privateKeyFromPem(readFileSync(file('ca-key.pem'), 'utf8')) as forge.pki.rsa.PrivateKey } : undefined;
+  const renewAll = !ca;
+  if (!ca) {
+    const made = issue({
+      commonName: 'payments cluster Temporal CA',
+      organizationalUnit: 'ca',
+      extensions: [
+        { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+        { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+      ],
+    });
+    writePrivate(file('ca-key.pem'), made.keyPem);
+    writeFileSync(pki.ca, made.certPem, { mode: 0o644 });
+    ca = made.issued;
+    caCert = made.issued.cert;
+  }
+
+  const names = [...new Set([TEMPORAL_SERVER_NAME, '127.0.0.1', ...hostNames])];
+  const altName = (name: string) => (/^[\d.]+$/.test(name) || name.includes(':') ? { type: 7, ip: name } : { type: 2, value: name });
+  const leaf = (target: CertificateFiles, commonName: string, organizationalUnit: string, server: boolean) => {
+    if (!renewAll && existsSync(target.key) && usable(target.cert, caCert, server ? names : [])) return;
+    const made = issue({
+      commonName,
+      organizationalUnit,
+      issuer: ca,
+      extensions: [
+        { name: 'basicConstraints', cA: false, critical: true },
+        { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+        // The server's certificate is also the client certificate of its internode calls.
+        { name: 'extKeyUsage', serverAuth: server, clientAuth: true },
+        ...(server ? [{ name: 'subjectAltName', altNames: names.map(altName) }] : []),
+      ],
+    });
+    writePrivate(target.key, made.keyPem);
+    writeFileSync(target.cert, made.certPem, { mode: 0o644 });
+  };
+  leaf(pki.server, TEMPORAL_SERVER_NAME, 'temporal-server', true);
+  for (const client of TEMPORAL_CLIENTS) leaf(pki.clients[client], client, 'temporal-client', false);
+  return pki;
+}
