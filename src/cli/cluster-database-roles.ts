@@ -31,6 +31,11 @@ export const WORKER_EXCLUDED_TABLES = ['service_credentials'] as const;
 
 /** Tables only the migrating user touches. */
 const MIGRATION_TABLES = ['knex_migrations', 'knex_migrations_lock'];
+/**
+ * Tables the serving roles may read and append to but never change: the audit trail. Its trigger refuses UPDATE and
+ * DELETE too, but a trigger is the owner's to drop; the privileges are the database's own word.
+ */
+export const APPEND_ONLY_TABLES = ['audit_records'] as const;
 
 /** PostgreSQL's limit on identifiers. */
 const IDENTIFIER_MAX = 63;
@@ -82,6 +87,7 @@ export async function grantPlatformDatabase(database: Knex, databaseName: string
     `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${api}, ${worker}`,
     `REVOKE ALL ON ${MIGRATION_TABLES.join(', ')} FROM ${api}, ${worker}`,
     `REVOKE ALL ON ${WORKER_EXCLUDED_TABLES.join(', ')} FROM ${worker}`,
+    `REVOKE UPDATE, DELETE, TRUNCATE ON ${APPEND_ONLY_TABLES.join(', ')} FROM ${api}, ${worker}`,
   ];
   await database.transaction(async (trx) => {
     for (const statement of statements) await trx.raw(statement);

@@ -118,6 +118,10 @@ describeCluster('least privilege in the cluster', () => {
         expect(await as(roles!.api, platform(), 'DELETE FROM knex_migrations')).toBe('42501');
         expect(await as(roles!.worker, platform(), 'SELECT count(*) FROM service_credentials')).toBe('42501');
         expect(await as(roles!.worker, platform(), 'SELECT count(*) FROM payins')).toBe('ok');
+        // The audit trail is append-only for the serving roles by privilege, not only by its trigger.
+        expect(await as(roles!.api, platform(), 'SELECT count(*) FROM audit_records')).toBe('ok');
+        expect(await as(roles!.api, platform(), 'UPDATE audit_records SET outcome = outcome')).toBe('42501');
+        expect(await as(roles!.worker, platform(), 'DELETE FROM audit_records')).toBe('42501');
       });
 
       it('keeps the Temporal server’s role out of the platform’s database, and the platform’s roles out of Temporal’s', async () => {
