@@ -2,8 +2,8 @@
  * OpenTelemetry traces of one request through the platform (docs/operations.md "Traces"): the façade's HTTP server
  * span (HTTP auto-instrumentation, named after the Koa route pattern), the Connect RPC client and server spans
  * (interceptors below: the RPC hop is HTTP/2 or in process, which HTTP instrumentation does not see), the Temporal
- * client, workflow and activity spans (@temporalio/interceptors-opentelemetry; the context travels in Temporal
- * headers) and the ledger operations the activities run.
+ * client, workflow and activity spans (@temporalio/interceptors-opentelemetry-v2, the Temporal interceptors for the
+ * OpenTelemetry 2.x SDK; the context travels in Temporal headers) and the ledger operations the activities run.
  *
  * On only when OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set: otherwise `startTracing`
  * answers undefined without loading the SDK, and nothing is instrumented. Spans are batched (OTEL_BSP_* settings) and
@@ -19,7 +19,7 @@ import type { Config } from './config';
 import type { Ledger } from './ledger/types';
 
 /** The OTel workflow interceptors, bundled into the workflow code when tracing is on (never imported by workflows/). */
-export const WORKFLOW_INTERCEPTOR_MODULE = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const WORKFLOW_INTERCEPTOR_MODULE = require.resolve('@temporalio/interceptors-opentelemetry-v2/lib/workflow-interceptors');
 
 export interface Tracing {
   serviceName: string;
@@ -89,18 +89,20 @@ export async function startTracing(config: Config, roles: readonly string[]): Pr
 }
 
 async function createProvider(url: string, config: Config, name: string): Promise<Provider> {
-  const [{ NodeTracerProvider, BatchSpanProcessor }, { Resource }, { registerInstrumentations }, { HttpInstrumentation }, otel] = await Promise.all([
+  const [{ NodeTracerProvider, BatchSpanProcessor }, { defaultResource, resourceFromAttributes }, { registerInstrumentations }, { HttpInstrumentation }, otel] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/instrumentation'),
     import('@opentelemetry/instrumentation-http'),
-    import('@temporalio/interceptors-opentelemetry'),
+    import('@temporalio/interceptors-opentelemetry-v2'),
   ]);
   const { OTLPTraceExporter } =
     config.OTEL_EXPORTER_OTLP_PROTOCOL === 'http/json'
       ? await import('@opentelemetry/exporter-trace-otlp-http')
       : await import('@opentelemetry/exporter-trace-otlp-proto');
-  const resource = new Resource({ 'service.name': name });
+  // The SDK's default resource (telemetry.sdk.*) with our service name, for the provider's spans and the workflow
+  // sandbox's alike (SDK 2.x no longer merges the default into a given resource).
+  const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': name }));
   const processor = new BatchSpanProcessor(new OTLPTraceExporter({ url }));
   const tracerProvider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
   // The AsyncLocalStorage context manager and the W3C trace context propagator, process-wide.

@@ -1,11 +1,13 @@
 /**
  * docs/openapi.yaml: a valid OpenAPI 3.1 document (@readme/openapi-parser), every example valid against
- * its own schema (Ajv, JSON Schema 2020-12), and in step with the contract tables the façade answers from: the
- * Area A services and error table, the Area B messages, the Area C services and messages.
+ * its own schema, formats included (Ajv, JSON Schema 2020-12), and in step with the contract tables the façade
+ * answers from: the Area A services and error table, the Area B messages, the Area C services and messages.
+ * `npm run lint` lints it too (Redocly CLI, redocly.yaml).
  * The façade's routes are compared with the document by test/integration/docs.test.ts.
  */
 import { dereference, validate } from '@readme/openapi-parser';
 import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
@@ -64,7 +66,8 @@ describe('docs/openapi.yaml', () => {
 
   it('has every example valid against its schema', async () => {
     const resolved = await dereference(structuredClone(document));
-    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    // Formats too (uri, email, date, …): an example a client copies must be a value the format accepts.
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
     const examples = examplesWithSchemas(resolved);
     expect(examples.length).toBeGreaterThan(100);
     const failures = examples
