@@ -3,7 +3,7 @@
  * `status` "degraded" and the failing check's error. Travels façade → HealthService RPC → database and Temporal.
  */
 import Router from '@koa/router';
-import type { FacadeState } from './app';
+import type { FacadeState } from './context';
 
 export function healthRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();

@@ -14,7 +14,7 @@ import { readCardForm } from './contract';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { faultPage, notFoundPage, renderDepositPage, resultRedirect, tooManyRequestsPage } from './deposit-pages';
 import type { DepositPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { sendHtml } from '../html-response';
 

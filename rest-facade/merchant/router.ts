@@ -18,7 +18,7 @@ import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../
 import { DomainError } from '../../src/errors';
 import { exceedsJsonDepth } from '../../src/text';
 import { readLogin } from './contract';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';
