@@ -10,7 +10,7 @@ import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { ConfigError, isLoopbackHost, readConfiguredFile, type Config } from './config';
-import { keysMayBeCreated, verifyDataKeys } from './crypto/key-registry';
+import { keysMayBeCreated, verifyDataKeys } from './admin/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';
