@@ -14,7 +14,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Knex } from 'knex';
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
-import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
+import { randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { ambiguousParameters, canonicalQueryString } from '../crypto/rsa2-query';
 import { problem } from '../field-problems';
@@ -193,30 +193,6 @@ async function checkSession(database: Knex, merchantId: string, token: string, s
     throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_PROBLEMS.tokenExpired] });
   }
   return row.expires_at;
-}
-
-export interface MerchantApiUser {
-  id: bigint;
-  merchant_id: string;
-  fk_soc: bigint;
-  wallet_id: bigint;
-  wallet_ref: string;
-  avatar: string;
-  time_zone: string | null;
-}
-
-/** Default time zone of a merchant API user (Cambodia). */
-export const DEFAULT_TIME_ZONE = 'Asia/Phnom_Penh';
-
-/** The merchant's API user profile shown by /login, created on first login. */
-export async function merchantApiUser(database: Knex, merchantId: string): Promise<MerchantApiUser> {
-  const existing = (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser | undefined;
-  if (existing) return existing;
-  await database('merchant_api_users')
-    .insert({ merchant_id: merchantId, wallet_ref: `M${randomAlphanumeric(15)}`, time_zone: DEFAULT_TIME_ZONE })
-    .onConflict('merchant_id')
-    .ignore();
-  return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
 import { DomainError } from '../errors';
 import { problem } from '../field-problems';
-import { merchantApiUser } from '../merchant-auth';
+import { merchantApiUser } from '../merchant-users';
 import { getUser } from '../onboarding';
 import type { PlatformDeps } from '../platform-deps';
 import { amountJson, percentOf, stringifyJson, type Currency } from '../money';

@@ -38,8 +38,8 @@ import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { WALLET_CURRENCIES } from '../wallet/contract';
-import { merchantUser } from '../wallet/activities';
-import { merchantApiUser, movementKeys } from '../../merchant-auth';
+import { movementKeys } from '../../merchant-auth';
+import { merchantApiUser, merchantUser } from '../../merchant-users';
 import { depositWorkflow } from '../../../workflows/deposit';
 import {
   DEPOSIT_REASONS,

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { randomToken, sha256Hex } from '../../crypto/secrets';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
-import { newReference } from '../wallet/activities';
+import { newReference } from '../../references';
 import { problem } from '../../field-problems';
 import type { ConfirmationOutcome } from './contract';
 
