@@ -17,7 +17,7 @@ import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
-import { payPreorder, sellerAccountId } from '../../preorders';
+import { findPreorder, payPreorder, sellerAccountId } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
 import { depositIdempotencyKey, type DepositActivities, type DepositReason, type DepositRejection } from './contract';
@@ -201,11 +201,7 @@ export function createDepositActivities(deps: PlatformDeps): DepositActivities {
   /** The money step of completeDeposit: one database transaction (see there). */
   async function postDeposit(found: Deposit, confirmation_id: string, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
     // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
-    const preorder = found.pre_order_token
-      ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
-          | { merchant_id: string; seller_code: string }
-          | undefined)
-      : undefined;
+    const preorder = found.pre_order_token ? await findPreorder(deps.database, found.pre_order_token) : undefined;
     const credit = await creditAccountId(deps, found, preorder);
     const settlement = await deps.ledger.platformAccount('settlement', found.currency);
     let webhookId: string | null = null;

@@ -30,7 +30,7 @@ import { answerIdempotently } from '../../idempotency';
 import { isExpired, normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, vaultGuestCard, type Instrument, type InstrumentKind } from '../../instruments/store';
 import { isCurrency, type Currency } from '../../money';
-import { getMerchant, getUser } from '../../onboarding';
+import { getMerchant } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { fieldViolationList } from '../../rpc/errors';
@@ -39,7 +39,7 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { WALLET_CURRENCIES } from '../wallet/contract';
 import { movementKeys } from '../../merchant-auth';
-import { merchantApiUser, merchantUser } from '../../merchant-users';
+import { findMerchantUserByWalletRef, merchantApiUser, merchantUser } from '../../merchant-users';
 import { depositWorkflow } from '../../../workflows/deposit';
 import {
   DEPOSIT_REASONS,
@@ -53,15 +53,14 @@ import { sealDepositPassword } from './sealing';
 import {
   depositResult,
   findDepositByToken,
-  findPreorder,
   insertDeposit,
   lifetimeOver,
   newDepositIdentity,
   recordConfirmation,
   TOKEN_TYPE,
   type Deposit,
-  type PreorderForDeposit,
 } from './store';
+import { findPreorder, type Preorder } from '../../preorders';
 
 function fail(field: string, code: FieldProblem, reason: string, kind: DomainError['kind'] = 'failed_precondition'): DomainError {
   return new DomainError(kind, reason, reason.toLowerCase().replace(/_/g, ' '), { [field]: [problem(code)] });
@@ -141,7 +140,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   const { requireMerchant } = deps.merchantAuth;
 
   /** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
-  async function checkPreorder(merchantId: string, input: StartInput, problems: FieldViolations): Promise<PreorderForDeposit | undefined> {
+  async function checkPreorder(merchantId: string, input: StartInput, problems: FieldViolations): Promise<Preorder | undefined> {
     if (!input.preOrderToken) return undefined;
     const preorder = await findPreorder(database, input.preOrderToken);
     if (!preorder || preorder.merchant_id !== merchantId) {
@@ -185,7 +184,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
    */
   async function createDeposit(
     instrument: Instrument,
-    preorder: PreorderForDeposit | undefined,
+    preorder: Preorder | undefined,
     amountUnits: bigint,
     currency: Currency,
   ): Promise<{ deposit: Pick<Deposit, 'reference'>; token: string }> {
@@ -250,7 +249,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     depositToken: string,
     deposit: Pick<Deposit, 'reference' | 'merchant_id' | 'amount_units' | 'currency'>,
     instrument: Instrument,
-    preorder: PreorderForDeposit | undefined,
+    preorder: Preorder | undefined,
   ): Promise<MessageInitShape<typeof CardConfirmationSchema>> {
     const merchant = await getMerchant(database, deposit.merchant_id);
     return {
@@ -304,20 +303,17 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
   }
 
   /** Seller name shown on the hosted page: the merchant's name, or the name of the merchant's user who sells. */
-  async function sellerName(preorder: PreorderForDeposit): Promise<string> {
+  async function sellerName(preorder: Preorder): Promise<string> {
     const merchant = await getMerchant(database, preorder.merchant_id);
     const apiUser = await merchantApiUser(database, preorder.merchant_id);
     if (preorder.seller_code !== preorder.merchant_id && preorder.seller_code !== apiUser.wallet_ref) {
-      const row = (await database('users').where({ wallet_ref: preorder.seller_code, merchant_id: preorder.merchant_id }).first('id')) as
-        | { id: bigint }
-        | undefined;
-      const user = row ? await getUser(database, String(row.id)) : undefined;
+      const user = await findMerchantUserByWalletRef(database, preorder.merchant_id, preorder.seller_code);
       if (user) return user.full_name;
     }
     return merchant?.name ?? '';
   }
 
-  async function preorderView(preorder: PreorderForDeposit): Promise<PreorderSummary> {
+  async function preorderView(preorder: Preorder): Promise<PreorderSummary> {
     return {
       preOrderToken: preorder.token,
       sellerName: await sellerName(preorder),

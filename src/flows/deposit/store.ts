@@ -125,27 +125,6 @@ export function depositResult(deposit: Deposit): { reference: string; success: b
   return { reference: deposit.reference, success: deposit.state === 'completed', problem: endStateProblem(deposit) };
 }
 
-/** The fields of a preorder a deposit needs. */
-export interface PreorderForDeposit {
-  token: string;
-  merchant_id: string;
-  out_trade_no: string;
-  seller_code: string;
-  description: string;
-  amount_units: bigint;
-  currency: Currency;
-  commission_rate: string | null;
-  redirect_url: string | null;
-  status: 'pending' | 'paid';
-}
-
-/** The preorder with this token (any merchant; callers check tenancy). */
-export async function findPreorder(db: Knex | Knex.Transaction, token: string): Promise<PreorderForDeposit | undefined> {
-  if (typeof token !== 'string' || token.length === 0 || token.length > 128) return undefined;
-  const row = (await db('preorders').where({ token }).first()) as (Omit<PreorderForDeposit, 'amount_units'> & { amount_units: string | bigint }) | undefined;
-  return row ? { ...row, amount_units: BigInt(row.amount_units) } : undefined;
-}
-
 /** How a deposit's confirmation reached the platform (`deposit_confirmations.method`). */
 export type ConfirmationMethod = 'card_form' | 'password';
 

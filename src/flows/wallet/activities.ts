@@ -11,7 +11,7 @@ import { DomainError } from '../../errors';
 import { findUserByToken, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import type { Currency } from '../../money';
-import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
+import { findPreorder, payPreorder, sellerAccountId, type PreorderPayment } from '../../preorders';
 import { walletMovementIdempotencyKey } from './contract';
 import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from './store';
 import { merchantUser, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
@@ -112,7 +112,7 @@ export async function payByToken(
       pre_order_token: [problem('preorder_paid')],
     });
   // Resolve everything that needs other connections first; the transaction then only locks, posts and marks.
-  const found = (await deps.database('preorders').where({ token: input.preOrderToken }).first()) as PreorderRow | undefined;
+  const found = await findPreorder(deps.database, input.preOrderToken);
   if (!found || found.merchant_id !== input.merchantId) throw unknown();
   if (found.status !== 'pending') throw alreadyPaid();
   checkWalletCurrency(payer, found.currency, 'user_id');
