@@ -2,7 +2,7 @@
  * The /do-action deposit services of Area C (docs/area-c.md "Deposits and confirmations"): each reads its
  * fields (./fields.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
  */
-import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './contract';
+import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './deposit-fields';
 import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { confirmationPage, confirmationView } from './deposit-pages';
 import type { MerchantServiceTable } from './services';

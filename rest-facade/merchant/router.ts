@@ -17,7 +17,7 @@ import Router from '@koa/router';
 import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
 import { exceedsJsonDepth } from '../../src/text';
-import { readLogin } from './contract';
+import { readLogin } from './wallet-fields';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
