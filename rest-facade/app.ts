@@ -18,20 +18,10 @@ import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
 import { healthRouter } from './health';
 import { sendHtml } from './html-response';
+import type { FacadeContext, FacadeState } from './context';
 
 /** Largest request body accepted, in bytes. */
 export const MAX_BODY_BYTES = 1_048_576;
-
-export interface FacadeState {
-  requestId: string;
-  logger: Logger;
-  /** The request body as received (UTF-8), for signature checks and lossless JSON parsing. */
-  rawBody: string;
-  clients: PlatformClients;
-  config: Config;
-}
-
-export type FacadeContext = Koa.ParameterizedContext<FacadeState>;
 
 /** The statuses the façade itself answers on an area's paths, before or after its router. */
 export type EdgeStatus = 404 | 405 | 413 | 500 | 503;

@@ -1,7 +1,7 @@
 /** The three area routers (Areas A, B and C), each mounted under its configured prefix (platform decisions §1). */
 import type { Config } from '../src/config';
-import { messagePage } from '../src/web/html';
-import { faultPage, notFoundPage } from './merchant/deposit-pages';
+import { messagePage } from './views/html';
+import { faultPage, notFoundPage } from './views/deposit-pages';
 import type { AreaRouter } from './app';
 import { areaCEdgeError } from './merchant/contract';
 import { merchantRouter } from './merchant/router';

@@ -11,7 +11,7 @@
 import Router from '@koa/router';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { FacadeState } from './app';
+import type { FacadeState } from './context';
 
 /** Where the OpenAPI document lives (repository root `docs/openapi.yaml`). */
 export const OPENAPI_DOCUMENT_PATH = path.join(__dirname, '..', 'docs', 'openapi.yaml');

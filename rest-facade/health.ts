@@ -10,7 +10,7 @@
  *                 `{"status":"ready"}` or 503 `"degraded"`.
  */
 import Router from '@koa/router';
-import type { FacadeContext, FacadeState } from './app';
+import type { FacadeContext, FacadeState } from './context';
 
 /** The health RPC's checks as the public may see them: each "ok" or "failing", the details logged. */
 async function checkHealth(ctx: FacadeContext): Promise<{ ok: boolean; checks: Record<string, string> }> {

@@ -3,7 +3,7 @@
  * never cached, no scripts and nothing loaded from elsewhere (forms may post and be redirected anywhere), no MIME
  * sniffing, and no Referer leaving the page (its URL carries a token or an activation code).
  */
-import type { FacadeContext } from './app';
+import type { FacadeContext } from './context';
 
 const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'";
 

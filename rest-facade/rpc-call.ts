@@ -1,5 +1,5 @@
 /** What every façade route adds to the RPCs it makes for a request, and to a rate-limited answer. */
-import type { FacadeContext } from './app';
+import type { FacadeContext } from './context';
 
 /**
  * Call options of every RPC made for a request: its request id (logs) and the client's address, which the services

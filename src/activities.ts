@@ -9,6 +9,31 @@ import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './flows/deposit/activities';
 import { createReconciliationActivities } from './flows/reconciliation/activities';
+import type { ReconciliationRepairs } from './flows/reconciliation/contract';
+import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
+import { findPayin } from './flows/payin/store';
+import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
+
+/** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
+export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationRepairs {
+  const preTransfers = createPreTransferActivities(deps);
+  const deposits = createDepositActivities(deps);
+  const payin = async (invoice_reference: string) => {
+    const row = await findPayin(deps.database, invoice_reference);
+    if (!row) throw new Error('payin vanished');
+    return row;
+  };
+  return {
+    voidPreTransferHold: (id) => preTransfers.voidPreTransfer({ pre_transfer_id: id, idempotency_key: preTransferIdempotencyKey(id, 'void') }),
+    expireDeposit: (reference) => deposits.closeDeposit({ reference, state: 'expired' }),
+    applyRecordedNotification: async (invoice_reference, idempotency_key, payment) => {
+      await applyRecordedNotification(deps, await payin(invoice_reference), idempotency_key, payment);
+    },
+    renotifyPayin: async (invoice_reference, payment) => {
+      await notifyPayin(deps, await payin(invoice_reference), payment);
+    },
+  };
+}
 
 export function createActivities(deps: PlatformDeps) {
   return {
@@ -17,7 +42,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createPayinActivities(deps),
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
-    ...createReconciliationActivities(deps),
+    ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
   };
 }
 

@@ -1,7 +1,9 @@
 /**
  * The dependencies every service and activity receives, built once per process by the composition root
- * (`src/platform.ts`). A leaf module: it imports only types, so any module may depend on it without a cycle
- * through the composition root.
+ * (`src/platform.ts`). A leaf module: it imports only types, each from a module that does not import this one
+ * back (directly or through others; `npm run check:cycles` proves it), so any module may depend on it without a
+ * cycle. A shape whose implementation takes these deps lives in a types module of its own
+ * (`merchant-auth/types.ts`, `onboarding/types.ts`).
  */
 import type { AbuseLimits } from './abuse';
 import type { Acquirer } from './acquirers';
@@ -14,7 +16,7 @@ import type { IdempotencyStore } from './idempotency';
 import type { Ledger } from './ledger/types';
 import type { Logger } from './logger';
 import type { PlatformMetrics } from './metrics';
-import type { MerchantAuth } from './merchant-auth';
+import type { MerchantAuth } from './merchant-auth/types';
 import type { TemporalHandle } from './temporal/client';
 import type { OutboundPolicy } from './web/outbound';
 

@@ -7,7 +7,7 @@ import { createPayinService } from './flows/payin/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';
 import { createWalletService } from './flows/wallet/service';
-import { createAdminService } from './onboarding/admin-service';
+import { createAdminService } from './admin/service';
 import { createInstrumentService } from './instruments/service';
 import { createDepositService } from './flows/deposit/service';
 import type { PlatformServices } from './rpc/services';

@@ -11,7 +11,7 @@ import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { ConfigError, isLoopbackHost, readConfiguredFile, type Config } from './config';
 import { DEMO_SETTING_KEY } from './onboarding/demo';
-import { keysMayBeCreated, verifyDataKeys } from './crypto/key-registry';
+import { keysMayBeCreated, verifyDataKeys } from './admin/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
 import { startAuthChanges } from './auth-changes';

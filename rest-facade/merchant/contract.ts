@@ -1,7 +1,8 @@
 /**
  * Area C contract (interface "Area C" and "Errors / Area C", platform decisions §7 and §8): the envelopes, the
- * /do-action field readers (./fields.ts), the documented messages with the exhaustive table rendering every field
- * problem code the services answer (./messages.ts), and the one exhaustive error table of the area.
+ * documented messages with the exhaustive table rendering every field problem code the services answer
+ * (./messages.ts), and the one exhaustive error table of the area. The /do-action field readers live beside each
+ * service's table (./wallet-fields.ts, ./deposit-fields.ts, ./instrument-fields.ts; shared reading ./fields.ts).
  *
  *   success  200 {"success":true,"code":200,"message":"OK","data":…}
  *   failure  400 {"success":false,"code":400,"message":"Bad Request","error":{field:[messages]}}
@@ -19,12 +20,6 @@ import type { PreorderReason } from '../../src/preorders/reasons';
 import { codeOfKind, readRpcFailure } from '../../src/rpc/errors';
 
 import { AUTH_MESSAGES, renderFieldProblems } from './messages';
-
-export {
-  readLogin, readGeneratePreOrderToken, readCreateUser, readUpdateUser, readPayByToken, readTransfer, readListBanks, readBlockMoney,
-  readCancelBlockMoney, readDeposit, readVisaMasterDeposit, readConfirmPayments, readCardForm, readTokenizeLocalCard,
-  readTokenizeBankAccount, readTokenizeVisaMaster,
-} from './fields';
 
 export interface AreaCAnswer {
   status: number;

@@ -2,9 +2,9 @@
  * The /do-action deposit services of Area C (docs/area-c.md "Deposits and confirmations"): each reads its
  * fields (./fields.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
  */
-import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './contract';
+import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './deposit-fields';
 import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
-import { confirmationPage, confirmationView } from './deposit-pages';
+import { confirmationPage, confirmationView } from '../views/deposit-pages';
 import type { MerchantServiceTable } from './services';
 
 /** `data` of every deposit service: reference, token, token_type, need_verify_trx, html_confirm_payment. */

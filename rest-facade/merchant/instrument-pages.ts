@@ -11,12 +11,12 @@
  * src/instruments/html.ts.
  */
 import type Router from '@koa/router';
-import { activatedPage, activationNotFoundPage, activationPage } from '../../src/web/activation-pages';
+import { activatedPage, activationNotFoundPage, activationPage } from '../views/activation-pages';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { renderQrPng } from '../../src/web/qr-png';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { tooManyRequestsPage } from './deposit-pages';
+import { tooManyRequestsPage } from '../views/deposit-pages';
 import { sendHtml } from '../html-response';
 
 /**

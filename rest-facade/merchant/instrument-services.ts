@@ -3,7 +3,7 @@
  * reads its fields (src/instruments/contract.ts), calls one InstrumentService RPC with the call's ActionAuth and
  * shapes `data`. Encrypted fields are passed on as received; only the service decrypts them.
  */
-import { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './contract';
+import { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './instrument-fields';
 import type { MerchantServiceTable } from './services';
 
 export const instrumentMerchantServices: MerchantServiceTable = {

@@ -10,11 +10,11 @@
  *   POST /pre-order/:token/pay           the card form (application/x-www-form-urlencoded) → the confirmation page
  */
 import type Router from '@koa/router';
-import { readCardForm } from './contract';
+import { readCardForm } from './deposit-fields';
 import { readRpcFailure } from '../../src/rpc/errors';
-import { faultPage, notFoundPage, renderDepositPage, resultRedirect, tooManyRequestsPage } from './deposit-pages';
+import { faultPage, notFoundPage, renderDepositPage, resultRedirect, tooManyRequestsPage } from '../views/deposit-pages';
 import type { DepositPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { sendHtml } from '../html-response';
 

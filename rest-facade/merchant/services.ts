@@ -16,7 +16,7 @@ import {
   readPayByToken,
   readTransfer,
   readUpdateUser,
-} from './contract';
+} from './wallet-fields';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ActionAuthSchema, UserRecord } from '../../src/gen/payments/wallet/v1/wallet_pb';
 

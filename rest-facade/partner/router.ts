@@ -17,7 +17,7 @@ import { Code } from '@connectrpc/connect';
 import { parseJsonLossless } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { AREA_A_LIMITS, errorEnvelope, RATE_LIMITED_ERROR, SYSTEM_ERROR, UNAUTHENTICATED_ERROR, type AreaAError } from './contract';
 

@@ -8,7 +8,7 @@
 import Router from '@koa/router';
 import { amountJson, formatAmount, isCurrency, stringifyJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
-import type { FacadeContext, FacadeState } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { payinErrorFor, readCreatePayin, readPayinStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';

@@ -96,14 +96,6 @@ export async function answerIdempotently<Desc extends DescMessage>(
   return store.run(request, protoCodec(schema), async (ownKey) => create(schema, await execute(ownKey)));
 }
 
-/**
- * A public reference derived from a request's own idempotency key (`prefix` + 18 uppercase hex characters): a re-run
- * after a crash builds the same reference, hence the same ledger idempotency key, and moves nothing twice.
- */
-export function referenceFromKey(prefix: string, ownKey: string): string {
-  return `${prefix}${createHash('sha256').update(ownKey).digest('hex').slice(0, 18).toUpperCase()}`;
-}
-
 /** Hex SHA-256 of the parameters (bigints as decimal strings), the identity of "the same request". */
 export function fingerprintOf(parameters: unknown[]): string {
   const text = JSON.stringify(parameters, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value));

@@ -11,27 +11,27 @@
  * object, sign_type, no ambiguous parameter, sign (400 on `sign` / `sign_type` / the parameter) → the typed request
  * equals the signed body (400 `sign`) → the service's own fields.
  */
-import type { HandlerContext } from '@connectrpc/connect';
 import { LRUCache } from 'lru-cache';
 import type { Knex } from 'knex';
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
-import { randomAlphanumeric, randomToken, sha256Hex } from '../crypto/secrets';
+import { randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { ambiguousParameters, canonicalQueryString } from '../crypto/rsa2-query';
 import { problem } from '../field-problems';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
-import type { ActionAuth, SignedEnvelope } from '../gen/payments/wallet/v1/wallet_pb';
 import { checkIdempotencyKey } from '../idempotency';
 import { isLosslessNumber, parseJsonLossless } from '../money';
-import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding';
+import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding/merchants';
 import { callerOf, mayActFor } from '../rpc/caller';
 import { exceedsJsonDepth } from '../text';
 import { unboundFields } from './bindings';
 import { MERCHANT_AUTH_REASONS } from './reasons';
+import type { Envelope, MerchantAct, MerchantAuth, SignedBody } from './types';
 
 export * from './reasons';
+export type { Envelope, MerchantAct, MerchantAuth, SignedBody } from './types';
 export { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields, type FieldBinding, type SignedAction } from './bindings';
 
 /** Most merchants and sessions one process remembers. */
@@ -49,30 +49,6 @@ const AUTH_PROBLEMS = {
   separatorInName: problem('separator_in_name'),
   loginReplayed: problem('login_replayed'),
 } as const;
-
-/** What the merchant sent: its headers and the raw body (payments.wallet.v1.SignedEnvelope). */
-export type Envelope = Pick<SignedEnvelope, 'merchantId' | 'merchantSecretKey' | 'body'>;
-
-/** A body whose signature verified: its parameters (parsed losslessly) and its identity. */
-export interface SignedBody {
-  parameters: Record<string, unknown>;
-  /**
-   * Hex SHA-256 of the signature's bytes. RSASSA-PKCS1-v1_5 gives one signature per canonical string and key, so
-   * this names the signed body (whatever its whitespace or key order) without storing anything it says.
-   */
-  id: string;
-}
-
-/** The merchant a request acts for, and what it signed. */
-export interface MerchantAct {
-  merchantId: string;
-  /**
-   * The verified signed body: its identity and its `request_id` ("" when it has none, null when it is no text).
-   * Undefined for a request
-   * without ActionAuth from a caller bound to the merchant.
-   */
-  signed?: { id: string; requestId: string | null };
-}
 
 /**
  * Checks the merchant headers.
@@ -217,58 +193,6 @@ async function checkSession(database: Knex, merchantId: string, token: string, s
     throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_PROBLEMS.tokenExpired] });
   }
   return row.expires_at;
-}
-
-export interface MerchantApiUser {
-  id: bigint;
-  merchant_id: string;
-  fk_soc: bigint;
-  wallet_id: bigint;
-  wallet_ref: string;
-  avatar: string;
-  time_zone: string | null;
-}
-
-/** Default time zone of a merchant API user (Cambodia). */
-export const DEFAULT_TIME_ZONE = 'Asia/Phnom_Penh';
-
-/** The merchant's API user profile shown by /login, created on first login. */
-export async function merchantApiUser(database: Knex, merchantId: string): Promise<MerchantApiUser> {
-  const existing = (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser | undefined;
-  if (existing) return existing;
-  await database('merchant_api_users')
-    .insert({ merchant_id: merchantId, wallet_ref: `M${randomAlphanumeric(15)}`, time_zone: DEFAULT_TIME_ZONE })
-    .onConflict('merchant_id')
-    .ignore();
-  return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
-}
-
-export interface MerchantAuth {
-  /**
-   * The whole check of one /do-action call: merchant headers, session, signed body (in that order of precedence;
-   * the two lookups run in parallel). @returns the merchant id and the verified body.
-   * @throws DomainError MERCHANT_UNAUTHENTICATED, SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED,
-   *   INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter)
-   */
-  authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<{ merchantId: string; signed: SignedBody }>;
-  /**
-   * The merchant an Area C service request acts for. With ActionAuth: the merchant it proves, once the request's
-   * typed fields are found equal to its signed body (./bindings.ts). Without: `request.merchantId`, only when the
-   * caller's credential is bound to that merchant (`mayActFor`); anyone else is refused whatever id it names.
-   * Each accepted request counts against the merchant's request rate.
-   * @throws as `authenticateAction`; INVALID_SIGNATURE when the typed request is not the signed one;
-   *   MERCHANT_UNAUTHENTICATED without ActionAuth from another caller; IDEMPOTENCY_KEY_INVALID (field
-   *   `request_id`) for a signed request_id that is no valid key; RATE_LIMITED
-   */
-  requireMerchant(request: { $typeName: string; merchantId: string; auth?: ActionAuth }, context: HandlerContext | undefined): Promise<MerchantAct>;
-  /**
-   * C1 before the password check: merchant headers, the signed body bound to the typed request, its `timestamp`
-   * (Unix seconds) within MERCHANT_LOGIN_WINDOW_SECONDS of this process's clock, and the body accepted once: it is
-   * recorded until no process could accept its timestamp any more, and a replay is refused.
-   * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter),
-   *   LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED (field `timestamp`)
-   */
-  authenticateLogin(request: { $typeName: string; envelope?: SignedEnvelope; userName: string; password: string }): Promise<Merchant>;
 }
 
 /**

@@ -1,6 +1,5 @@
-/** Onboarding: partners, merchants, users and their credentials; the AdminService (docs/onboarding.md). */
+/** Onboarding: partners, merchants, users and their credentials (docs/onboarding.md); the AdminService that calls them is src/admin. */
 export * from './partners';
 export * from './merchants';
 export * from './users';
-export { createAdminService } from './admin-service';
 export { ensureDemoData, DEMO_SETTING_KEY } from './demo';

@@ -22,29 +22,14 @@ import { openSecret, sealSecret } from '../crypto/data-keys';
 import type { PlatformDeps } from '../platform-deps';
 import { isHttpUrl } from '../web/url';
 import { normalizeRsaPublicKey, notFound, requireText } from './common';
+import type { Merchant, MerchantStatus } from './types';
+
+export type { Merchant, MerchantStatus } from './types';
 
 /** The currencies every merchant holds a wallet in. */
 export const MERCHANT_WALLET_CURRENCIES: Currency[] = ['USD', 'KHR', 'USDT'];
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 export const DEFAULT_PAYIN_FEE_PERCENT = '1.0';
-
-export type MerchantStatus = 'active' | 'suspended';
-
-export interface Merchant {
-  /** merchant_id */
-  id: string;
-  name: string;
-  status: MerchantStatus;
-  callback_url: string;
-  /** default X-Signature */
-  signature_header: string;
-  /** decimal text such as "1.0" */
-  payin_fee_percent: string;
-  /** The merchant's RSA public key (SPKI PEM), verifies Area C request signatures. */
-  public_key_pem: string;
-  api_user_name: string;
-  created_at: Date;
-}
 
 /** Shown once, at creation; only hashes (and the encrypted HMAC secret) are stored. */
 export interface MerchantCredentials {

@@ -8,26 +8,14 @@ import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
 import { DomainError } from '../errors';
 import { problem } from '../field-problems';
-import { merchantApiUser } from '../merchant-auth';
-import { getUser } from '../onboarding';
+import { findMerchantUserByWalletRef, merchantApiUser } from '../merchant-users';
 import type { PlatformDeps } from '../platform-deps';
 import { amountJson, percentOf, stringifyJson, type Currency } from '../money';
 import { recordWebhookEvent } from '../webhooks';
+import { insertPreorder, lockPreorder, markPreorderPaid, type Preorder } from './store';
 
 export * from './reasons';
-
-export interface PreorderRow {
-  token: string;
-  merchant_id: string;
-  out_trade_no: string;
-  seller_code: string;
-  amount_units: bigint;
-  currency: Currency;
-  commission_rate: string | null;
-  status: 'pending' | 'paid';
-  payment_reference: string | null;
-  call_back_url: string | null;
-}
+export { findPreorder, type Preorder } from './store';
 
 /**
  * The wallet account a preorder's seller_code pays into: the merchant's own id (or its API user's wallet_ref) →
@@ -42,9 +30,8 @@ export async function sellerAccountId(deps: PlatformDeps, merchantId: string, se
     if (!account) throw unknown;
     return account.id;
   }
-  const row = (await deps.database('users').where({ wallet_ref: sellerCode }).first('id')) as { id: bigint | string } | undefined;
-  const user = row ? await getUser(deps.database, String(row.id)) : undefined;
-  if (!user || user.merchant_id !== merchantId || user.currency !== currency) throw unknown;
+  const user = await findMerchantUserByWalletRef(deps.database, merchantId, sellerCode);
+  if (!user || user.currency !== currency) throw unknown;
   return user.wallet_account_id;
 }
 
@@ -61,23 +48,19 @@ export async function generatePreOrder(
 ): Promise<{ token: string; url: string }> {
   await sellerAccountId(deps, input.merchantId, input.sellerCode, input.currency);
   const token = `PO${randomAlphanumeric(30)}`;
-  const inserted = await deps.database('preorders')
-    .insert({
-      token,
-      merchant_id: input.merchantId,
-      out_trade_no: input.outTradeNo,
-      seller_code: input.sellerCode,
-      description: input.description,
-      amount_units: input.amountUnits,
-      currency: input.currency,
-      commission_rate: input.commissionRate || null,
-      redirect_url: input.redirectUrl || null,
-      call_back_url: input.callBackUrl || null,
-    })
-    .onConflict(['merchant_id', 'out_trade_no'])
-    .ignore()
-    .returning('token');
-  if (inserted.length === 0) {
+  const inserted = await insertPreorder(deps.database, {
+    token,
+    merchant_id: input.merchantId,
+    out_trade_no: input.outTradeNo,
+    seller_code: input.sellerCode,
+    description: input.description,
+    amount_units: input.amountUnits,
+    currency: input.currency,
+    commission_rate: input.commissionRate || null,
+    redirect_url: input.redirectUrl || null,
+    call_back_url: input.callBackUrl || null,
+  });
+  if (!inserted) {
     throw new DomainError('already_exists', 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
       out_trade_no: [problem('taken', 'out_trade_no')],
     });
@@ -102,7 +85,7 @@ export function preorderWebhookId(token: string): string {
 }
 
 /** Records the preorder.paid call-back inside the payment's transaction; null without a call_back_url. */
-async function recordPaidCallBack(trx: Knex.Transaction, preorder: PreorderRow, reference: string): Promise<string | null> {
+async function recordPaidCallBack(trx: Knex.Transaction, preorder: Preorder, reference: string): Promise<string | null> {
   if (!preorder.call_back_url) return null;
   const body = stringifyJson({
     event: PREORDER_PAID_EVENT,
@@ -139,7 +122,7 @@ export async function payPreorder(
     paidByUserId: string | null;
   },
 ): Promise<PreorderPayment> {
-  const preorder = (await trx('preorders').where({ token: input.preOrderToken }).forUpdate().first()) as PreorderRow;
+  const preorder = await lockPreorder(trx, input.preOrderToken);
   if (preorder.status !== 'pending') return { status: 'already_paid' };
   const amount = BigInt(preorder.amount_units);
   const commission = preorderCommission(preorder);
@@ -160,13 +143,7 @@ export async function payPreorder(
     },
     trx,
   );
-  await trx('preorders').where({ token: preorder.token }).update({
-    status: 'paid',
-    paid_transaction_id: posted.id,
-    paid_by_user_id: input.paidByUserId,
-    payment_reference: input.reference,
-    paid_at: trx.fn.now(),
-  });
+  await markPreorderPaid(trx, preorder.token, { paid_transaction_id: posted.id, paid_by_user_id: input.paidByUserId, payment_reference: input.reference });
   return { status: 'paid', transactionId: posted.id, webhookId: await recordPaidCallBack(trx, preorder, input.reference) };
 }
 

@@ -15,7 +15,7 @@ import { tryDecryptField } from '../../src/crypto/field-decryption';
 import { canonicalJson, signBody, verifyBody } from '../../src/crypto/rsa2-json';
 import { canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
 import { verifyRsa2 } from '../../src/crypto/rsa2';
-import { confirmationPage, resultPage } from '../../rest-facade/merchant/deposit-pages';
+import { confirmationPage, resultPage } from '../../rest-facade/views/deposit-pages';
 
 const ROOT = path.resolve(__dirname, '../..');
 const EXAMPLES = {

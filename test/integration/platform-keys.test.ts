@@ -8,7 +8,7 @@ import { chmodSync, copyFileSync, cpSync, existsSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LEGACY_DATA_KEY_ID, openSecret, sealSecret } from '../../src/crypto/data-keys';
-import { keysMayBeCreated, rotateDataKey, verifyDataKeys } from '../../src/crypto/key-registry';
+import { keysMayBeCreated, rotateDataKey, verifyDataKeys } from '../../src/admin/key-registry';
 import { addDataKey, keyFingerprint, KeyFileError, loadPlatformKeys, readDataKeyring } from '../../src/crypto/platform-keys';
 import { encryptSecret } from '../../src/crypto/secrets';
 import { revealCardNumber, requireInstrument } from '../../src/instruments/store';

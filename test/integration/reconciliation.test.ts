@@ -7,7 +7,8 @@
  */
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { reconciliationWorkflowId } from '../../src/flows/reconciliation/contract';
-import { reconcileNow, startReconciliationSchedule } from '../../src/flows/reconciliation/service';
+import { reconcileNow as reconcileWith, startReconciliationSchedule } from '../../src/flows/reconciliation/service';
+import { createReconciliationRepairs } from '../../src/activities';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';
 import { createUser } from '../../src/onboarding/users';
@@ -28,6 +29,8 @@ describe('reconciliation', () => {
   afterAll(() => harness.stop());
 
   const deps = () => harness.platform.deps;
+  /** One reconciliation now, repairing through the flows as the AdminService's does. */
+  const reconcileNow = (options: { repair: boolean; grace_seconds: number }) => reconcileWith(deps(), createReconciliationRepairs(deps()), options);
   const base = () => harness.platform.facadeUrl;
   const merchantUsdt = async () => {
     const wallet = (await deps().ledger.accountsOf('merchant', merchant.merchant_id)).find((account) => account.kind === 'wallet' && account.currency === 'USDT')!;
@@ -53,11 +56,11 @@ describe('reconciliation', () => {
     });
     const before = await merchantUsdt();
 
-    const report = await reconcileNow(deps(), { repair: false, grace_seconds: 30 });
+    const report = await reconcileNow({ repair: false, grace_seconds: 30 });
     expect(ours(report, invoice_reference)).toEqual([expect.objectContaining({ kind: 'notification_not_credited', action: 'reported' })]);
     expect(await merchantUsdt()).toBe(before);
 
-    const repaired = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    const repaired = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(ours(repaired, invoice_reference)).toEqual([expect.objectContaining({ kind: 'notification_not_credited', action: 'repaired' })]);
     const payin = await eventually(async () => {
       const row = await deps().database('payins').where({ invoice_reference }).first();
@@ -68,7 +71,7 @@ describe('reconciliation', () => {
     expect(await merchantUsdt()).toBe(before + 3_000_000n - 30_000n);
 
     // Idempotent: the next run finds nothing for it, and a repeated repair credits nothing twice.
-    expect(ours(await reconcileNow(deps(), { repair: true, grace_seconds: 30 }), invoice_reference)).toEqual([]);
+    expect(ours(await reconcileNow({ repair: true, grace_seconds: 30 }), invoice_reference)).toEqual([]);
     expect(await merchantUsdt()).toBe(before + 3_000_000n - 30_000n);
     // The provider's repeat of that notification changes nothing either.
     const repeat = await post(base(), '/api/v1/upstream/notifications', body, { 'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, body) });
@@ -89,7 +92,7 @@ describe('reconciliation', () => {
       outcome: 'received',
       received_at: new Date(Date.now() - 60_000),
     });
-    const repaired = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    const repaired = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(ours(repaired, invoice_reference)).toEqual([expect.objectContaining({ kind: 'notification_undecided', action: 'repaired' })]);
     await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first()).status === 'success');
     expect((await deps().database('upstream_notifications').where({ invoice_reference }).first()).outcome).toBe('applied');
@@ -110,15 +113,15 @@ describe('reconciliation', () => {
     await deps().temporal.client.workflow.getHandle(pre_transfer_id).terminate('lost');
     await deps().database('pre_transfers').where({ id: pre_transfer_id }).update({ expires_at: new Date(Date.now() - 60_000) });
 
-    const report = await reconcileNow(deps(), { repair: false, grace_seconds: 30 });
+    const report = await reconcileNow({ repair: false, grace_seconds: 30 });
     expect(ours(report, pre_transfer_id)).toEqual([expect.objectContaining({ kind: 'hold_past_expiry', action: 'reported' })]);
     expect(await available()).toBe(10_000n - 1_250n);
 
-    const repaired = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    const repaired = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(ours(repaired, pre_transfer_id)).toEqual([expect.objectContaining({ kind: 'hold_past_expiry', action: 'repaired' })]);
     expect(await available()).toBe(10_000n);
     expect((await deps().database('pre_transfers').where({ id: pre_transfer_id }).first()).state).toBe('expired');
-    expect(ours(await reconcileNow(deps(), { repair: true, grace_seconds: 30 }), pre_transfer_id)).toEqual([]);
+    expect(ours(await reconcileNow({ repair: true, grace_seconds: 30 }), pre_transfer_id)).toEqual([]);
     const query = await partner.gateway({ service: 'query.fundTransfer', out_trade_no: 'RECON1' });
     expect(query.body).toMatchObject({ success: false, error_code: 'EXPIRED' });
   });
@@ -137,7 +140,7 @@ describe('reconciliation', () => {
       status: 'pending',
       created_at: new Date(Date.now() - 60_000),
     });
-    const repaired = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    const repaired = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(ours(repaired, id)).toEqual([expect.objectContaining({ kind: 'webhook_stalled', action: 'repaired' })]);
     await eventually(async () => (await deps().database('webhook_events').where({ id }).first()).status === 'delivered');
     expect(harness.receiver.received.filter((request) => request.headers['x-webhook-id'] === id)).toHaveLength(1);
@@ -184,16 +187,16 @@ describe('reconciliation', () => {
       row('expired-claim-in-flight', 'running', -60, 30),
       row('live', 'completed', 3600, -60),
     ]);
-    const reportOnly = await reconcileNow(deps(), { repair: false, grace_seconds: 30 });
+    const reportOnly = await reconcileNow({ repair: false, grace_seconds: 30 });
     expect(reportOnly.idempotency_keys_purged).toBe(0);
     expect(await keys().count('* as count').first()).toEqual({ count: 4n });
-    const repairing = await reconcileNow(deps(), { repair: true, grace_seconds: 30 });
+    const repairing = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(repairing.idempotency_keys_purged).toBeGreaterThanOrEqual(2);
     expect((await keys().select('key').orderBy('key')).map((found: { key: string }) => found.key)).toEqual(['expired-claim-in-flight', 'live']);
   });
 
   it('ends with nothing left to repair and the ledger balanced', async () => {
-    const report = await reconcileNow(deps(), { repair: false, grace_seconds: 0 });
+    const report = await reconcileNow({ repair: false, grace_seconds: 0 });
     expect(report.findings.filter((finding) => finding.kind !== 'outbox_lag')).toEqual([]);
     expect((await deps().ledger.check()).ok).toBe(true);
   });

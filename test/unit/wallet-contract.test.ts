@@ -6,8 +6,8 @@ import {
   readListBanks,
   readTransfer,
   readGeneratePreOrderToken,
-  MESSAGES,
-} from '../../rest-facade/merchant/fields';
+} from '../../rest-facade/merchant/wallet-fields';
+import { MESSAGES } from '../../rest-facade/merchant/messages';
 
 function body(text: string): Record<string, unknown> {
   return parseJsonLossless(text) as Record<string, unknown>;

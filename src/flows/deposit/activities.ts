@@ -17,7 +17,7 @@ import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
-import { payPreorder, sellerAccountId } from '../../preorders';
+import { findPreorder, payPreorder, sellerAccountId } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
 import { depositIdempotencyKey, type DepositActivities, type DepositReason, type DepositRejection } from './contract';
@@ -94,165 +94,171 @@ function requireAcquirer(deps: PlatformDeps): Acquirer {
   return deps.acquirer;
 }
 
-export function createDepositActivities(deps: PlatformDeps): DepositActivities {
-  const activities: DepositActivities = {
-    /**
-     * The acquirer's OTP check for this deposit, on the password confirmation the api recorded (taken once, the
-     * result recorded on it). The password arrives sealed (`sealDepositPassword`) and is opened only here; never
-     * logged. A seal that does not open is a wrong password.
-     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED (no such confirmation to take), the end state's rejection
-     */
-    async verifyDepositPassword(input) {
-      const deposit = await requireDeposit(deps, input.reference);
-      requirePending(deposit);
-      const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
-      // A retry of this step after the decision was recorded answers it again (the acquirer is not asked twice).
-      if (confirmation.outcome) return { valid: confirmation.outcome === 'password_valid' };
-      const password = openDepositPassword(deps.keys.dataKeys, input.reference, input.sealed_password);
-      const acquirer = requireAcquirer(deps);
-      const valid = password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password }));
-      await decideConfirmation(deps.database, confirmation.id, { outcome: valid ? 'password_valid' : 'password_wrong' });
-      return { valid };
-    },
+/** The input and the answer of the deposit activity `K` (./contract.ts). */
+type Input<K extends keyof DepositActivities> = Parameters<DepositActivities[K]>[0];
+type Output<K extends keyof DepositActivities> = ReturnType<DepositActivities[K]>;
 
-    /**
-     * The acquirer's decision on the deposit's card (number revealed from the vault, never logged), on the card-form
-     * confirmation the payer's submission recorded (taken once, the decision recorded on it).
-     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED, INSTRUMENT_NOT_FOUND, the end state's rejection
-     */
-    async authorizeDepositCard(input) {
-      const deposit = await requireDeposit(deps, input.reference);
-      requirePending(deposit);
-      const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
-      const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
-      if (!instrument) {
-        throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
-      }
-      const authorization = await requireAcquirer(deps).authorize({
-        idempotency_key: depositIdempotencyKey(deposit.reference),
-        card_number: await revealCardNumber(deps, instrument),
-        amount_units: deposit.amount_units,
-        currency: deposit.currency,
-      });
-      await decideConfirmation(deps.database, confirmation.id, {
-        outcome: authorization.approved ? 'approved' : 'declined',
-        authorization_id: authorization.authorization_id ?? null,
-      });
-      return { approved: authorization.approved, authorization_id: authorization.authorization_id };
-    },
+/**
+ * The acquirer's OTP check for this deposit, on the password confirmation the api recorded (taken once, the
+ * result recorded on it). The password arrives sealed (`sealDepositPassword`) and is opened only here; never
+ * logged. A seal that does not open is a wrong password.
+ * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED (no such confirmation to take), the end state's rejection
+ */
+async function verifyDepositPassword(deps: PlatformDeps, input: Input<'verifyDepositPassword'>): Output<'verifyDepositPassword'> {
+  const deposit = await requireDeposit(deps, input.reference);
+  requirePending(deposit);
+  const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
+  // A retry of this step after the decision was recorded answers it again (the acquirer is not asked twice).
+  if (confirmation.outcome) return { valid: confirmation.outcome === 'password_valid' };
+  const password = openDepositPassword(deps.keys.dataKeys, input.reference, input.sealed_password);
+  const acquirer = requireAcquirer(deps);
+  const valid = password !== undefined && (await acquirer.verifyOtp({ reference: input.reference, password }));
+  await decideConfirmation(deps.database, confirmation.id, { outcome: valid ? 'password_valid' : 'password_wrong' });
+  return { valid };
+}
 
-    async settleDepositCard(input) {
-      const acquirer = requireAcquirer(deps);
-      if (input.capture) await acquirer.capture({ authorization_id: input.authorization_id });
-      else {
-        await acquirer.reverse({ authorization_id: input.authorization_id });
-        deps.logger.info({ reference: input.reference }, 'card authorization reversed: the deposit did not complete');
-      }
-    },
-
-    /**
-     * Completes a pending deposit in one database transaction: settlement −amount → the user's wallet +amount, or
-     * with a preorder → its seller +(amount − commission), fee_revenue +commission and the preorder marked paid
-     * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock), only on the named confirmation
-     * of this deposit decided `approved` (card form) or `password_valid` (password). A preorder paid meanwhile
-     * fails the deposit and moves nothing. A repeat answers the deposit's end state.
-     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when no such decided confirmation exists
-     */
-    async completeDeposit(input) {
-      const found = await requireDeposit(deps, input.reference);
-      const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
-      if (found.state !== 'pending') return answered(found);
-      try {
-        return await postDeposit(found, input.confirmation_id, answered);
-      } catch (error) {
-        // A business refusal (the seller or user is gone, a ledger rule) will not pass on a retry: the deposit fails
-        // and nothing moves. Anything else (database down) is retried by the workflow's activity policy.
-        if (!(error instanceof DomainError)) throw error;
-        deps.logger.warn({ reference: found.reference, reason: error.reason }, 'deposit failed at completion');
-        await finishDeposit(deps.database, found.reference, { state: 'failed', failure_message: problem('payment_failed') });
-        return { state: 'failed' };
-      }
-    },
-
-    /**
-     * Ends a pending deposit without moving money: declined (the named confirmation of this deposit was declined),
-     * cancelled (its recorded wrong passwords reached the deposit's limit) or expired. Repeats are no-ops.
-     * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when a decline or cancellation has no recorded decisions
-     */
-    async closeDeposit(input) {
-      const deposit = await requireDeposit(deps, input.reference);
-      if (deposit.state !== 'pending') return;
-      if (input.state === 'declined') {
-        const confirmation = input.confirmation_id ? await findConfirmation(deps.database, input.confirmation_id, deposit.reference) : undefined;
-        if (confirmation?.outcome !== 'declined') throw notRecorded(deposit.reference, 'no declined confirmation');
-      }
-      // Deposits created before their limit was recorded keep the workflow's count.
-      if (input.state === 'cancelled' && deposit.max_password_attempts !== null) {
-        if ((await countConfirmations(deps.database, deposit.reference, 'password_wrong')) < deposit.max_password_attempts) {
-          throw notRecorded(deposit.reference, 'fewer recorded wrong passwords than its limit');
-        }
-      }
-      const message = problem(input.state === 'declined' ? 'card_declined' : input.state === 'cancelled' ? 'payment_cancelled' : 'payment_expired');
-      await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
-    },
-  };
-  return activities;
-
-  /** The money step of completeDeposit: one database transaction (see there). */
-  async function postDeposit(found: Deposit, confirmation_id: string, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
-    // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
-    const preorder = found.pre_order_token
-      ? ((await deps.database('preorders').where({ token: found.pre_order_token }).first('merchant_id', 'seller_code')) as
-          | { merchant_id: string; seller_code: string }
-          | undefined)
-      : undefined;
-    const credit = await creditAccountId(deps, found, preorder);
-    const settlement = await deps.ledger.platformAccount('settlement', found.currency);
-    let webhookId: string | null = null;
-    const outcome = await deps.database.transaction(async (trx) => {
-      const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
-      if (deposit.state !== 'pending') return answered(deposit);
-      // The authority of this movement: the payer's confirmation of this deposit, recorded by the api and decided.
-      const confirmation = await findConfirmation(trx, confirmation_id, deposit.reference);
-      const decided = confirmation?.method === methodOf(deposit) && confirmation.outcome === (confirmation.method === 'card_form' ? 'approved' : 'password_valid');
-      if (!decided) throw notRecorded(deposit.reference, 'no approved confirmation');
-      const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
-      let transactionId: string;
-      if (deposit.pre_order_token) {
-        const paid = await payPreorder(deps, trx, {
-          preOrderToken: deposit.pre_order_token,
-          sourceAccountId: settlement.id,
-          sellerAccountId: credit,
-          reference: deposit.reference,
-          idempotencyKey: depositIdempotencyKey(deposit.reference),
-          paidByUserId: deposit.user_id,
-        });
-        if (paid.status === 'already_paid') {
-          await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: problem('preorder_paid') });
-          return { state: 'failed' as const };
-        }
-        transactionId = paid.transactionId;
-        webhookId = paid.webhookId;
-      } else {
-        const posted = await deps.ledger.transfer(
-          {
-            idempotency_key: depositIdempotencyKey(deposit.reference),
-            description: `deposit ${deposit.reference}`,
-            postings: [
-              { account_id: settlement.id, amount_units: -deposit.amount_units },
-              { account_id: credit, amount_units: deposit.amount_units },
-            ],
-            metadata,
-          },
-          trx,
-        );
-        transactionId = posted.id;
-      }
-      await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
-      return { state: 'completed' as const };
-    });
-    // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed.
-    await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
-    return outcome;
+/**
+ * The acquirer's decision on the deposit's card (number revealed from the vault, never logged), on the card-form
+ * confirmation the payer's submission recorded (taken once, the decision recorded on it).
+ * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED, INSTRUMENT_NOT_FOUND, the end state's rejection
+ */
+async function authorizeDepositCard(deps: PlatformDeps, input: Input<'authorizeDepositCard'>): Output<'authorizeDepositCard'> {
+  const deposit = await requireDeposit(deps, input.reference);
+  requirePending(deposit);
+  const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
+  const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
+  if (!instrument) {
+    throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
   }
+  const authorization = await requireAcquirer(deps).authorize({
+    idempotency_key: depositIdempotencyKey(deposit.reference),
+    card_number: await revealCardNumber(deps, instrument),
+    amount_units: deposit.amount_units,
+    currency: deposit.currency,
+  });
+  await decideConfirmation(deps.database, confirmation.id, {
+    outcome: authorization.approved ? 'approved' : 'declined',
+    authorization_id: authorization.authorization_id ?? null,
+  });
+  return { approved: authorization.approved, authorization_id: authorization.authorization_id };
+}
+
+/** Captures an approved authorization after a completion, else reverses it (idempotent at the acquirer). */
+async function settleDepositCard(deps: PlatformDeps, input: Input<'settleDepositCard'>): Output<'settleDepositCard'> {
+  const acquirer = requireAcquirer(deps);
+  if (input.capture) await acquirer.capture({ authorization_id: input.authorization_id });
+  else {
+    await acquirer.reverse({ authorization_id: input.authorization_id });
+    deps.logger.info({ reference: input.reference }, 'card authorization reversed: the deposit did not complete');
+  }
+}
+
+/**
+ * Completes a pending deposit in one database transaction: settlement −amount → the user's wallet +amount, or
+ * with a preorder → its seller +(amount − commission), fee_revenue +commission and the preorder marked paid
+ * (`payPreorder`, the same path as pay_by_token, under the preorder's row lock), only on the named confirmation
+ * of this deposit decided `approved` (card form) or `password_valid` (password). A preorder paid meanwhile
+ * fails the deposit and moves nothing. A repeat answers the deposit's end state.
+ * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when no such decided confirmation exists
+ */
+async function completeDeposit(deps: PlatformDeps, input: Input<'completeDeposit'>): Output<'completeDeposit'> {
+  const found = await requireDeposit(deps, input.reference);
+  const answered = (deposit: Deposit) => ({ state: deposit.state === 'completed' ? ('completed' as const) : ('failed' as const) });
+  if (found.state !== 'pending') return answered(found);
+  try {
+    return await postDeposit(deps, found, input.confirmation_id, answered);
+  } catch (error) {
+    // A business refusal (the seller or user is gone, a ledger rule) will not pass on a retry: the deposit fails
+    // and nothing moves. Anything else (database down) is retried by the workflow's activity policy.
+    if (!(error instanceof DomainError)) throw error;
+    deps.logger.warn({ reference: found.reference, reason: error.reason }, 'deposit failed at completion');
+    await finishDeposit(deps.database, found.reference, { state: 'failed', failure_message: problem('payment_failed') });
+    return { state: 'failed' };
+  }
+}
+
+/**
+ * Ends a pending deposit without moving money: declined (the named confirmation of this deposit was declined),
+ * cancelled (its recorded wrong passwords reached the deposit's limit) or expired. Repeats are no-ops.
+ * @throws ApplicationFailure CONFIRMATION_NOT_RECORDED when a decline or cancellation has no recorded decisions
+ */
+async function closeDeposit(deps: PlatformDeps, input: Input<'closeDeposit'>): Output<'closeDeposit'> {
+  const deposit = await requireDeposit(deps, input.reference);
+  if (deposit.state !== 'pending') return;
+  if (input.state === 'declined') {
+    const confirmation = input.confirmation_id ? await findConfirmation(deps.database, input.confirmation_id, deposit.reference) : undefined;
+    if (confirmation?.outcome !== 'declined') throw notRecorded(deposit.reference, 'no declined confirmation');
+  }
+  // Deposits created before their limit was recorded keep the workflow's count.
+  if (input.state === 'cancelled' && deposit.max_password_attempts !== null) {
+    if ((await countConfirmations(deps.database, deposit.reference, 'password_wrong')) < deposit.max_password_attempts) {
+      throw notRecorded(deposit.reference, 'fewer recorded wrong passwords than its limit');
+    }
+  }
+  const message = problem(input.state === 'declined' ? 'card_declined' : input.state === 'cancelled' ? 'payment_cancelled' : 'payment_expired');
+  await finishDeposit(deps.database, input.reference, { state: input.state, failure_message: message });
+}
+
+/** The money step of completeDeposit: one database transaction (see there). */
+async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: string, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
+  // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
+  const preorder = found.pre_order_token ? await findPreorder(deps.database, found.pre_order_token) : undefined;
+  const credit = await creditAccountId(deps, found, preorder);
+  const settlement = await deps.ledger.platformAccount('settlement', found.currency);
+  let webhookId: string | null = null;
+  const outcome = await deps.database.transaction(async (trx) => {
+    const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
+    if (deposit.state !== 'pending') return answered(deposit);
+    // The authority of this movement: the payer's confirmation of this deposit, recorded by the api and decided.
+    const confirmation = await findConfirmation(trx, confirmation_id, deposit.reference);
+    const decided = confirmation?.method === methodOf(deposit) && confirmation.outcome === (confirmation.method === 'card_form' ? 'approved' : 'password_valid');
+    if (!decided) throw notRecorded(deposit.reference, 'no approved confirmation');
+    const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
+    let transactionId: string;
+    if (deposit.pre_order_token) {
+      const paid = await payPreorder(deps, trx, {
+        preOrderToken: deposit.pre_order_token,
+        sourceAccountId: settlement.id,
+        sellerAccountId: credit,
+        reference: deposit.reference,
+        idempotencyKey: depositIdempotencyKey(deposit.reference),
+        paidByUserId: deposit.user_id,
+      });
+      if (paid.status === 'already_paid') {
+        await finishDeposit(trx, deposit.reference, { state: 'failed', failure_message: problem('preorder_paid') });
+        return { state: 'failed' as const };
+      }
+      transactionId = paid.transactionId;
+      webhookId = paid.webhookId;
+    } else {
+      const posted = await deps.ledger.transfer(
+        {
+          idempotency_key: depositIdempotencyKey(deposit.reference),
+          description: `deposit ${deposit.reference}`,
+          postings: [
+            { account_id: settlement.id, amount_units: -deposit.amount_units },
+            { account_id: credit, amount_units: deposit.amount_units },
+          ],
+          metadata,
+        },
+        trx,
+      );
+      transactionId = posted.id;
+    }
+    await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
+    return { state: 'completed' as const };
+  });
+  // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed.
+  await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
+  return outcome;
+}
+
+export function createDepositActivities(deps: PlatformDeps): DepositActivities {
+  return {
+    verifyDepositPassword: (input) => verifyDepositPassword(deps, input),
+    authorizeDepositCard: (input) => authorizeDepositCard(deps, input),
+    settleDepositCard: (input) => settleDepositCard(deps, input),
+    completeDeposit: (input) => completeDeposit(deps, input),
+    closeDeposit: (input) => closeDeposit(deps, input),
+  };
 }

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { randomToken, sha256Hex } from '../../crypto/secrets';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
-import { newReference } from '../wallet/activities';
+import { newReference } from '../../references';
 import { problem } from '../../field-problems';
 import type { ConfirmationOutcome } from './contract';
 
@@ -123,27 +123,6 @@ export function endStateProblem(deposit: Deposit): string {
 /** The result of a Visa/Master confirmation (the façade builds the interface's result object from it). */
 export function depositResult(deposit: Deposit): { reference: string; success: boolean; problem: string } {
   return { reference: deposit.reference, success: deposit.state === 'completed', problem: endStateProblem(deposit) };
-}
-
-/** The fields of a preorder a deposit needs. */
-export interface PreorderForDeposit {
-  token: string;
-  merchant_id: string;
-  out_trade_no: string;
-  seller_code: string;
-  description: string;
-  amount_units: bigint;
-  currency: Currency;
-  commission_rate: string | null;
-  redirect_url: string | null;
-  status: 'pending' | 'paid';
-}
-
-/** The preorder with this token (any merchant; callers check tenancy). */
-export async function findPreorder(db: Knex | Knex.Transaction, token: string): Promise<PreorderForDeposit | undefined> {
-  if (typeof token !== 'string' || token.length === 0 || token.length > 128) return undefined;
-  const row = (await db('preorders').where({ token }).first()) as (Omit<PreorderForDeposit, 'amount_units'> & { amount_units: string | bigint }) | undefined;
-  return row ? { ...row, amount_units: BigInt(row.amount_units) } : undefined;
 }
 
 /** How a deposit's confirmation reached the platform (`deposit_confirmations.method`). */

@@ -17,13 +17,16 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
 import { redeliverWebhook } from '../../webhooks';
-import { createDepositActivities } from '../deposit/activities';
 import { additionalPaymentIdempotencyKey } from '../payin/contract';
-import { applyRecordedNotification, notifyPayin, type PayinNotification } from '../payin/service';
-import { findPayin } from '../payin/store';
-import { createPreTransferActivities } from '../pre-transfer/activities';
-import { preTransferIdempotencyKey } from '../pre-transfer/contract';
-import type { Finding, FindingKind, ReconcileInput, ReconciliationActivities, ReconciliationReport } from './contract';
+import type {
+  Finding,
+  FindingKind,
+  ReconcileInput,
+  ReconciliationActivities,
+  ReconciliationRepairs,
+  ReconciliationReport,
+  RecordedPayment,
+} from './contract';
 import {
   depositsPastExpiry,
   holdsPastExpiry,
@@ -48,7 +51,7 @@ async function isRunning(deps: PlatformDeps, workflowId: string): Promise<boolea
   }
 }
 
-function paymentOf(candidate: NotificationCandidate): PayinNotification {
+function paymentOf(candidate: NotificationCandidate): RecordedPayment {
   return { status: candidate.status, amount_units: candidate.amount_units ?? 0n, trx_ref: candidate.trx_ref ?? '' };
 }
 
@@ -56,7 +59,7 @@ function paymentOf(candidate: NotificationCandidate): PayinNotification {
  * Runs one reconciliation. @returns every finding with what was done about it
  * @throws only when the database cannot be read; a failed repair is a `reported` finding
  */
-export async function reconcile(deps: PlatformDeps, input: ReconcileInput): Promise<ReconciliationReport> {
+export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepairs, input: ReconcileInput): Promise<ReconciliationReport> {
   const started = new Date();
   const cutoff = new Date(started.getTime() - input.grace_seconds * 1000);
   const findings: Finding[] = [];
@@ -74,18 +77,14 @@ export async function reconcile(deps: PlatformDeps, input: ReconcileInput): Prom
     }
   };
 
-  await reconcileNotifications(deps, cutoff, act);
-  const preTransfers = createPreTransferActivities(deps);
+  await reconcileNotifications(deps, repairs, cutoff, act);
   for (const id of await holdsPastExpiry(deps.database, cutoff)) {
     if (await isRunning(deps, id)) continue;
-    await act('hold_past_expiry', id, 'pre-transfer pending past expiry with no workflow', () =>
-      preTransfers.voidPreTransfer({ pre_transfer_id: id, idempotency_key: preTransferIdempotencyKey(id, 'void') }),
-    );
+    await act('hold_past_expiry', id, 'pre-transfer pending past expiry with no workflow', () => repairs.voidPreTransferHold(id));
   }
-  const deposits = createDepositActivities(deps);
   for (const reference of await depositsPastExpiry(deps.database, cutoff)) {
     if (await isRunning(deps, reference)) continue;
-    await act('deposit_past_expiry', reference, 'deposit pending past its lifetime with no workflow', () => deposits.closeDeposit({ reference, state: 'expired' }));
+    await act('deposit_past_expiry', reference, 'deposit pending past its lifetime with no workflow', () => repairs.expireDeposit(reference));
   }
   for (const reference of await uncreditedDeposits(deps.database, cutoff)) {
     await act('deposit_not_credited', reference, 'completed deposit without its ledger transaction');
@@ -121,6 +120,7 @@ function additionalKey(candidate: NotificationCandidate): string {
 /** Notifications recorded but not (yet) in their payin or the ledger. */
 async function reconcileNotifications(
   deps: PlatformDeps,
+  repairs: ReconciliationRepairs,
   cutoff: Date,
   act: (kind: FindingKind, id: string, detail: string, repair?: Repair) => Promise<void>,
 ): Promise<void> {
@@ -132,20 +132,13 @@ async function reconcileNotifications(
   for (const candidate of candidates) {
     const payment = paymentOf(candidate);
     const detail = `${candidate.status} ${candidate.amount_units ?? ''} trx_ref ${candidate.trx_ref ?? '-'}`.trim();
-    const payin = async () => {
-      const row = await findPayin(deps.database, candidate.invoice_reference);
-      if (!row) throw new Error('payin vanished');
-      return row;
-    };
     if (candidate.outcome === 'received') {
       await act('notification_undecided', candidate.invoice_reference, detail, async () => {
-        await applyRecordedNotification(deps, await payin(), candidate.idempotency_key, payment);
+        await repairs.applyRecordedNotification(candidate.invoice_reference, candidate.idempotency_key, payment);
       });
       continue;
     }
-    const renotify = async () => {
-      await notifyPayin(deps, await payin(), payment);
-    };
+    const renotify = () => repairs.renotifyPayin(candidate.invoice_reference, payment);
     if (candidate.status === 'close') {
       await act('close_not_applied', candidate.invoice_reference, detail, renotify);
       continue;
@@ -155,6 +148,6 @@ async function reconcileNotifications(
   }
 }
 
-export function createReconciliationActivities(deps: PlatformDeps): ReconciliationActivities {
-  return { reconcile: (input) => reconcile(deps, input) };
+export function createReconciliationActivities(deps: PlatformDeps, repairs: ReconciliationRepairs): ReconciliationActivities {
+  return { reconcile: (input) => reconcile(deps, repairs, input) };
 }

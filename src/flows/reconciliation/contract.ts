@@ -65,6 +65,29 @@ export interface ReconciliationActivities {
   reconcile(input: ReconcileInput): Promise<ReconciliationReport>;
 }
 
+/** A payment as an upstream notification recorded it (the payin flow's PayinNotification). */
+export interface RecordedPayment {
+  status: 'success' | 'close';
+  /** Minor units. */
+  amount_units: bigint;
+  trx_ref: string;
+}
+
+/**
+ * The repairs reconciliation makes, each through its flow's own idempotent path. The composition root builds them
+ * from the flows (src/activities.ts), so this flow imports no other flow's service, activities or store.
+ */
+export interface ReconciliationRepairs {
+  /** Voids a pending pre-transfer's hold with the pre-transfer's own void step and key. */
+  voidPreTransferHold(pre_transfer_id: string): Promise<void>;
+  /** Closes a pending deposit as expired (moves nothing). */
+  expireDeposit(reference: string): Promise<void>;
+  /** Decides a recorded, undecided notification of the payin and acts as B4 would have. */
+  applyRecordedNotification(invoice_reference: string, idempotency_key: string, payment: RecordedPayment): Promise<void>;
+  /** Hands a notification to the payin's workflow again (Update-with-Start). */
+  renotifyPayin(invoice_reference: string, payment: RecordedPayment): Promise<void>;
+}
+
 export interface ReconciliationWorkflowInput {
   /** Seconds between two runs. */
   interval_seconds: number;

@@ -7,7 +7,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
 import { reconciliationWorkflow } from '../../../workflows/reconciliation';
 import { reconcile } from './activities';
-import { reconciliationWorkflowId, type ReconciliationReport } from './contract';
+import { reconciliationWorkflowId, type ReconciliationRepairs, type ReconciliationReport } from './contract';
 
 /** Starts the scheduled reconciliation unless RECONCILE_INTERVAL_SECONDS is 0 or one already runs. */
 export async function startReconciliationSchedule(deps: PlatformDeps): Promise<void> {
@@ -24,7 +24,11 @@ export async function startReconciliationSchedule(deps: PlatformDeps): Promise<v
   }
 }
 
-/** One reconciliation now, in this process. `repair` false: report only. */
-export function reconcileNow(deps: PlatformDeps, options: { repair: boolean; grace_seconds?: number }): Promise<ReconciliationReport> {
-  return reconcile(deps, { repair: options.repair, grace_seconds: options.grace_seconds ?? deps.config.RECONCILE_GRACE_SECONDS });
+/** One reconciliation now, in this process, repairing through `repairs`. `repair` false: report only. */
+export function reconcileNow(
+  deps: PlatformDeps,
+  repairs: ReconciliationRepairs,
+  options: { repair: boolean; grace_seconds?: number },
+): Promise<ReconciliationReport> {
+  return reconcile(deps, repairs, { repair: options.repair, grace_seconds: options.grace_seconds ?? deps.config.RECONCILE_GRACE_SECONDS });
 }

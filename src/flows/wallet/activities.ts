@@ -7,52 +7,17 @@
  * Tenant isolation (platform decisions §7): a merchant reaches only the users it created and its own preorders
  * and blocked money; any other id is answered exactly like an unknown one.
  */
-import { changeAwareCache } from '../../auth-changes';
-import type { Knex } from '../../db/knex';
-import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError } from '../../errors';
-import { findUserByToken, getUser, type User } from '../../onboarding';
+import { findUserByToken, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import type { Currency } from '../../money';
-import { payPreorder, sellerAccountId, type PreorderPayment, type PreorderRow } from '../../preorders';
+import { findPreorder, payPreorder, sellerAccountId, type PreorderPayment } from '../../preorders';
 import { walletMovementIdempotencyKey } from './contract';
-import { findTransferParties, insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled, USER_ID, type TransferParty } from './store';
+import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from './store';
+import { merchantUser, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
+import { newReference } from '../../references';
 import { problem } from '../../field-problems';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
-
-function userNotFound(field: string): DomainError {
-  return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [problem('not_found')] });
-}
-
-/** The merchant's own active user, else USER_NOT_FOUND on `field`. */
-export async function merchantUser(database: Knex, merchantId: string, userId: string, field: string): Promise<User> {
-  const user = /^\d{1,19}$/.test(userId) ? await getUser(database, userId) : undefined;
-  if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
-  return user;
-}
-
-/** Reads the parties of transfers (see `transferPartyLookup`). */
-export type TransferPartyLookup = (ids: string[]) => Promise<TransferParty[]>;
-
-/** Most transfer parties kept in a process's cache. */
-const TRANSFER_PARTY_CACHE_MAX = 10_000;
-
-/**
- * The parties of transfers, for AUTH_CACHE_SECONDS: a merchant's users move money again and again, and of what a
- * transfer reads (merchant, currency, wallet account, status) only `status` can change. Active users only; an
- * announced credential change (`authChanges`) empties the cache in every process, and a user made inactive directly
- * in the database applies once its entry expires. Whatever is not cached is read in one query for both parties.
- */
-export function transferPartyLookup(deps: Pick<PlatformDeps, 'database' | 'authChanges' | 'config'>): TransferPartyLookup {
-  const cache = changeAwareCache<TransferParty>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: TRANSFER_PARTY_CACHE_MAX });
-  return async (ids) => {
-    const valid = ids.filter((id) => USER_ID.test(id)).map((id) => BigInt(id).toString());
-    let missing: Promise<TransferParty[]> | undefined;
-    const load = async (id: string) => (await (missing ??= findTransferParties(deps.database, valid))).find((row) => row.id === id);
-    const found = await Promise.all(valid.map((id) => cache.get(id, () => load(id), (party) => party.status === 'active')));
-    return found.filter((party) => party !== undefined);
-  };
-}
 
 /** Both parties of a transfer; each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first). */
 async function transferParties(
@@ -84,11 +49,6 @@ function mapLedgerError(error: unknown): never {
     throw new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [problem('insufficient_funds')] });
   }
   throw error;
-}
-
-/** A new public reference: prefix + 18 uppercase letters/digits. */
-export function newReference(prefix: string): string {
-  return `${prefix}${randomAlphanumeric(18)}`;
 }
 
 /**
@@ -152,7 +112,7 @@ export async function payByToken(
       pre_order_token: [problem('preorder_paid')],
     });
   // Resolve everything that needs other connections first; the transaction then only locks, posts and marks.
-  const found = (await deps.database('preorders').where({ token: input.preOrderToken }).first()) as PreorderRow | undefined;
+  const found = await findPreorder(deps.database, input.preOrderToken);
   if (!found || found.merchant_id !== input.merchantId) throw unknown();
   if (found.status !== 'pending') throw alreadyPaid();
   checkWalletCurrency(payer, found.currency, 'user_id');

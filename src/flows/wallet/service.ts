@@ -14,15 +14,17 @@ import {
   TransferResponseSchema,
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
-import { answerIdempotently, referenceFromKey } from '../../idempotency';
+import { answerIdempotently } from '../../idempotency';
+import { referenceFromKey } from '../../references';
 import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchantApiLogin, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
-import { merchantApiUser, movementKeys, openSession } from '../../merchant-auth';
+import { movementKeys, openSession } from '../../merchant-auth';
+import { merchantApiUser, merchantUser, transferPartyLookup } from '../../merchant-users';
 import { generatePreOrder } from '../../preorders';
-import { blockMoney, cancelBlockMoney, merchantUser, payByToken, transfer, transferPartyLookup } from './activities';
+import { blockMoney, cancelBlockMoney, payByToken, transfer } from './activities';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES } from './contract';
 import { problem } from '../../field-problems';
 

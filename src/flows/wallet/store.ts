@@ -1,25 +1,9 @@
 /**
- * The wallet flow's SQL: the parties of a transfer (`users`) and `blocked_money` (migration 006). One copy of each
- * query and lock. A blocked-money record's lifecycle word is `state` (blocked → cancelled).
+ * The wallet flow's SQL: `blocked_money` (migration 006; the parties of a transfer are read by src/merchant-users).
+ * One copy of each query and lock. A blocked-money record's lifecycle word is `state` (blocked → cancelled).
  */
 import type { Knex } from '../../db/knex';
 import type { Currency } from '../../money';
-import type { User } from '../../onboarding';
-
-/** What a transfer needs of each party. */
-export type TransferParty = Pick<User, 'id' | 'merchant_id' | 'status' | 'currency' | 'wallet_account_id'>;
-
-/** Users ids are 1 to 18 decimal digits (the same ids `getUser` accepts). */
-export const USER_ID = /^\d{1,18}$/;
-
-/** The users of `ids` that exist, in one query (one round trip for both parties of a transfer). */
-export async function findTransferParties(database: Knex, ids: string[]): Promise<TransferParty[]> {
-  const valid = ids.filter((id) => USER_ID.test(id));
-  if (valid.length === 0) return [];
-  return (await database('users')
-    .whereIn('id', valid)
-    .select(database.raw('id::text as id'), 'merchant_id', 'status', 'currency', 'wallet_account_id')) as TransferParty[];
-}
 
 export interface BlockedMoneyRow {
   transaction_ref: string;

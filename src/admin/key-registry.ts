@@ -13,8 +13,8 @@
 import type { Knex } from '../db/knex';
 import { hmacContext } from '../onboarding/merchants';
 import { numberContext } from '../instruments/vault';
-import { isCurrent, keyIdOf, LEGACY_DATA_KEY_ID, openSecret, sealSecret, type DataKeyring } from './data-keys';
-import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDataKeyring } from './platform-keys';
+import { isCurrent, keyIdOf, LEGACY_DATA_KEY_ID, openSecret, sealSecret, type DataKeyring } from '../crypto/data-keys';
+import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDataKeyring } from '../crypto/platform-keys';
 
 /** The sealed columns: table, key column, sealed column, associated data of a row. */
 const SEALED_COLUMNS = [

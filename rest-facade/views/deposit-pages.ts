@@ -3,14 +3,14 @@
  * confirmation page (html_confirm_payment), the result page with the hidden input `result`, the hosted preorder
  * page with its card form, and small error pages; and the translation of DepositService's page views (DepositPage)
  * into them with their HTTP status, the result object and the redirect with `result`. Pure functions, no I/O.
- * Layout and escaping: src/web/html.ts.
+ * Layout and escaping: ./html.ts.
  */
 import { formatAmount, isCurrency } from '../../src/money';
-import { html, messagePage, page, SafeHtml } from '../../src/web/html';
+import { html, messagePage, page, SafeHtml } from './html';
 import type { CardConfirmation, DepositPage, DepositResult, PreorderPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { problem } from '../../src/field-problems';
 import { fieldViolationsOf } from '../../src/rpc/errors';
-import { DEPOSIT_MESSAGES, renderFieldProblems, renderProblem } from './messages';
+import { DEPOSIT_MESSAGES, renderFieldProblems, renderProblem } from '../merchant/messages';
 
 export interface ConfirmationView {
   /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */

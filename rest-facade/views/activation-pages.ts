@@ -1,7 +1,7 @@
 /**
  * The bank-account activation pages (docs/area-c.md "Tokenization"): the page the activation QR code opens,
  * with an "Activate account" button posting back to the same URL, its answer, and the unknown-link page. Pure
- * functions, no I/O; layout and escaping: src/web/html.ts. Only the last 4 digits of the account are ever shown.
+ * functions, no I/O; layout and escaping: ./html.ts. Only the last 4 digits of the account are ever shown.
  */
 import { html, messagePage, page, type SafeHtml } from './html';
 

@@ -7,15 +7,16 @@ import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../erro
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
-import { resealAll, rotateDataKey } from '../crypto/key-registry';
+import { resealAll, rotateDataKey } from './key-registry';
 import { reconcileNow } from '../flows/reconciliation/service';
+import { createReconciliationRepairs } from '../activities';
 import type { PlatformDeps } from '../platform-deps';
 import { callerOf } from '../rpc/caller';
 import { createServiceCredential, CredentialInputError, listServiceCredentials, revokeServiceCredential } from '../service-credentials';
-import { notFound } from './common';
-import { createMerchant, getMerchant, setMerchantStatus } from './merchants';
-import { createPartner, getPartner, setPartnerStatus } from './partners';
-import { createUser, getUser } from './users';
+import { notFound } from '../onboarding/common';
+import { createMerchant, getMerchant, setMerchantStatus } from '../onboarding/merchants';
+import { createPartner, getPartner, setPartnerStatus } from '../onboarding/partners';
+import { createUser, getUser } from '../onboarding/users';
 
 interface ResolvedOwner {
   owner_type: AccountOwnerType;
@@ -81,6 +82,7 @@ export function adminCreditIdempotencyKey(reference: string): string {
 }
 
 export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof AdminService> {
+  const repairs = createReconciliationRepairs(deps);
   return {
     /** @throws DomainError PERMISSION_DENIED for a funded float without the mint scope (it mints money) */
     async createPartner(request, context) {
@@ -249,7 +251,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
     },
 
     async reconcile(request) {
-      const report = await reconcileNow(deps, { repair: !request.reportOnly, grace_seconds: request.graceSeconds || undefined });
+      const report = await reconcileNow(deps, repairs, { repair: !request.reportOnly, grace_seconds: request.graceSeconds || undefined });
       return {
         startedAt: report.started_at,
         findings: report.findings,

@@ -1,0 +1,217 @@
+/**
+ * Starting a deposit (deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master, and the hosted card
+ * form's deposit): the request's checks, then the pending `deposits` row, committed on its own, then its
+ * DepositWorkflow (id = reference) started within the request's Temporal deadline (no transaction stays open across
+ * it). A start that did not get through is made by the first confirmation (Update-with-Start, ./confirm.ts), and a
+ * deposit nobody confirms is expired by reconciliation.
+ */
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { fieldNotDecryptable } from '../../crypto/field-decryption';
+import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
+import { problem, type FieldProblem } from '../../field-problems';
+import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/deposit_pb';
+import { isExpired, validSecurityCode } from '../../instruments/cards';
+import { requireInstrument, type Instrument, type InstrumentKind } from '../../instruments/store';
+import type { movementKeys } from '../../merchant-auth';
+import { merchantUser } from '../../merchant-users';
+import { isCurrency, type Currency } from '../../money';
+import { getMerchant } from '../../onboarding';
+import type { PlatformDeps } from '../../platform-deps';
+import { findPreorder, type Preorder } from '../../preorders';
+import { startWorkflow } from '../../temporal/client';
+import { withRequestDeadline } from '../../temporal/deadline';
+import { depositWorkflow } from '../../../workflows/deposit';
+import { WALLET_CURRENCIES } from '../wallet/contract';
+import { DEPOSIT_REASONS, type DepositWorkflowInput } from './contract';
+import { insertDeposit, newDepositIdentity, TOKEN_TYPE, type Deposit } from './store';
+
+/** A deposit refusal on one field, its reason read as the detail. */
+export function fail(field: string, code: FieldProblem, reason: string, kind: DomainError['kind'] = 'failed_precondition'): DomainError {
+  return new DomainError(kind, reason, reason.toLowerCase().replace(/_/g, ' '), { [field]: [problem(code)] });
+}
+
+/** A merchant's deposit request, whichever instrument kind. */
+export interface StartInput {
+  merchantId: string;
+  kind: InstrumentKind;
+  instrumentToken: string;
+  /** Empty when the request names no user. */
+  userId: string;
+  preOrderToken: string;
+  amountUnits: bigint;
+  currency: string;
+  /** deposit_by_visa_master only: the encrypted CVV. */
+  securityCode?: string;
+}
+
+/**
+ * The idempotent request of a deposit start: a repeat of the signed body, or a retry with the same request_id or
+ * Idempotency-Key and the same fields, answers the first deposit (its token and confirmation page) instead of
+ * starting a second one. The encrypted CVV is not one of the compared fields: it is encrypted anew on every retry
+ * and discarded after its check.
+ */
+export function startRequest(input: StartInput, keys: ReturnType<typeof movementKeys>) {
+  return {
+    scope: `merchant:${input.merchantId}`,
+    ...keys,
+    operation: `area-c.deposit_by_${input.kind}`,
+    parameters: [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency],
+  };
+}
+
+/** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
+async function checkPreorder(deps: PlatformDeps, input: StartInput, problems: FieldViolations): Promise<Preorder | undefined> {
+  if (!input.preOrderToken) return undefined;
+  const preorder = await findPreorder(deps.database, input.preOrderToken);
+  if (!preorder || preorder.merchant_id !== input.merchantId) {
+    problems.pre_order_token = [problem('not_found')];
+    return undefined;
+  }
+  if (preorder.status !== 'pending') problems.pre_order_token = [problem('preorder_paid')];
+  if (preorder.currency !== input.currency) problems.currency = [problem('currency_mismatch')];
+  else if (preorder.amount_units !== input.amountUnits) problems.amount = [problem('amount_mismatch')];
+  return preorder;
+}
+
+/** The merchant user's instrument of `kind` (guest cards are for the hosted page only); violations collected. */
+async function checkInstrument(deps: PlatformDeps, input: StartInput, problems: FieldViolations): Promise<Instrument | undefined> {
+  try {
+    const instrument = await requireInstrument(deps.database, {
+      merchantId: input.merchantId,
+      token: input.instrumentToken,
+      userId: input.userId || undefined,
+      kinds: [input.kind],
+    });
+    if (instrument.userId === null) throw fail('token', 'not_found', 'INSTRUMENT_NOT_FOUND', 'not_found');
+    await merchantUser(deps.database, input.merchantId, instrument.userId, 'token');
+    if (instrument.kind === 'visa_master' && instrument.expiryMonth && instrument.expiryYear) {
+      if (isExpired({ month: instrument.expiryMonth, year: instrument.expiryYear })) {
+        throw fail('token', 'card_expired', 'CARD_EXPIRED', 'invalid_argument');
+      }
+    }
+    return instrument;
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    Object.assign(problems, error.fields);
+    return undefined;
+  }
+}
+
+/**
+ * A Visa/Master deposit's encrypted CVV. No padding oracle (platform decisions §7): a CVV that does not decrypt and
+ * one that decrypts to anything but 3 or 4 digits answer the same error, collected in `problems`.
+ */
+async function checkSecurityCode(deps: PlatformDeps, encrypted: string, problems: FieldViolations): Promise<void> {
+  let valid = false;
+  try {
+    valid = validSecurityCode(await deps.fieldDecryption.decrypt(deps.keys.fieldEncryption, 'security_code', encrypted));
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+  }
+  if (!valid) problems.security_code = [fieldNotDecryptable('security_code')];
+}
+
+/** The workflow input of a recorded deposit: its timer runs to the row's `expires_at`. */
+export function depositWorkflowInput(deps: PlatformDeps, deposit: Deposit): DepositWorkflowInput {
+  return {
+    reference: deposit.reference,
+    confirmation: deposit.token_type === TOKEN_TYPE.cardForm ? 'card_form' : 'password',
+    ttl_seconds: deps.config.DEPOSIT_TTL_SECONDS,
+    expires_at: deposit.expires_at.toISOString(),
+    max_password_attempts: deposit.max_password_attempts ?? deps.config.DEPOSIT_MAX_OTP_ATTEMPTS,
+  };
+}
+
+/**
+ * Records the pending deposit (committed on its own), then starts its workflow within the request's Temporal
+ * deadline. A start that fails or runs out of time is logged and left: the first confirmation starts the workflow
+ * (Update-with-Start, `confirmDeposit`), and reconciliation expires a deposit nobody confirmed.
+ */
+export async function createDeposit(
+  deps: PlatformDeps,
+  instrument: Instrument,
+  preorder: Preorder | undefined,
+  amountUnits: bigint,
+  currency: Currency,
+): Promise<{ deposit: Pick<Deposit, 'reference'>; token: string }> {
+  const { reference, token } = newDepositIdentity();
+  const cardForm = instrument.kind === 'visa_master';
+  const deposit = await insertDeposit(deps.database, {
+    reference,
+    token,
+    ttl_seconds: deps.config.DEPOSIT_TTL_SECONDS,
+    merchant_id: instrument.merchantId,
+    user_id: instrument.userId,
+    instrument_token: instrument.token,
+    instrument_kind: instrument.kind,
+    pre_order_token: preorder?.token ?? null,
+    amount_units: amountUnits,
+    currency,
+    token_type: cardForm ? TOKEN_TYPE.cardForm : TOKEN_TYPE.otp,
+    max_password_attempts: deps.config.DEPOSIT_MAX_OTP_ATTEMPTS,
+  });
+  try {
+    await withRequestDeadline(deps, () =>
+      startWorkflow(deps.temporal, depositWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: reference, args: [depositWorkflowInput(deps, deposit)] }),
+    );
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
+      deps.logger.warn({ reference, err: (error as Error).message }, 'deposit workflow not started; its first confirmation starts it');
+    }
+  }
+  return { deposit: { reference }, token };
+}
+
+/** What the confirmation page (html_confirm_payment) of a Visa/Master deposit shows. */
+export async function cardConfirmation(
+  deps: PlatformDeps,
+  depositToken: string,
+  deposit: Pick<Deposit, 'reference' | 'merchant_id' | 'amount_units' | 'currency'>,
+  instrument: Instrument,
+  preorder: Preorder | undefined,
+): Promise<MessageInitShape<typeof CardConfirmationSchema>> {
+  const merchant = await getMerchant(deps.database, deposit.merchant_id);
+  return {
+    depositToken,
+    merchantName: merchant?.name ?? '',
+    description: preorder?.description ?? '',
+    amountUnits: deposit.amount_units,
+    currency: deposit.currency,
+    brand: instrument.brand ?? '',
+    last4: instrument.last4,
+    holderName: instrument.holderName,
+    reference: deposit.reference,
+  };
+}
+
+/**
+ * A merchant's deposit call: checks, then the pending deposit and its workflow.
+ * @throws DomainError ACQUIRER_NOT_CONFIGURED; VALIDATION_FAILED with every field problem found (currency, amount,
+ *   security_code, token, pre_order_token)
+ */
+export async function startDeposit(deps: PlatformDeps, input: StartInput) {
+  // Live mode without a configured acquirer: nothing could authorize the card or check the OTP, so nothing starts.
+  if (!deps.acquirer) throw reasonError(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured', { token: [problem('acquirer_missing')] });
+  const problems: FieldViolations = {};
+  if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [problem('currency')];
+  if (input.amountUnits <= 0n) problems.amount = [problem('positive')];
+  if (input.kind === 'visa_master') await checkSecurityCode(deps, input.securityCode ?? '', problems);
+  const instrument = await checkInstrument(deps, input, problems);
+  const preorder = await checkPreorder(deps, input, problems);
+  if (Object.keys(problems).length > 0 || !instrument) throw invalidFields(problems);
+  const currency = input.currency as Currency;
+  const { deposit, token } = await createDeposit(deps, instrument, preorder, input.amountUnits, currency);
+  const cardForm = instrument.kind === 'visa_master';
+  return {
+    deposit: {
+      reference: deposit.reference,
+      token,
+      tokenType: cardForm ? TOKEN_TYPE.cardForm : TOKEN_TYPE.otp,
+      needVerifyTrx: !cardForm,
+      confirmation: cardForm
+        ? await cardConfirmation(deps, token, { ...deposit, merchant_id: input.merchantId, amount_units: input.amountUnits, currency }, instrument, preorder)
+        : undefined,
+    },
+  };
+}
