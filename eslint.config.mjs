@@ -203,7 +203,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/**/*.ts', 'rest-facade/**/*.ts', 'workflows/**/*.ts'],
+    files: ['{src,rest-facade,workflows}/**/*.{ts,js,mjs,cjs}'],
     plugins: { boundaries },
     settings: {
       'import/resolver': { node: { extensions: ['.ts', '.d.ts', '.js', '.json'] } },
