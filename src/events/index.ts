@@ -1,0 +1,138 @@
+/**
+ * The event log (docs/events.md): every state change that matters to a merchant or a partner is written as an event
+ * **in the same database transaction as the change**, with its owner's next gap-free sequence number `seq`, so a
+ * consumer reading `after=<seq>` can prove it has seen everything: a committed change has its event, a rolled-back
+ * one has neither, and no two events of one owner share a `seq`.
+ *
+ * Each event names its **subject**, the public reference of the payment it is about (pre-transfer id, invoice
+ * reference, deposit or transfer reference): the key of the payment's timeline and the order of its webhooks.
+ *
+ * Cost: writing an event locks its owner's sequence row until the transaction ends, so one owner's state changes
+ * commit one at a time past that point. Callers record the event as the last write of their transaction.
+ */
+import type { Knex } from 'knex';
+import { assert } from '../errors';
+import { deleteEventsBefore, insertEvent, selectEvents, selectEventsOfSubject, type EventRow } from './store';
+
+/** Whose event stream an event belongs to. */
+export interface EventOwner {
+  type: 'merchant' | 'partner';
+  id: string;
+}
+
+/** Longest subject reference and event type accepted. */
+export const EVENT_SUBJECT_MAX_LENGTH = 128;
+export const EVENT_TYPE_MAX_LENGTH = 64;
+/** Most events one page answers. */
+export const EVENTS_PAGE_MAX = 500;
+/** Most events of one subject a timeline reads. */
+export const EVENTS_OF_SUBJECT_MAX = 1000;
+/** Largest event data, bytes of its JSON. */
+export const EVENT_DATA_MAX_BYTES = 16_384;
+
+const EVENT_TYPE = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/;
+
+export interface NewEvent {
+  owner: EventOwner;
+  /** The payment's public reference (≤ 128 characters). */
+  subject: string;
+  /** Dotted lowercase, e.g. `payin.success` (≤ 64 characters). */
+  type: string;
+  /** JSON-safe facts of the change; amounts as decimal strings of minor units (≤ 16 KiB as JSON). */
+  data: Record<string, unknown>;
+  /** The ledger transaction the change wrote, when money moved. */
+  ledger_transaction_id?: string | null;
+}
+
+export interface PlatformEvent {
+  owner: EventOwner;
+  /** The owner's gap-free sequence number, 1, 2, … */
+  seq: bigint;
+  subject: string;
+  type: string;
+  data: Record<string, unknown>;
+  ledger_transaction_id: string | null;
+  created_at: Date;
+}
+
+export interface EventsPage {
+  events: PlatformEvent[];
+  /** True when events after the last one exist (ask again with `after = next_after`). */
+  has_more: boolean;
+  /** The `seq` of the last event answered, else the `after` asked. */
+  next_after: bigint;
+}
+
+function toEvent(row: EventRow): PlatformEvent {
+  return {
+    owner: { type: row.owner_type, id: row.owner_id },
+    seq: BigInt(row.seq),
+    subject: row.subject,
+    type: row.type,
+    data: row.data,
+    ledger_transaction_id: row.ledger_transaction_id,
+    created_at: row.created_at,
+  };
+}
+
+/**
+ * Writes `event` inside `trx`, the transaction that commits the change it announces, with the owner's next `seq`.
+ * Call it as the last write of the transaction (it locks the owner's sequence until the commit).
+ * @returns the event's `seq`
+ * @throws AssertionError on an event no caller may build (empty owner, a subject or type out of shape, data too large):
+ *   events are written by the platform's own code, never from a request's fields as they came
+ */
+export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<bigint> {
+  assert(event.owner.id.length > 0, 'event owner id is empty');
+  assert(event.subject.length > 0 && event.subject.length <= EVENT_SUBJECT_MAX_LENGTH, `event subject out of shape: ${event.subject}`);
+  assert(event.type.length <= EVENT_TYPE_MAX_LENGTH && EVENT_TYPE.test(event.type), `event type out of shape: ${event.type}`);
+  const data = JSON.stringify(event.data);
+  assert(Buffer.byteLength(data) <= EVENT_DATA_MAX_BYTES, `event data of ${event.type} over ${EVENT_DATA_MAX_BYTES} bytes`);
+  const written = await insertEvent(trx, {
+    owner_type: event.owner.type,
+    owner_id: event.owner.id,
+    subject: event.subject,
+    type: event.type,
+    data: event.data,
+    ledger_transaction_id: event.ledger_transaction_id ?? null,
+  });
+  return BigInt(written.seq);
+}
+
+/**
+ * One page of `owner`'s events after `after` (0 = from the first), in `seq` order, optionally of one type or subject.
+ * @param limit 1..500
+ * @throws AssertionError on a limit out of range or a negative `after` (the services check both first)
+ */
+export async function listEvents(
+  conn: Knex | Knex.Transaction,
+  query: { owner: EventOwner; after: bigint; limit: number; type?: string; subject?: string },
+): Promise<EventsPage> {
+  assert(Number.isInteger(query.limit) && query.limit >= 1 && query.limit <= EVENTS_PAGE_MAX, `events limit out of range: ${query.limit}`);
+  assert(query.after >= 0n, 'events cursor is negative');
+  const rows = await selectEvents(conn, {
+    owner_type: query.owner.type,
+    owner_id: query.owner.id,
+    after: query.after,
+    limit: query.limit + 1,
+    type: query.type,
+    subject: query.subject,
+  });
+  const events = rows.slice(0, query.limit).map(toEvent);
+  return { events, has_more: rows.length > query.limit, next_after: events.at(-1)?.seq ?? query.after };
+}
+
+/** Every event about one payment (whoever owns it), in the order written, at most EVENTS_OF_SUBJECT_MAX. */
+export async function eventsOfSubject(conn: Knex | Knex.Transaction, subject: string): Promise<PlatformEvent[]> {
+  return (await selectEventsOfSubject(conn, subject, EVENTS_OF_SUBJECT_MAX)).map(toEvent);
+}
+
+/**
+ * Deletes events older than `retention_days`, at most `batch` of them (oldest first): the reconciliation run calls
+ * it until it answers fewer than `batch`. The owners' sequences are kept, so `seq` never restarts.
+ * @returns how many were deleted
+ */
+export async function purgeEvents(conn: Knex, options: { retention_days: number; batch: number; now?: Date }): Promise<number> {
+  const now = options.now ?? new Date();
+  return deleteEventsBefore(conn, new Date(now.getTime() - options.retention_days * 86_400_000), options.batch);
+}

@@ -1,0 +1,76 @@
+/**
+ * Every SQL statement of the event log (`events`, `event_sequences`; migration 031). The rules (limits, owners,
+ * cursors) live in index.ts.
+ */
+import type { Knex } from 'knex';
+
+type Conn = Knex | Knex.Transaction;
+
+export interface EventRow {
+  id: string;
+  owner_type: 'merchant' | 'partner';
+  owner_id: string;
+  seq: string;
+  subject: string;
+  type: string;
+  data: Record<string, unknown>;
+  ledger_transaction_id: string | null;
+  created_at: Date;
+}
+
+/**
+ * Takes the owner's next `seq` and writes the event, in one statement: the owner's sequence row is locked from here
+ * to the end of the caller's transaction, so callers write their event last. @returns the event's id and `seq`.
+ */
+export async function insertEvent(
+  trx: Knex.Transaction,
+  event: Pick<EventRow, 'owner_type' | 'owner_id' | 'subject' | 'type' | 'data' | 'ledger_transaction_id'>,
+): Promise<{ id: string; seq: string }> {
+  const result = await trx.raw(
+    `WITH s AS (
+       INSERT INTO event_sequences (owner_type, owner_id, last_seq) VALUES (?, ?, 1)
+       ON CONFLICT (owner_type, owner_id) DO UPDATE SET last_seq = event_sequences.last_seq + 1
+       RETURNING last_seq
+     )
+     INSERT INTO events (owner_type, owner_id, seq, subject, type, data, ledger_transaction_id)
+     SELECT ?, ?, s.last_seq, ?, ?, ?::jsonb, ? FROM s
+     RETURNING id, seq`,
+    [event.owner_type, event.owner_id, event.owner_type, event.owner_id, event.subject, event.type, JSON.stringify(event.data), event.ledger_transaction_id],
+  );
+  const row = result.rows[0] as { id: string; seq: string };
+  return { id: String(row.id), seq: String(row.seq) };
+}
+
+/** Up to `limit` events of the owner after `after`, in `seq` order, optionally of one type and/or one subject. */
+export async function selectEvents(
+  conn: Conn,
+  query: { owner_type: string; owner_id: string; after: bigint; limit: number; type?: string; subject?: string },
+): Promise<EventRow[]> {
+  const builder = conn('events')
+    .where({ owner_type: query.owner_type, owner_id: query.owner_id })
+    .andWhere('seq', '>', query.after.toString())
+    .orderBy('seq', 'asc')
+    .limit(query.limit)
+    .select('id', 'owner_type', 'owner_id', 'seq', 'subject', 'type', 'data', 'ledger_transaction_id', 'created_at');
+  if (query.type) builder.andWhere('type', query.type);
+  if (query.subject) builder.andWhere('subject', query.subject);
+  return (await builder) as EventRow[];
+}
+
+/** Every event about `subject` (whoever owns it), in the order they were written. */
+export async function selectEventsOfSubject(conn: Conn, subject: string, limit: number): Promise<EventRow[]> {
+  return (await conn('events')
+    .where({ subject })
+    .orderBy('id', 'asc')
+    .limit(limit)
+    .select('id', 'owner_type', 'owner_id', 'seq', 'subject', 'type', 'data', 'ledger_transaction_id', 'created_at')) as EventRow[];
+}
+
+/** Deletes up to `batch` events created before `before` (oldest first). @returns how many were deleted. */
+export async function deleteEventsBefore(conn: Conn, before: Date, batch: number): Promise<number> {
+  const result = await conn.raw(
+    `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < ? ORDER BY id LIMIT ?)`,
+    [before, batch],
+  );
+  return result.rowCount ?? 0;
+}

@@ -1,0 +1,106 @@
+/**
+ * The event log (src/events) against real PostgreSQL: each owner's `seq` is gap-free under concurrent writers and
+ * rollbacks, owners are independent, pages see each event once, the subject's events come back in order, and purging
+ * keeps the sequence growing.
+ */
+import { createDatabase, type Knex } from '../../src/db/knex';
+import { eventsOfSubject, listEvents, purgeEvents, recordEvent, type EventOwner } from '../../src/events';
+import { createTestDatabase } from '../support/platform';
+
+describe('event log', () => {
+  let drop: () => Promise<void>;
+  let database: Knex;
+  const merchant: EventOwner = { type: 'merchant', id: 'M-EVENTS-1' };
+  const other: EventOwner = { type: 'merchant', id: 'M-EVENTS-2' };
+  const partner: EventOwner = { type: 'partner', id: 'M-EVENTS-1' };
+
+  beforeAll(async () => {
+    const created = await createTestDatabase();
+    drop = created.drop;
+    database = createDatabase(created.url, 12);
+  });
+  afterAll(async () => {
+    await database.destroy();
+    await drop();
+  });
+
+  const write = (owner: EventOwner, subject: string, type = 'payin.success') =>
+    database.transaction((trx) => recordEvent(trx, { owner, subject, type, data: { amount_units: '100' } }));
+
+  const allSeqs = async (owner: EventOwner): Promise<bigint[]> => {
+    const seqs: bigint[] = [];
+    let after = 0n;
+    for (;;) {
+      const page = await listEvents(database, { owner, after, limit: 7 });
+      seqs.push(...page.events.map((event) => event.seq));
+      after = page.next_after;
+      if (!page.has_more) return seqs;
+    }
+  };
+
+  it('numbers one owner’s events 1, 2, 3 … with no gap and no repeat under concurrent writers and rollbacks', async () => {
+    const writers = Array.from({ length: 40 }, (_, index) =>
+      database
+        .transaction(async (trx) => {
+          await recordEvent(trx, { owner: merchant, subject: `PAYIN-${index}`, type: 'payin.success', data: { index } });
+          // Every third change fails after its event was written: its event and its number go with it.
+          if (index % 3 === 0) throw new Error('rolled back');
+        })
+        .then(() => 'committed', () => 'rolled back'),
+    );
+    const outcomes = await Promise.all(writers);
+    const committed = outcomes.filter((outcome) => outcome === 'committed').length;
+    const seqs = await allSeqs(merchant);
+    expect(seqs).toEqual(Array.from({ length: committed }, (_, index) => BigInt(index + 1)));
+  });
+
+  it('keeps owners independent: another merchant and a partner with the same id start at 1', async () => {
+    expect(await write(other, 'TRF-1', 'transfer.completed')).toBe(1n);
+    expect(await write(partner, 'PT-1', 'pre_transfer.created')).toBe(1n);
+    expect(await write(other, 'TRF-2', 'transfer.completed')).toBe(2n);
+    const page = await listEvents(database, { owner: other, after: 0n, limit: 500 });
+    expect(page.events.map((event) => [event.seq, event.subject])).toEqual([
+      [1n, 'TRF-1'],
+      [2n, 'TRF-2'],
+    ]);
+    expect(page.has_more).toBe(false);
+    expect(page.next_after).toBe(2n);
+  });
+
+  it('filters by type and subject, and answers an empty page with the cursor it was given', async () => {
+    await write(other, 'TRF-3', 'money.blocked');
+    const blocked = await listEvents(database, { owner: other, after: 0n, limit: 10, type: 'money.blocked' });
+    expect(blocked.events.map((event) => event.subject)).toEqual(['TRF-3']);
+    const one = await listEvents(database, { owner: other, after: 0n, limit: 10, subject: 'TRF-2' });
+    expect(one.events.map((event) => event.seq)).toEqual([2n]);
+    const none = await listEvents(database, { owner: other, after: 99n, limit: 10 });
+    expect(none).toEqual({ events: [], has_more: false, next_after: 99n });
+  });
+
+  it('answers a subject’s events in the order they were written, whoever owns them', async () => {
+    await write(merchant, 'PT-SHARED', 'pre_transfer.received');
+    await write(partner, 'PT-SHARED', 'pre_transfer.confirmed');
+    const events = await eventsOfSubject(database, 'PT-SHARED');
+    expect(events.map((event) => [event.owner.type, event.type])).toEqual([
+      ['merchant', 'pre_transfer.received'],
+      ['partner', 'pre_transfer.confirmed'],
+    ]);
+  });
+
+  it('refuses an event the platform would never build, writing nothing', async () => {
+    const before = await allSeqs(other);
+    await expect(write(other, '', 'payin.success')).rejects.toThrow(/subject/);
+    await expect(write(other, 'TRF-4', 'Not A Type')).rejects.toThrow(/type/);
+    await expect(listEvents(database, { owner: other, after: 0n, limit: 501 })).rejects.toThrow(/limit/);
+    expect(await allSeqs(other)).toEqual(before);
+  });
+
+  it('purges events past their retention in batches and never reuses a seq', async () => {
+    const last = (await allSeqs(other)).at(-1)!;
+    await database('events').where({ owner_id: other.id }).update({ created_at: new Date(Date.now() - 10 * 86_400_000) });
+    expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(2);
+    expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(1);
+    expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(0);
+    expect(await write(other, 'TRF-5', 'transfer.completed')).toBe(last + 1n);
+  });
+});
