@@ -2,7 +2,8 @@
  * DashboardService over the network RPC port, called with a `facade` credential as the façade calls it
  * (docs/dashboard.md): sign-in with the API user name and password, sessions (expiry, sign-out, suspension), CSRF
  * on the changing calls, balances, and webhook deliveries that never cross from one merchant to another: another
- * merchant's delivery can be neither listed (not even through a page token naming it) nor redelivered.
+ * merchant's delivery can be neither listed (not even through a page token naming it) nor redelivered. And the
+ * façade's cookies: Secure in live mode and behind an https base URL, never on a test-mode stack on plain http.
  */
 import { Code } from '@connectrpc/connect';
 import { sha256Hex } from '../../src/crypto/secrets';
@@ -15,6 +16,10 @@ import { recordWebhookEvent, startWebhookDeliveries } from '../../src/webhooks';
 import { eventually } from '../support/payin-setup';
 import { startMerchantReceiver, type MerchantReceiver } from '../support/merchant-receiver';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { createFacadeApp, startFacade } from '../../rest-facade/app';
+import { createAreaRouters } from '../../rest-facade/areas';
+import { createLogger } from '../../src/logger';
+import type { Config } from '../../src/config';
 
 /** The first backoff: long enough that a failed first attempt is seen waiting for its retry. */
 const RETRY_INITIAL_SECONDS = 30;
@@ -214,5 +219,42 @@ describe('webhook endpoint', () => {
       secretName: 'hmac_secret',
     });
     expect(JSON.stringify(endpoint)).not.toContain(shopB.hmac_secret);
+  });
+});
+
+describe('the dashboard\'s cookies', () => {
+  /** The Set-Cookie lines of a sign-in through a façade built with `config`. */
+  async function cookiesWith(config: Config): Promise<string[]> {
+    const app = createFacadeApp({ clients: facade, config, logger: createLogger('silent', 'test'), areas: createAreaRouters(config) });
+    const running = await startFacade(app, '127.0.0.1', 0);
+    try {
+      const form = await fetch(`${running.url}/dashboard/sign-in`);
+      const signInCookie = form.headers.getSetCookie();
+      const token = /dashboard_signin=([^;]+)/.exec(signInCookie.join())![1]!;
+      const signedIn = await fetch(`${running.url}/dashboard/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `dashboard_signin=${token}` },
+        body: new URLSearchParams({ user_name: shopA.api_user_name, password: shopA.api_password, csrf_token: token }).toString(),
+      });
+      expect(signedIn.status).toBe(303);
+      return [...signInCookie, ...signedIn.headers.getSetCookie()];
+    } finally {
+      await running.close(1);
+    }
+  }
+
+  it('are HttpOnly, SameSite=Strict on /dashboard; Secure in live mode or behind https, not on plain http in test mode', async () => {
+    const plain = await cookiesWith(platform.config);
+    const behindHttps = await cookiesWith({ ...platform.config, PUBLIC_BASE_URL: 'https://pay.example.com' });
+    const live = await cookiesWith({ ...platform.config, PAYMENTS_MODE: 'live' });
+    for (const cookies of [plain, behindHttps, live]) {
+      expect(cookies.map((cookie) => cookie.split('=')[0])).toEqual(['dashboard_signin', 'dashboard_signin', 'dashboard_session']);
+      for (const cookie of cookies) expect(cookie).toMatch(/; Path=\/dashboard; HttpOnly; SameSite=Strict/);
+    }
+    expect(plain.filter((cookie) => cookie.endsWith('; Secure'))).toEqual([]);
+    expect(behindHttps.every((cookie) => cookie.endsWith('; Secure'))).toBe(true);
+    expect(live.every((cookie) => cookie.endsWith('; Secure'))).toBe(true);
+    expect(plain[2]).toMatch(/^dashboard_session=[A-Za-z0-9_-]{43}; Max-Age=600;/);
   });
 });
