@@ -100,12 +100,14 @@ function sendSignIn(ctx: FacadeContext, status: number, error?: string, userName
 async function showSignIn(ctx: FacadeContext): Promise<void> {
   const sessionToken = cookieOf(ctx, SESSION_COOKIE);
   if (sessionToken) {
-    // Already signed in: straight to the dashboard. An ended session just shows the form.
-    const signedIn = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx)).then(
-      () => true,
-      () => false,
-    );
-    if (signedIn) return seeOther(ctx, DASHBOARD_PAGES[0]!.path);
+    // Already signed in: straight to the dashboard. An ended session just shows the form (and loses its cookie).
+    try {
+      await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+      return seeOther(ctx, DASHBOARD_PAGES[0]!.path);
+    } catch (error) {
+      if (readRpcFailure(error).reason !== 'SESSION_INVALID') return answerFailure(ctx, error);
+      setCookie(ctx, SESSION_COOKIE, '', 0);
+    }
   }
   sendSignIn(ctx, 200);
 }

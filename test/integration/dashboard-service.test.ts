@@ -103,6 +103,13 @@ describe('sign-in and sessions', () => {
     expect([wrongPassword, unknownName, suspendedOne]).toEqual(Array(3).fill({ reason: 'LOGIN_FAILED', code: 'InvalidArgument' }));
   });
 
+  it('counts a failure at /login\'s door under the merchant id of the user name (one count for both doors), an unknown name under itself', async () => {
+    await outcome(facade.dashboard.signIn({ userName: shopB.api_user_name, password: 'wrong' }, FROM('203.0.113.77')));
+    await outcome(facade.dashboard.signIn({ userName: 'merchant_unknown_77', password: 'wrong' }, FROM('203.0.113.77')));
+    const keys = await platform.deps.database('rate_limits').where('key', 'like', 'fail_pair:%203.0.113.77%').pluck('key');
+    expect(keys.sort()).toEqual([`fail_pair:merchant_login:203.0.113.77|${shopB.merchant_id}`, 'fail_pair:merchant_login:203.0.113.77|merchant_unknown_77']);
+  });
+
   it('ends a session at sign-out, at its end, and while its merchant is suspended', async () => {
     const signedOut = await signIn(shopA);
     // Sign-out is a changing call: without the session's CSRF token it changes nothing.
