@@ -1,8 +1,12 @@
-/** The three area routers (Areas A, B and C), each mounted under its configured prefix (platform decisions §1). */
+/**
+ * The three area routers (Areas A, B and C), each mounted under its configured prefix (platform decisions §1), and the
+ * merchant dashboard (/dashboard).
+ */
 import type { Config } from '../src/config';
 import { messagePage } from './views/html';
 import { faultPage, notFoundPage } from './views/deposit-pages';
 import type { AreaRouter } from './app';
+import { dashboardArea } from './dashboard/router';
 import { areaCEdgeError } from './merchant/contract';
 import { merchantRouter } from './merchant/router';
 import { areaAEdgeError } from './partner/contract';
@@ -33,5 +37,6 @@ export function createAreaRouters(config: Config): AreaRouter[] {
       pages: AREA_C_PAGES,
       pageEdge: areaCPageError,
     },
+    dashboardArea(),
   ];
 }

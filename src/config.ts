@@ -101,6 +101,8 @@ const schema = z.object({
   MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),
   /** How far a signed Area C login's `timestamp` may lie from the platform's clock (each signed login is accepted once). */
   MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
+  /** Lifetime of a merchant dashboard session from its sign-in (docs/dashboard.md); signing out ends it sooner. */
+  DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().max(86_400).default(5),

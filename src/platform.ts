@@ -10,6 +10,7 @@ import { createWalletService } from './flows/wallet/service';
 import { createAdminService } from './admin/service';
 import { createInstrumentService } from './instruments/service';
 import { createDepositService } from './flows/deposit/service';
+import { createDashboardService } from './dashboard/service';
 import type { PlatformServices } from './rpc/services';
 
 import type { PlatformDeps } from './platform-deps';
@@ -28,5 +29,6 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     admin: createAdminService(deps),
     instrument: createInstrumentService(deps),
     deposit: createDepositService(deps),
+    dashboard: createDashboardService(deps),
   };
 }

@@ -5,6 +5,7 @@
  * throws is registered here).
  */
 import { COMMON_REASONS, type DomainErrorKind, type ReasonKinds } from './errors';
+import { DASHBOARD_REASONS } from './dashboard/reasons';
 import { DEPOSIT_REASONS } from './flows/deposit/contract';
 import { PAYIN_REASONS } from './flows/payin/contract';
 import { PRE_TRANSFER_REASONS } from './flows/pre-transfer/contract';
@@ -31,6 +32,7 @@ export const REASON_TABLES = {
   merchantAuth: MERCHANT_AUTH_REASONS,
   deposit: DEPOSIT_REASONS,
   instruments: INSTRUMENT_REASONS,
+  dashboard: DASHBOARD_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 
 type Tables = typeof REASON_TABLES;

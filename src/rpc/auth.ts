@@ -51,6 +51,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.wallet.v1.WalletService': ['facade', 'owner'],
   'payments.instrument.v1.InstrumentService': ['facade', 'owner'],
   'payments.deposit.v1.DepositService': ['facade', 'owner'],
+  // Every call carries a dashboard session (or the merchant's API user name and password) the service checks itself.
+  'payments.dashboard.v1.DashboardService': ['facade'],
 };
 
 /** Procedures that need other powers than their service's. */

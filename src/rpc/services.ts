@@ -5,6 +5,7 @@
  */
 import type { Client, ServiceImpl } from '@connectrpc/connect';
 import { AdminService } from '../gen/payments/admin/v1/admin_pb';
+import { DashboardService } from '../gen/payments/dashboard/v1/dashboard_pb';
 import { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
 import { HealthService } from '../gen/payments/health/v1/health_pb';
 import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
@@ -22,6 +23,7 @@ export const PLATFORM_SERVICES = {
   admin: AdminService,
   instrument: InstrumentService,
   deposit: DepositService,
+  dashboard: DashboardService,
 } as const;
 
 export type PlatformServiceName = keyof typeof PLATFORM_SERVICES;

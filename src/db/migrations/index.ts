@@ -24,6 +24,7 @@ import * as auditAndConfirmations from './025_audit_and_confirmations';
 import * as temporalAuthority from './026_temporal_authority';
 import * as merchantLoginRequests from './027_merchant_login_requests';
 import * as ledgerBalanceAfter from './029_ledger_balance_after';
+import * as dashboardSessions from './030_dashboard_sessions';
 import * as events from './031_events';
 
 interface Migration {
@@ -53,6 +54,7 @@ const migrations: Array<[string, Migration]> = [
   ['026_temporal_authority', temporalAuthority],
   ['027_merchant_login_requests', merchantLoginRequests],
   ['029_ledger_balance_after', ledgerBalanceAfter],
+  ['030_dashboard_sessions', dashboardSessions],
   ['031_events', events],
 ];
 

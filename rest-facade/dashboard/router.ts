@@ -1,0 +1,217 @@
+/**
+ * The merchant dashboard (docs/dashboard.md): server-rendered pages under /dashboard, translation only. Every fact
+ * and every check of a session, its CSRF token and the merchant's boundaries comes from DashboardService; this
+ * router reads cookies and forms, sets the security headers (./http.ts) and renders the views
+ * (rest-facade/views/dashboard.ts).
+ *
+ *   GET  /dashboard                                  → 303 to the first page
+ *   GET  /dashboard/style.css                        the one stylesheet
+ *   GET  /dashboard/sign-in                          the sign-in form (sets the sign-in cookie its token matches)
+ *   POST /dashboard/sign-in                          user_name, password, csrf_token → session cookie, 303 to the
+ *                                                    first page; 401 the form again (one message for a wrong name or
+ *                                                    password); 429 with Retry-After past the lockouts of /login
+ *   POST /dashboard/sign-out                         csrf_token → session ended, cookie cleared, 303 to sign-in
+ *   GET  /dashboard<page>                            each page of ./pages.ts (no session: 303 to sign-in)
+ *   POST /dashboard/webhooks/:webhookId/redeliver    csrf_token → 303 to the deliveries with a notice
+ *
+ * A form from another site (Sec-Fetch-Site), without its CSRF token or with another session's changes nothing and
+ * answers 403. Errors are pages that say nothing internal.
+ */
+import Router from '@koa/router';
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { readRpcFailure } from '../../src/rpc/errors';
+import type { AreaRouter, EdgeStatus } from '../app';
+import type { FacadeContext, FacadeState } from '../context';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
+import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
+import { messagePage } from '../views/html';
+import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
+import { DASHBOARD_PAGES, type DashboardPage } from './pages';
+
+const WRONG_CREDENTIALS = 'The user name or password is wrong.';
+const SIGN_IN = '/sign-in';
+const STYLESHEET_ETAG = `"${createHash('sha256').update(DASHBOARD_STYLESHEET).digest('base64url').slice(0, 22)}"`;
+/** A webhook id as the platform makes them; anything else is an unknown delivery. */
+const WEBHOOK_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function sendMessage(ctx: FacadeContext, status: number, title: string, message: string, link?: { href: string; text: string }): void {
+  sendPage(ctx, status, dashboardDocument({ title, content: messageContent(message, link) }));
+}
+
+const TO_SIGN_IN = { href: `${DASHBOARD_BASE}${SIGN_IN}`, text: 'Sign in' };
+
+/** 403: a form this dashboard session did not send (or no session at all). Nothing was changed. */
+function refuseForm(ctx: FacadeContext): void {
+  sendMessage(
+    ctx,
+    403,
+    'Form refused',
+    'This form was not accepted: it did not come from your signed-in dashboard, or your session has ended. Nothing was changed.',
+    { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' },
+  );
+}
+
+/** 404: no delivery of this merchant has this id (another merchant's included). */
+function unknownDelivery(ctx: FacadeContext): void {
+  sendMessage(ctx, 404, 'Not found', 'There is no such webhook delivery.', { href: `${DASHBOARD_BASE}/webhooks`, text: 'Webhook deliveries' });
+}
+
+/**
+ * Answers a failed RPC: an ended session (GET: back to sign-in; POST: 403), a refused CSRF token (403), an unknown
+ * delivery (404), a lockout or rate limit (429 with Retry-After), a malformed link (400), anything else 500 (logged).
+ */
+function answerFailure(ctx: FacadeContext, error: unknown): void {
+  const failure = readRpcFailure(error);
+  switch (failure.reason) {
+    case 'SESSION_INVALID':
+      if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+        setCookie(ctx, SESSION_COOKIE, '', 0);
+        return seeOther(ctx, SIGN_IN);
+      }
+      return refuseForm(ctx);
+    case 'CSRF_TOKEN_INVALID':
+      return refuseForm(ctx);
+    case 'WEBHOOK_NOT_FOUND':
+      return unknownDelivery(ctx);
+    case 'RATE_LIMITED':
+      setRetryAfter(ctx, failure.retryAfterSeconds);
+      return sendMessage(
+        ctx,
+        429,
+        'Too many attempts',
+        `Too many attempts. Please wait ${failure.retryAfterSeconds ?? 60} seconds before trying again.`,
+        ctx.path.endsWith(SIGN_IN) ? undefined : TO_SIGN_IN,
+      );
+    case 'VALIDATION_FAILED':
+      return sendMessage(ctx, 400, 'Not valid', 'This link is not valid.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+    default:
+      ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'dashboard request failed');
+      return sendMessage(ctx, 500, 'Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
+  }
+}
+
+/** The sign-in page, with `error` and the refused `userName` after a refusal. */
+function sendSignIn(ctx: FacadeContext, status: number, error?: string, userName?: string): void {
+  sendPage(ctx, status, dashboardDocument({ title: 'Sign in', content: signInContent({ csrfToken: signInToken(ctx), error, userName }) }));
+}
+
+async function showSignIn(ctx: FacadeContext): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (sessionToken) {
+    // Already signed in: straight to the dashboard. An ended session just shows the form (and loses its cookie).
+    try {
+      await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+      return seeOther(ctx, DASHBOARD_PAGES[0]!.path);
+    } catch (error) {
+      if (readRpcFailure(error).reason !== 'SESSION_INVALID') return answerFailure(ctx, error);
+      setCookie(ctx, SESSION_COOKIE, '', 0);
+    }
+  }
+  sendSignIn(ctx, 200);
+}
+
+async function signIn(ctx: FacadeContext): Promise<void> {
+  const form = formOf(ctx);
+  if (!fromThisOrigin(ctx) || !signInTokenMatches(ctx, form.get('csrf_token') ?? '')) return refuseForm(ctx);
+  const userName = form.get('user_name') ?? '';
+  const password = form.get('password') ?? '';
+  if (!userName || !password) return sendSignIn(ctx, 400, 'Enter your API user name and password.', userName);
+  // Longer than any credential the platform issues: wrong, answered like any wrong one.
+  if (userName.length > 256 || password.length > 256) return sendSignIn(ctx, 401, WRONG_CREDENTIALS);
+  try {
+    const answer = await ctx.state.clients.dashboard.signIn({ userName, password }, rpcCallOptions(ctx));
+    setCookie(ctx, SIGN_IN_COOKIE, '', 0);
+    setCookie(ctx, SESSION_COOKIE, answer.sessionToken, Number(answer.expiresInSeconds));
+    seeOther(ctx, DASHBOARD_PAGES[0]!.path);
+  } catch (error) {
+    if (readRpcFailure(error).reason === 'LOGIN_FAILED') return sendSignIn(ctx, 401, WRONG_CREDENTIALS, userName);
+    answerFailure(ctx, error);
+  }
+}
+
+/** A changing form: same origin, a session cookie, then `change` (the service checks the session and CSRF token). */
+async function changingForm(ctx: FacadeContext, change: (sessionToken: string, csrfToken: string) => Promise<void>): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (!fromThisOrigin(ctx) || !sessionToken) return refuseForm(ctx);
+  try {
+    await change(sessionToken, formOf(ctx).get('csrf_token') ?? '');
+  } catch (error) {
+    answerFailure(ctx, error);
+  }
+}
+
+async function showPage(ctx: FacadeContext, page: DashboardPage): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (!sessionToken) return seeOther(ctx, SIGN_IN);
+  try {
+    const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+    const content = await page.render(ctx, sessionToken, session!);
+    const signedIn: SignedIn = session!;
+    sendPage(ctx, 200, dashboardDocument({ title: page.title, content, signedIn, navigation: DASHBOARD_PAGES, current: page.path }));
+  } catch (error) {
+    answerFailure(ctx, error);
+  }
+}
+
+function serveStylesheet(ctx: FacadeContext): void {
+  setSecurityHeaders(ctx);
+  // Revalidated each time (a deployment may change it); unchanged, it costs a 304.
+  ctx.set('Cache-Control', 'no-cache');
+  ctx.set('ETag', STYLESHEET_ETAG);
+  if (ctx.get('If-None-Match') === STYLESHEET_ETAG) {
+    ctx.status = 304;
+    return;
+  }
+  ctx.status = 200;
+  ctx.type = 'text/css; charset=utf-8';
+  ctx.body = DASHBOARD_STYLESHEET;
+}
+
+export function dashboardRouter(): Router<FacadeState> {
+  const router = new Router<FacadeState>();
+  router.get(DASHBOARD_BASE, (ctx) => seeOther(ctx, DASHBOARD_PAGES[0]!.path));
+  router.get(DASHBOARD_STYLESHEET_PATH, serveStylesheet);
+  router.get(`${DASHBOARD_BASE}${SIGN_IN}`, showSignIn);
+  router.post(`${DASHBOARD_BASE}${SIGN_IN}`, signIn);
+  router.post(`${DASHBOARD_BASE}/sign-out`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      await ctx.state.clients.dashboard.signOut({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      setCookie(ctx, SESSION_COOKIE, '', 0);
+      seeOther(ctx, SIGN_IN);
+    }),
+  );
+  router.post(`${DASHBOARD_BASE}/webhooks/:webhookId/redeliver`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      const webhookId = ctx.params.webhookId ?? '';
+      if (!WEBHOOK_ID.test(webhookId)) return unknownDelivery(ctx);
+      await ctx.state.clients.dashboard.redeliverWebhook({ sessionToken, csrfToken, webhookId }, rpcCallOptions(ctx));
+      seeOther(ctx, `/webhooks?redelivered=${encodeURIComponent(webhookId)}`);
+    }),
+  );
+  for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
+  return router;
+}
+
+/** The façade's own answers on a dashboard path (unknown page, wrong method, too large, busy, fault): HTML pages. */
+function dashboardEdgePage(status: EdgeStatus): string {
+  if (status === 404) return messagePage('Not found', 'There is no such dashboard page.');
+  if (status === 405) return messagePage('Not allowed', 'This page cannot be used this way.');
+  if (status === 413) return messagePage('Too large', 'The form sent is too large.');
+  if (status === 503) return messagePage('Busy', 'The dashboard is busy. Please try again in a moment.');
+  return messagePage('Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
+}
+
+/** The dashboard as an area of the façade: every path under /dashboard, all of them pages. */
+export function dashboardArea(): AreaRouter {
+  const paths = /^\/dashboard(\/|$)/;
+  return {
+    prefix: '',
+    router: dashboardRouter(),
+    paths,
+    pages: paths,
+    pageEdge: dashboardEdgePage,
+    edge: (status) => ({ status, body: { success: false, code: status, message: http.STATUS_CODES[status] } }),
+  };
+}

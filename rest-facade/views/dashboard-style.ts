@@ -1,0 +1,44 @@
+/**
+ * The merchant dashboard's one stylesheet, served by the façade at /dashboard/style.css (the pages' CSP allows
+ * styles from the façade itself only: `style-src 'self'`, no inline style). Readable without it: the pages are plain
+ * semantic HTML. Focus is always visible, for keyboard use.
+ */
+export const DASHBOARD_STYLESHEET = `*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fafafa;line-height:1.45}
+a{color:#0b57d0}
+a:focus,button:focus,input:focus,summary:focus{outline:3px solid #f0b400;outline-offset:2px}
+.skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem}
+.skip:focus{left:.5rem}
+header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.5rem;padding:.75rem 1.5rem;background:#1f2a44;color:#fff}
+header p{margin:0}
+header .brand{font-weight:700;font-size:1.1rem}
+header .muted-light{color:#d0d6e2}
+header form{margin-left:auto}
+nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1.5rem;list-style:none;margin:0;padding:.6rem 1.5rem;background:#e8ecf4}
+nav a[aria-current="page"]{font-weight:700;color:#1b1b1b;text-decoration:none}
+main{max-width:64rem;margin:0 auto;padding:1rem 1.5rem 3rem}
+h1{font-size:1.5rem}
+h2{font-size:1.15rem;margin:0 0 .5rem}
+table{border-collapse:collapse;margin:.5rem 0 1rem;width:100%;background:#fff}
+caption{text-align:left;font-weight:600;padding:.3rem 0}
+th,td{border:1px solid #c9ced8;padding:.35rem .6rem;text-align:left;vertical-align:top}
+thead th{background:#eef1f6}
+td.amount{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.3rem 1rem;margin:.5rem 0 1rem}
+dt{color:#555}
+dd{margin:0;overflow-wrap:anywhere}
+article{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:1rem;margin:0 0 1rem}
+label{display:block;margin:.8rem 0 .25rem;font-weight:600}
+input[type=text],input[type=password]{width:100%;max-width:24rem;padding:.45rem;font-size:1rem;border:1px solid #767c88;border-radius:3px}
+button{padding:.45rem 1rem;font-size:1rem;border:1px solid #1f2a44;border-radius:3px;background:#1f2a44;color:#fff;cursor:pointer}
+header button{background:#fff;color:#1f2a44}
+form.sign-in button{margin-top:1rem}
+pre{background:#f1f3f7;border:1px solid #c9ced8;padding:.75rem;overflow-x:auto}
+.notice{background:#e6f4ea;border-left:4px solid #1e8e3e;padding:.5rem .75rem}
+.error{background:#fce8e6;border-left:4px solid #c5221f;padding:.5rem .75rem}
+.status-failed{color:#a50e0e;font-weight:600}
+.status-delivered{color:#137333;font-weight:600}
+.status-pending{color:#8a5300;font-weight:600}
+.muted{color:#555}
+.pages{display:flex;gap:1.5rem}
+`;

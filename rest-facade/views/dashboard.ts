@@ -1,0 +1,261 @@
+/**
+ * The merchant dashboard's HTML (docs/dashboard.md): the layout (skip link, header with the merchant and the
+ * sign-out form, the navigation built from the list of pages it is given, main), the sign-in form, balances, webhook
+ * deliveries with their attempts and a redeliver form each, the webhook endpoint with its signing headers explained,
+ * and the error pages. Pure functions, no I/O; escaping by ./html.ts. No script anywhere, no inline style: the one
+ * stylesheet is /dashboard/style.css (./dashboard-style.ts). Every form that changes something carries the session's
+ * CSRF token (the sign-in form the sign-in cookie's).
+ */
+import { formatAmount, isCurrency } from '../../src/money';
+import { NextRetry, type GetWebhookEndpointResponse, type Session, type Wallet, type WebhookAttempt, type WebhookDelivery } from '../../src/gen/payments/dashboard/v1/dashboard_pb';
+import { html, type SafeHtml } from './html';
+
+/** Where the dashboard lives (its cookie's Path too). */
+export const DASHBOARD_BASE = '/dashboard';
+export const DASHBOARD_STYLESHEET_PATH = `${DASHBOARD_BASE}/style.css`;
+
+/** One entry of the navigation: a page under DASHBOARD_BASE and its title. */
+export interface NavigationEntry {
+  path: string;
+  title: string;
+}
+
+/** What the layout shows of the signed-in merchant (absent on the sign-in page and signed-out error pages). */
+export type SignedIn = Pick<Session, 'merchantId' | 'merchantName' | 'csrfToken'>;
+
+const csrfField = (token: string) => html`<input type="hidden" name="csrf_token" value="${token}">`;
+
+/** `2026-01-31 09:15:02 UTC` in a <time> element carrying the ISO 8601 instant. */
+function time(iso: string): SafeHtml {
+  return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
+}
+
+function header(signedIn: SignedIn | undefined): SafeHtml {
+  if (!signedIn) return html`<header><p class="brand">Merchant dashboard</p></header>`;
+  return html`<header>
+<p class="brand">Merchant dashboard</p>
+<p>Signed in as <strong id="merchant-name">${signedIn.merchantName}</strong> <span class="muted-light">(${signedIn.merchantId})</span></p>
+<form method="post" action="${DASHBOARD_BASE}/sign-out">${csrfField(signedIn.csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>
+</header>`;
+}
+
+function navigation(entries: readonly NavigationEntry[], current: string | undefined): SafeHtml {
+  const items = entries.map(
+    (entry) => html`<li><a href="${DASHBOARD_BASE}${entry.path}"${current === entry.path ? html` aria-current="page"` : ''}>${entry.title}</a></li>`,
+  );
+  return html`<nav aria-label="Dashboard"><ul>${items}</ul></nav>`;
+}
+
+/**
+ * A whole dashboard document. `navigation` is the list of pages (shown when signed in); `current` the path of the
+ * page shown among them.
+ */
+export function dashboardDocument(view: {
+  title: string;
+  content: SafeHtml;
+  signedIn?: SignedIn;
+  navigation?: readonly NavigationEntry[];
+  current?: string;
+}): string {
+  return html`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${view.title} · Merchant dashboard</title>
+<link rel="stylesheet" href="${DASHBOARD_STYLESHEET_PATH}">
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+${header(view.signedIn)}
+${view.signedIn && view.navigation ? navigation(view.navigation, view.current) : ''}
+<main id="main">
+<h1>${view.title}</h1>
+${view.content}
+</main>
+</body>
+</html>
+`.value;
+}
+
+/** The sign-in form; `error` is shown above it (role alert), `userName` refilled after a refusal. */
+export function signInContent(view: { csrfToken: string; error?: string; userName?: string }): SafeHtml {
+  return html`${view.error ? html`<p class="error" id="error" role="alert">${view.error}</p>` : ''}
+<form class="sign-in" method="post" action="${DASHBOARD_BASE}/sign-in">
+${csrfField(view.csrfToken)}
+<label for="user_name">API user name</label>
+<input type="text" id="user_name" name="user_name" autocomplete="username" required maxlength="256" value="${view.userName ?? ''}">
+<label for="password">API password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required maxlength="256">
+<div><button type="submit" id="sign-in">Sign in</button></div>
+</form>
+<p class="muted">Use the API user name and password you received at onboarding (the credentials of the merchant API's
+<code>/login</code>). Too many wrong attempts lock signing in from your address for a while.</p>`;
+}
+
+function amount(units: bigint, currency: string): string {
+  return isCurrency(currency) ? formatAmount(units, currency) : units.toString();
+}
+
+/** Balances: one row per wallet. */
+export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
+  const rows = wallets.map(
+    (wallet) => html`<tr>
+<th scope="row">${wallet.currency}</th>
+<td class="amount">${amount(wallet.balanceUnits, wallet.currency)}</td>
+<td class="amount" id="available-${wallet.currency}">${amount(wallet.availableUnits, wallet.currency)}</td>
+<td class="amount">${amount(wallet.heldUnits, wallet.currency)}</td>
+</tr>`,
+  );
+  return html`<table id="balances">
+<caption>Your wallets</caption>
+<thead><tr><th scope="col">Currency</th><th scope="col">Balance</th><th scope="col">Available</th><th scope="col">Held</th></tr></thead>
+<tbody>${rows}</tbody>
+</table>
+<p class="muted">Balance is every posted movement; held is money reserved by movements not finished yet (blocked money,
+pending transfers); available is what you can spend: the balance less what is held.</p>`;
+}
+
+const STATUS_TEXT: Record<string, string> = { pending: 'Pending', delivered: 'Delivered', failed: 'Failed: retries ended' };
+
+function nextRetryText(delivery: WebhookDelivery): SafeHtml | string {
+  switch (delivery.nextRetry) {
+    case NextRetry.SCHEDULED:
+      return delivery.nextRetryAt ? time(delivery.nextRetryAt) : 'Scheduled';
+    case NextRetry.IN_PROGRESS:
+      return 'Being attempted now';
+    case NextRetry.NOT_SCHEDULED:
+      return 'Not scheduled: redeliver it to send it again';
+    case NextRetry.UNKNOWN:
+      return 'Unknown just now (reload in a moment)';
+    default:
+      return 'None';
+  }
+}
+
+function attemptRow(attempt: WebhookAttempt): SafeHtml {
+  return html`<tr>
+<th scope="row">${attempt.attempt}</th>
+<td>${time(attempt.attemptedAt)}</td>
+<td>${attempt.statusCode === 0 ? 'no answer' : attempt.statusCode}</td>
+<td class="amount">${attempt.latencyMs} ms</td>
+<td>${attempt.error || '—'}</td>
+</tr>`;
+}
+
+function deliveryArticle(delivery: WebhookDelivery, csrfToken: string, index: number): SafeHtml {
+  const headingId = `delivery-${index}`;
+  const attempts = delivery.attempts.length
+    ? html`<table>
+<caption>Delivery attempts</caption>
+<thead><tr><th scope="col">Attempt</th><th scope="col">Time</th><th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th></tr></thead>
+<tbody>${delivery.attempts.map(attemptRow)}</tbody>
+</table>`
+    : html`<p class="muted">No attempt yet.</p>`;
+  return html`<article class="delivery" aria-labelledby="${headingId}" data-webhook-id="${delivery.webhookId}">
+<h2 id="${headingId}">${delivery.event} · ${delivery.subjectReference}</h2>
+<dl>
+<dt>Status</dt><dd class="status-${delivery.status}">${STATUS_TEXT[delivery.status] ?? delivery.status}</dd>
+<dt>Webhook id</dt><dd><code>${delivery.webhookId}</code></dd>
+<dt>Created</dt><dd>${time(delivery.createdAt)}</dd>
+${delivery.deliveredAt ? html`<dt>Delivered</dt><dd>${time(delivery.deliveredAt)}</dd>` : ''}
+<dt>Sent to</dt><dd>${delivery.callbackUrl}</dd>
+<dt>Next retry</dt><dd>${nextRetryText(delivery)}</dd>
+</dl>
+${attempts}
+<form method="post" action="${DASHBOARD_BASE}/webhooks/${encodeURIComponent(delivery.webhookId)}/redeliver">
+${csrfField(csrfToken)}<button type="submit" aria-describedby="${headingId}">Redeliver</button>
+</form>
+</article>`;
+}
+
+/** Webhook deliveries, newest first: each with its attempts and a redeliver form; links to older pages. */
+export function deliveriesContent(view: {
+  deliveries: readonly WebhookDelivery[];
+  csrfToken: string;
+  nextPageToken: string;
+  /** True on a page after the first. */
+  paged: boolean;
+  /** The webhook id a redelivery was just started for. */
+  redelivered?: string;
+}): SafeHtml {
+  const notice = view.redelivered
+    ? html`<p class="notice" id="notice" role="status">Redelivery of <code>${view.redelivered}</code> started: it is sent again now, with the same webhook id.</p>`
+    : '';
+  const list = view.deliveries.length
+    ? view.deliveries.map((delivery, index) => deliveryArticle(delivery, view.csrfToken, index))
+    : html`<p id="empty">No webhook has been sent${view.paged ? ' before these' : ' yet'}.</p>`;
+  const links = [
+    view.paged ? html`<a href="${DASHBOARD_BASE}/webhooks">Newest deliveries</a>` : '',
+    view.nextPageToken ? html`<a href="${DASHBOARD_BASE}/webhooks?page_token=${encodeURIComponent(view.nextPageToken)}" rel="next">Older deliveries</a>` : '',
+  ];
+  return html`${notice}
+<p class="muted">Every webhook and call-back sent to you, newest first, with every attempt. A delivery is retried with
+backoff until your endpoint answers 2xx or its retry window ends; <em>Redeliver</em> sends it again with the same
+webhook id (de-duplicate on it).</p>
+${list}
+${view.paged || view.nextPageToken ? html`<nav aria-label="Pages of deliveries" class="pages">${links}</nav>` : ''}`;
+}
+
+/** What each header a webhook carries means (the signature header is the merchant's own name). */
+const HEADER_MEANINGS: Record<string, string> = {
+  'x-webhook-id': 'The event\'s id: the same on every attempt. De-duplicate on it.',
+  'x-webhook-event': 'The event type (payin.success, payin.expired, payin.closed, payin.additional_payment; call-backs name their own).',
+  'x-webhook-attempt': '1, 2, … counting every attempt of this event.',
+  'webhook-id': 'Standard Webhooks: the event\'s id (as X-Webhook-Id); it is signed.',
+  'webhook-timestamp': 'Standard Webhooks: Unix seconds when this attempt was signed. Refuse old ones to stop replays.',
+  'webhook-signature': 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "id.timestamp.body">, keyed with the same hmac_secret.',
+};
+
+/** The verification example, for the merchant's own signature header name. */
+function verificationExample(signatureHeader: string): string {
+  const header = signatureHeader.toLowerCase();
+  return `const { createHmac, timingSafeEqual } = require('node:crypto');
+
+// rawBody: the request body exactly as received (a Buffer), before any JSON parsing.
+function verifyWebhook(rawBody, headers, hmacSecret) {
+  const expected = createHmac('sha256', hmacSecret).update(rawBody).digest('hex');
+  const given = String(headers['${header}'] ?? '').toLowerCase();
+  return given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected));
+}
+
+// Standard Webhooks: the same secret over "id.timestamp.body"; refuse timestamps older than 5 minutes.
+function verifyStandardWebhook(rawBody, headers, hmacSecret) {
+  const timestamp = Number(headers['webhook-timestamp']);
+  if (!Number.isInteger(timestamp) || Math.abs(Date.now() / 1000 - timestamp) > 300) return false;
+  const signed = \`\${headers['webhook-id']}.\${timestamp}.\${rawBody}\`;
+  const expected = 'v1,' + createHmac('sha256', hmacSecret).update(signed).digest('base64');
+  return String(headers['webhook-signature'] ?? '').split(' ').some(
+    (given) => given.length === expected.length && timingSafeEqual(Buffer.from(given), Buffer.from(expected)));
+}`;
+}
+
+/** The webhook endpoint: where webhooks go, the headers they carry and how to verify them. Never the secret. */
+export function endpointContent(endpoint: GetWebhookEndpointResponse): SafeHtml {
+  const rows = endpoint.headers.map((name) => {
+    const meaning = name === endpoint.signatureHeader ? 'Lowercase hex HMAC-SHA256 of the raw body, keyed with your hmac_secret.' : (HEADER_MEANINGS[name.toLowerCase()] ?? '');
+    return html`<tr><th scope="row"><code>${name}</code></th><td>${meaning}</td></tr>`;
+  });
+  return html`<dl id="endpoint">
+<dt>Callback URL</dt><dd id="callback-url">${endpoint.callbackUrl}</dd>
+<dt>Signature header</dt><dd id="signature-header"><code>${endpoint.signatureHeader}</code></dd>
+<dt>Signing secret</dt><dd id="secret">Your <code>${endpoint.secretName}</code>, issued once at onboarding on ${time(endpoint.secretIssuedAt)}.
+It is never shown again, here or anywhere; a new one comes with a new onboarding.</dd>
+</dl>
+<h2>Headers of every webhook</h2>
+<table id="headers">
+<caption>Besides <code>Content-Type: application/json</code></caption>
+<thead><tr><th scope="col">Header</th><th scope="col">What it carries</th></tr></thead>
+<tbody>${rows}</tbody>
+</table>
+<h2>Verifying a webhook</h2>
+<p>Compute the HMAC over the bytes you received, before parsing them, compare in constant time, and answer 401 when
+it does not match. Answer 2xx once you have stored the event; anything else is retried.</p>
+<pre><code>${verificationExample(endpoint.signatureHeader)}</code></pre>`;
+}
+
+/** A page with one message (refused form, not found, too many attempts, fault); `link` offers the way on. */
+export function messageContent(message: string, link?: { href: string; text: string }): SafeHtml {
+  return html`<p id="message">${message}</p>${link ? html`<p><a href="${link.href}">${link.text}</a></p>` : ''}`;
+}

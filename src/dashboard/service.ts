@@ -1,0 +1,215 @@
+/**
+ * DashboardService (docs/dashboard.md): the merchant dashboard's facts, each for the merchant of one dashboard
+ * session and nobody else. The façade (rest-facade/dashboard) renders them as pages; it holds no key and reads no
+ * table, so the session, its CSRF token and every merchant boundary are checked here.
+ *
+ *   SignIn                 API user name and password, as Area C's /login checks them (onboarding
+ *                          `verifyMerchantApiLogin`: constant time, a suspended merchant fails like a wrong password),
+ *                          counted at /login's door `merchant_login` (src/abuse) by (credential, client address), by
+ *                          credential and by address. The credential is the merchant id the name belongs to, so
+ *                          guesses at /login and here share one count; an unknown name counts under itself.
+ *   SignOut                session + CSRF token; deletes the session
+ *   GetSession             the session's merchant and CSRF token
+ *   GetBalances            the merchant's wallets (ledger `accountsOf`)
+ *   ListWebhookDeliveries  the merchant's webhook events with every attempt and the next retry, newest first, paged
+ *   RedeliverWebhook       session + CSRF token; the merchant's own event only (another's is WEBHOOK_NOT_FOUND, as an
+ *                          unknown one), then src/webhooks `redeliverWebhook`, as the operator's; audited (src/rpc/audit.ts)
+ *   GetWebhookEndpoint     callback URL, signature header, the headers every webhook carries, the secret's name
+ *
+ * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
+ */
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
+import { NextRetry, type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
+import { decimalsOf, isCurrency } from '../money';
+import { getMerchant, MERCHANT_WALLET_CURRENCIES, verifyMerchantApiLogin } from '../onboarding/merchants';
+import type { PlatformDeps } from '../platform-deps';
+import { clientAddressOf } from '../rpc/client-address';
+import { redeliverWebhook } from '../webhooks';
+import { attemptsOf, findWebhookEvent, type WebhookEventRow } from '../webhooks/store';
+import { retryScheduleOf } from './next-retry';
+import { DASHBOARD_REASONS } from './reasons';
+import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
+import { merchantEventsPage, merchantIdOfApiUser } from './store';
+
+/** Deliveries per page unless the request asks for another number (1 to 100). */
+export const DEFAULT_PAGE_SIZE = 20;
+
+/**
+ * The headers every webhook carries besides Content-Type, in the order docs/webhooks.md lists them; the first is
+ * the merchant's signature header (src/webhooks/activities.ts sends them).
+ */
+export const WEBHOOK_HEADERS = ['x-webhook-id', 'x-webhook-event', 'x-webhook-attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+/** No merchant has this id ("-" is no character of theirs): an unknown name's password is checked against none. */
+const NO_MERCHANT = '-';
+
+const sessionInvalid = () => reasonError(DASHBOARD_REASONS, 'SESSION_INVALID', 'no live dashboard session');
+
+/** A page token: the base64url of the last event id of the previous page. @throws VALIDATION_FAILED on page_token */
+function afterIdOf(pageToken: string): string | undefined {
+  if (!pageToken) return undefined;
+  const id = /^[A-Za-z0-9_-]{1,120}$/.test(pageToken) ? Buffer.from(pageToken, 'base64url').toString('utf8') : '';
+  if (!id || id.length > 80 || Buffer.from(id, 'utf8').toString('base64url') !== pageToken) throw invalidFields({ page_token: ['invalid'] });
+  return id;
+}
+
+const pageTokenOf = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
+
+export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof DashboardService> {
+  const { database } = deps;
+
+  /**
+   * The live session of `token`, counted against its merchant's request rate.
+   * @throws DomainError SESSION_INVALID, RATE_LIMITED
+   */
+  async function requireSession(token: string): Promise<DashboardSession> {
+    const session = await findDashboardSession(database, token);
+    if (!session) throw sessionInvalid();
+    await deps.abuse.consumeRequest(`merchant:${session.merchant_id}`);
+    return session;
+  }
+
+  /** A changing call: the live session, then its CSRF token. @throws SESSION_INVALID, CSRF_TOKEN_INVALID, RATE_LIMITED */
+  async function requireSessionAndCsrf(token: string, csrfToken: string): Promise<DashboardSession> {
+    const session = await requireSession(token);
+    if (!csrfTokenMatches(session, csrfToken)) throw reasonError(DASHBOARD_REASONS, 'CSRF_TOKEN_INVALID', 'the CSRF token is not this session\'s');
+    return session;
+  }
+
+  const sessionMessage = (session: DashboardSession) => ({
+    merchantId: session.merchant_id,
+    merchantName: session.merchant_name,
+    csrfToken: session.csrf_token,
+    expiresAt: session.expires_at.toISOString(),
+  });
+
+  /** The events as deliveries: their attempts (one query) and, for pending ones, what comes next (Temporal). */
+  async function deliveriesOf(events: WebhookEventRow[]): Promise<Array<MessageInitShape<typeof WebhookDeliverySchema>>> {
+    const attempts = await attemptsOf(
+      database,
+      events.map((event) => event.id),
+    );
+    const schedules = await Promise.all(events.map((event) => (event.status === 'pending' ? retryScheduleOf(deps, event.id) : { next: NextRetry.NONE, at: undefined })));
+    return events.map((event, index) => ({
+      webhookId: event.id,
+      subjectReference: event.invoice_reference,
+      event: event.event,
+      status: event.status,
+      callbackUrl: event.callback_url,
+      createdAt: event.created_at.toISOString(),
+      deliveredAt: event.delivered_at ? event.delivered_at.toISOString() : '',
+      attempts: attempts
+        .filter((attempt) => attempt.webhook_id === event.id)
+        .map((attempt) => ({
+          attempt: attempt.attempt,
+          attemptedAt: attempt.attempted_at.toISOString(),
+          statusCode: attempt.status_code ?? 0,
+          latencyMs: attempt.latency_ms,
+          error: attempt.error ?? '',
+        })),
+      nextRetry: schedules[index]!.next,
+      nextRetryAt: schedules[index]!.at?.toISOString() ?? '',
+    }));
+  }
+
+  return {
+    /**
+     * Opens a dashboard session. @throws DomainError LOGIN_FAILED (wrong name or password, unknown name, suspended
+     * merchant: one answer), RATE_LIMITED (with retryAfterSeconds)
+     */
+    async signIn(request, context) {
+      const address = clientAddressOf(context);
+      const merchantId = await merchantIdOfApiUser(database, request.userName);
+      const attempt = await deps.abuse.beginAttempt('merchant_login', merchantId ?? request.userName, address);
+      let ok: boolean;
+      try {
+        ok = await deps.abuse.hashing(
+          () => verifyMerchantApiLogin(database, merchantId ?? NO_MERCHANT, { user_name: request.userName, password: request.password }),
+          context.signal,
+        );
+      } catch (error) {
+        await attempt.withdrawn();
+        throw error;
+      }
+      if (!ok || !merchantId) {
+        await attempt.failed();
+        throw reasonError(DASHBOARD_REASONS, 'LOGIN_FAILED', 'dashboard sign-in failed');
+      }
+      await attempt.succeeded();
+      const ttl = deps.config.DASHBOARD_SESSION_TTL_SECONDS;
+      const { token, session } = await openDashboardSession(database, merchantId, ttl);
+      return { sessionToken: token, expiresInSeconds: BigInt(ttl), session: sessionMessage(session) };
+    },
+
+    /** @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID */
+    async signOut(request) {
+      await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      await closeDashboardSession(database, request.sessionToken);
+      return {};
+    },
+
+    /** @throws DomainError SESSION_INVALID */
+    async getSession(request) {
+      return { session: sessionMessage(await requireSession(request.sessionToken)) };
+    },
+
+    /** The merchant's wallets in USD, KHR, USDT order (minor units). @throws DomainError SESSION_INVALID */
+    async getBalances(request) {
+      const session = await requireSession(request.sessionToken);
+      const accounts = (await deps.ledger.accountsOf('merchant', session.merchant_id)).filter((account) => account.kind === 'wallet');
+      const order = (currency: string) => {
+        const index = MERCHANT_WALLET_CURRENCIES.indexOf(currency as (typeof MERCHANT_WALLET_CURRENCIES)[number]);
+        return index === -1 ? MERCHANT_WALLET_CURRENCIES.length : index;
+      };
+      accounts.sort((a, b) => order(a.currency) - order(b.currency) || a.currency.localeCompare(b.currency));
+      return {
+        wallets: accounts.map((account) => ({
+          currency: account.currency,
+          decimals: isCurrency(account.currency) ? decimalsOf(account.currency) : 0,
+          balanceUnits: account.posted_units,
+          availableUnits: account.available_units,
+          heldUnits: account.held_units,
+        })),
+      };
+    },
+
+    /** @throws DomainError SESSION_INVALID; VALIDATION_FAILED on page_token */
+    async listWebhookDeliveries(request) {
+      const session = await requireSession(request.sessionToken);
+      const afterId = afterIdOf(request.pageToken);
+      const { rows, more } = await merchantEventsPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
+      return {
+        deliveries: await deliveriesOf(rows),
+        nextPageToken: more && rows.length > 0 ? pageTokenOf(rows[rows.length - 1]!.id) : '',
+      };
+    },
+
+    /** @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, WEBHOOK_NOT_FOUND, DEADLINE_EXCEEDED */
+    async redeliverWebhook(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const event = request.webhookId ? await findWebhookEvent(database, request.webhookId) : undefined;
+      // Another merchant's delivery is answered exactly as one that does not exist.
+      if (!event || event.merchant_id !== session.merchant_id) throw reasonError(DASHBOARD_REASONS, 'WEBHOOK_NOT_FOUND');
+      await redeliverWebhook(deps, event.id);
+      const [delivery] = await deliveriesOf([(await findWebhookEvent(database, event.id))!]);
+      return { delivery };
+    },
+
+    /** @throws DomainError SESSION_INVALID */
+    async getWebhookEndpoint(request) {
+      const session = await requireSession(request.sessionToken);
+      const merchant = await getMerchant(database, session.merchant_id);
+      // The session's merchant exists (the session joined it); a vanished one is a fault, not the caller's doing.
+      if (!merchant) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
+      return {
+        callbackUrl: merchant.callback_url,
+        signatureHeader: merchant.signature_header,
+        headers: [merchant.signature_header, ...WEBHOOK_HEADERS],
+        secretName: 'hmac_secret',
+        secretIssuedAt: merchant.created_at.toISOString(),
+      };
+    },
+  };
+}
