@@ -33,6 +33,9 @@ const elements = [
   folder('ledger', 'src/ledger'),
   folder('onboarding', 'src/onboarding'),
   folder('admin', 'src/admin'),
+  // Read models for merchants and operators (the dashboard, later the timeline): they read flows and capabilities and
+  // are read by none but the RPC routes and the composition root.
+  folder('portal', 'src/dashboard'),
   folder('rpc', 'src/rpc'),
   folder('gen', 'src/gen'),
   ...INFRASTRUCTURE_FOLDERS.map((name) => folder('infrastructure', `src/${name}`)),
@@ -150,6 +153,14 @@ const policies = [
     },
   },
   { from: element('admin'), allow: { to: category('composition', { path: 'src/activities.ts' }), dependency: { specifiers: 'createReconciliationRepairs' } } },
+
+  // The dashboard's service reads what a merchant may see: flows' and capabilities' stores, onboarding, the ledger.
+  {
+    from: element('portal'),
+    allow: {
+      to: [element('portal'), element('flow'), element('capability'), element('onboarding'), ...ledgerContract, ...infrastructure, category('deps'), element('gen'), category('rpc-context')],
+    },
+  },
 
   // The registry of every reason merges the reason tables.
   { from: category('registry'), allow: { to: [category('contract'), category('reason-table'), element('capability', { path: 'src/idempotency' }), ...infrastructure] } },

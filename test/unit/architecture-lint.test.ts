@@ -116,6 +116,11 @@ const refused: Probe[] = [
   ...each('infrastructure → the ledger’s contract', 'src/crypto/{tag}.ts', '../ledger/types'),
   ...each('rpc → a flow’s service', 'src/rpc/{tag}.ts', '../flows/payin/service'),
   ...each('rpc → a capability', 'src/rpc/{tag}.ts', '../merchant-auth'),
+  // The dashboard reads flows and capabilities; none of them reads it.
+  ...each('flow → the dashboard', FLOW, '../../dashboard/service'),
+  ...each('capability → the dashboard', 'src/webhooks/{tag}.ts', '../dashboard/store'),
+  ...each('dashboard → the composition root', 'src/dashboard/{tag}.ts', '../platform'),
+  ...each('dashboard → the sandbox', 'src/dashboard/{tag}.ts', '../sandbox/upstream'),
   // No production path imports the sandbox.
   ...each('AdminService → the sandbox', 'src/admin/{tag}.ts', '../sandbox/upstream'),
   ...each('capability → the sandbox', 'src/acquirers/{tag}.ts', '../sandbox/acquirer'),
