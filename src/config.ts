@@ -93,6 +93,11 @@ const schema = z.object({
   PAYIN_PREFIX: prefix.default(''),
   MERCHANT_PREFIX: prefix.default(''),
   UPSTREAM_PAYIN_URL: url.optional(),
+  /**
+   * Where refunds of Area B payins are requested from the upstream provider (docs/refunds.md "Providers").
+   * [`<UPSTREAM_PAYIN_URL>/refunds`: upstreamRefundUrl]
+   */
+  UPSTREAM_REFUND_URL: url.optional(),
   UPSTREAM_API_KEY: z.string().min(1).optional(),
   UPSTREAM_WEBHOOK_SECRET: z.string().min(1).optional(),
   PAYIN_TTL_SECONDS: seconds.default(300),
@@ -270,6 +275,7 @@ const PUBLISHED_SECRETS = new Set(['sandbox-upstream-key', 'sandbox-upstream-web
  *
  *   SANDBOX_OTP                   the sandbox acquirer's OTP: live mode has no sandbox
  *   UPSTREAM_PAYIN_URL            http (the sandbox upstream is http on loopback; a real provider is reached over TLS)
+ *   UPSTREAM_REFUND_URL           http, likewise (the API key travels with every refund request)
  *   UPSTREAM_API_KEY / _SECRET    a published default, or shorter than LIVE_SECRET_MIN_LENGTH
  *   TEMPORAL_ALLOW_INSECURE       plaintext Temporal over a network: a development choice
  */
@@ -281,6 +287,9 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
   if (config.UPSTREAM_PAYIN_URL && !config.UPSTREAM_PAYIN_URL.startsWith('https://')) {
     return { variable: 'UPSTREAM_PAYIN_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
   }
+  if (config.UPSTREAM_REFUND_URL && !config.UPSTREAM_REFUND_URL.startsWith('https://')) {
+    return { variable: 'UPSTREAM_REFUND_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
+  }
   for (const variable of ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET'] as const) {
     const value = config[variable];
     if (value === undefined) continue;
@@ -291,6 +300,19 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
     return { variable: 'TEMPORAL_ALLOW_INSECURE', detail: 'plaintext Temporal over a network is a development choice: live mode needs TLS (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY)' };
   }
   return undefined;
+}
+
+/**
+ * The upstream provider's refund URL: UPSTREAM_REFUND_URL, else `/refunds` appended to the path of
+ * UPSTREAM_PAYIN_URL (its query kept: `https://p.example/v1/payins?x=1` → `https://p.example/v1/payins/refunds?x=1`),
+ * else undefined (no upstream configured: Area B refunds cannot be requested).
+ */
+export function upstreamRefundUrl(config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_REFUND_URL'>): string | undefined {
+  if (config.UPSTREAM_REFUND_URL) return config.UPSTREAM_REFUND_URL;
+  if (!config.UPSTREAM_PAYIN_URL) return undefined;
+  const derived = new URL(config.UPSTREAM_PAYIN_URL);
+  derived.pathname = `${derived.pathname.replace(/\/+$/, '')}/refunds`;
+  return derived.toString();
 }
 
 /** True for a loopback host name or address (localhost, 127.0.0.0/8, ::1). */

@@ -8,9 +8,14 @@
  *                                                 "trx_ref": …} (no image: the portal renders the PNG)
  *   POST /sandbox/payins/{invoice_reference}/pay  {"amount": n} → notifies the portal `status: success` with n
  *   POST /sandbox/payins/{invoice_reference}/close              → notifies the portal `status: close`
+ *   POST /payins/refunds                          a refund (docs/refunds.md "Providers"; Authorization as above,
+ *                                                 Idempotency-Key, X-Notify-Url) → 200 its outcome, decided by the
+ *                                                 address (SANDBOX_REFUND_ADDRESSES)
+ *   POST /sandbox/refunds/{refund_reference}/decide  {"status": "succeeded" | "failed"} → decides a pending refund
+ *                                                 and notifies the portal (`refund_succeeded` / `refund_failed`)
  *
  * Notifications are signed exactly as a real provider would: `X-Upstream-Signature` = hex HMAC-SHA256 of the raw
- * body under UPSTREAM_WEBHOOK_SECRET. The pay/close routes answer with the portal's status code and body.
+ * body under UPSTREAM_WEBHOOK_SECRET. The pay/close/decide routes answer with the portal's status code and body.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +25,9 @@ import type net from 'node:net';
 import { request } from 'undici';
 import type { Config } from '../config';
 import { hmacSha256Hex } from '../crypto/hmac';
-import { isLosslessNumber, parseJsonLossless, stringifyJson } from '../money';
+import { constantTimeEqual } from '../crypto/secrets';
+import { isLosslessNumber, parseAmount, parseJsonLossless, stringifyJson } from '../money';
+import { createSandboxRefunds, type SandboxRefund, type SandboxRefundNotification } from './upstream-refunds';
 
 /** The Tether USDT TRC-20 contract on TRON mainnet, used as `token` in the payment URI. */
 export const USDT_TRC20_CONTRACT = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
@@ -37,6 +44,8 @@ interface SandboxPayin {
   notify_url: string;
   address: string;
   amount: string;
+  /** USDT units this sandbox notified as paid (every success it sent), the bound of the payin's refunds. */
+  paid_units: bigint;
 }
 
 export interface SandboxUpstream {
@@ -50,7 +59,24 @@ export interface SandboxUpstream {
   pay(invoice_reference: string, amount: string): Promise<{ status: number; body: string }>;
   /** Notifies the portal that the payin was closed. */
   closePayin(invoice_reference: string): Promise<{ status: number; body: string }>;
+  /** Where the portal requests refunds (UPSTREAM_REFUND_URL; the default `<payinUrl>/refunds`). */
+  refundUrl: string;
+  /** The refunds asked for, by refund_reference (./upstream-refunds.ts). */
+  refunds: ReadonlyMap<string, SandboxRefund>;
+  /** Every refund notification sent, with the portal's answer, oldest first. */
+  refundNotifications: SandboxRefundNotification[];
+  /** Decides a pending refund (or notifies its decision again) as the decide route does; returns the portal's answer. */
+  decideRefund(refund_reference: string, status: 'succeeded' | 'failed'): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
+}
+
+/** USDT units of a decimal amount text; 0 when it is not one (the sandbox's own bookkeeping, never refused). */
+function unitsOf(amount: string): bigint {
+  try {
+    return parseAmount(amount, 'USDT', { allowZero: true });
+  } catch {
+    return 0n;
+  }
 }
 
 async function readBody(req: http.IncomingMessage): Promise<string> {
@@ -63,21 +89,33 @@ async function readBody(req: http.IncomingMessage): Promise<string> {
  * Starts the sandbox upstream on host:port (0 = a free port).
  * @param options.api_key when set, forwarded payins must carry `Authorization: Bearer <api_key>` (else 401)
  * @param options.webhook_secret the UPSTREAM_WEBHOOK_SECRET notifications are signed with
+ * @param options.refund_decision_delay_seconds seconds before a refund to a `late_*` test address is decided
+ *   (default DEFAULT_REFUND_DECISION_DELAY_SECONDS); null: pending refunds are decided only on the decide route
  */
 export async function startSandboxUpstream(options: {
   host?: string;
   port?: number;
   api_key?: string;
   webhook_secret: string;
+  refund_decision_delay_seconds?: number | null;
 }): Promise<SandboxUpstream> {
   const payins = new Map<string, SandboxPayin>();
   const received: SandboxUpstream['received'] = [];
+  const refunds = createSandboxRefunds({
+    webhook_secret: options.webhook_secret,
+    decision_delay_seconds: options.refund_decision_delay_seconds,
+    paidUnits: (invoice_reference) => payins.get(invoice_reference)?.paid_units,
+  });
+  const authorized = (req: http.IncomingMessage) => !options.api_key || constantTimeEqual(String(req.headers.authorization ?? ''), `Bearer ${options.api_key}`);
 
   const notify = async (invoice_reference: string, status: 'success' | 'close', amount?: string) => {
     const payin = payins.get(invoice_reference);
     if (!payin) return { status: 404, body: JSON.stringify({ error: 'unknown invoice_reference' }) };
     const trx_ref = randomBytes(32).toString('hex');
-    const body = `{"invoice_reference":${JSON.stringify(invoice_reference)},"status":"${status}","amount":${amount ?? payin.amount},"currency":"USDT","trx_ref":"${trx_ref}"}`;
+    const paid = amount ?? payin.amount;
+    const body = `{"invoice_reference":${JSON.stringify(invoice_reference)},"status":"${status}","amount":${paid},"currency":"USDT","trx_ref":"${trx_ref}"}`;
+    // The money arrived at the provider whatever the portal answers: it bounds the payin's refunds.
+    if (status === 'success') payin.paid_units += unitsOf(paid);
     const response = await request(payin.notify_url, {
       method: 'POST',
       body,
@@ -96,7 +134,7 @@ export async function startSandboxUpstream(options: {
       const body = req.method === 'POST' ? await readBody(req) : '';
       if (req.method === 'POST' && url.pathname === '/payins') {
         received.push({ body, headers: req.headers });
-        if (options.api_key && req.headers.authorization !== `Bearer ${options.api_key}`) return send(401, { error: 'unauthorized' });
+        if (!authorized(req)) return send(401, { error: 'unauthorized' });
         const invoice_reference = String(req.headers['x-invoice-reference'] ?? '');
         const notify_url = String(req.headers['x-notify-url'] ?? '');
         let amount = '0';
@@ -108,7 +146,7 @@ export async function startSandboxUpstream(options: {
         }
         if (!invoice_reference || !notify_url) return send(400, { error: 'X-Invoice-Reference and X-Notify-Url are required' });
         const address = fakeTronAddress();
-        payins.set(invoice_reference, { invoice_reference, notify_url, address, amount });
+        payins.set(invoice_reference, { invoice_reference, notify_url, address, amount, paid_units: 0n });
         return send(
           200,
           stringifyJson({
@@ -116,6 +154,16 @@ export async function startSandboxUpstream(options: {
             trx_ref: `SANDBOX-${invoice_reference}`,
           }),
         );
+      }
+      if (req.method === 'POST' && url.pathname === '/payins/refunds') {
+        if (!authorized(req)) return send(401, { error: 'unauthorized' });
+        const answer = refunds.create(req.headers, body);
+        return send(answer.status, answer.body);
+      }
+      const decision = /^\/sandbox\/refunds\/([^/]+)\/decide$/.exec(url.pathname);
+      if (req.method === 'POST' && decision) {
+        const answer = await refunds.decide(decodeURIComponent(decision[1]!), body);
+        return send(answer.status, answer.body);
       }
       const match = /^\/sandbox\/payins\/([^/]+)\/(pay|close)$/.exec(url.pathname);
       if (req.method === 'POST' && match) {
@@ -152,8 +200,13 @@ export async function startSandboxUpstream(options: {
     received,
     pay: (invoice_reference, amount) => notify(invoice_reference, 'success', amount),
     closePayin: (invoice_reference) => notify(invoice_reference, 'close'),
+    refundUrl: `${url}/payins/refunds`,
+    refunds: refunds.refunds,
+    refundNotifications: refunds.notifications,
+    decideRefund: (refund_reference, status) => refunds.decide(refund_reference, JSON.stringify({ status })),
     close: () =>
       new Promise<void>((resolve) => {
+        refunds.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -188,8 +241,8 @@ export function sandboxCredentials(directory: string): SandboxCredentials {
 
 /**
  * In test mode without UPSTREAM_PAYIN_URL (`npm start`, `payments cluster up --demo-data`): starts the sandbox
- * upstream on SANDBOX_PORT and returns it with `config` pointing the platform at it (its payin URL, API key and
- * notification secret: UPSTREAM_API_KEY / UPSTREAM_WEBHOOK_SECRET when set, else those of `directory`, see
+ * upstream on SANDBOX_PORT and returns it with `config` pointing the platform at it (its payin URL, its refund URL
+ * unless UPSTREAM_REFUND_URL is set, API key and notification secret: UPSTREAM_API_KEY / UPSTREAM_WEBHOOK_SECRET when set, else those of `directory`, see
  * sandboxCredentials). Otherwise undefined: a configured or live upstream is used as it is.
  */
 export async function startConfiguredSandbox(config: Config, directory: string = config.DATA_DIR): Promise<{ sandbox: SandboxUpstream; config: Config } | undefined> {
@@ -198,5 +251,8 @@ export async function startConfiguredSandbox(config: Config, directory: string =
   const api_key = config.UPSTREAM_API_KEY ?? generated!.api_key;
   const webhook_secret = config.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret;
   const sandbox = await startSandboxUpstream({ port: config.SANDBOX_PORT, api_key, webhook_secret });
-  return { sandbox, config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret } };
+  return {
+    sandbox,
+    config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_REFUND_URL: config.UPSTREAM_REFUND_URL ?? sandbox.refundUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret },
+  };
 }

@@ -20,7 +20,12 @@ export interface UpstreamPayinAnswer {
   trx_ref?: string;
 }
 
-const agent = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+/**
+ * The connections to the upstream provider, shared by payin forwarding and refunds (./upstream-refunds.ts). Its URLs
+ * are the operator's choice, so it is not the outbound policy's guarded dispatcher (docs/security.md "Outbound
+ * requests"); live mode requires them to be https (src/config.ts liveModeProblem).
+ */
+export const upstreamAgent = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
 
 /**
  * POSTs `body` (the raw bytes) to `url`.
@@ -38,7 +43,7 @@ export async function forwardPayin(
     response = await request(url, {
       method: 'POST',
       body,
-      dispatcher: agent,
+      dispatcher: upstreamAgent,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),
