@@ -8,9 +8,9 @@ import type { Knex } from '../../db/knex';
 import { amountJson, percentOf, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
-import { ApplicationFailure } from '@temporalio/common';
+import { reasonFailure } from '../../temporal/failures';
 import { createHash } from 'node:crypto';
-import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
+import { additionalPaymentIdempotencyKey, PAYIN_REASONS, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
 import { hasAppliedClose, hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
 
 /** The events that announce a change of the payin's status. */
@@ -128,7 +128,7 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
       if (payin.status === status) return { webhook_id: webhookIdOf(invoice_reference, event) };
       if (payin.status !== 'waiting') return { webhook_id: null };
       if (!(await authorized(trx))) {
-        throw ApplicationFailure.nonRetryable(`no applied close notification for ${invoice_reference}`, 'CLOSE_NOT_AUTHORIZED' satisfies PayinReason);
+        throw reasonFailure(PAYIN_REASONS, 'CLOSE_NOT_AUTHORIZED', `no applied close notification for ${invoice_reference}`);
       }
       await setPayinStatus(trx, invoice_reference, status);
       return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
@@ -144,7 +144,7 @@ export function createPayinActivities(deps: PlatformDeps): PayinActivities {
         if (settledBy(payin, { amount_units: paid, trx_ref: input.trx_ref })) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
         // The signal's amount is not authority: the applied upstream notification recorded by the service is.
         if (!(await hasAppliedSettlement(trx, payin.invoice_reference, { amount_units: paid, trx_ref: input.trx_ref }))) {
-          throw ApplicationFailure.nonRetryable(`no applied notification of ${paid} for ${payin.invoice_reference}`, 'SETTLEMENT_NOT_AUTHORIZED' satisfies PayinReason);
+          throw reasonFailure(PAYIN_REASONS, 'SETTLEMENT_NOT_AUTHORIZED', `no applied notification of ${paid} for ${payin.invoice_reference}`);
         }
         const fee = percentOf(paid, payin.payin_fee_percent);
         if (payin.status === 'success') {

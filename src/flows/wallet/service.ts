@@ -6,7 +6,7 @@
  * catalog.ts; money moves only through activities.ts.
  */
 import type { ServiceImpl } from '@connectrpc/connect';
-import { DomainError, invalidFields } from '../../errors';
+import { DomainError, invalidFields, reasonError } from '../../errors';
 import {
   BlockMoneyResponseSchema,
   CancelBlockMoneyResponseSchema,
@@ -21,11 +21,11 @@ import { createUser, findUserByPhone, normalizePhone, updateUser, verifyMerchant
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listBanks, listFees } from './catalog';
-import { movementKeys, openSession } from '../../merchant-auth';
+import { MERCHANT_AUTH_REASONS, movementKeys, openSession } from '../../merchant-auth';
 import { merchantApiUser, merchantUser, transferPartyLookup } from '../../merchant-users';
 import { generatePreOrder } from '../../preorders';
 import { blockMoney, cancelBlockMoney, payByToken, transfer } from './activities';
-import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES } from './contract';
+import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES, WALLET_REASONS } from './contract';
 import { problem } from '../../field-problems';
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC (interface "User record"). */
@@ -101,7 +101,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
           context.signal,
         );
         if (!ok) {
-          throw new DomainError('invalid_argument', 'LOGIN_FAILED', 'login failed', { user_name_password: [problem('login')] });
+          throw reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_FAILED', 'login failed', { user_name_password: [problem('login')] });
         }
       } catch (error) {
         await (error instanceof DomainError && error.kind !== 'internal' ? attempt.failed() : attempt.withdrawn());
@@ -189,7 +189,7 @@ export function createWalletService(deps: PlatformDeps): ServiceImpl<typeof Wall
         // No user_id: the user is the merchant's user with this phone number.
         const found = phone ? await findUserByPhone(database, phone) : undefined;
         if (!found || found.merchant_id !== merchantId) {
-          throw new DomainError('not_found', 'USER_NOT_FOUND', 'user not found', { phone_number: [problem('not_found')] });
+          throw reasonError(WALLET_REASONS, 'USER_NOT_FOUND', 'user not found', { phone_number: [problem('not_found')] });
         }
         userId = found.id;
       } else {
