@@ -4,10 +4,8 @@
  * table mapping every reason the PayinService can answer to an HTTP status and body per route. Pure: used by the
  * payin router and the tests.
  */
-import type { CommonReason, FieldViolations } from '../../src/errors';
-import type { PayinReason } from '../../src/flows/payin/contract';
-import type { IdempotencyReason } from '../../src/idempotency/reasons';
-import type { WebhookReason } from '../../src/webhooks/contract';
+import type { FieldViolations } from '../../src/errors';
+import type { ServiceReason } from '../../src/rpc/errors';
 import { AmountError, parseJsonLossless, readAmount, type AmountProblem } from '../../src/money';
 import { exceedsJsonDepth, hasControlCharacters } from '../../src/text';
 
@@ -52,8 +50,8 @@ export interface AreaBError {
   body: PayinErrorBody;
 }
 
-/** Every reason the Area B RPCs can answer. */
-export type AreaBReason = PayinReason | WebhookReason | IdempotencyReason | CommonReason;
+/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts). */
+export type AreaBReason = ServiceReason<'payin'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -102,7 +100,8 @@ const SERVICE_FIELD_MESSAGES: Partial<Record<AreaBReason, FieldViolations>> = {
 };
 
 /**
- * Reason → Area B answer, per route. Exhaustive: a reason added to a contract without a line here does not compile.
+ * Reason → Area B answer, per route, over every reason the PayinService can answer. Exhaustive: a reason added to
+ * any table the service uses without a line here does not compile.
  */
 const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolations) => AreaBError> = {
   UNAUTHENTICATED: (route) => failure(401, route === 'balance' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
@@ -121,8 +120,17 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   IDEMPOTENCY_KEY_IN_PROGRESS: () => failure(409, 'A request with this idempotency key is in progress. Please retry later.'),
   SETTLEMENT_NOT_AUTHORIZED: systemError,
   CLOSE_NOT_AUTHORIZED: systemError,
-  // Operator-only or infrastructure reasons: never the merchant's doing.
+  // Operator-only, ledger or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,
+  ACCOUNT_NOT_FOUND: systemError,
+  CURRENCY_MISMATCH: systemError,
+  INSUFFICIENT_FUNDS: systemError,
+  UNBALANCED_POSTINGS: systemError,
+  IDEMPOTENCY_CONFLICT: systemError,
+  PENDING_TRANSFER_NOT_FOUND: systemError,
+  PENDING_TRANSFER_ALREADY_POSTED: systemError,
+  PENDING_TRANSFER_ALREADY_VOIDED: systemError,
+  PENDING_TRANSFER_EXPIRED: systemError,
   PERMISSION_DENIED: systemError,
   // Too many unknown API keys from one address, or too many requests of one merchant (docs/security.md).
   RATE_LIMITED: () => failure(429, PAYIN_MESSAGES.rateLimited),
@@ -131,9 +139,9 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   INTERNAL: systemError,
 };
 
-/** The one Area B error table: RPC failure reason + route → HTTP status and body; unknown reasons are the route's 500. */
-export function payinErrorFor(route: PayinRoute, reason: string, fields: FieldViolations): AreaBError {
-  return Object.hasOwn(AREA_B_ERRORS, reason) ? AREA_B_ERRORS[reason as AreaBReason](route, fields) : systemError(route);
+/** The one Area B error table: RPC failure reason + route → HTTP status and body. */
+export function payinErrorFor(route: PayinRoute, reason: AreaBReason, fields: FieldViolations): AreaBError {
+  return AREA_B_ERRORS[reason](route, fields);
 }
 
 

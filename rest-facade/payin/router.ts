@@ -24,7 +24,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error);
+  const failure = readRpcFailure(error, 'payin');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');

@@ -5,9 +5,9 @@
  * Pure: the api's gateway (gateway.ts) answers with them, the partner façade its own edge answers, the tests read
  * them.
  */
-import type { CommonReason, DomainError } from '../../errors';
+import { isReasonOf, type DomainError } from '../../errors';
 import { hasControlCharacters } from '../../text';
-import type { PreTransferReason } from './contract';
+import { TRANSFER_SERVICE_REASONS, type TransferServiceReason } from './reasons';
 
 /** Field sizes of the interface's Limits table. */
 export const AREA_A_LIMITS = {
@@ -39,8 +39,8 @@ export interface AreaAError {
   error_desc: string;
 }
 
-/** Every reason the Area A flow can answer. */
-export type AreaAReason = PreTransferReason | CommonReason;
+/** Every reason the Area A gateway can meet: the TransferService's (./reasons.ts). */
+export type AreaAReason = TransferServiceReason;
 
 export const SYSTEM_ERROR: AreaAError = { status: 500, error_code: 'SYSTEMERROR', error_desc: 'Server error or busy.' };
 /** Too many attempts or requests: HTTP 429 (with `Retry-After`), in the SYSTEMERROR envelope ("busy"), unsigned. */
@@ -56,8 +56,9 @@ export function validationError(error_desc: string): AreaAError {
 }
 
 /**
- * Reason → Area A error. Exhaustive: a reason added to the flow's contract without a line here does not compile.
- * VALIDATION_FAILED names its first bad field instead when the error says which (see `areaAErrorOf`).
+ * Reason → Area A error, over every reason the TransferService can answer (the flow's, the ledger's, the common
+ * ones). Exhaustive: a reason added to any of those tables without a line here does not compile. VALIDATION_FAILED
+ * names its first bad field instead when the error says which (see `areaAErrorOf`).
  */
 export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   UNAUTHENTICATED: UNAUTHENTICATED_ERROR,
@@ -72,6 +73,16 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   CURRENCY_NOT_ALLOWED: validationError('currency only USD is allowed'),
   // The api records every confirm it sends; a missing record is never the partner's doing.
   CONFIRMATION_NOT_RECORDED: SYSTEM_ERROR,
+  // The ledger's refusals of the hold: the float short of the amount is the partner's; the rest never are.
+  INSUFFICIENT_FUNDS: validationError('insufficient partner balance'),
+  ACCOUNT_NOT_FOUND: SYSTEM_ERROR,
+  CURRENCY_MISMATCH: SYSTEM_ERROR,
+  UNBALANCED_POSTINGS: SYSTEM_ERROR,
+  IDEMPOTENCY_CONFLICT: SYSTEM_ERROR,
+  PENDING_TRANSFER_NOT_FOUND: SYSTEM_ERROR,
+  PENDING_TRANSFER_ALREADY_POSTED: SYSTEM_ERROR,
+  PENDING_TRANSFER_ALREADY_VOIDED: SYSTEM_ERROR,
+  PENDING_TRANSFER_EXPIRED: SYSTEM_ERROR,
   VALIDATION_FAILED: validationError('invalid request'),
   INVALID_AMOUNT: validationError('invalid request'),
   // The platform's own credentials or health, never the partner's doing.
@@ -83,13 +94,14 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   INTERNAL: SYSTEM_ERROR,
 };
 
-/** The Area A error of a domain error; a reason outside the table is a SYSTEMERROR. */
+/** The Area A error of a domain error; a reason the TransferService cannot answer is a SYSTEMERROR. */
 export function areaAErrorOf(error: DomainError): AreaAError {
-  if (error.reason === 'VALIDATION_FAILED' || error.reason === 'INVALID_AMOUNT' || (error.kind === 'invalid_argument' && !Object.hasOwn(AREA_A_ERRORS, error.reason))) {
+  if (!isReasonOf(TRANSFER_SERVICE_REASONS, error.reason)) return SYSTEM_ERROR;
+  if (error.reason === 'VALIDATION_FAILED' || error.reason === 'INVALID_AMOUNT') {
     const [field, messages] = Object.entries(error.fields)[0] ?? [];
     return field && messages?.[0] ? validationError(`${field} ${messages[0]}`) : AREA_A_ERRORS.VALIDATION_FAILED;
   }
-  return Object.hasOwn(AREA_A_ERRORS, error.reason) ? AREA_A_ERRORS[error.reason as AreaAReason] : SYSTEM_ERROR;
+  return AREA_A_ERRORS[error.reason];
 }
 
 type Body = Record<string, unknown>;
