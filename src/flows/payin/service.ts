@@ -17,13 +17,15 @@ import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { CreatePayinResponseSchema, type CreatePayinRequest, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
 import { answerIdempotently } from '../../idempotency';
-import { AmountError, CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf, readAmount } from '../../money';
+import { problem } from '../../field-problems';
+import { amount, present, Problem, readFields, refuse as refuseField, text, type FieldRule } from '../../field-rules';
+import { CURRENCIES, decimalsOf, isLosslessNumber, parseJsonLossless, percentOf } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
 import { withRequestDeadline } from '../../temporal/deadline';
-import { exceedsJsonDepth, hasControlCharacters } from '../../text';
+import { exceedsJsonDepth } from '../../text';
 import { renderQrPng } from '../../web/qr-png';
 import { payinWorkflow } from '../../../workflows/payin';
 import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinReason, type PayinWorkflowInput } from './contract';
@@ -94,7 +96,35 @@ function payinMessage(row: PayinRow) {
 }
 
 
-/** A notification's fields, read from verified bytes; each refused field names its problem. */
+const USDT_AMOUNT = amount({ required: true, currency: () => 'USDT' });
+
+/** A notification's text field: required, else any refusal is `invalid` (platform decisions §4). */
+function notificationText(max: number, count: 'units' | 'code_points'): FieldRule<string> {
+  const read = text({ required: true, max, count });
+  return (value, context) => {
+    const outcome = read(value, context);
+    return outcome instanceof Problem && present(value) ? refuseField('invalid') : outcome;
+  };
+}
+
+/** An upstream notification's fields (platform decisions §4), read from verified bytes. */
+const NOTIFICATION = {
+  invoice_reference: notificationText(NOTIFICATION_LIMITS.invoice_reference, 'units'),
+  status: ((value) => (value === 'success' || value === 'close' ? value : refuseField('invalid'))) as FieldRule<'success' | 'close'>,
+  // Only a success carries an amount: a JSON number of USDT (6 decimals).
+  amount: ((value, context) => {
+    if (context.body.status !== 'success') return 0n;
+    return isLosslessNumber(value) ? USDT_AMOUNT(value, context) : refuseField('decimal');
+  }) as FieldRule<bigint>,
+  currency: ((value) => (value === undefined || value === 'USDT' ? 'USDT' : refuseField('invalid'))) as FieldRule<'USDT'>,
+  trx_ref: notificationText(NOTIFICATION_LIMITS.trx_ref, 'code_points'),
+};
+
+/**
+ * A notification's fields, read from verified bytes, before anything is recorded: a validly signed body is still
+ * checked against §4's shape.
+ * @throws DomainError VALIDATION_FAILED naming each refused field's problem (Area B renders them)
+ */
 function readNotification(signed_body: Uint8Array) {
   let body: Record<string, unknown> | undefined;
   try {
@@ -103,35 +133,10 @@ function readNotification(signed_body: Uint8Array) {
   } catch {
     body = undefined;
   }
-  if (!body) throw invalidFields({ body: ['The request body must be a JSON object.'] });
-  // Field by field, before anything is recorded: a validly signed body is still checked against §4's shape.
-  const fields: FieldViolations = {};
-  const invoice_reference = body.invoice_reference;
-  if (invoice_reference === undefined || invoice_reference === null || invoice_reference === '') fields.invoice_reference = ['required'];
-  else if (typeof invoice_reference !== 'string' || invoice_reference.length > NOTIFICATION_LIMITS.invoice_reference || hasControlCharacters(invoice_reference)) {
-    fields.invoice_reference = ['invalid'];
-  }
-  const status = body.status;
-  if (status !== 'success' && status !== 'close') fields.status = ['invalid'];
-  let amount_units = 0n;
-  if (status === 'success') {
-    if (!isLosslessNumber(body.amount)) {
-      fields.amount = ['not_a_number'];
-    } else {
-      try {
-        amount_units = readAmount(body.amount, 'USDT');
-      } catch (error) {
-        if (!(error instanceof AmountError)) throw error;
-        fields.amount = [error.problem];
-      }
-    }
-  }
-  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
-  const trx_ref = body.trx_ref;
-  if (trx_ref === undefined || trx_ref === null || trx_ref === '') fields.trx_ref = ['required'];
-  else if (typeof trx_ref !== 'string' || [...trx_ref].length > NOTIFICATION_LIMITS.trx_ref || hasControlCharacters(trx_ref)) fields.trx_ref = ['invalid'];
-  if (Object.keys(fields).length > 0) throw invalidFields(fields);
-  return { invoice_reference: invoice_reference as string, status: status as 'success' | 'close', amount_units, trx_ref: trx_ref as string };
+  if (!body) throw invalidFields({ body: [problem('json_object')] });
+  const { values, problems } = readFields(NOTIFICATION, body);
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+  return { invoice_reference: values.invoice_reference, status: values.status, amount_units: values.amount, trx_ref: values.trx_ref };
 }
 
 /** True when the payin already shows this notification's effect (settled by this payment, or no longer waiting). */
@@ -285,7 +290,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     const invoice_reference = newInvoiceReference();
     const amount_units = request.amountUnits;
     const fee_units = percentOf(amount_units, merchant.payin_fee_percent);
-    const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: ['taken'] });
+    const taken = () => refuse('OUT_TRADE_NO_TAKEN', 'out_trade_no held by a live payin', { out_trade_no: [problem('taken', 'out trade no')] });
     const record = () =>
       // The payin and its workflow-start outbox row commit together: a committed payin always gets its
       // PayinWorkflow, and B1 does not wait for Temporal.
@@ -443,7 +448,7 @@ export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof Payin
     },
 
     async listWebhookDeliveries(request) {
-      if (!request.merchantId) throw invalidFields({ merchant_id: ['required'] });
+      if (!request.merchantId) throw invalidFields({ merchant_id: [problem('required')] });
       return { deliveries: await listWebhookDeliveries(deps, request.merchantId) };
     },
 
