@@ -157,6 +157,14 @@ export function movementKeys(act: MerchantAct, idempotencyKey: string): { key: s
   return { key: requestId!, keyField: 'request_id', aliases: [{ key: body, field: 'sign' }, ...header] };
 }
 
+/**
+ * The idempotent request of one money-moving call of the merchant `act` (src/idempotency): scoped to the merchant,
+ * keyed by `movementKeys`, bound to `operation` and its `parameters` (in a stable order).
+ */
+export function movementRequest(act: MerchantAct, idempotencyKey: string, operation: string, parameters: unknown[]) {
+  return { scope: `merchant:${act.merchantId}`, ...movementKeys(act, idempotencyKey), operation, parameters };
+}
+
 interface SessionRow {
   merchant_id: string;
   expires_at: Date;

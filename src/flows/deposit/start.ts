@@ -13,7 +13,7 @@ import { problem, type FieldProblem } from '../../field-problems';
 import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/deposit_pb';
 import { isExpired, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, type Instrument, type InstrumentKind } from '../../instruments/store';
-import type { movementKeys } from '../../merchant-auth';
+import { movementRequest, type MerchantAct } from '../../merchant-auth';
 import { merchantUser } from '../../merchant-users';
 import { isCurrency, type Currency } from '../../money';
 import { getMerchant } from '../../onboarding';
@@ -51,13 +51,8 @@ export interface StartInput {
  * starting a second one. The encrypted CVV is not one of the compared fields: it is encrypted anew on every retry
  * and discarded after its check.
  */
-export function startRequest(input: StartInput, keys: ReturnType<typeof movementKeys>) {
-  return {
-    scope: `merchant:${input.merchantId}`,
-    ...keys,
-    operation: `area-c.deposit_by_${input.kind}`,
-    parameters: [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency],
-  };
+export function startRequest(input: StartInput, act: MerchantAct, idempotencyKey: string) {
+  return movementRequest(act, idempotencyKey, `area-c.deposit_by_${input.kind}`, [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency]);
 }
 
 /** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
