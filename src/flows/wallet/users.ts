@@ -17,25 +17,21 @@ export function formatDateTime(date: Date): string {
   return date.toISOString().slice(0, 19).replace('T', ' ');
 }
 
-/** The interface's user record plus user_token and wallet_ref. */
+/** The interface's user record plus user_token and wallet_ref (a column left empty is absent). */
 export function userRecord(user: User) {
+  const { email, phone_number, gender, address, birthday } = user;
   return {
-    id: BigInt(user.id),
-    email: user.email ?? undefined,
-    avatar: user.avatar,
-    createdAt: formatDateTime(user.created_at),
-    updatedAt: formatDateTime(user.updated_at),
-    phoneNumber: user.phone_number ?? undefined,
-    gender: user.gender ?? undefined,
-    firstName: user.first_name,
-    lastName: user.last_name,
-    fullName: user.full_name,
-    address: user.address ?? undefined,
-    birthday: user.birthday ?? undefined,
-    currency: user.currency,
-    userToken: user.user_token,
-    walletRef: user.wallet_ref,
+    id: BigInt(user.id), avatar: user.avatar, currency: user.currency, userToken: user.user_token, walletRef: user.wallet_ref,
+    firstName: user.first_name, lastName: user.last_name, fullName: user.full_name,
+    createdAt: formatDateTime(user.created_at), updatedAt: formatDateTime(user.updated_at),
+    email: email ?? undefined, phoneNumber: phone_number ?? undefined, gender: gender ?? undefined, address: address ?? undefined, birthday: birthday ?? undefined,
   };
+}
+
+/** The profile fields create_user and update_user both give onboarding. */
+function profileOf(request: CreateUserRequest | UpdateUserRequest) {
+  const { firstName: first_name, lastName: last_name, address, birthday, gender, description } = request;
+  return { first_name, last_name, address, birthday, gender, description };
 }
 
 /**
@@ -48,14 +44,9 @@ export async function createMerchantUser(deps: PlatformDeps, request: CreateUser
     throw invalidFields({ phone_number: [problem('required_without', 'phone_number', 'email')], email: [problem('required_without', 'email', 'phone_number')] });
   }
   const user = await createUser(deps, {
+    ...profileOf(request),
     phone_number: phoneOrFail(request.phoneNumber),
     email: request.email || undefined,
-    first_name: request.firstName,
-    last_name: request.lastName,
-    address: request.address,
-    birthday: request.birthday,
-    gender: request.gender,
-    description: request.description,
     currency: walletCurrency(request.currency),
     merchant_id: merchantId,
   });
@@ -85,15 +76,10 @@ export async function updateMerchantUser(deps: PlatformDeps, request: UpdateUser
   walletCurrency(request.currency);
   const phone = phoneOrFail(request.phoneNumber);
   const user = await updateUser(deps, {
+    ...profileOf(request),
     user_id: await userToUpdate(deps, merchantId, request.userId, phone),
     merchant_id: merchantId,
     phone_number: phone,
-    first_name: request.firstName,
-    last_name: request.lastName,
-    address: request.address,
-    birthday: request.birthday,
-    gender: request.gender,
-    description: request.description,
     email: request.email,
   });
   return { user: userRecord(user) };
