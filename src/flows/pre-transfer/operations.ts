@@ -9,6 +9,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
+import { problem } from '../../field-problems';
 import { isCurrency } from '../../money';
 import { findUserByPhone, getUser, normalizePhone, type Partner, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
@@ -26,7 +27,7 @@ const MAX_USER_ID = 9_223_372_036_854_775_807n;
 
 const refuse = (reason: PreTransferReason, detail?: string, fields?: FieldViolations) => reasonError(PRE_TRANSFER_REASONS, reason, detail, fields);
 const unavailable = (detail: string) => reasonError(COMMON_REASONS, 'UNAVAILABLE', detail);
-const duplicate = () => refuse('DUPLICATE_OUT_TRADE_NO', 'out_trade_no sent before with other fields', { out_trade_no: ['duplicate'] });
+const duplicate = () => refuse('DUPLICATE_OUT_TRADE_NO', 'out_trade_no sent before with other fields', { out_trade_no: [problem('taken', 'out_trade_no')] });
 
 /** A create's fields (amount in minor units). */
 export interface CreateInput {
@@ -155,7 +156,7 @@ function holdAndRecord(
  */
 export async function createPreTransfer(deps: PlatformDeps, partner: Partner, request: CreateInput): Promise<PreTransferRow> {
   const { currency } = request;
-  if (currency !== 'USD' || !isCurrency(currency)) throw refuse('CURRENCY_NOT_ALLOWED', 'only USD', { currency: ['only USD is allowed'] });
+  if (currency !== 'USD' || !isCurrency(currency)) throw refuse('CURRENCY_NOT_ALLOWED', 'only USD', { currency: [problem('currency')] });
   const print = fingerprint(request);
   const byOutTradeNo = { partner_id: partner.id, out_trade_no: request.out_trade_no };
   const existing = await findPreTransfer(deps.database, byOutTradeNo);
