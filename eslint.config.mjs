@@ -12,7 +12,7 @@ const CAPABILITIES = ['merchant-auth', 'merchant-users', 'references', 'preorder
 /** Infrastructure folders: they know no domain. */
 const INFRASTRUCTURE_FOLDERS = ['db', 'temporal', 'crypto', 'money', 'web', 'abuse', 'service-credentials', 'types'];
 /** Infrastructure files at the top of src/. */
-const INFRASTRUCTURE_FILES = ['config', 'logger', 'metrics', 'tracing', 'net', 'text', 'errors', 'field-problems', 'admission', 'auth-changes'];
+const INFRASTRUCTURE_FILES = ['config', 'logger', 'metrics', 'tracing', 'net', 'text', 'errors', 'field-problems', 'field-rules', 'admission', 'auth-changes'];
 /** The composition root at the top of src/ (src/cli is the rest of it): builds every dependency once per process. */
 const COMPOSITION_FILES = ['platform', 'runtime', 'worker', 'activities'];
 /**
@@ -49,14 +49,14 @@ const files = [
   { category: 'contract', pattern: `{src/flows/*,src/{${Object.values(OTHER_WORKFLOWS).join(',')}}}/contract.ts` },
   { category: 'workflow-bundle', pattern: 'workflows/index.ts' },
   { category: 'workflow', pattern: 'workflows/*.ts', capture: ['workflow'] },
-  { category: 'reason-table', pattern: 'src/*/reasons.ts' },
+  { category: 'reason-table', pattern: '{src/*/reasons.ts,src/flows/*/reasons.ts,src/instruments/service-reasons.ts}' },
   { category: 'ledger-contract', pattern: 'src/ledger/types.ts' },
   { category: 'area-answers', pattern: 'src/flows/pre-transfer/area-a.ts' },
   { category: 'rpc-client', pattern: 'src/rpc/{clients,errors}.ts' },
   { category: 'rpc-context', pattern: 'src/rpc/{caller,client-address}.ts' },
   { category: 'composition', pattern: `src/{${COMPOSITION_FILES.join(',')}}.ts` },
   { category: 'deps', pattern: 'src/platform-deps.ts' },
-  { category: 'registry', pattern: 'src/reasons.ts' },
+  { category: 'registry', pattern: '{src/reasons.ts,src/rpc/service-reasons.ts}' },
   { category: 'infrastructure', pattern: `src/{${INFRASTRUCTURE_FILES.join(',')}}.ts` },
 ];
 
@@ -71,7 +71,7 @@ const infrastructure = [element('infrastructure'), category('infrastructure')];
 const ledgerContract = [category('ledger-contract'), element('ledger', { fileInternalPath: 'reasons.ts' })];
 /** What the façade may use of the infrastructure: nothing that reaches the database, Temporal or the platform keys. */
 const facadeInfrastructure = [
-  category('infrastructure', { path: 'src/{config,logger,metrics,net,text,errors,field-problems,admission}.ts' }),
+  category('infrastructure', { path: 'src/{config,logger,metrics,net,text,errors,field-problems,field-rules,admission}.ts' }),
   element('infrastructure', { path: 'src/money' }),
   element('infrastructure', { path: 'src/web', fileInternalPath: ['url.ts', 'qr-png.ts'] }),
   // Signature verification and constant-time comparison (pure, over keys the caller passes).
@@ -89,10 +89,12 @@ const policies = [
   {
     from: element('facade'),
     allow: {
-      to: [element('facade'), category('rpc-client'), category('contract'), category('reason-table'), category('area-answers'), element('gen'), ...facadeInfrastructure],
+      to: [element('facade'), category('rpc-client'), category('registry', { path: 'src/rpc/service-reasons.ts' }), category('contract'), category('reason-table'), category('area-answers'), element('gen'), ...facadeInfrastructure],
     },
   },
   { from: element('facade'), allow: { to: element('infrastructure', { path: 'src/abuse' }), dependency: { specifiers: 'addressGroup' } } },
+  // A refusal replayed by idempotency is raised again with the kind the registry of every reason gives it.
+  { from: element('capability', { path: 'src/idempotency' }), allow: { to: category('registry', { path: 'src/reasons.ts' }) } },
 
   // The RPC layer: its own files, the generated services, infrastructure. It knows no flow: the composition root
   // hands it the service implementations.
@@ -172,8 +174,18 @@ const policies = [
   { from: [element('composition'), category('composition')], allow: { to: anyLocal } },
 
   // The Area A answers, imported by the façade, stay pure: the pre-transfer contract, src/errors and src/text.
-  { from: category('area-answers'), disallow: { to: anyLocal }, message: 'the Area A answers stay pure: they import only the pre-transfer contract, src/errors and src/text' },
-  { from: category('area-answers'), allow: { to: [category('contract', { path: 'src/flows/pre-transfer/contract.ts' }), category('infrastructure', { path: 'src/{errors,text}.ts' })] } },
+  { from: category('area-answers'), disallow: { to: anyLocal }, message: 'the Area A answers stay pure: they import only the pre-transfer contract and reasons, src/errors, src/text, src/field-problems, src/field-rules and src/money' },
+  {
+    from: category('area-answers'),
+    allow: {
+      to: [
+        category('contract', { path: 'src/flows/pre-transfer/contract.ts' }),
+        category('reason-table', { path: 'src/flows/pre-transfer/reasons.ts' }),
+        category('infrastructure', { path: 'src/{errors,text,field-problems,field-rules}.ts' }),
+        element('infrastructure', { path: 'src/money' }),
+      ],
+    },
+  },
 
   // Workflows are deterministic: @temporalio/workflow and their own flow's contract, nothing else; the bundle's
   // index re-exports the workflows.

@@ -1,7 +1,8 @@
 /**
- * Field problems: what is wrong with one request field, as a stable code. Services put them in
- * `DomainError.fields` (the RPC's `FieldViolation.messages`); each façade area renders them in the interface's
- * documented words, so no service writes a partner's or merchant's English. Pure, no imports.
+ * Field problems: what is wrong with one request field, as a stable code, the one vocabulary of the three areas.
+ * Services put them in `DomainError.fields` (the RPC's `FieldViolation.messages`) and the field rules of every
+ * area's input gate answer them (src/field-rules.ts); each façade area renders them in the interface's documented
+ * words, so no service writes a partner's or merchant's English. Pure, no imports.
  *
  * Wire form: `code`, or `code:param` / `code:param:param` where a code needs values (a limit, a label), e.g.
  * `required`, `max_length:64`, `taken:phone number`, `decimals:2`. Params never contain `:`.
@@ -26,6 +27,14 @@ export const FIELD_PROBLEMS = {
   max: 1,
   /** Not one of the accepted currencies. */
   currency: 0,
+  /** Not three uppercase letters (a currency code's form). */
+  currency_code: 0,
+  /** Not letters and digits only. */
+  alphanumeric: 0,
+  /** Neither a user id nor a phone number (digits, an optional leading +). */
+  user_id_or_phone: 0,
+  /** Not a JSON object. */
+  json_object: 0,
   date: 0,
   past_date: 0,
   email: 0,

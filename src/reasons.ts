@@ -1,8 +1,9 @@
 /**
  * The registry of every reason a service can fail with, and its kind (docs/architecture.md, "One error model"):
  * each capability's reason table merged into one. A reason named by two tables has the same kind in both
- * (`mergeReasonTables` throws otherwise, at start-up and in the unit test that also checks every reason the code
- * throws is registered here).
+ * (`mergeReasonTables` throws otherwise, when this module loads). A stored refusal (src/idempotency) is raised again
+ * from here, its kind read from the tables, never from the record. Every table is a leaf module, so any module may
+ * import this one.
  */
 import { COMMON_REASONS, type DomainErrorKind, type ReasonKinds } from './errors';
 import { DASHBOARD_REASONS } from './dashboard/reasons';
@@ -10,10 +11,12 @@ import { DEPOSIT_REASONS } from './flows/deposit/contract';
 import { PAYIN_REASONS } from './flows/payin/contract';
 import { PRE_TRANSFER_REASONS } from './flows/pre-transfer/contract';
 import { WALLET_REASONS } from './flows/wallet/contract';
-import { IDEMPOTENCY_REASONS } from './idempotency';
+import { FIELD_DECRYPTION_REASONS } from './crypto/reasons';
+import { IDEMPOTENCY_REASONS } from './idempotency/reasons';
 import { INSTRUMENT_REASONS } from './instruments/reasons';
 import { LEDGER_REASONS } from './ledger/reasons';
 import { MERCHANT_AUTH_REASONS } from './merchant-auth/reasons';
+import { MERCHANT_USER_REASONS } from './merchant-users/reasons';
 import { ONBOARDING_REASONS } from './onboarding/reasons';
 import { PREORDER_REASONS } from './preorders/reasons';
 import { WEBHOOK_REASONS } from './webhooks/contract';
@@ -30,9 +33,11 @@ export const REASON_TABLES = {
   wallet: WALLET_REASONS,
   preorders: PREORDER_REASONS,
   merchantAuth: MERCHANT_AUTH_REASONS,
+  merchantUsers: MERCHANT_USER_REASONS,
   deposit: DEPOSIT_REASONS,
   instruments: INSTRUMENT_REASONS,
   dashboard: DASHBOARD_REASONS,
+  fieldDecryption: FIELD_DECRYPTION_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 
 type Tables = typeof REASON_TABLES;

@@ -3,8 +3,6 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  patched,
-  proxyActivities,
   proxyLocalActivities,
   setHandler,
   sleep,
@@ -23,39 +21,35 @@ import {
   type PreTransferWorkflowState,
 } from '../src/flows/pre-transfer/contract';
 
-const stepOptions = {
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
-} as const;
 // Both steps are one short database transaction: as local activities they run inside the workflow task that takes
 // the confirm (or the timer), with no activity task to dispatch and no second workflow task to report it.
-const localSteps = proxyLocalActivities<PreTransferActivities>(stepOptions);
-// Runs recorded before LOCAL_STEPS scheduled them as activity tasks, and replay them so.
-const activitySteps = proxyActivities<PreTransferActivities>(stepOptions);
-
-/** Patch id: the post and void steps run as local activities. */
-export const LOCAL_STEPS = 'pre-transfer-local-steps';
+const { postPreTransfer, voidPreTransfer } = proxyLocalActivities<PreTransferActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds' },
+});
 
 function refuse(reason: PreTransferReason, detail: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(detail, reason);
 }
 
-/** The failure type an activity rejected with, if any. */
-function refusalOf(error: unknown): string | undefined {
+/** True when the post was refused because the pre-transfer (or its hold) expired. */
+function refusedAsExpired(error: unknown): boolean {
   const cause = error instanceof ActivityFailure ? error.cause : error;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+  return cause instanceof ApplicationFailure && cause.type === ('PRE_TRANSFER_EXPIRED' satisfies PreTransferReason);
 }
 
 /**
  * PreTransferWorkflow (workflow id = pre_transfer_id; Area A, platform decisions §6). The hold on the partner float
  * already exists when it starts. It waits for a `confirm` Update or the `ttl_seconds` timer, whichever comes first:
  * confirm posts the hold to the receiver (local activity `postPreTransfer`, which moves money only for a confirm
- * request the api verified and recorded), expiry voids it (`voidPreTransfer`), each under its step's idempotency key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms
- * exactly one is accepted. Query `state` gives the state.
+ * request the api verified and recorded), expiry voids it (`voidPreTransfer`), each under its step's idempotency
+ * key. The validator refuses a used or expired pre-transfer, so of many concurrent confirms exactly one is accepted.
+ * A refused post fails the Update with the activity's own failure, passed through as it is (its type the reason:
+ * DUPLICATE_PARTNER_TRANSACTION_ID, CONFIRMATION_NOT_RECORDED, PRE_TRANSFER_EXPIRED, PRE_TRANSFER_NOT_FOUND), which
+ * the TransferService reads back (`domainErrorFromFailure`). Query `state` gives the state.
  */
 export async function preTransferWorkflow(input: PreTransferWorkflowInput): Promise<PreTransferWorkflowResult> {
   const workflowId = workflowInfo().workflowId;
-  const { postPreTransfer, voidPreTransfer } = patched(LOCAL_STEPS) ? localSteps : activitySteps;
   let state: PreTransferWorkflowState = 'pending';
   let timedOut = false;
   let fundTransferId: string | null = null;
@@ -77,15 +71,9 @@ export async function preTransferWorkflow(input: PreTransferWorkflowInput): Prom
         state = 'confirmed';
         return { fund_transfer_id: result.fund_transfer_id };
       } catch (error) {
+        // Nothing moved (an Update nobody verified, a clash, an expiry): the partner may confirm again, unless expired.
         state = 'pending';
-        const reason = refusalOf(error);
-        if (reason === 'DUPLICATE_PARTNER_TRANSACTION_ID') throw refuse(reason, 'duplicate partner_transaction_id');
-        // An Update nobody verified (sent straight to Temporal): nothing moved, the partner may still confirm.
-        if (reason === 'CONFIRMATION_NOT_RECORDED') throw refuse(reason, 'no verified confirm request recorded');
-        if (reason === 'PRE_TRANSFER_EXPIRED') {
-          timedOut = true;
-          throw refuse(reason, 'pre-transfer expired');
-        }
+        if (refusedAsExpired(error)) timedOut = true;
         throw error;
       }
     },

@@ -9,15 +9,8 @@
  *   auth     401 {"success":false,"code":401,"message":"Unauthorized","error":{"token"|"merchant":[…]}}
  *   fault    500 {"success":false,"code":500,"message":"Internal Server Error","error":{"server":[…]}}
  */
-import { Code } from '@connectrpc/connect';
-import { DomainError, type CommonReason, type FieldViolations } from '../../src/errors';
-import type { DepositReason } from '../../src/flows/deposit/contract';
-import type { WalletReason } from '../../src/flows/wallet/contract';
-import type { InstrumentReason } from '../../src/instruments/reasons';
-import type { IdempotencyReason } from '../../src/idempotency/reasons';
-import type { MerchantAuthReason } from '../../src/merchant-auth/reasons';
-import type { PreorderReason } from '../../src/preorders/reasons';
-import { codeOfKind, readRpcFailure } from '../../src/rpc/errors';
+import { DomainError, type FieldViolations } from '../../src/errors';
+import { codeOfKind, readRpcFailure, type RpcFailure, type ServiceReason } from '../../src/rpc/errors';
 
 import { AUTH_MESSAGES, renderFieldProblems } from './messages';
 
@@ -40,8 +33,11 @@ export const INTERNAL_ERROR_MESSAGE = 'An unexpected error occurred. Please try 
 export const BUSY_MESSAGE = 'The service is busy. Please try again later.';
 export const RATE_LIMITED_MESSAGE = 'Too many requests. Retry after the time in Retry-After.';
 
-/** Every reason the Area C RPCs can answer. */
-export type AreaCReason = WalletReason | PreorderReason | DepositReason | InstrumentReason | MerchantAuthReason | IdempotencyReason | CommonReason;
+/** The services Area C calls: /login and /do-action's tables, the hosted pages. */
+const AREA_C_SERVICES = ['wallet', 'deposit', 'instrument'] as const;
+
+/** Every reason the Area C RPCs can answer: the union of the services' (src/rpc/service-reasons.ts). */
+export type AreaCReason = ServiceReason<(typeof AREA_C_SERVICES)[number]>;
 
 interface AreaCError {
   status: number;
@@ -55,7 +51,10 @@ const UNAUTHORIZED = (field: string): AreaCError => ({ status: 401, message: 'Un
 /** A fault that is never the caller's doing: the 500 envelope, nothing internal shown. */
 const FAULT: AreaCError = { status: 500, message: 'Internal Server Error', field: 'server' };
 
-/** Reason → Area C answer. Exhaustive: a reason added to a contract without a line here does not compile. */
+/**
+ * Reason → Area C answer, over every reason the WalletService, DepositService and InstrumentService can answer.
+ * Exhaustive: a reason added to any table those services use without a line here does not compile.
+ */
 export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   MERCHANT_UNAUTHENTICATED: UNAUTHORIZED('merchant'),
   SESSION_MISSING: UNAUTHORIZED('token'),
@@ -95,6 +94,22 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   INSTRUMENT_NOT_ACTIVATED: BAD_REQUEST('token'),
   ACTIVATION_NOT_FOUND: BAD_REQUEST('token'),
   FIELD_NOT_DECRYPTABLE: BAD_REQUEST('request'),
+  // Onboarding's and the ledger's own refusals: a merchant's users are created and moved through checks of their own
+  // first, so these are never the merchant's doing (an operator's record, or a fault).
+  MERCHANT_NOT_FOUND: FAULT,
+  PARTNER_NOT_FOUND: FAULT,
+  WALLET_NOT_FOUND: FAULT,
+  CREDENTIAL_NOT_FOUND: FAULT,
+  INVALID_PUBLIC_KEY: FAULT,
+  INVALID_CURRENCY: FAULT,
+  ACCOUNT_NOT_FOUND: FAULT,
+  CURRENCY_MISMATCH: FAULT,
+  UNBALANCED_POSTINGS: FAULT,
+  IDEMPOTENCY_CONFLICT: FAULT,
+  PENDING_TRANSFER_NOT_FOUND: FAULT,
+  PENDING_TRANSFER_ALREADY_POSTED: FAULT,
+  PENDING_TRANSFER_ALREADY_VOIDED: FAULT,
+  PENDING_TRANSFER_EXPIRED: FAULT,
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
   // Only a confirmation step sent straight to Temporal meets it: never the merchant's doing.
   CONFIRMATION_NOT_RECORDED: FAULT,
@@ -111,21 +126,6 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   INTERNAL: FAULT,
 };
 
-/**
- * RPC code → HTTP status and message, for a reason outside the table (a shared module's own reason, e.g. the
- * ledger's): anything absent (Internal, Unknown, Unavailable, …) is a 500.
- */
-export const AREA_C_ERRORS: Partial<Record<Code, { status: number; message: string }>> = {
-  [Code.Unauthenticated]: { status: 401, message: 'Unauthorized' },
-  [Code.InvalidArgument]: { status: 400, message: 'Bad Request' },
-  [Code.NotFound]: { status: 400, message: 'Bad Request' },
-  [Code.AlreadyExists]: { status: 400, message: 'Bad Request' },
-  [Code.FailedPrecondition]: { status: 400, message: 'Bad Request' },
-  [Code.PermissionDenied]: { status: 400, message: 'Bad Request' },
-  [Code.OutOfRange]: { status: 400, message: 'Bad Request' },
-  [Code.Aborted]: { status: 409, message: 'Conflict' },
-};
-
 
 export const UNAUTHORIZED_TOKEN_MISSING = failure(401, 'Unauthorized', { token: [AUTH_MESSAGES.tokenMissing] });
 
@@ -137,22 +137,25 @@ export function internalError(): AreaCAnswer {
   return failure(500, 'Internal Server Error', { server: [INTERNAL_ERROR_MESSAGE] });
 }
 
+/** The failure of an error thrown while handling a request: an RPC's, or the façade's own field refusal. */
+function failureOf(error: unknown): RpcFailure<AreaCReason> {
+  if (!(error instanceof DomainError)) return readRpcFailure(error, ...AREA_C_SERVICES);
+  const reason = Object.hasOwn(AREA_C_REASON_ERRORS, error.reason) ? (error.reason as AreaCReason) : 'INTERNAL';
+  return { code: codeOfKind(error.kind), reason, message: error.message, fields: error.fields, retryAfterSeconds: error.retryAfterSeconds };
+}
+
 /**
  * Any error thrown while handling a request → its Area C answer. `isFault` is true for the 500 case (log it).
  */
 export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean } {
-  const failureInfo =
-    error instanceof DomainError
-      ? { code: codeOfKind(error.kind), reason: error.reason, message: error.message, fields: error.fields, retryAfterSeconds: error.retryAfterSeconds }
-      : readRpcFailure(error);
+  const failureInfo = failureOf(error);
   if (failureInfo.reason === 'RATE_LIMITED') {
     return { ...failure(429, 'Too Many Requests', { request: [RATE_LIMITED_MESSAGE] }), retryAfterSeconds: failureInfo.retryAfterSeconds, isFault: false };
   }
-  const known = Object.hasOwn(AREA_C_REASON_ERRORS, failureInfo.reason) ? AREA_C_REASON_ERRORS[failureInfo.reason as AreaCReason] : undefined;
-  const entry = known ?? AREA_C_ERRORS[failureInfo.code];
-  if (!entry || entry.status === 500) return { ...internalError(), isFault: true };
+  const entry = AREA_C_REASON_ERRORS[failureInfo.reason];
+  if (entry.status === 500) return { ...internalError(), isFault: true };
   let fields = renderFieldProblems(failureInfo.fields);
-  if (Object.keys(fields).length === 0) fields = { [known?.field ?? 'request']: [failureInfo.message] };
+  if (Object.keys(fields).length === 0) fields = { [entry.field]: [failureInfo.message] };
   return { ...failure(entry.status, entry.message, fields), isFault: false };
 }
 

@@ -1,9 +1,11 @@
 /**
- * The field readers of the DepositService's /do-action services (./deposit-services.ts) and of the hosted page's
- * card form (./payment-pages.ts): docs/area-c.md "Deposits and confirmations"; shared reading: ./fields.ts.
+ * The field rules of the DepositService's /do-action services (./deposit-services.ts) and the reader of the hosted
+ * page's card form (./payment-pages.ts): docs/area-c.md "Deposits and confirmations"; Area C's rule forms:
+ * ./fields.ts.
  */
+import { id } from '../../src/field-rules';
 import type { Currency } from '../../src/money';
-import { FieldReader } from './fields';
+import { amount, currency, readAreaC, requestFields, string } from './fields';
 
 /** Longest accepted text of the deposit fields. */
 const MAX_LENGTH = { token: 64, password: 64, encrypted: 4096 } as const;
@@ -17,44 +19,40 @@ export interface DepositFields {
   userId: string;
 }
 
-function readDepositFields(reader: FieldReader) {
-  const currency = reader.currency('currency');
-  return {
-    token: reader.string('token', { required: true, max: MAX_LENGTH.token }),
-    preOrderToken: reader.string('pre_order_token') ?? '',
-    amountUnits: reader.amount('amount', currency),
-    currency,
-    userId: reader.id('user_id') ?? '',
-  };
+/** deposit_by_local_card and deposit_by_bank_account: token, pre_order_token (O), amount, currency, user_id (O). */
+const DEPOSIT = {
+  currency: currency(),
+  token: string({ required: true, max: MAX_LENGTH.token }),
+  pre_order_token: string(),
+  amount: amount(),
+  user_id: id(),
+};
+
+function depositFields<V extends { pre_order_token?: string; user_id?: string }>(values: V) {
+  const fields = requestFields(values);
+  return { ...fields, preOrderToken: fields.preOrderToken ?? '', userId: fields.userId ?? '' };
 }
 
-/** deposit_by_local_card and deposit_by_bank_account: token, pre_order_token (O), amount, currency, user_id (O). */
 export function readDeposit(body: Record<string, unknown>): DepositFields {
-  const reader = new FieldReader(body);
-  const fields = readDepositFields(reader);
-  reader.finish();
-  return fields as DepositFields;
+  return depositFields(readAreaC(DEPOSIT, body));
 }
 
 /** deposit_by_visa_master: the deposit fields and security_code (encrypted, base64; decrypted by the service). */
+const VISA_MASTER_DEPOSIT = { ...DEPOSIT, security_code: string({ required: true, max: MAX_LENGTH.encrypted }) };
+
 export function readVisaMasterDeposit(body: Record<string, unknown>): DepositFields & { securityCode: string } {
-  const reader = new FieldReader(body);
-  const fields = readDepositFields(reader);
-  const securityCode = reader.string('security_code', { required: true, max: MAX_LENGTH.encrypted });
-  reader.finish();
-  return { ...(fields as DepositFields), securityCode: securityCode! };
+  return depositFields(readAreaC(VISA_MASTER_DEPOSIT, body));
 }
 
 /** confirm_payments: user_id, token (the deposit token), password (OTP or soft token). */
+const CONFIRM_PAYMENTS = {
+  user_id: id({ required: true }),
+  token: string({ required: true, max: MAX_LENGTH.token }),
+  password: string({ required: true, max: MAX_LENGTH.password }),
+};
+
 export function readConfirmPayments(body: Record<string, unknown>): { userId: string; token: string; password: string } {
-  const reader = new FieldReader(body);
-  const fields = {
-    userId: reader.id('user_id', { required: true }),
-    token: reader.string('token', { required: true, max: MAX_LENGTH.token }),
-    password: reader.string('password', { required: true, max: MAX_LENGTH.password }),
-  };
-  reader.finish();
-  return fields as { userId: string; token: string; password: string };
+  return requestFields(readAreaC(CONFIRM_PAYMENTS, body));
 }
 
 /** The card form of the hosted preorder page (application/x-www-form-urlencoded fields, all text). */

@@ -1,16 +1,24 @@
 /**
- * Area C field reading (interface "Area C", platform decisions §7 and §8), shared by every service's readers
- * (./wallet-fields.ts, ./deposit-fields.ts, ./instrument-fields.ts, each beside its service table): `FieldReader`
- * turns a losslessly parsed /do-action body into typed fields, collecting every failing field under its own name in
- * the documented words (./messages.ts). The services check what needs the database or a key, and answer field
- * problem codes the façade renders. No I/O.
+ * Area C field rules (interface "Area C", platform decisions §7 and §8), shared by every service's readers
+ * (./wallet-fields.ts, ./deposit-fields.ts, ./instrument-fields.ts, each beside its service table): Area C's forms of
+ * the one rule set of src/field-rules.ts, and `readAreaC`, which reads a losslessly parsed /do-action body with a
+ * table of them and refuses every failing field at once in the documented words (./messages.ts). The services check
+ * what needs the database or a key, and answer field problem codes the façade renders the same way. No I/O.
  */
-import { hasControlCharacters } from '../../src/text';
-import { isHttpUrl } from '../../src/web/url';
-import { AmountError, decimalsOf, isLosslessNumber, readAmount, type Currency } from '../../src/money';
-import { invalidFields, type FieldViolations } from '../../src/errors';
+import { invalidFields } from '../../src/errors';
+import {
+  amount as amountRule,
+  currency as currencyRule,
+  readFields,
+  text,
+  type Body,
+  type FieldRule,
+  type FieldRules,
+  type ValuesOf,
+} from '../../src/field-rules';
 import { WALLET_CURRENCIES } from '../../src/flows/wallet/contract';
-import { AREA_C_PROBLEM_MESSAGES, MESSAGES } from './messages';
+import { isLosslessNumber, type Currency } from '../../src/money';
+import { renderFieldProblems } from './messages';
 
 export { MESSAGES } from './messages';
 
@@ -36,145 +44,64 @@ export const FIELD_MAX_LENGTH: Record<string, number> = {
   transaction_ref: 64,
 };
 
-/** Collects field violations; `finish()` throws them all at once. */
-export class FieldReader {
-  readonly errors: FieldViolations = {};
+/** The longest text of `field` when its rule names none. */
+export function maxLengthOf(field: string): number {
+  return FIELD_MAX_LENGTH[field] ?? 255;
+}
 
-  constructor(readonly body: Record<string, unknown>) {}
+/** Area C text: blank text is missing; at most `max`, else the field's FIELD_MAX_LENGTH (255 for the rest). */
+export function string(options: { required: true; max?: number }): FieldRule<string>;
+export function string(options?: { required?: boolean; max?: number }): FieldRule<string | undefined>;
+export function string(options: { required?: boolean; max?: number } = {}): FieldRule<string | undefined> {
+  return (value, context) => text({ required: options.required, max: options.max ?? maxLengthOf(context.field), blankIsAbsent: true })(value, context);
+}
 
-  fail(field: string, message: string): undefined {
-    (this.errors[field] ??= []).push(message);
-    return undefined;
-  }
+/** A phone number: text of at most 25 characters, or a JSON integer ("integer per listing, sent quoted"). */
+export function phone(options: { required?: boolean } = {}): FieldRule<string | undefined> {
+  const asText = string({ required: options.required, max: 25 });
+  return (value, context) => (isLosslessNumber(value) ? value.toString() : asText(value, context));
+}
 
-  /** An amount the money module refused, in Area C words. */
-  failAmount(field: string, error: AmountError, currency: Currency | undefined): undefined {
-    const messages = AREA_C_PROBLEM_MESSAGES;
-    const decimals = String(decimalsOf(currency ?? 'USD'));
-    const rendered = {
-      not_a_number: messages.decimal(field),
-      too_many_decimals: messages.decimals(field, decimals),
-      negative: messages.not_negative(field),
-      zero: messages.positive(field),
-      too_large: messages.too_large(field),
-    }[error.problem];
-    return this.fail(field, rendered);
-  }
+/** A currency Area C services accept (WALLET_CURRENCIES); required unless said otherwise. */
+export function currency(options: { required: false }): FieldRule<Currency | undefined>;
+export function currency(options?: { required?: true }): FieldRule<Currency>;
+export function currency(options: { required?: boolean } = {}): FieldRule<Currency | undefined> {
+  return currencyRule(WALLET_CURRENCIES, { required: options.required ?? true });
+}
 
-  has(field: string): boolean {
-    const value = this.body[field];
-    return value !== undefined && value !== null && value !== '';
-  }
+/**
+ * An amount in minor units of the currency read in `currencyField` (default `currency`); a JSON value that is no
+ * number nor string is refused as not a number. Required unless said otherwise.
+ */
+export function amount(options: { required: false; allowZero?: boolean; currencyField?: string }): FieldRule<bigint | undefined>;
+export function amount(options?: { required?: true; allowZero?: boolean; currencyField?: string }): FieldRule<bigint>;
+export function amount(options: { required?: boolean; allowZero?: boolean; currencyField?: string } = {}): FieldRule<bigint | undefined> {
+  const field = options.currencyField ?? 'currency';
+  return amountRule({ required: options.required ?? true, allowZero: options.allowZero, typed: true, currency: (read) => read[field] as Currency | undefined });
+}
 
-  /** A string field; numbers are refused (wrong type). */
-  string(field: string, options: { required?: boolean; max?: number } = {}): string | undefined {
-    const value = this.body[field];
-    if (value === undefined || value === null || value === '') {
-      return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
-    }
-    if (typeof value !== 'string') return this.fail(field, MESSAGES.string(field));
-    if (hasControlCharacters(value)) return this.fail(field, MESSAGES.controlCharacters(field));
-    const max = options.max ?? FIELD_MAX_LENGTH[field] ?? 255;
-    if (value.length > max) return this.fail(field, MESSAGES.max(field, max));
-    if (value.trim() === '') return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
-    return value;
-  }
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : S;
+/** A body field's name in its RPC request: camelCase, an amount in minor units (`fees_amount` → `feesAmountUnits`). */
+type RequestName<K extends string> = K extends 'amount' | `${string}_amount` ? `${CamelCase<K>}Units` : CamelCase<K>;
+/** The values read, under their RPC request names. */
+export type RequestFields<V> = { [K in keyof V & string as RequestName<K>]: V[K] };
 
-  /** An id: a positive integer given as a JSON integer or a string of digits. Returned as decimal text. */
-  id(field: string, options: { required?: boolean } = {}): string | undefined {
-    const value = this.body[field];
-    if (value === undefined || value === null || value === '') {
-      return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
-    }
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
-    if (text === undefined || !/^[1-9]\d{0,18}$/.test(text)) return this.fail(field, MESSAGES.integer(field));
-    return text;
-  }
+/** The values a rule table read, under their RPC request names (`out_trade_no` → `outTradeNo`, `amount` → `amountUnits`). */
+export function requestFields<V extends Record<string, unknown>>(values: V): RequestFields<V> {
+  return Object.fromEntries(
+    Object.entries(values).map(([field, value]) => {
+      const name = field.replace(/_([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+      return [field === 'amount' || field.endsWith('_amount') ? `${name}Units` : name, value];
+    }),
+  ) as RequestFields<V>;
+}
 
-  /** A phone number: a string, or a JSON integer ("integer per listing, sent quoted"). */
-  phone(field: string, options: { required?: boolean } = {}): string | undefined {
-    const value = this.body[field];
-    if (isLosslessNumber(value)) return value.toString();
-    return this.string(field, { ...options, max: 25 });
-  }
-
-  /** A currency code among WALLET_CURRENCIES. */
-  currency(field: string, options: { required?: boolean } = { required: true }): Currency | undefined {
-    const text = this.string(field, { ...options, max: 3 });
-    if (text === undefined) return undefined;
-    if (!(WALLET_CURRENCIES as readonly string[]).includes(text)) return this.fail(field, MESSAGES.currency(field));
-    return text as Currency;
-  }
-
-  /** An amount in minor units of `currency` (USD decimals when the currency is itself invalid). */
-  amount(field: string, currency: Currency | undefined, options: { required?: boolean } = { required: true }): bigint | undefined {
-    const value = this.body[field];
-    if (value === undefined || value === null || value === '') {
-      return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
-    }
-    if (typeof value === 'boolean' || (typeof value === 'object' && !isLosslessNumber(value))) {
-      return this.fail(field, MESSAGES.number(field));
-    }
-    try {
-      return readAmount(value, currency ?? 'USD', { field });
-    } catch (error) {
-      if (error instanceof AmountError) return this.failAmount(field, error, currency);
-      throw error;
-    }
-  }
-
-  /** An integer within [min, max] of at most `digits` digits (default 9); JSON integer or digit string. */
-  integer(field: string, options: { min: number; max: number; required?: boolean; digits?: number }): number | undefined {
-    const value = this.body[field];
-    if (value === undefined || value === null || value === '') {
-      return options.required ? this.fail(field, MESSAGES.required(field)) : undefined;
-    }
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
-    if (text === undefined || !new RegExp(`^-?\\d{1,${options.digits ?? 9}}$`).test(text)) return this.fail(field, MESSAGES.integer(field));
-    const number = Number(text);
-    if (number < options.min) return this.fail(field, MESSAGES.min(field, options.min));
-    if (number > options.max) return this.fail(field, MESSAGES.maxValue(field, options.max));
-    return number;
-  }
-
-  /** A calendar date YYYY-MM-DD that exists. */
-  date(field: string): string | undefined {
-    const text = this.string(field, { max: 10 });
-    if (text === undefined) return undefined;
-    const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-    const parsed = match ? new Date(`${text}T00:00:00Z`) : undefined;
-    if (!parsed || Number.isNaN(parsed.getTime()) || parsed.toISOString().slice(0, 10) !== text) {
-      return this.fail(field, MESSAGES.date(field));
-    }
-    return text;
-  }
-
-  email(field: string): string | undefined {
-    const text = this.string(field);
-    if (text === undefined) return undefined;
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(text)) return this.fail(field, MESSAGES.email(field));
-    return text;
-  }
-
-  url(field: string): string | undefined {
-    const text = this.string(field);
-    if (text === undefined) return undefined;
-    return isHttpUrl(text) ? text : this.fail(field, MESSAGES.url(field));
-  }
-
-  /** A percent 0..100 with at most 6 decimals, returned as decimal text ("2.5"). */
-  percent(field: string): string | undefined {
-    const value = this.body[field];
-    if (value === undefined || value === null || value === '') return undefined;
-    const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : undefined;
-    if (text === undefined || !/^\d{1,3}(\.\d{1,6})?$/.test(text) || Number(text) > 100) {
-      return this.fail(field, MESSAGES.percent(field));
-    }
-    return text;
-  }
-
-  /** Throws every collected violation (DomainError invalid_argument VALIDATION_FAILED). */
-  finish(): void {
-    if (Object.keys(this.errors).length > 0) throw invalidFields(this.errors);
-  }
+/**
+ * Reads a /do-action body with `rules` (./fields.ts and src/field-rules.ts), in order.
+ * @throws DomainError VALIDATION_FAILED listing every failing field in Area C's words
+ */
+export function readAreaC<R extends FieldRules>(rules: R, body: Body): ValuesOf<R> {
+  const { values, problems } = readFields(rules, body);
+  if (Object.keys(problems).length > 0) throw invalidFields(renderFieldProblems(problems));
+  return values;
 }

@@ -24,7 +24,7 @@ import { sendHtml } from '../html-response';
  * rethrows anything else (the app's last-resort handler answers 500).
  */
 function notFoundOr(ctx: FacadeContext, error: unknown, answer: () => void): void {
-  const failure = readRpcFailure(error);
+  const failure = readRpcFailure(error, 'instrument');
   if (failure.reason === 'ACTIVATION_NOT_FOUND') return answer();
   if (failure.reason === 'RATE_LIMITED') {
     setRetryAfter(ctx, failure.retryAfterSeconds);

@@ -33,7 +33,7 @@ async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<
   try {
     await render();
   } catch (error) {
-    const failure = readRpcFailure(error);
+    const failure = readRpcFailure(error, 'deposit');
     if (failure.reason === 'RATE_LIMITED') {
       setRetryAfter(ctx, failure.retryAfterSeconds);
       return sendHtml(ctx, 429, tooManyRequestsPage());

@@ -16,11 +16,14 @@
 import Router from '@koa/router';
 import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
+import { problem } from '../../src/field-problems';
+import { present } from '../../src/field-rules';
 import { exceedsJsonDepth } from '../../src/text';
 import { readLogin } from './wallet-fields';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
+import { renderFieldProblems } from './messages';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';
 import { registerInstrumentPages } from './instrument-pages';
 import { registerPaymentPages } from './payment-pages';
@@ -126,8 +129,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
       const handler = typeof service === 'string' ? services.get(service) : undefined;
       if (!handler) {
         await authenticate();
-        const missing = service === undefined || service === null || service === '';
-        send(ctx, badRequest({ service: [missing ? 'The service field is required.' : 'The selected service is invalid.'] }));
+        send(ctx, badRequest(renderFieldProblems({ service: [problem(present(service) ? 'not_found' : 'required')] })));
         return;
       }
       let data: unknown;

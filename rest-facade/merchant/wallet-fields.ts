@@ -1,148 +1,107 @@
 /**
- * The field readers of the WalletService's /do-action services (./services.ts) and of the login: one reader per
- * service, body → the fields of its RPC request (without merchantId). Field rules: interface "Area C"; shared
- * reading: ./fields.ts.
+ * The field rules of the WalletService's /do-action services (./services.ts) and of the login: one rule table per
+ * service (interface "Area C"), and its reader, body → the fields of its RPC request (without merchantId). Area C's
+ * rule forms: ./fields.ts.
  */
-import { AmountError, isLosslessNumber, readAmount, type Currency } from '../../src/money';
+import { date, email, httpUrl, id, ifAbsent, integer, percent, present, refuse, withCheck } from '../../src/field-rules';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX } from '../../src/flows/wallet/contract';
-import { FieldReader } from './fields';
-import { MESSAGES } from './messages';
+import { amount, currency, maxLengthOf, phone, readAreaC, requestFields, string } from './fields';
 
-export function readGeneratePreOrderToken(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const currency = reader.currency('currency');
-  const fields = {
-    outTradeNo: reader.string('out_trade_no', { required: true }),
-    sellerCode: reader.string('seller_code', { required: true }),
-    description: reader.string('description', { required: true }),
-    amountUnits: reader.amount('amount', currency),
-    currency,
-    redirectUrl: reader.url('redirect_url') ?? '',
-    commissionRate: reader.percent('commission_rate') ?? '',
-    callBackUrl: reader.url('call_back_url') ?? '',
-  };
-  reader.finish();
-  return fields as Required<typeof fields>;
+type Body = Record<string, unknown>;
+
+const GENERATE_PRE_ORDER_TOKEN = {
+  currency: currency(),
+  out_trade_no: string({ required: true }),
+  seller_code: string({ required: true }),
+  description: string({ required: true }),
+  amount: amount(),
+  redirect_url: httpUrl({ max: maxLengthOf('redirect_url') }),
+  commission_rate: percent(),
+  call_back_url: httpUrl({ max: maxLengthOf('call_back_url') }),
+};
+
+export function readGeneratePreOrderToken(body: Body) {
+  const fields = requestFields(readAreaC(GENERATE_PRE_ORDER_TOKEN, body));
+  return { ...fields, redirectUrl: fields.redirectUrl ?? '', commissionRate: fields.commissionRate ?? '', callBackUrl: fields.callBackUrl ?? '' };
 }
 
-function readUserFields(reader: FieldReader, phoneRequired: boolean) {
-  const phone = reader.phone('phone_number', { required: phoneRequired });
-  const email = reader.email('email');
-  return {
-    phoneNumber: phone,
-    email,
-    firstName: reader.string('first_name', { required: true }),
-    lastName: reader.string('last_name', { required: true }),
-    address: reader.string('address', { required: true }),
-    currency: reader.currency('currency'),
-    birthday: reader.date('birthday'),
-    gender: reader.string('gender'),
-    description: reader.string('description', { max: 1000 }),
-  };
-}
+/** The user record's fields, after the phone number and the email (create_user, update_user). */
+const USER_FIELDS = {
+  first_name: string({ required: true }),
+  last_name: string({ required: true }),
+  address: string({ required: true }),
+  currency: currency(),
+  birthday: date(),
+  gender: string(),
+  description: string({ max: 1000 }),
+};
 
-export function readCreateUser(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  if (!reader.has('phone_number') && !reader.has('email')) {
-    reader.fail('phone_number', MESSAGES.phoneOrEmail);
-    reader.fail('email', MESSAGES.emailOrPhone);
-  }
-  const fields = readUserFields(reader, false);
-  reader.finish();
-  return fields as typeof fields & { firstName: string; lastName: string; address: string; currency: Currency };
+/** create_user: one of phone_number and email is required. */
+const CREATE_USER = {
+  phone_number: ifAbsent(phone(), ({ body }) => (present(body.email) ? undefined : refuse('required_without', 'phone_number', 'email'))),
+  email: ifAbsent(email({ max: maxLengthOf('email') }), ({ body }) => (present(body.phone_number) ? undefined : refuse('required_without', 'email', 'phone_number'))),
+  ...USER_FIELDS,
+};
+
+export function readCreateUser(body: Body) {
+  return requestFields(readAreaC(CREATE_USER, body));
 }
 
 /** update_user: the user is `user_id` when sent, else the merchant's user with this phone_number. */
-export function readUpdateUser(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const userId = reader.id('user_id') ?? '';
-  const fields = readUserFields(reader, true);
-  reader.finish();
-  return { userId, ...fields } as { userId: string } & typeof fields & {
-    phoneNumber: string; firstName: string; lastName: string; address: string; currency: Currency;
-  };
+const UPDATE_USER = {
+  user_id: id(),
+  phone_number: phone({ required: true }),
+  email: email({ max: maxLengthOf('email') }),
+  ...USER_FIELDS,
+};
+
+export function readUpdateUser(body: Body) {
+  const fields = requestFields(readAreaC(UPDATE_USER, body));
+  return { ...fields, userId: fields.userId ?? '' };
 }
 
 /** pay_by_token: the payer is the merchant's user `user_id` (platform decision, documented in docs/area-c.md). */
-export function readPayByToken(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const fields = {
-    preOrderToken: reader.string('pre_order_token', { required: true }),
-    userId: reader.id('user_id', { required: true }),
-  };
-  reader.finish();
-  return fields as Required<{ [K in keyof typeof fields]: string }>;
+const PAY_BY_TOKEN = { pre_order_token: string({ required: true }), user_id: id({ required: true }) };
+
+export function readPayByToken(body: Body) {
+  return requestFields(readAreaC(PAY_BY_TOKEN, body));
 }
 
-export function readTransfer(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const currency = reader.currency('currency');
-  const fromUserId = reader.id('from_user_id', { required: true });
-  const toUserId = reader.id('to_user_id', { required: true });
-  if (fromUserId && toUserId && fromUserId === toUserId) reader.fail('to_user_id', MESSAGES.sameUser);
-  const amountUnits = reader.amount('amount', currency);
-  let feesAmountUnits = 0n;
-  let feesCurrency: Currency | undefined;
-  if (reader.has('fees_amount')) {
-    feesCurrency = reader.currency('fees_currency', { required: false });
-    if (!reader.has('fees_currency')) reader.fail('fees_currency', MESSAGES.feesCurrencyRequired);
-    else if (feesCurrency && currency && feesCurrency !== currency) reader.fail('fees_currency', MESSAGES.feesCurrencyMismatch);
-    feesAmountUnits = reader.body.fees_amount === undefined ? 0n : (readZeroableAmount(reader, 'fees_amount', currency) ?? 0n);
-  } else if (reader.has('fees_currency')) {
-    feesCurrency = reader.currency('fees_currency', { required: false });
-  }
-  reader.finish();
-  return {
-    fromUserId: fromUserId!,
-    toUserId: toUserId!,
-    amountUnits: amountUnits!,
-    currency: currency!,
-    feesAmountUnits,
-    feesCurrency: feesCurrency ?? '',
-  };
+/** transfer: a fee (fees_amount, may be 0) needs fees_currency, the transfer's own currency. */
+const TRANSFER = {
+  currency: currency(),
+  from_user_id: id({ required: true }),
+  to_user_id: withCheck(id({ required: true }), (to, { read }) => (to === read.from_user_id ? refuse('same_user') : undefined)),
+  amount: amount(),
+  fees_currency: withCheck(
+    ifAbsent(currency({ required: false }), ({ body }) => (present(body.fees_amount) ? refuse('fees_currency_required') : undefined)),
+    (fees, { body, read }) => (present(body.fees_amount) && read.currency && fees !== read.currency ? refuse('fees_currency_mismatch') : undefined),
+  ),
+  fees_amount: amount({ required: false, allowZero: true }),
+};
+
+export function readTransfer(body: Body) {
+  const fields = requestFields(readAreaC(TRANSFER, body));
+  return { ...fields, feesAmountUnits: fields.feesAmountUnits ?? 0n, feesCurrency: fields.feesCurrency ?? '' };
 }
 
-function readZeroableAmount(reader: FieldReader, field: string, currency: Currency | undefined): bigint | undefined {
-  const value = reader.body[field];
-  if (typeof value === 'boolean' || (typeof value === 'object' && value !== null && !isLosslessNumber(value))) {
-    return reader.fail(field, MESSAGES.number(field));
-  }
-  try {
-    return readAmount(value, currency ?? 'USD', { field, allowZero: true });
-  } catch (error) {
-    if (error instanceof AmountError) return reader.failAmount(field, error, currency);
-    throw error;
-  }
+const LIST_BANKS = { page: integer({ min: 1, max: 1_000_000 }), per_page: integer({ min: 1, max: BANK_PAGE_MAX }) };
+
+export function readListBanks(body: Body) {
+  const fields = requestFields(readAreaC(LIST_BANKS, body));
+  return { page: fields.page ?? 1, perPage: fields.perPage ?? BANK_PAGE_DEFAULT };
 }
 
-export function readListBanks(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const fields = {
-    page: reader.integer('page', { min: 1, max: 1_000_000 }) ?? 1,
-    perPage: reader.integer('per_page', { min: 1, max: BANK_PAGE_MAX }) ?? BANK_PAGE_DEFAULT,
-  };
-  reader.finish();
-  return fields;
+const BLOCK_MONEY = { currency: currency(), user_token: string({ required: true }), amount: amount(), reference: string({ required: true }) };
+
+export function readBlockMoney(body: Body) {
+  return requestFields(readAreaC(BLOCK_MONEY, body));
 }
 
-export function readBlockMoney(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const currency = reader.currency('currency');
-  const fields = {
-    userToken: reader.string('user_token', { required: true }),
-    amountUnits: reader.amount('amount', currency),
-    currency,
-    reference: reader.string('reference', { required: true }),
-  };
-  reader.finish();
-  return fields as Required<typeof fields>;
-}
+const CANCEL_BLOCK_MONEY = { transaction_ref: string({ required: true }) };
 
-export function readCancelBlockMoney(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const fields = { transactionRef: reader.string('transaction_ref', { required: true }) };
-  reader.finish();
-  return fields as { transactionRef: string };
+export function readCancelBlockMoney(body: Body) {
+  return requestFields(readAreaC(CANCEL_BLOCK_MONEY, body));
 }
 
 /**
@@ -150,10 +109,13 @@ export function readCancelBlockMoney(body: Record<string, unknown>) {
  * api checks it lies within MERCHANT_LOGIN_WINDOW_SECONDS). All required; failures are reported under their own
  * names. The timestamp is not forwarded as a typed field: the api reads it from the signed body.
  */
-export function readLogin(body: Record<string, unknown>) {
-  const reader = new FieldReader(body);
-  const fields = { userName: reader.string('user_name', { required: true }), password: reader.string('password', { required: true }) };
-  reader.integer('timestamp', { min: 0, max: 999_999_999_999_999, required: true, digits: 15 });
-  reader.finish();
-  return fields as { userName: string; password: string };
+const LOGIN = {
+  user_name: string({ required: true }),
+  password: string({ required: true }),
+  timestamp: integer({ min: 0, max: 999_999_999_999_999, digits: 15, required: true }),
+};
+
+export function readLogin(body: Body) {
+  const fields = readAreaC(LOGIN, body);
+  return { userName: fields.user_name, password: fields.password };
 }

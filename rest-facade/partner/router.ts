@@ -66,7 +66,7 @@ export function partnerRouter(): Router<FacadeState> {
       ctx.status = 200;
       ctx.body = { success: true, code: 200, message: 'OK', data: { access_token: answer.accessToken, expire_in: Number(answer.expireInSeconds) } };
     } catch (error) {
-      const failure = readRpcFailure(error);
+      const failure = readRpcFailure(error, 'transfer');
       if (failure.code === Code.Unauthenticated || failure.code === Code.InvalidArgument) return unsigned(ctx, UNAUTHENTICATED_ERROR);
       if (failure.reason === 'RATE_LIMITED') return unsigned(ctx, RATE_LIMITED_ERROR, failure.retryAfterSeconds);
       ctx.state.logger.error({ err: error }, 'token issue failed');

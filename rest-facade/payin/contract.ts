@@ -1,15 +1,15 @@
 /**
  * Area B contract as data (payment-services-interface.md "Area B", "Errors / Area B", platform decisions §4, §8):
- * the envelopes, the documented messages, the field rules of B1 and B2 with their messages, and the one exhaustive
- * table mapping every reason the PayinService can answer to an HTTP status and body per route. Pure: used by the
- * payin router and the tests.
+ * the envelopes, the documented messages, the field rules of B1 and B2 (src/field-rules.ts), the words of every field
+ * problem Area B meets (its rules' and the PayinService's), and the one exhaustive table mapping every reason the
+ * PayinService can answer to an HTTP status and body per route. Pure: used by the payin router and the tests.
  */
-import type { CommonReason, FieldViolations } from '../../src/errors';
-import type { PayinReason } from '../../src/flows/payin/contract';
-import type { IdempotencyReason } from '../../src/idempotency/reasons';
-import type { WebhookReason } from '../../src/webhooks/contract';
-import { AmountError, parseJsonLossless, readAmount, type AmountProblem } from '../../src/money';
-import { exceedsJsonDepth, hasControlCharacters } from '../../src/text';
+import type { FieldViolations } from '../../src/errors';
+import { parseProblem, problem } from '../../src/field-problems';
+import { amount, readFields, refuse, text, type FieldRule } from '../../src/field-rules';
+import { parseJsonLossless } from '../../src/money';
+import type { ServiceReason } from '../../src/rpc/errors';
+import { exceedsJsonDepth } from '../../src/text';
 
 /** Area B route names used in the messages table. */
 export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications';
@@ -52,57 +52,83 @@ export interface AreaBError {
   body: PayinErrorBody;
 }
 
-/** Every reason the Area B RPCs can answer. */
-export type AreaBReason = PayinReason | WebhookReason | IdempotencyReason | CommonReason;
+/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts). */
+export type AreaBReason = ServiceReason<'payin'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
   body: { success: false, message, errors },
 });
 
-const AMOUNT_MESSAGES: Record<AmountProblem, string> = {
-  not_a_number: 'The amount must be a number.',
-  too_many_decimals: 'The amount must not have more than 6 decimal places.',
-  negative: 'The amount must be at least 0.01.',
-  zero: 'The amount must be at least 0.01.',
-  too_large: 'The amount is too large.',
+/** The least B1 amount, as its message writes it. */
+const MIN_AMOUNT_TEXT = '0.01';
+
+/** A field as Area B's messages name it ("The out trade no field is required."). */
+const LABELS: Record<string, string> = { out_trade_no: 'out trade no', invoice_reference: 'invoice reference', trx_ref: 'trx ref' };
+
+/** The field problems Area B meets: its own rules' (B1, B2) and the PayinService's (notifications, OUT_TRADE_NO_TAKEN). */
+type AreaBProblem =
+  | 'required'
+  | 'string'
+  | 'control_characters'
+  | 'max_length'
+  | 'number'
+  | 'decimal'
+  | 'decimals'
+  | 'not_negative'
+  | 'positive'
+  | 'min'
+  | 'too_large'
+  | 'currency'
+  | 'invalid'
+  | 'taken'
+  | 'json_object';
+
+/** Field problem → its Area B message (platform decisions §4, §8), by the field's label and the problem's params. */
+const AREA_B_PROBLEM_MESSAGES: Record<AreaBProblem, (label: string, ...params: string[]) => string> = {
+  required: (label) => `The ${label} field is required.`,
+  string: (label) => `The ${label} must be a string.`,
+  control_characters: (label) => `The ${label} must not contain control characters.`,
+  max_length: (label, max) => `The ${label} must not be greater than ${max} characters.`,
+  number: (label) => `The ${label} must be a number.`,
+  decimal: (label) => `The ${label} must be a number.`,
+  decimals: (label, places) => `The ${label} must not have more than ${places} decimal places.`,
+  not_negative: (label) => `The ${label} must be at least ${MIN_AMOUNT_TEXT}.`,
+  positive: (label) => `The ${label} must be at least ${MIN_AMOUNT_TEXT}.`,
+  min: (label, min) => `The ${label} must be at least ${min}.`,
+  too_large: (label) => `The ${label} is too large.`,
+  currency: (label) => `The selected ${label} is invalid. Only USDT is supported.`,
+  invalid: (label) => `The selected ${label} is invalid.`,
+  taken: (_label, label) => `The ${label} has already been taken.`,
+  json_object: () => 'The request body must be a JSON object.',
 };
 
-/**
- * The PayinService names the problem of each notification field it refuses (`required`, `invalid`, or an amount
- * problem); these are their messages (platform decisions §4).
- */
-const NOTIFICATION_FIELD_MESSAGES: Record<string, Record<string, string>> = {
-  invoice_reference: { required: 'The invoice reference field is required.', invalid: 'The selected invoice reference is invalid.' },
-  trx_ref: { required: 'The trx ref field is required.', invalid: 'The trx ref must be a string of at most 255 characters without control characters.' },
-  status: { invalid: 'The selected status is invalid.' },
-  currency: { invalid: 'The selected currency is invalid.' },
-  amount: AMOUNT_MESSAGES,
+/** Where one field's problem has words of its own. */
+const FIELD_PROBLEM_MESSAGES: Record<string, Partial<Record<AreaBProblem, string>>> = {
+  trx_ref: { invalid: 'The trx ref must be a string of at most 255 characters without control characters.' },
 };
 
-function notificationMessages(fields: FieldViolations): FieldViolations {
-  return Object.fromEntries(
-    Object.entries(fields).map(([field, problems]) => [field, problems.map((problem) => NOTIFICATION_FIELD_MESSAGES[field]?.[problem] ?? problem)]),
-  );
+/** One problem of `field` in Area B's words; text that is no problem Area B knows passes unchanged. */
+function renderProblem(field: string, text: string): string {
+  const parsed = parseProblem(text);
+  if (!parsed || !Object.hasOwn(AREA_B_PROBLEM_MESSAGES, parsed.code)) return text;
+  const code = parsed.code as AreaBProblem;
+  return FIELD_PROBLEM_MESSAGES[field]?.[code] ?? AREA_B_PROBLEM_MESSAGES[code](LABELS[field] ?? field, ...parsed.params);
+}
+
+/** Every field's problems in Area B's words. */
+export function renderFieldProblems(fields: FieldViolations): FieldViolations {
+  return Object.fromEntries(Object.entries(fields).map(([field, texts]) => [field, texts.map((text) => renderProblem(field, text))]));
 }
 
 /** A route's 500: the payins route's documented message, the others a generic one; never an internal message. */
 const systemError = (route: PayinRoute) => failure(500, route === 'payins' ? PAYIN_MESSAGES.payinFailed : PAYIN_MESSAGES.internal);
 const validation = (route: PayinRoute, fields: FieldViolations) =>
-  failure(
-    422,
-    route === 'status' ? PAYIN_MESSAGES.validationError : PAYIN_MESSAGES.validationErrors,
-    route === 'notifications' ? notificationMessages(fields) : fields,
-  );
-
-/** The documented message of a field refused by the service (its field violation names only the problem). */
-const SERVICE_FIELD_MESSAGES: Partial<Record<AreaBReason, FieldViolations>> = {
-  OUT_TRADE_NO_TAKEN: { out_trade_no: ['The out trade no has already been taken.'] },
-  UPSTREAM_NOT_CONFIGURED: { upstream: ['No upstream payin server is configured.'] },
-};
+  failure(422, route === 'status' ? PAYIN_MESSAGES.validationError : PAYIN_MESSAGES.validationErrors, renderFieldProblems(fields));
 
 /**
- * Reason → Area B answer, per route. Exhaustive: a reason added to a contract without a line here does not compile.
+ * Reason → Area B answer, per route, over every reason the PayinService can answer. Exhaustive: a reason added to
+ * any table the service uses without a line here does not compile.
  */
 const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolations) => AreaBError> = {
   UNAUTHENTICATED: (route) => failure(401, route === 'balance' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
@@ -110,8 +136,9 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   MERCHANT_SUSPENDED: () => failure(403, PAYIN_MESSAGES.suspended),
   VALIDATION_FAILED: validation,
   INVALID_AMOUNT: validation,
-  OUT_TRADE_NO_TAKEN: (route) => validation(route, SERVICE_FIELD_MESSAGES.OUT_TRADE_NO_TAKEN!),
-  UPSTREAM_NOT_CONFIGURED: (route) => validation(route, SERVICE_FIELD_MESSAGES.UPSTREAM_NOT_CONFIGURED!),
+  // The service names the field and its problem (taken): the message is the interface's.
+  OUT_TRADE_NO_TAKEN: validation,
+  UPSTREAM_NOT_CONFIGURED: (route) => validation(route, { upstream: ['No upstream payin server is configured.'] }),
   UPSTREAM_UNAVAILABLE: () => failure(502, PAYIN_MESSAGES.upstreamUnavailable),
   PAYIN_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.topUpNotFound),
   PAYIN_FAILED: systemError,
@@ -121,8 +148,17 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   IDEMPOTENCY_KEY_IN_PROGRESS: () => failure(409, 'A request with this idempotency key is in progress. Please retry later.'),
   SETTLEMENT_NOT_AUTHORIZED: systemError,
   CLOSE_NOT_AUTHORIZED: systemError,
-  // Operator-only or infrastructure reasons: never the merchant's doing.
+  // Operator-only, ledger or infrastructure reasons: never the merchant's doing.
   WEBHOOK_NOT_FOUND: systemError,
+  ACCOUNT_NOT_FOUND: systemError,
+  CURRENCY_MISMATCH: systemError,
+  INSUFFICIENT_FUNDS: systemError,
+  UNBALANCED_POSTINGS: systemError,
+  IDEMPOTENCY_CONFLICT: systemError,
+  PENDING_TRANSFER_NOT_FOUND: systemError,
+  PENDING_TRANSFER_ALREADY_POSTED: systemError,
+  PENDING_TRANSFER_ALREADY_VOIDED: systemError,
+  PENDING_TRANSFER_EXPIRED: systemError,
   PERMISSION_DENIED: systemError,
   // Too many unknown API keys from one address, or too many requests of one merchant (docs/security.md).
   RATE_LIMITED: () => failure(429, PAYIN_MESSAGES.rateLimited),
@@ -131,21 +167,11 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   INTERNAL: systemError,
 };
 
-/** The one Area B error table: RPC failure reason + route → HTTP status and body; unknown reasons are the route's 500. */
-export function payinErrorFor(route: PayinRoute, reason: string, fields: FieldViolations): AreaBError {
-  return Object.hasOwn(AREA_B_ERRORS, reason) ? AREA_B_ERRORS[reason as AreaBReason](route, fields) : systemError(route);
+/** The one Area B error table: RPC failure reason + route → HTTP status and body. */
+export function payinErrorFor(route: PayinRoute, reason: AreaBReason, fields: FieldViolations): AreaBError {
+  return AREA_B_ERRORS[reason](route, fields);
 }
 
-
-/** The message of an amount the money module refused, as B1 and the notifications document it. */
-export function amountMessage(problem: AmountProblem): string {
-  return AMOUNT_MESSAGES[problem];
-}
-
-const characters = (text: string) => [...text].length;
-
-/** A body that is not a JSON object, in the B1 envelope. */
-const NOT_AN_OBJECT: FieldViolations = { body: ['The request body must be a JSON object.'] };
 
 /** Parses a JSON object losslessly; undefined when the text is not one. */
 export function parseObject(raw: string): Record<string, unknown> | undefined {
@@ -168,65 +194,37 @@ export interface CreatePayinFields {
   out_trade_no: string;
 }
 
+/** The order's out_trade_no (B1, B2): required text of at most 255 characters. */
+const OUT_TRADE_NO = text({ required: true, max: PAYIN_LIMITS.outTradeNoMaxLength, count: 'code_points' });
+
+/** B1's currency: USDT, the default when absent or null. */
+const USDT_ONLY: FieldRule<'USDT' | undefined> = (value) =>
+  value === undefined || value === null ? undefined : value === PAYIN_LIMITS.currency ? PAYIN_LIMITS.currency : refuse('currency');
+
 /**
  * B1 fields in the interface's order: amount (≥ 0.01, ≤ 6 decimals, read losslessly), currency (USDT only, default
- * USDT), memo (≤ 255), out_trade_no (required, ≤ 255). Every failing field at once.
+ * USDT), memo (≤ 255, empty text kept), out_trade_no (required, ≤ 255).
  */
+const CREATE_PAYIN = {
+  amount: amount({ required: true, currency: () => 'USDT', allowZero: true, min: { units: PAYIN_LIMITS.minAmountUnits, text: MIN_AMOUNT_TEXT }, typed: true }),
+  currency: USDT_ONLY,
+  memo: text({ max: PAYIN_LIMITS.memoMaxLength, count: 'code_points', absence: 'missing' }),
+  out_trade_no: OUT_TRADE_NO,
+};
+
+/** B1's fields, or every failing field at once (problem codes, rendered by the error table). */
 export function readCreatePayin(raw: string): { fields: CreatePayinFields } | { errors: FieldViolations } {
   const body = parseObject(raw);
-  if (!body) return { errors: NOT_AN_OBJECT };
-  const errors: FieldViolations = {};
-  let amount_units = 0n;
-  if (body.amount === undefined || body.amount === null || body.amount === '') {
-    errors.amount = ['The amount field is required.'];
-  } else {
-    try {
-      amount_units = readAmount(body.amount, 'USDT', { allowZero: true });
-      if (amount_units < PAYIN_LIMITS.minAmountUnits) errors.amount = ['The amount must be at least 0.01.'];
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      errors.amount = [amountMessage(error.problem)];
-    }
-  }
-  if (body.currency !== undefined && body.currency !== null && body.currency !== PAYIN_LIMITS.currency) {
-    errors.currency = ['The selected currency is invalid. Only USDT is supported.'];
-  }
-  let memo: string | undefined;
-  if (body.memo !== undefined && body.memo !== null) {
-    if (typeof body.memo !== 'string') errors.memo = ['The memo must be a string.'];
-    else if (hasControlCharacters(body.memo)) errors.memo = ['The memo must not contain control characters.'];
-    else if (characters(body.memo) > PAYIN_LIMITS.memoMaxLength) errors.memo = ['The memo must not be greater than 255 characters.'];
-    else memo = body.memo;
-  }
-  let out_trade_no = '';
-  if (body.out_trade_no === undefined || body.out_trade_no === null || body.out_trade_no === '') {
-    errors.out_trade_no = ['The out trade no field is required.'];
-  } else if (typeof body.out_trade_no !== 'string') {
-    errors.out_trade_no = ['The out trade no must be a string.'];
-  } else if (hasControlCharacters(body.out_trade_no)) {
-    errors.out_trade_no = ['The out trade no must not contain control characters.'];
-  } else if (characters(body.out_trade_no) > PAYIN_LIMITS.outTradeNoMaxLength) {
-    errors.out_trade_no = ['The out trade no must not be greater than 255 characters.'];
-  } else {
-    out_trade_no = body.out_trade_no;
-  }
-  if (Object.keys(errors).length > 0) return { errors };
-  return { fields: { amount_units, currency: 'USDT', memo, out_trade_no } };
+  if (!body) return { errors: { body: [problem('json_object')] } };
+  const { values, problems } = readFields(CREATE_PAYIN, body);
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return { fields: { amount_units: values.amount, currency: 'USDT', memo: values.memo, out_trade_no: values.out_trade_no } };
 }
 
-/** B2's one field, out_trade_no (required string). */
+/** B2's one field, out_trade_no (required text); a body that is no object has none. */
 export function readPayinStatus(raw: string): { out_trade_no: string } | { errors: FieldViolations } {
-  const body = parseObject(raw);
-  const out_trade_no = body?.out_trade_no;
-  if (out_trade_no === undefined || out_trade_no === null || out_trade_no === '') {
-    return { errors: { out_trade_no: ['The out trade no field is required.'] } };
-  }
-  if (typeof out_trade_no !== 'string') return { errors: { out_trade_no: ['The out trade no must be a string.'] } };
-  if (hasControlCharacters(out_trade_no)) return { errors: { out_trade_no: ['The out trade no must not contain control characters.'] } };
-  if (characters(out_trade_no) > PAYIN_LIMITS.outTradeNoMaxLength) {
-    return { errors: { out_trade_no: ['The out trade no must not be greater than 255 characters.'] } };
-  }
-  return { out_trade_no };
+  const { values, problems } = readFields({ out_trade_no: OUT_TRADE_NO }, parseObject(raw) ?? {});
+  return Object.keys(problems).length > 0 ? { errors: problems } : { out_trade_no: values.out_trade_no };
 }
 
 

@@ -24,7 +24,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error);
+  const failure = readRpcFailure(error, 'payin');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
@@ -47,103 +47,110 @@ async function sendFieldErrors(ctx: FacadeContext, route: PayinRoute, apiKey: st
 
 const currencyOf = (text: string): Currency => (isCurrency(text) ? text : 'USDT');
 
+/** B1: the fields read here, the payin created by the PayinService; its answer with the QR code. */
+async function createPayin(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, true);
+  const read = readCreatePayin(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'payins', apiKey, read.errors);
+  try {
+    const answer = await ctx.state.clients.payin.createPayin(
+      {
+        apiKey,
+        amountUnits: read.fields.amount_units,
+        currency: read.fields.currency,
+        memo: read.fields.memo,
+        outTradeNo: read.fields.out_trade_no,
+        upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
+        idempotencyKey: ctx.get('Idempotency-Key'),
+      },
+      rpcCallOptions(ctx),
+    );
+    const currency = currencyOf(answer.currency);
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: {
+        invoice_reference: answer.invoiceReference,
+        amount: amountJson(answer.amountUnits, currency),
+        currency,
+        fee: amountJson(answer.feeUnits, currency),
+        qrcode: { content: answer.qrContent, image: answer.qrImage },
+        out_trade_no: answer.outTradeNo,
+      },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'payins', error);
+  }
+}
+
+/** B2: the payin of an out_trade_no. */
+async function payinStatus(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readPayinStatus(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'status', apiKey, read.errors);
+  try {
+    const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no }, rpcCallOptions(ctx));
+    const currency = currencyOf(payin!.currency);
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: {
+        trx_ref: payin!.trxRef || null,
+        amount: amountJson(payin!.status === 'success' ? payin!.paidAmountUnits : payin!.amountUnits, currency),
+        fee: amountJson(payin!.feeUnits, currency),
+        invoice_reference: payin!.invoiceReference,
+        out_trade_no: payin!.outTradeNo,
+        status: payin!.status,
+        currency,
+      },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'status', error);
+  }
+}
+
+/** B3: the merchant's wallets. */
+async function balance(ctx: FacadeContext): Promise<void> {
+  try {
+    const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) }, rpcCallOptions(ctx));
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: {
+        wallets: wallets.map((wallet) => ({
+          currency: wallet.currency,
+          balance: formatAmount(wallet.availableUnits, currencyOf(wallet.currency)),
+          balance_units: wallet.availableUnits,
+          decimals: wallet.decimals,
+        })),
+      },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'balance', error);
+  }
+}
+
+/** The upstream's notification, verified and applied by the PayinService. */
+async function upstreamNotification(ctx: FacadeContext): Promise<void> {
+  try {
+    const answer = await ctx.state.clients.payin.applyUpstreamNotification(
+      { signedBody: Buffer.from(ctx.state.rawBody, 'utf8'), signature: ctx.get('X-Upstream-Signature') },
+    );
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: { invoice_reference: answer.invoiceReference, status: answer.status, applied: answer.applied },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'notifications', error);
+  }
+}
+
 export function payinRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
-
-  router.post('/api/v1/payins', async (ctx) => {
-    const apiKey = apiKeyOf(ctx, true);
-    const read = readCreatePayin(ctx.state.rawBody);
-    if ('errors' in read) return sendFieldErrors(ctx, 'payins', apiKey, read.errors);
-    try {
-      const answer = await ctx.state.clients.payin.createPayin(
-        {
-          apiKey,
-          amountUnits: read.fields.amount_units,
-          currency: read.fields.currency,
-          memo: read.fields.memo,
-          outTradeNo: read.fields.out_trade_no,
-          upstreamBody: Buffer.from(ctx.state.rawBody, 'utf8'),
-          idempotencyKey: ctx.get('Idempotency-Key'),
-        },
-        rpcCallOptions(ctx),
-      );
-      const currency = currencyOf(answer.currency);
-      sendJson(ctx, 200, {
-        success: true,
-        code: 200,
-        data: {
-          invoice_reference: answer.invoiceReference,
-          amount: amountJson(answer.amountUnits, currency),
-          currency,
-          fee: amountJson(answer.feeUnits, currency),
-          qrcode: { content: answer.qrContent, image: answer.qrImage },
-          out_trade_no: answer.outTradeNo,
-        },
-      });
-    } catch (error) {
-      sendFailure(ctx, 'payins', error);
-    }
-  });
-
-  router.post('/api/v1/payins/status', async (ctx) => {
-    const apiKey = apiKeyOf(ctx, false);
-    const read = readPayinStatus(ctx.state.rawBody);
-    if ('errors' in read) return sendFieldErrors(ctx, 'status', apiKey, read.errors);
-    try {
-      const { payin } = await ctx.state.clients.payin.getPayinStatus({ apiKey, outTradeNo: read.out_trade_no }, rpcCallOptions(ctx));
-      const currency = currencyOf(payin!.currency);
-      sendJson(ctx, 200, {
-        success: true,
-        code: 200,
-        data: {
-          trx_ref: payin!.trxRef || null,
-          amount: amountJson(payin!.status === 'success' ? payin!.paidAmountUnits : payin!.amountUnits, currency),
-          fee: amountJson(payin!.feeUnits, currency),
-          invoice_reference: payin!.invoiceReference,
-          out_trade_no: payin!.outTradeNo,
-          status: payin!.status,
-          currency,
-        },
-      });
-    } catch (error) {
-      sendFailure(ctx, 'status', error);
-    }
-  });
-
-  router.get('/api/v1/balance', async (ctx) => {
-    try {
-      const { wallets } = await ctx.state.clients.payin.getBalances({ apiKey: apiKeyOf(ctx, false) }, rpcCallOptions(ctx));
-      sendJson(ctx, 200, {
-        success: true,
-        code: 200,
-        data: {
-          wallets: wallets.map((wallet) => ({
-            currency: wallet.currency,
-            balance: formatAmount(wallet.availableUnits, currencyOf(wallet.currency)),
-            balance_units: wallet.availableUnits,
-            decimals: wallet.decimals,
-          })),
-        },
-      });
-    } catch (error) {
-      sendFailure(ctx, 'balance', error);
-    }
-  });
-
-  router.post('/api/v1/upstream/notifications', async (ctx) => {
-    try {
-      const answer = await ctx.state.clients.payin.applyUpstreamNotification(
-        { signedBody: Buffer.from(ctx.state.rawBody, 'utf8'), signature: ctx.get('X-Upstream-Signature') },
-      );
-      sendJson(ctx, 200, {
-        success: true,
-        code: 200,
-        data: { invoice_reference: answer.invoiceReference, status: answer.status, applied: answer.applied },
-      });
-    } catch (error) {
-      sendFailure(ctx, 'notifications', error);
-    }
-  });
-
+  router.post('/api/v1/payins', createPayin);
+  router.post('/api/v1/payins/status', payinStatus);
+  router.get('/api/v1/balance', balance);
+  router.post('/api/v1/upstream/notifications', upstreamNotification);
   return router;
 }

@@ -3,7 +3,7 @@
  * CLI. Translates between proto messages and the onboarding functions; money moves only through the ledger.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../errors';
+import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import { MerchantStatus, type AdminService, type WalletOwner } from '../gen/payments/admin/v1/admin_pb';
 import type { Account, AccountOwnerType } from '../ledger/types';
 import { CURRENCIES, decimalsOf, formatAmount, isCurrency, parseAmount, type Currency } from '../money';
@@ -14,6 +14,7 @@ import type { PlatformDeps } from '../platform-deps';
 import { callerOf } from '../rpc/caller';
 import { createServiceCredential, CredentialInputError, listServiceCredentials, revokeServiceCredential } from '../service-credentials';
 import { notFound } from '../onboarding/common';
+import { ONBOARDING_REASONS } from '../onboarding/reasons';
 import { createMerchant, getMerchant, setMerchantStatus } from '../onboarding/merchants';
 import { createPartner, getPartner, setPartnerStatus } from '../onboarding/partners';
 import { createUser, getUser } from '../onboarding/users';
@@ -49,7 +50,7 @@ async function resolveOwner(deps: PlatformDeps, owner: WalletOwner | undefined):
 
 function requireCurrency(text: string): Currency {
   const currency = text.trim().toUpperCase();
-  if (!isCurrency(currency)) throw invalidFields({ currency: [`currency must be one of ${CURRENCIES.join(', ')}`] }, 'INVALID_CURRENCY');
+  if (!isCurrency(currency)) throw invalidFields({ currency: [`currency must be one of ${CURRENCIES.join(', ')}`] }, ONBOARDING_REASONS, 'INVALID_CURRENCY');
   return currency;
 }
 
@@ -180,7 +181,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       const units = parseAmount(request.amount.trim(), currency);
       const owner = await resolveOwner(deps, request.owner);
       const account = await deps.ledger.findAccount({ ...owner, currency });
-      if (!account) throw new DomainError('not_found', 'WALLET_NOT_FOUND', `no ${currency} ${owner.kind.replace('_', ' ')} for this ${owner.owner_type}`);
+      if (!account) throw reasonError(ONBOARDING_REASONS, 'WALLET_NOT_FOUND', `no ${currency} ${owner.kind.replace('_', ' ')} for this ${owner.owner_type}`);
       const settlement = await deps.ledger.platformAccount('settlement', currency);
       const transaction = await deps.ledger.transfer({
         idempotency_key: adminCreditIdempotencyKey(request.reference),

@@ -16,7 +16,8 @@
 import { constants, privateDecrypt, type KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { Piscina } from 'piscina';
-import { DomainError } from '../errors';
+import { reasonError } from '../errors';
+import { FIELD_DECRYPTION_REASONS } from './reasons';
 import { problem } from '../field-problems';
 import type { RsaKeyPair } from './platform-keys';
 
@@ -74,7 +75,7 @@ export function createFieldDecryption(): FieldDecryption {
     async decrypt(keys, field, value) {
       const plaintext = await tryDecrypt(keys, value);
       if (plaintext === undefined) {
-        throw new DomainError('invalid_argument', 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
+        throw reasonError(FIELD_DECRYPTION_REASONS, 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
           [field]: [fieldNotDecryptable(field)],
         });
       }

@@ -21,7 +21,8 @@
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import { DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
+import { COMMON_REASONS, DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
+import { REASONS } from '../reasons';
 import { IDEMPOTENCY_REASONS } from './reasons';
 
 export * from './reasons';
@@ -67,6 +68,7 @@ interface KeyRow {
   fingerprint: string;
   state: 'running' | 'completed';
   response: Buffer | null;
+  /** The first run's refusal. `kind` is kept for the record only: a replay reads it from the reason's table. */
   error: { reason: string; kind: DomainErrorKind; message: string; fields: FieldViolations } | null;
   locked_until: Date;
   expires_at: Date;
@@ -130,6 +132,16 @@ export interface IdempotencyStore {
   purgeExpired(limit?: number): Promise<number>;
 }
 
+/**
+ * A stored refusal raised again, its kind read from the reason registry (src/reasons.ts). A reason no table names
+ * any more (the code changed since) is an INTERNAL fault: never a kind restated from storage.
+ */
+function storedRefusal(error: NonNullable<KeyRow['error']>): DomainError {
+  return Object.hasOwn(REASONS, error.reason)
+    ? reasonError(REASONS as Record<string, DomainErrorKind>, error.reason, error.message, error.fields)
+    : reasonError(COMMON_REASONS, 'INTERNAL', `stored refusal of an unknown reason ${error.reason}`);
+}
+
 const MAX_CLAIM_TRIES = 3;
 /** Most keys one purge deletes. */
 const PURGE_BATCH_MAX = 10_000;
@@ -179,7 +191,7 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
   }
 
   function replay<T>(row: KeyRow, codec: ResponseCodec<T>): T {
-    if (row.error) throw new DomainError(row.error.kind, row.error.reason, row.error.message, row.error.fields);
+    if (row.error) throw storedRefusal(row.error);
     if (!row.response) throw new Error(`idempotency key ${row.scope}/${row.key} completed without an answer`);
     return codec.decode(new Uint8Array(row.response));
   }

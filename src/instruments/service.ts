@@ -13,7 +13,8 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { sha256Hex } from '../crypto/secrets';
 import { clientAddressOf } from '../rpc/client-address';
 import { fieldNotDecryptable } from '../crypto/field-decryption';
-import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import { DomainError, invalidFields, reasonError, type FieldViolations } from '../errors';
+import { INSTRUMENT_REASONS } from './reasons';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import type { PlatformDeps } from '../platform-deps';
 import { problem } from '../field-problems';
@@ -210,7 +211,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
           : undefined;
       if (!instrument) {
         await activationMissed(request.token || request.activationCode, context);
-        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [problem('activation_not_found')] });
+        throw reasonError(INSTRUMENT_REASONS, 'ACTIVATION_NOT_FOUND', 'activation not found', { token: [problem('activation_not_found')] });
       }
       const bank = instrument.bankId === null ? undefined : await database('banks').where({ id: instrument.bankId }).first('name');
       return {
@@ -227,7 +228,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const instrument = hash ? await findByActivationCodeHash(database, hash) : undefined;
       if (!instrument) {
         await activationMissed(request.activationCode, context);
-        throw new DomainError('not_found', 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [problem('activation_not_found')] });
+        throw reasonError(INSTRUMENT_REASONS, 'ACTIVATION_NOT_FOUND', 'activation not found', { activation_code: [problem('activation_not_found')] });
       }
       // The activation and its call-back event commit together; the event's durable delivery starts after.
       const { activatedNow, webhookIds } = await database.transaction(async (trx) => {

@@ -10,7 +10,8 @@
  */
 import type { Knex } from 'knex';
 import { randomToken } from '../crypto/secrets';
-import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import { invalidFields, reasonError, type FieldViolations } from '../errors';
+import { INSTRUMENT_REASONS } from './reasons';
 import type { PlatformDeps } from '../platform-deps';
 import { hasControlCharacters } from '../text';
 import { problem } from '../field-problems';
@@ -118,10 +119,10 @@ export async function requireInstrument(
     (input.userId !== undefined && instrument.userId !== input.userId) ||
     (input.kinds && !input.kinds.includes(instrument.kind))
   ) {
-    throw new DomainError('not_found', 'INSTRUMENT_NOT_FOUND', 'instrument not found', { [field]: [problem('not_found')] });
+    throw reasonError(INSTRUMENT_REASONS, 'INSTRUMENT_NOT_FOUND', 'instrument not found', { [field]: [problem('not_found')] });
   }
   if (instrument.status !== 'active') {
-    throw new DomainError('failed_precondition', 'INSTRUMENT_NOT_ACTIVATED', 'bank account not activated', {
+    throw reasonError(INSTRUMENT_REASONS, 'INSTRUMENT_NOT_ACTIVATED', 'bank account not activated', {
       [field]: [problem('not_activated')],
     });
   }

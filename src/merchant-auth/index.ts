@@ -18,7 +18,7 @@ import { randomToken, sha256Hex } from '../crypto/secrets';
 import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { ambiguousParameters, canonicalQueryString } from '../crypto/rsa2-query';
 import { problem } from '../field-problems';
-import { DomainError, invalidFields, reasonError, type FieldViolations } from '../errors';
+import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
 import { checkIdempotencyKey } from '../idempotency';
@@ -59,7 +59,7 @@ export async function authenticateEnvelope(database: Knex, envelope: Envelope | 
     ? await authenticateMerchant(database, { merchant_id: envelope.merchantId, merchant_secret_key: envelope.merchantSecretKey })
     : undefined;
   if (!merchant || !envelope) {
-    throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'merchant unauthenticated', { merchant: [AUTH_PROBLEMS.merchant] });
+    throw reasonError(MERCHANT_AUTH_REASONS, 'MERCHANT_UNAUTHENTICATED', 'merchant unauthenticated', { merchant: [AUTH_PROBLEMS.merchant] });
   }
   return merchant;
 }
@@ -157,6 +157,14 @@ export function movementKeys(act: MerchantAct, idempotencyKey: string): { key: s
   return { key: requestId!, keyField: 'request_id', aliases: [{ key: body, field: 'sign' }, ...header] };
 }
 
+/**
+ * The idempotent request of one money-moving call of the merchant `act` (src/idempotency): scoped to the merchant,
+ * keyed by `movementKeys`, bound to `operation` and its `parameters` (in a stable order).
+ */
+export function movementRequest(act: MerchantAct, idempotencyKey: string, operation: string, parameters: unknown[]) {
+  return { scope: `merchant:${act.merchantId}`, ...movementKeys(act, idempotencyKey), operation, parameters };
+}
+
 interface SessionRow {
   merchant_id: string;
   expires_at: Date;
@@ -180,17 +188,17 @@ export async function openSession(database: Knex, merchantId: string, ttlSeconds
  * @throws DomainError unauthenticated SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED (field `token`)
  */
 async function checkSession(database: Knex, merchantId: string, token: string, sessions: ChangeAwareCache<SessionRow>): Promise<Date> {
-  if (!token) throw new DomainError('unauthenticated', 'SESSION_MISSING', 'token missing', { token: [AUTH_PROBLEMS.tokenMissing] });
+  if (!token) throw reasonError(MERCHANT_AUTH_REASONS, 'SESSION_MISSING', 'token missing', { token: [AUTH_PROBLEMS.tokenMissing] });
   const token_hash = sha256Hex(token);
   const row = await sessions.get(
     token_hash,
     async () => (await database('merchant_sessions').where({ token_hash }).first('merchant_id', 'expires_at')) as SessionRow | undefined,
   );
   if (!row || row.merchant_id !== merchantId) {
-    throw new DomainError('unauthenticated', 'SESSION_INVALID', 'token invalid', { token: [AUTH_PROBLEMS.tokenInvalid] });
+    throw reasonError(MERCHANT_AUTH_REASONS, 'SESSION_INVALID', 'token invalid', { token: [AUTH_PROBLEMS.tokenInvalid] });
   }
   if (row.expires_at.getTime() <= Date.now()) {
-    throw new DomainError('unauthenticated', 'SESSION_EXPIRED', 'token expired', { token: [AUTH_PROBLEMS.tokenExpired] });
+    throw reasonError(MERCHANT_AUTH_REASONS, 'SESSION_EXPIRED', 'token expired', { token: [AUTH_PROBLEMS.tokenExpired] });
   }
   return row.expires_at;
 }
@@ -290,7 +298,7 @@ export function createMerchantAuth(deps: {
       if (!request.auth) {
         // A bound credential acts for its merchant only while that merchant may act itself (not suspended).
         if (!mayActFor(callerOf(context), { kind: 'merchant', id: request.merchantId }) || !(await activeMerchant(request.merchantId))) {
-          throw new DomainError('unauthenticated', 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
+          throw reasonError(MERCHANT_AUTH_REASONS, 'MERCHANT_UNAUTHENTICATED', 'no merchant credential', { merchant: [AUTH_PROBLEMS.merchant] });
         }
         await deps.abuse.consumeRequest(`merchant:${request.merchantId}`);
         return { merchantId: request.merchantId };

@@ -7,14 +7,17 @@
 import { changeAwareCache } from '../auth-changes';
 import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
-import { DomainError } from '../errors';
+import { reasonError, type DomainError } from '../errors';
 import { problem } from '../field-problems';
 import { getUser, type User } from '../onboarding/users';
 import type { PlatformDeps } from '../platform-deps';
+import { MERCHANT_USER_REASONS } from './reasons';
+
+export * from './reasons';
 
 /** USER_NOT_FOUND on the request field `field`. */
 export function userNotFound(field: string): DomainError {
-  return new DomainError('not_found', 'USER_NOT_FOUND', `${field} not found`, { [field]: [problem('not_found')] });
+  return reasonError(MERCHANT_USER_REASONS, 'USER_NOT_FOUND', `${field} not found`, { [field]: [problem('not_found')] });
 }
 
 /** The merchant's own active user, else USER_NOT_FOUND on `field`. */

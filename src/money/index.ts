@@ -5,7 +5,7 @@
  * Currencies and decimals: USD 2, KHR 2, USDT 6.
  */
 import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
-import { DomainError } from '../errors';
+import { COMMON_REASONS, DomainError } from '../errors';
 
 export const CURRENCY_DECIMALS = { USD: 2, KHR: 2, USDT: 6 } as const;
 export type Currency = keyof typeof CURRENCY_DECIMALS;
@@ -39,14 +39,14 @@ const AMOUNT_MESSAGES: Record<AmountProblem, (currency: Currency) => string> = {
 };
 
 /** Thrown by the parsers; `field` names the request field when the caller gave one. */
-export class AmountError extends DomainError {
+export class AmountError extends DomainError<'INVALID_AMOUNT'> {
   constructor(
     readonly problem: AmountProblem,
     currency: Currency,
     field = 'amount',
   ) {
     const message = AMOUNT_MESSAGES[problem](currency);
-    super('invalid_argument', `INVALID_AMOUNT`, `${field} ${message}`, { [field]: [`The ${field} ${message}.`] });
+    super(COMMON_REASONS, 'INVALID_AMOUNT', `${field} ${message}`, { [field]: [`The ${field} ${message}.`] });
     this.name = 'AmountError';
   }
 }

@@ -1,6 +1,7 @@
 /** Shared validation helpers of the onboarding records. */
 import { createPublicKey } from 'node:crypto';
-import { DomainError, invalidFields } from '../errors';
+import { invalidFields, reasonError, type DomainError } from '../errors';
+import { ONBOARDING_REASONS, type OnboardingReason } from './reasons';
 
 /** Postgres unique-violation code. */
 export const UNIQUE_VIOLATION = '23505';
@@ -19,11 +20,11 @@ export function normalizeRsaPublicKey(pem: string, field = 'public_key_pem'): st
   try {
     key = createPublicKey(pem);
   } catch {
-    throw invalidFields({ [field]: ['must be an RSA public key in PEM form'] }, 'INVALID_PUBLIC_KEY');
+    throw invalidFields({ [field]: ['must be an RSA public key in PEM form'] }, ONBOARDING_REASONS, 'INVALID_PUBLIC_KEY');
   }
-  if (key.asymmetricKeyType !== 'rsa') throw invalidFields({ [field]: ['must be an RSA public key'] }, 'INVALID_PUBLIC_KEY');
+  if (key.asymmetricKeyType !== 'rsa') throw invalidFields({ [field]: ['must be an RSA public key'] }, ONBOARDING_REASONS, 'INVALID_PUBLIC_KEY');
   if ((key.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) {
-    throw invalidFields({ [field]: ['must be an RSA key of 2048 bits or more'] }, 'INVALID_PUBLIC_KEY');
+    throw invalidFields({ [field]: ['must be an RSA key of 2048 bits or more'] }, ONBOARDING_REASONS, 'INVALID_PUBLIC_KEY');
   }
   return key.export({ type: 'spki', format: 'pem' }) as string;
 }
@@ -36,6 +37,7 @@ export function requireText(value: string | undefined, field: string, max = 128)
   return text;
 }
 
-export function notFound(reason: string, what: string): DomainError {
-  return new DomainError('not_found', reason, `${what} not found`);
+/** An onboarding record that does not exist: `reason` of ONBOARDING_REASONS, `what` names it in the detail. */
+export function notFound<R extends OnboardingReason>(reason: R, what: string): DomainError<R> {
+  return reasonError(ONBOARDING_REASONS, reason, `${what} not found`);
 }

@@ -6,7 +6,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import type { Knex } from 'knex';
-import { DomainError, invalidFields } from '../errors';
+import { invalidFields } from '../errors';
 import {
   constantTimeEqual,
   hashPassword,
@@ -223,9 +223,7 @@ export async function merchantHmacSecret(deps: PlatformDeps, merchant_id: string
  */
 export async function setMerchantStatus(database: Knex, merchant_id: string, status: MerchantStatus): Promise<Merchant> {
   if (status !== 'active' && status !== 'suspended') {
-    throw new DomainError('invalid_argument', 'VALIDATION_FAILED', 'status must be active or suspended', {
-      status: ['must be active or suspended'],
-    });
+    throw invalidFields({ status: ['must be active or suspended'] });
   }
   if (typeof merchant_id !== 'string' || merchant_id.length === 0 || merchant_id.length > 64) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
   const [row] = (await database('merchants')

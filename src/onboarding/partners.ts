@@ -5,7 +5,7 @@
  * signatures. Each partner has one USD `partner_float` ledger account that A transfers are paid from.
  */
 import type { Knex } from 'knex';
-import { DomainError } from '../errors';
+import { COMMON_REASONS, reasonError } from '../errors';
 import { constantTimeEqual, hashPassword, matchesSha256, randomAlphanumeric, randomToken, sha256Hex, verifyPassword } from '../crypto/secrets';
 import type { PlatformDeps } from '../platform-deps';
 import { MAX_AMOUNT_UNITS } from '../money';
@@ -66,7 +66,7 @@ export async function createPartner(
   const publicKeyPem = normalizeRsaPublicKey(input.public_key_pem);
   const floatUnits = input.float_units ?? 0n;
   if (floatUnits < 0n || floatUnits > MAX_AMOUNT_UNITS) {
-    throw new DomainError('invalid_argument', 'INVALID_AMOUNT', 'float must be between 0 and the maximum amount', {
+    throw reasonError(COMMON_REASONS, 'INVALID_AMOUNT', 'float must be between 0 and the maximum amount', {
       float: ['must be between 0 and the maximum amount'],
     });
   }

@@ -6,11 +6,12 @@
 import { problem } from '../field-problems';
 import type { Knex } from 'knex';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { DomainError, invalidFields, type FieldViolations } from '../errors';
+import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import { randomAlphanumeric, randomToken } from '../crypto/secrets';
 import { isCurrency, type Currency } from '../money';
 import type { PlatformDeps } from '../platform-deps';
 import { isUniqueViolation, notFound } from './common';
+import { ONBOARDING_REASONS } from './reasons';
 
 export type UserStatus = 'active' | 'inactive';
 
@@ -167,19 +168,19 @@ async function assertUnique(
     if (except_user_id) query.whereNot({ id: except_user_id });
     if (await query.first('id')) fields.email = [problem('taken', 'email')];
   }
-  if (fields.phone_number) throw new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', fields);
-  if (fields.email) throw new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', fields);
+  if (fields.phone_number) throw reasonError(ONBOARDING_REASONS, 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', fields);
+  if (fields.email) throw reasonError(ONBOARDING_REASONS, 'DUPLICATE_EMAIL', 'email already taken', fields);
 }
 
 /** Maps a unique violation of the phone or email index (a concurrent insert) to the duplicate error. */
 function duplicateFrom(error: unknown): DomainError | undefined {
   if (isUniqueViolation(error, 'users_phone_number_unique')) {
-    return new DomainError('already_exists', 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', {
+    return reasonError(ONBOARDING_REASONS, 'DUPLICATE_PHONE_NUMBER', 'phone number already taken', {
       phone_number: [problem('taken', 'phone number')],
     });
   }
   if (isUniqueViolation(error, 'users_email_unique')) {
-    return new DomainError('already_exists', 'DUPLICATE_EMAIL', 'email already taken', { email: [problem('taken', 'email')] });
+    return reasonError(ONBOARDING_REASONS, 'DUPLICATE_EMAIL', 'email already taken', { email: [problem('taken', 'email')] });
   }
   return undefined;
 }

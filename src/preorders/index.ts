@@ -6,12 +6,13 @@
  */
 import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
-import { DomainError } from '../errors';
+import { reasonError } from '../errors';
 import { problem } from '../field-problems';
 import { findMerchantUserByWalletRef, merchantApiUser } from '../merchant-users';
 import type { PlatformDeps } from '../platform-deps';
 import { amountJson, percentOf, stringifyJson, type Currency } from '../money';
 import { recordWebhookEvent } from '../webhooks';
+import { PREORDER_REASONS } from './reasons';
 import { insertPreorder, lockPreorder, markPreorderPaid, type Preorder } from './store';
 
 export * from './reasons';
@@ -23,7 +24,7 @@ export { findPreorder, type Preorder } from './store';
  * @throws DomainError not_found SELLER_NOT_FOUND on seller_code
  */
 export async function sellerAccountId(deps: PlatformDeps, merchantId: string, sellerCode: string, currency: Currency): Promise<string> {
-  const unknown = new DomainError('not_found', 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [problem('not_found')] });
+  const unknown = reasonError(PREORDER_REASONS, 'SELLER_NOT_FOUND', 'seller not found', { seller_code: [problem('not_found')] });
   const apiUser = await merchantApiUser(deps.database, merchantId);
   if (sellerCode === merchantId || sellerCode === apiUser.wallet_ref) {
     const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchantId, currency, kind: 'wallet' });
@@ -61,7 +62,7 @@ export async function generatePreOrder(
     call_back_url: input.callBackUrl || null,
   });
   if (!inserted) {
-    throw new DomainError('already_exists', 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
+    throw reasonError(PREORDER_REASONS, 'DUPLICATE_OUT_TRADE_NO', 'duplicate out_trade_no', {
       out_trade_no: [problem('taken', 'out_trade_no')],
     });
   }

@@ -6,6 +6,9 @@ import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { DomainError, type DomainErrorKind, type FieldViolations } from '../errors';
 import { ErrorDetailSchema } from '../gen/payments/common/v1/errors_pb';
+import { REASONS_BY_SERVICE, type FacadeService, type ServiceReason } from './service-reasons';
+
+export type { FacadeService, ServiceReason } from './service-reasons';
 
 const codeByKind: Record<DomainErrorKind, Code> = {
   invalid_argument: Code.InvalidArgument,
@@ -48,24 +51,35 @@ export function toConnectError(error: DomainError): ConnectError {
   return new ConnectError(error.message, codeByKind[error.kind], undefined, [{ desc: ErrorDetailSchema, value: detail }]);
 }
 
-/** What a façade needs of an RPC failure. `reason` is "INTERNAL" for anything that is not a domain error. */
-export interface RpcFailure {
+/**
+ * What a façade needs of an RPC failure. `reason` is "INTERNAL" for anything that is not a domain error, and, when
+ * read for the services called, for a reason none of their tables names.
+ */
+export interface RpcFailure<R extends string = string> {
   code: Code;
-  reason: string;
+  reason: R;
   message: string;
   fields: FieldViolations;
   /** RATE_LIMITED: seconds until the caller may try again (the façade's Retry-After), else undefined. */
   retryAfterSeconds?: number;
 }
 
-/** Reads the reason and field violations out of any error thrown by a Connect client call. */
-export function readRpcFailure(error: unknown): RpcFailure {
+/**
+ * Reads the reason and field violations out of any error thrown by a Connect client call; with the names of the
+ * clients called (`readRpcFailure(error, 'wallet', 'deposit')`), its reason is typed by their services' reason
+ * tables (./service-reasons.ts), and a reason outside them reads as INTERNAL.
+ */
+export function readRpcFailure<S extends FacadeService>(error: unknown, ...services: [S, ...S[]]): RpcFailure<ServiceReason<S>>;
+export function readRpcFailure(error: unknown): RpcFailure;
+export function readRpcFailure(error: unknown, ...services: FacadeService[]): RpcFailure {
   const connectError = ConnectError.from(error);
   const [detail] = connectError.findDetails(ErrorDetailSchema);
   const fields = fieldViolationsOf(detail?.fields ?? []);
+  let reason = detail?.reason ?? (connectError.code === Code.InvalidArgument ? 'VALIDATION_FAILED' : 'INTERNAL');
+  if (services.length > 0 && !services.some((service) => Object.hasOwn(REASONS_BY_SERVICE[service], reason))) reason = 'INTERNAL';
   return {
     code: connectError.code,
-    reason: detail?.reason ?? (connectError.code === Code.InvalidArgument ? 'VALIDATION_FAILED' : 'INTERNAL'),
+    reason,
     message: connectError.rawMessage,
     fields,
     ...(detail?.retryAfterSeconds ? { retryAfterSeconds: detail.retryAfterSeconds } : {}),

@@ -5,7 +5,8 @@
  * concurrent repeats run once; a fault releases every key.
  */
 import { createDatabase, type Knex } from '../../src/db/knex';
-import { DomainError } from '../../src/errors';
+import { reasonError } from '../../src/errors';
+import { WALLET_REASONS } from '../../src/flows/wallet/contract';
 import { createIdempotencyStore, type IdempotencyStore, type ResponseCodec } from '../../src/idempotency';
 import { createTestDatabase } from '../support/platform';
 
@@ -96,7 +97,7 @@ describe('idempotency keys with aliases', () => {
   });
 
   it('replays a business refusal under every key, and releases every key after a fault', async () => {
-    const refusal = new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: ['insufficient_funds'] });
+    const refusal = reasonError(WALLET_REASONS, 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: ['insufficient_funds'] });
     await expect(store.run(request('refused', { requestId: 'REQ-REFUSED' }), text, async () => Promise.reject(refusal))).rejects.toBe(refusal);
     await expect(store.run(request('refused', { header: 'h-after', requestId: 'REQ-REFUSED' }), text, async () => 'moved')).rejects.toMatchObject({ reason: 'INSUFFICIENT_FUNDS' });
 

@@ -4,7 +4,8 @@
  * a claim whose process died.
  */
 import { createDatabase, type Knex } from '../../src/db/knex';
-import { DomainError } from '../../src/errors';
+import { reasonError } from '../../src/errors';
+import { WALLET_REASONS } from '../../src/flows/wallet/contract';
 import { createIdempotencyStore, fingerprintOf, type IdempotencyStore, type ResponseCodec } from '../../src/idempotency';
 import { createTestDatabase } from '../support/platform';
 
@@ -71,7 +72,7 @@ describe('idempotency keys', () => {
   });
 
   it('replays a business refusal and releases the key after an infrastructure fault', async () => {
-    const refusal = new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: ['too much'] });
+    const refusal = reasonError(WALLET_REASONS, 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: ['too much'] });
     await expect(store.run(request('k-refused'), text, async () => Promise.reject(refusal))).rejects.toBe(refusal);
     await expect(store.run(request('k-refused'), text, async () => 'later')).rejects.toMatchObject({
       reason: 'INSUFFICIENT_FUNDS',

@@ -4,7 +4,8 @@
  * the call's deadline and the caller's cancel.
  */
 import { Code, ConnectError, createClient, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
-import { DomainError } from '../../src/errors';
+import { reasonError } from '../../src/errors';
+import { PAYIN_REASONS } from '../../src/flows/payin/contract';
 import { PayinService, type GetPayinStatusRequest } from '../../src/gen/payments/payin/v1/payin_pb';
 import { createLogger } from '../../src/logger';
 import { readRpcFailure } from '../../src/rpc/errors';
@@ -48,7 +49,7 @@ describe('in-process transport', () => {
 
   it("passes the caller's headers and answers a domain error as its code and ErrorDetail", async () => {
     const client = clientServing(async (_request, context) => {
-      throw new DomainError('not_found', 'PAYIN_NOT_FOUND', `no payin for ${context.requestHeader.get('x-client-address')}`);
+      throw reasonError(PAYIN_REASONS, 'PAYIN_NOT_FOUND', `no payin for ${context.requestHeader.get('x-client-address')}`);
     });
     const failure = await client.getPayinStatus({ apiKey: 'key', outTradeNo: 'X' }, { headers: { 'X-Client-Address': '192.0.2.7' } }).catch(readRpcFailure);
     expect(failure).toMatchObject({ code: Code.NotFound, reason: 'PAYIN_NOT_FOUND', message: 'no payin for 192.0.2.7' });

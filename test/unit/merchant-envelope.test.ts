@@ -1,7 +1,9 @@
 /** Area C error table (rest-facade/merchant/envelope.ts): statuses, envelopes, the 500 that hides internals. */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { answerForError } from '../../rest-facade/merchant/contract';
-import { DomainError, invalidFields } from '../../src/errors';
+import { invalidFields, reasonError } from '../../src/errors';
+import { WALLET_REASONS } from '../../src/flows/wallet/contract';
+import { MERCHANT_AUTH_REASONS } from '../../src/merchant-auth/reasons';
 import { toConnectError } from '../../src/rpc/errors';
 
 describe('Area C answerForError', () => {
@@ -15,13 +17,13 @@ describe('Area C answerForError', () => {
   });
 
   it('maps unauthenticated to 401 Unauthorized', () => {
-    const answer = answerForError(toConnectError(new DomainError('unauthenticated', 'SESSION_EXPIRED', 'x', { token: ['expired'] })));
+    const answer = answerForError(toConnectError(reasonError(MERCHANT_AUTH_REASONS, 'SESSION_EXPIRED', 'x', { token: ['expired'] })));
     expect(answer.status).toBe(401);
     expect(answer.body).toEqual({ success: false, code: 401, message: 'Unauthorized', error: { token: ['expired'] } });
   });
 
   it('falls back to the reason field when a failure has no fields', () => {
-    const answer = answerForError(toConnectError(new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds')));
+    const answer = answerForError(toConnectError(reasonError(WALLET_REASONS, 'INSUFFICIENT_FUNDS', 'insufficient funds')));
     expect(answer.body).toEqual({ success: false, code: 400, message: 'Bad Request', error: { amount: ['insufficient funds'] } });
   });
 

@@ -1,9 +1,12 @@
 /**
- * The reason registry (src/reasons.ts): tables agree on kinds, and every reason the code throws — as a DomainError,
- * a field refusal or a workflow/activity failure type — is registered with the kind it is thrown with.
+ * The reason registry (src/reasons.ts): tables agree on kinds, and every table the code declares is registered, so a
+ * stored refusal (src/idempotency) is raised again with its table's kind. Which reason a throw site names needs no
+ * test: a DomainError is built only from a table (`reasonError`), so an unknown reason or a restated kind does not
+ * compile.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { COMMON_REASONS, DomainError, reasonError, type ReasonKinds } from '../../src/errors';
 import { mergeReasonTables, REASON_TABLES, REASONS, kindOfReason } from '../../src/reasons';
 
 const root = path.resolve(__dirname, '../..');
@@ -16,25 +19,14 @@ function sources(directory: string): string[] {
   });
 }
 
-interface Thrown {
-  reason: string;
-  kind: string | undefined;
-  file: string;
-}
-
-/** Every reason literal thrown in src/ and workflows/, with the kind it is thrown with when the code says. */
-function thrownReasons(): Thrown[] {
-  const found: Thrown[] = [];
-  for (const file of [...sources(path.join(root, 'src')), ...sources(path.join(root, 'workflows'))]) {
-    const text = readFileSync(file, 'utf8');
-    const where = path.relative(root, file);
-    for (const match of text.matchAll(/new DomainError\(\s*'([a-z_]+)',\s*['`]([A-Z_]+)['`]/g)) found.push({ kind: match[1], reason: match[2]!, file: where });
-    for (const match of text.matchAll(/invalidFields\([^;]*?,\s*'([A-Z_]+)'\)/gs)) found.push({ kind: 'invalid_argument', reason: match[1]!, file: where });
-    for (const match of text.matchAll(/nonRetryable\([^;]*?,\s*'([A-Z_]+)'/gs)) found.push({ kind: undefined, reason: match[1]!, file: where });
-    for (const match of text.matchAll(/notFound\('([A-Z_]+)'/g)) found.push({ kind: 'not_found', reason: match[1]!, file: where });
-    for (const match of text.matchAll(/reasonError\(\s*([A-Z_]+),\s*'([A-Z_]+)'/g)) found.push({ kind: undefined, reason: match[2]!, file: where });
-  }
-  return found;
+/** Every `export const …_REASONS` table of src/, by module and name. */
+function declaredTables(): Array<{ where: string; table: ReasonKinds }> {
+  return sources(path.join(root, 'src')).flatMap((file) => {
+    const names = [...readFileSync(file, 'utf8').matchAll(/^export const ([A-Z_]+_REASONS)\b/gm)].map((match) => match[1]!);
+    if (names.length === 0) return [];
+    const module = require(file) as Record<string, ReasonKinds>;
+    return names.map((name) => ({ where: `${path.relative(root, file)} ${name}`, table: module[name]! }));
+  });
 }
 
 describe('reason registry', () => {
@@ -47,12 +39,28 @@ describe('reason registry', () => {
     expect(() => mergeReasonTables({ a: { SAME: 'not_found' }, b: { SAME: 'invalid_argument' } })).toThrow('reason SAME is not_found in a but invalid_argument in b');
   });
 
-  it('registers every reason the code throws, with the kind it is thrown with', () => {
-    const thrown = thrownReasons();
-    expect(thrown.length).toBeGreaterThan(40);
-    const problems = thrown
-      .filter(({ reason, kind }) => kindOfReason(reason) === undefined || (kind !== undefined && kindOfReason(reason) !== kind))
-      .map(({ reason, kind, file }) => `${file}: ${reason} (${kind ?? 'failure type'}) → registry: ${kindOfReason(reason) ?? 'missing'}`);
+  it('registers every reason of every table the code declares, with its kind', () => {
+    const tables = declaredTables();
+    expect(tables.length).toBeGreaterThanOrEqual(Object.keys(REASON_TABLES).length);
+    const problems = tables.flatMap(({ where, table }) =>
+      Object.entries(table)
+        .filter(([reason, kind]) => kindOfReason(reason) !== kind)
+        .map(([reason, kind]) => `${where}: ${reason} (${kind}) → registry: ${kindOfReason(reason) ?? 'missing'}`),
+    );
     expect(problems).toEqual([]);
+  });
+
+  it('builds a DomainError only from a table, its kind read there', () => {
+    const error = reasonError(COMMON_REASONS, 'RATE_LIMITED', 'too many requests', { request: ['x'] });
+    expect(error).toBeInstanceOf(DomainError);
+    expect(error).toMatchObject({ name: 'DomainError', kind: 'resource_exhausted', reason: 'RATE_LIMITED', message: 'too many requests', fields: { request: ['x'] } });
+    expect(reasonError(COMMON_REASONS, 'DEADLINE_EXCEEDED').message).toBe('deadline exceeded');
+  });
+
+  it('refuses any other construction: at compile time, and past the types at run time', () => {
+    // @ts-expect-error a reason outside its table does not compile
+    expect(() => reasonError(COMMON_REASONS, 'NOT_A_REASON')).toThrow('assertion failed');
+    // @ts-expect-error the constructor is protected: a DomainError comes from reasonError, its kind from the table
+    expect(() => new DomainError('not_found', 'USER_NOT_FOUND', 'user not found')).toThrow('assertion failed');
   });
 });

@@ -12,7 +12,7 @@
  * recorded decisions. Anything else is refused non-retryably (CONFIRMATION_NOT_RECORDED) and moves nothing.
  */
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import type { ApplicationFailure } from '@temporalio/common';
 import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
@@ -20,7 +20,8 @@ import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, payPreorder, sellerAccountId } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { getUser } from '../../onboarding';
-import { depositIdempotencyKey, type DepositActivities, type DepositReason, type DepositRejection } from './contract';
+import { reasonFailure } from '../../temporal/failures';
+import { DEPOSIT_REASONS, depositIdempotencyKey, type DepositActivities, type DepositRejection } from './contract';
 import { problem } from '../../field-problems';
 import { openDepositPassword } from './sealing';
 import {
@@ -38,7 +39,7 @@ import {
 
 async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: string): Promise<Deposit> {
   const deposit = await getDeposit(deps.database, reference);
-  if (!deposit) throw ApplicationFailure.nonRetryable(`unknown deposit ${reference}`, 'DEPOSIT_NOT_FOUND' satisfies DepositReason);
+  if (!deposit) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_NOT_FOUND', `unknown deposit ${reference}`);
   return deposit;
 }
 
@@ -46,13 +47,13 @@ async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: s
 async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
   if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
   const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
-  if (!user) throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} has no user`, 'DEPOSIT_USER_NOT_FOUND' satisfies DepositReason);
+  if (!user) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_USER_NOT_FOUND', `deposit ${deposit.reference} has no user`);
   return user.wallet_account_id;
 }
 
 /** The step refused: no recorded confirmation authorizes it. Non-retryable: a retry would find none either. */
 function notRecorded(reference: string, what: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`deposit ${reference}: ${what}`, 'CONFIRMATION_NOT_RECORDED' satisfies DepositReason);
+  return reasonFailure(DEPOSIT_REASONS, 'CONFIRMATION_NOT_RECORDED', `deposit ${reference}: ${what}`);
 }
 
 /** A deposit that is no longer pending refuses a confirmation step with its end state (the Updates' rejection). */
@@ -61,7 +62,7 @@ function requirePending(deposit: Deposit): void {
   const type: DepositRejection = (
     { completed: 'DEPOSIT_COMPLETED', declined: 'DEPOSIT_DECLINED', failed: 'DEPOSIT_FAILED', cancelled: 'DEPOSIT_CANCELLED', expired: 'DEPOSIT_EXPIRED' } as const
   )[deposit.state];
-  throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} is ${deposit.state}`, type);
+  throw reasonFailure(DEPOSIT_REASONS, type, `deposit ${deposit.reference} is ${deposit.state}`);
 }
 
 /**
@@ -90,7 +91,7 @@ async function takeRecorded(deps: Pick<PlatformDeps, 'database'>, deposit: Depos
 
 /** The configured acquirer; a deposit started before it was removed fails for good instead of retrying. */
 function requireAcquirer(deps: PlatformDeps): Acquirer {
-  if (!deps.acquirer) throw ApplicationFailure.nonRetryable('no card acquirer configured', 'ACQUIRER_NOT_CONFIGURED' satisfies DepositReason);
+  if (!deps.acquirer) throw reasonFailure(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured');
   return deps.acquirer;
 }
 
@@ -128,7 +129,7 @@ async function authorizeDepositCard(deps: PlatformDeps, input: Input<'authorizeD
   const confirmation = await takeRecorded(deps, deposit, input.confirmation_id);
   const instrument = await findInstrumentByToken(deps.database, deposit.merchant_id, deposit.instrument_token);
   if (!instrument) {
-    throw ApplicationFailure.nonRetryable(`deposit ${deposit.reference} lost its instrument`, 'INSTRUMENT_NOT_FOUND' satisfies DepositReason);
+    throw reasonFailure(DEPOSIT_REASONS, 'INSTRUMENT_NOT_FOUND', `deposit ${deposit.reference} lost its instrument`);
   }
   const authorization = await requireAcquirer(deps).authorize({
     idempotency_key: depositIdempotencyKey(deposit.reference),

@@ -6,7 +6,7 @@
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import { DomainError } from '../../errors';
+import { reasonError, type DomainError } from '../../errors';
 import { problem } from '../../field-problems';
 import type { ConfirmPaymentRequest } from '../../gen/payments/deposit/v1/deposit_pb';
 import { merchantUser } from '../../merchant-users';
@@ -15,7 +15,7 @@ import { clientAddressOf } from '../../rpc/client-address';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { failureType } from '../../temporal/failures';
 import { depositWorkflow } from '../../../workflows/deposit';
-import { confirmWithPasswordUpdate, submitCardConfirmationUpdate, type DepositConfirmation, type DepositRejection } from './contract';
+import { confirmWithPasswordUpdate, DEPOSIT_REASONS, submitCardConfirmationUpdate, type DepositConfirmation, type DepositRejection } from './contract';
 import { sealDepositPassword } from './sealing';
 import { depositWorkflowInput, fail } from './start';
 import { findDepositByToken, lifetimeOver, recordConfirmation, TOKEN_TYPE, type Deposit } from './store';
@@ -42,8 +42,8 @@ const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
   DEPOSIT_FAILED: () => fail('token', 'payment_failed', 'DEPOSIT_FAILED'),
   DEPOSIT_CANCELLED: () => fail('token', 'payment_cancelled', 'DEPOSIT_CANCELLED'),
   DEPOSIT_EXPIRED: () => fail('token', 'payment_expired', 'DEPOSIT_EXPIRED'),
-  DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', 'confirm_by_form', 'DEPOSIT_CONFIRMED_BY_FORM', 'invalid_argument'),
-  DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found'),
+  DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', 'confirm_by_form', 'DEPOSIT_CONFIRMED_BY_FORM'),
+  DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', 'not_found', 'DEPOSIT_NOT_FOUND'),
 };
 
 /** The typed rejection of a DepositWorkflow Update, if that is what `error` is (one of REJECTION_ERRORS' keys). */
@@ -79,15 +79,15 @@ function passwordOutcome(confirmation: DepositConfirmation): Record<string, neve
     case 'completed':
       return {};
     case 'wrong_password':
-      throw fail('password', 'password_incorrect', 'PASSWORD_INCORRECT', 'invalid_argument');
+      throw fail('password', 'password_incorrect', 'PASSWORD_INCORRECT');
     case 'cancelled':
-      throw new DomainError('failed_precondition', 'DEPOSIT_CANCELLED', 'deposit cancelled', {
+      throw reasonError(DEPOSIT_REASONS, 'DEPOSIT_CANCELLED', 'deposit cancelled', {
         password: [problem('password_incorrect')],
         token: [problem('payment_cancelled')],
       });
     default:
       // failed: the preorder was paid by someone else meanwhile; nothing moved.
-      throw new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
+      throw reasonError(DEPOSIT_REASONS, 'PREORDER_ALREADY_PAID', 'preorder already paid', {
         pre_order_token: [problem('preorder_paid')],
       });
   }
@@ -109,7 +109,7 @@ export async function confirmPayment(
   const user = await merchantUser(database, merchantId, request.userId, 'user_id');
   const deposit = await findDepositByToken(database, request.token);
   if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {
-    throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND', 'not_found');
+    throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND');
   }
   if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
   if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);

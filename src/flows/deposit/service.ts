@@ -15,7 +15,7 @@ import {
   type DepositService,
 } from '../../gen/payments/deposit/v1/deposit_pb';
 import { answerIdempotently } from '../../idempotency';
-import { movementKeys } from '../../merchant-auth';
+import { movementRequest } from '../../merchant-auth';
 import type { PlatformDeps } from '../../platform-deps';
 import { confirmPayment } from './confirm';
 import { payPreOrderByCard, preorderPage, submitVisaMasterConfirmation, visaMasterConfirmationPage } from './pages';
@@ -29,19 +29,19 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     async depositByLocalCard(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'local_card', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByLocalCardResponseSchema, () => startDeposit(deps, input));
+      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByLocalCardResponseSchema, () => startDeposit(deps, input));
     },
 
     async depositByBankAccount(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'bank_account', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByBankAccountResponseSchema, () => startDeposit(deps, input));
+      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByBankAccountResponseSchema, () => startDeposit(deps, input));
     },
 
     async depositByVisaMaster(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'visa_master', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, movementKeys(act, request.idempotencyKey)), DepositByVisaMasterResponseSchema, () => startDeposit(deps, input));
+      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByVisaMasterResponseSchema, () => startDeposit(deps, input));
     },
 
     /** A repeat of the same signed body answers its first answer (the OTP is then not tried again). */
@@ -50,7 +50,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
       return answerIdempotently(
         deps.idempotency,
         // The deposit token is stored only as its hash, so this fingerprint tells nothing of the OTP it holds.
-        { scope: `merchant:${act.merchantId}`, ...movementKeys(act, request.idempotencyKey), operation: 'area-c.confirm_payments', parameters: [request.userId, request.token, request.password] },
+        movementRequest(act, request.idempotencyKey, 'area-c.confirm_payments', [request.userId, request.token, request.password]),
         ConfirmPaymentResponseSchema,
         () => confirmPayment(deps, act.merchantId, request, context),
       );

@@ -13,7 +13,7 @@ import { problem, type FieldProblem } from '../../field-problems';
 import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/deposit_pb';
 import { isExpired, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, type Instrument, type InstrumentKind } from '../../instruments/store';
-import type { movementKeys } from '../../merchant-auth';
+import { movementRequest, type MerchantAct } from '../../merchant-auth';
 import { merchantUser } from '../../merchant-users';
 import { isCurrency, type Currency } from '../../money';
 import { getMerchant } from '../../onboarding';
@@ -23,12 +23,12 @@ import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { depositWorkflow } from '../../../workflows/deposit';
 import { WALLET_CURRENCIES } from '../wallet/contract';
-import { DEPOSIT_REASONS, type DepositWorkflowInput } from './contract';
+import { DEPOSIT_REASONS, type DepositReason, type DepositWorkflowInput } from './contract';
 import { insertDeposit, newDepositIdentity, TOKEN_TYPE, type Deposit } from './store';
 
-/** A deposit refusal on one field, its reason read as the detail. */
-export function fail(field: string, code: FieldProblem, reason: string, kind: DomainError['kind'] = 'failed_precondition'): DomainError {
-  return new DomainError(kind, reason, reason.toLowerCase().replace(/_/g, ' '), { [field]: [problem(code)] });
+/** A deposit refusal of `reason` on one field, its problem `code`. */
+export function fail(field: string, code: FieldProblem, reason: DepositReason): DomainError<DepositReason> {
+  return reasonError(DEPOSIT_REASONS, reason, undefined, { [field]: [problem(code)] });
 }
 
 /** A merchant's deposit request, whichever instrument kind. */
@@ -51,13 +51,8 @@ export interface StartInput {
  * starting a second one. The encrypted CVV is not one of the compared fields: it is encrypted anew on every retry
  * and discarded after its check.
  */
-export function startRequest(input: StartInput, keys: ReturnType<typeof movementKeys>) {
-  return {
-    scope: `merchant:${input.merchantId}`,
-    ...keys,
-    operation: `area-c.deposit_by_${input.kind}`,
-    parameters: [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency],
-  };
+export function startRequest(input: StartInput, act: MerchantAct, idempotencyKey: string) {
+  return movementRequest(act, idempotencyKey, `area-c.deposit_by_${input.kind}`, [input.instrumentToken, input.userId, input.preOrderToken, input.amountUnits, input.currency]);
 }
 
 /** The merchant's unpaid preorder matching the deposit's amount and currency; violations are collected. */
@@ -83,11 +78,11 @@ async function checkInstrument(deps: PlatformDeps, input: StartInput, problems: 
       userId: input.userId || undefined,
       kinds: [input.kind],
     });
-    if (instrument.userId === null) throw fail('token', 'not_found', 'INSTRUMENT_NOT_FOUND', 'not_found');
+    if (instrument.userId === null) throw fail('token', 'not_found', 'INSTRUMENT_NOT_FOUND');
     await merchantUser(deps.database, input.merchantId, instrument.userId, 'token');
     if (instrument.kind === 'visa_master' && instrument.expiryMonth && instrument.expiryYear) {
       if (isExpired({ month: instrument.expiryMonth, year: instrument.expiryYear })) {
-        throw fail('token', 'card_expired', 'CARD_EXPIRED', 'invalid_argument');
+        throw fail('token', 'card_expired', 'CARD_EXPIRED');
       }
     }
     return instrument;

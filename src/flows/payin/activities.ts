@@ -8,9 +8,9 @@ import type { Knex } from '../../db/knex';
 import { amountJson, percentOf, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
-import { ApplicationFailure } from '@temporalio/common';
+import { reasonFailure } from '../../temporal/failures';
 import { createHash } from 'node:crypto';
-import { additionalPaymentIdempotencyKey, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinReason, type PayinTransition } from './contract';
+import { additionalPaymentIdempotencyKey, PAYIN_REASONS, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
 import { hasAppliedClose, hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
 
 /** The events that announce a change of the payin's status. */
@@ -111,75 +111,84 @@ async function postSettlement(
   return transaction.id;
 }
 
+/**
+ * waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing.
+ * `authorized` (under the payin's lock): whether the change rests on its record; false refuses it for good.
+ * @throws ApplicationFailure CLOSE_NOT_AUTHORIZED (non-retryable) when `authorized` says no
+ */
+function transition(
+  deps: Pick<PlatformDeps, 'database'>,
+  invoice_reference: string,
+  status: 'expired' | 'close',
+  event: PayinStatusEvent,
+  authorized: (trx: Knex.Transaction) => Promise<boolean> = async () => true,
+): Promise<PayinTransition> {
+  return deps.database.transaction(async (trx) => {
+    const payin = await lockPayin(trx, invoice_reference);
+    if (!payin) return { webhook_id: null };
+    if (payin.status === status) return { webhook_id: webhookIdOf(invoice_reference, event) };
+    if (payin.status !== 'waiting') return { webhook_id: null };
+    if (!(await authorized(trx))) {
+      throw reasonFailure(PAYIN_REASONS, 'CLOSE_NOT_AUTHORIZED', `no applied close notification for ${invoice_reference}`);
+    }
+    await setPayinStatus(trx, invoice_reference, status);
+    return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
+  });
+}
+
+/** Money received for a payin already settled: credited and announced (payin.additional_payment), never dropped (§4). */
+async function creditAdditionalPayment(deps: PlatformDeps, trx: Knex.Transaction, payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }) {
+  await postSettlement(deps, trx, payin, payment.amount_units, payment.fee_units, additionalPaymentIdempotencyKey(payin.invoice_reference, payment));
+  return recordWebhookEvent(trx, {
+    id: additionalPaymentWebhookId(payin.invoice_reference, payment),
+    merchant_id: payin.merchant_id,
+    subject_reference: payin.invoice_reference,
+    event: 'payin.additional_payment',
+    body: additionalPaymentBody(payin, payment),
+  });
+}
+
+/**
+ * Settles a payin on an applied upstream notification of this payment (the signal's amount is not authority): the
+ * merchant credited and the fee charged, the payin marked success (late when it had expired or closed) and its
+ * payin.success webhook recorded; a payin already settled by another payment credits this one as additional.
+ * Repeats return the same webhook.
+ * @throws ApplicationFailure SETTLEMENT_NOT_AUTHORIZED (non-retryable) without such a notification
+ */
+function settlePayin(deps: PlatformDeps, input: Parameters<PayinActivities['settlePayin']>[0]): Promise<PayinTransition> {
+  return deps.database.transaction(async (trx) => {
+    const payin = await lockPayin(trx, input.invoice_reference);
+    if (!payin || payin.status === 'failed') return { webhook_id: null };
+    const paid = BigInt(input.amount_units);
+    const payment = { trx_ref: input.trx_ref, amount_units: paid };
+    if (settledBy(payin, payment)) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
+    if (!(await hasAppliedSettlement(trx, payin.invoice_reference, payment))) {
+      throw reasonFailure(PAYIN_REASONS, 'SETTLEMENT_NOT_AUTHORIZED', `no applied notification of ${paid} for ${payin.invoice_reference}`);
+    }
+    const fee = percentOf(paid, payin.payin_fee_percent);
+    if (payin.status === 'success') return { webhook_id: await creditAdditionalPayment(deps, trx, payin, { ...payment, fee_units: fee }) };
+    const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, payinSettlementIdempotencyKey(payin.invoice_reference));
+    const settled: PayinRow = {
+      ...payin,
+      status: 'success',
+      late: payin.status !== 'waiting',
+      paid_amount_units: paid,
+      fee_units: fee,
+      payment_match_status: paid === payin.amount_units ? 'exact' : paid > payin.amount_units ? 'overpaid' : 'underpaid',
+      trx_ref: input.trx_ref || payin.trx_ref,
+    };
+    await markSettled(trx, settled, ledger_transaction_id);
+    return { webhook_id: await recordPayinEvent(trx, settled, 'payin.success') };
+  });
+}
+
 export function createPayinActivities(deps: PlatformDeps): PayinActivities {
-  /**
-   * waiting → `status` and its webhook; the same status again answers the same webhook; anything else: nothing.
-   * `authorized` (under the payin's lock): whether the change rests on its record; false refuses it for good.
-   */
-  async function transition(
-    invoice_reference: string,
-    status: 'expired' | 'close',
-    event: PayinStatusEvent,
-    authorized: (trx: Knex.Transaction) => Promise<boolean> = async () => true,
-  ): Promise<PayinTransition> {
-    return deps.database.transaction(async (trx) => {
-      const payin = await lockPayin(trx, invoice_reference);
-      if (!payin) return { webhook_id: null };
-      if (payin.status === status) return { webhook_id: webhookIdOf(invoice_reference, event) };
-      if (payin.status !== 'waiting') return { webhook_id: null };
-      if (!(await authorized(trx))) {
-        throw ApplicationFailure.nonRetryable(`no applied close notification for ${invoice_reference}`, 'CLOSE_NOT_AUTHORIZED' satisfies PayinReason);
-      }
-      await setPayinStatus(trx, invoice_reference, status);
-      return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
-    });
-  }
-
   return {
-    async settlePayin(input) {
-      return deps.database.transaction(async (trx) => {
-        const payin = await lockPayin(trx, input.invoice_reference);
-        if (!payin || payin.status === 'failed') return { webhook_id: null };
-        const paid = BigInt(input.amount_units);
-        if (settledBy(payin, { amount_units: paid, trx_ref: input.trx_ref })) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
-        // The signal's amount is not authority: the applied upstream notification recorded by the service is.
-        if (!(await hasAppliedSettlement(trx, payin.invoice_reference, { amount_units: paid, trx_ref: input.trx_ref }))) {
-          throw ApplicationFailure.nonRetryable(`no applied notification of ${paid} for ${payin.invoice_reference}`, 'SETTLEMENT_NOT_AUTHORIZED' satisfies PayinReason);
-        }
-        const fee = percentOf(paid, payin.payin_fee_percent);
-        if (payin.status === 'success') {
-          // Money received for a payin already settled is credited and announced, never dropped (§4).
-          await postSettlement(deps, trx, payin, paid, fee, additionalPaymentIdempotencyKey(payin.invoice_reference, input));
-          return {
-            webhook_id: await recordWebhookEvent(trx, {
-              id: additionalPaymentWebhookId(payin.invoice_reference, { trx_ref: input.trx_ref, amount_units: paid }),
-              merchant_id: payin.merchant_id,
-              subject_reference: payin.invoice_reference,
-              event: 'payin.additional_payment',
-              body: additionalPaymentBody(payin, { trx_ref: input.trx_ref, amount_units: paid, fee_units: fee }),
-            }),
-          };
-        }
-        const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, payinSettlementIdempotencyKey(payin.invoice_reference));
-        const settled: PayinRow = {
-          ...payin,
-          status: 'success',
-          late: payin.status !== 'waiting',
-          paid_amount_units: paid,
-          fee_units: fee,
-          payment_match_status: paid === payin.amount_units ? 'exact' : paid > payin.amount_units ? 'overpaid' : 'underpaid',
-          trx_ref: input.trx_ref || payin.trx_ref,
-        };
-        await markSettled(trx, settled, ledger_transaction_id);
-        return { webhook_id: await recordPayinEvent(trx, settled, 'payin.success') };
-      });
-    },
-
-    expirePayin: (input) => transition(input.invoice_reference, 'expired', 'payin.expired'),
-
+    settlePayin: (input) => settlePayin(deps, input),
+    expirePayin: (input) => transition(deps, input.invoice_reference, 'expired', 'payin.expired'),
     // The message's word is not authority: the applied upstream close notification recorded by the service is.
-    closePayin: (input) => transition(input.invoice_reference, 'close', 'payin.closed', (trx) => hasAppliedClose(trx, input.invoice_reference, input.trx_ref)),
-
+    closePayin: (input) =>
+      transition(deps, input.invoice_reference, 'close', 'payin.closed', (trx) => hasAppliedClose(trx, input.invoice_reference, input.trx_ref)),
     startWebhookDeliveries: (input) => deliverWebhooks(deps, input.webhook_ids),
   };
 }

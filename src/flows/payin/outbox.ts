@@ -92,117 +92,135 @@ export async function signalPayin(
   }
 }
 
+/** What one dispatcher sweeps with. */
+interface Sweeper {
+  deps: PlatformDeps;
+  batchSize: number;
+  concurrency: number;
+  /** Seconds a claim lasts: the Temporal deadline plus LEASE_MARGIN_SECONDS. */
+  leaseSeconds: number;
+  isStopped(): boolean;
+}
+
+/**
+ * Runs `call` for each item, `concurrency` at a time, each within the Temporal deadline; after the first failure no
+ * further item is tried (Temporal is likely unreachable). @returns the items that got through and the rest
+ */
+async function callEach<T>(sweeper: Sweeper, items: T[], call: (item: T) => Promise<void>): Promise<{ through: T[]; rest: T[] }> {
+  const { deps } = sweeper;
+  const through: T[] = [];
+  const rest: T[] = [];
+  let next = 0;
+  let failed = false;
+  await Promise.all(
+    Array.from({ length: Math.min(sweeper.concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const item = items[next++]!;
+        if (failed) {
+          rest.push(item);
+          continue;
+        }
+        try {
+          await withRequestDeadline(deps, () => call(item));
+          through.push(item);
+        } catch (error) {
+          failed = true;
+          rest.push(item);
+          deps.logger.warn({ err: (error as Error).message }, 'payin dispatch to Temporal failed; retried');
+        }
+      }
+    }),
+  );
+  return { through, rest };
+}
+
+/** Starts the workflows of one claimed batch of the outbox. @returns [claimed, started, all went through] */
+async function dispatchStarts(sweeper: Sweeper): Promise<[number, number, boolean]> {
+  const { deps } = sweeper;
+  const rows = await claimOutboxBatch(deps.database, sweeper.batchSize, sweeper.leaseSeconds);
+  let started = 0;
+  const { through, rest } = await callEach(sweeper, rows, async (row: OutboxRow) => {
+    if (row.status === 'failed') return;
+    try {
+      await startWorkflow(deps.temporal, payinWorkflow, {
+        taskQueue: deps.temporal.taskQueue,
+        workflowId: row.invoice_reference,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args: [payinWorkflowInputOf(deps, row)],
+      });
+      started += 1;
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+  });
+  await deleteOutboxRows(deps.database, through.map((row) => row.id));
+  await releaseOutboxRows(deps.database, rest.map((row) => row.id));
+  return [rows.length, started, rest.length === 0];
+}
+
+/** Hands one claimed batch of due notifications to their workflows. @returns [claimed, all went through] */
+async function dispatchHandoffs(sweeper: Sweeper): Promise<[number, boolean]> {
+  const { deps } = sweeper;
+  const due = await claimDueHandoffs(deps.database, sweeper.batchSize, sweeper.leaseSeconds);
+  const { through, rest } = await callEach(sweeper, due, async (handoff: DueHandoff) => {
+    await signalPayin(deps, handoff, { status: handoff.status, amount_units: handoff.amount_units ?? 0n, trx_ref: handoff.trx_ref ?? '' });
+    await markNotificationHanded(deps.database, handoff.idempotency_key);
+  });
+  await releaseHandoffs(deps.database, rest.map((handoff) => handoff.idempotency_key));
+  if (through.length > 0) deps.logger.info({ notifications: through.length }, 'upstream notifications handed to their payin workflows');
+  return [due.length, rest.length === 0];
+}
+
+/** Dispatches until a batch comes back short or a call failed. @returns the number of workflows started */
+async function sweep(sweeper: Sweeper): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const [claimed, started, allStarted] = await dispatchStarts(sweeper);
+    total += started;
+    if (claimed < sweeper.batchSize || !allStarted || sweeper.isStopped()) break;
+  }
+  for (;;) {
+    const [claimed, allHanded] = await dispatchHandoffs(sweeper);
+    if (claimed < sweeper.batchSize || !allHanded || sweeper.isStopped()) break;
+  }
+  return total;
+}
+
 /** Starts the dispatcher of this process (api role, built by the composition root). */
 export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOutboxOptions = {}): PayinOutboxDispatcher {
-  const batchSize = options.batch_size ?? 200;
-  const concurrency = options.concurrency ?? 32;
   const pollIntervalMs = options.poll_interval_ms ?? 1000;
-  const leaseSeconds = Math.ceil(requestDeadlineSeconds(deps.config)) + LEASE_MARGIN_SECONDS;
   let stopped = false;
   let woken = false;
   let wakeUp: (() => void) | undefined;
-
-  /**
-   * Runs `call` for each item, `concurrency` at a time, each within the Temporal deadline; after the first failure no
-   * further item is tried (Temporal is likely unreachable). @returns the items that got through and the rest
-   */
-  async function callEach<T>(items: T[], call: (item: T) => Promise<void>): Promise<{ through: T[]; rest: T[] }> {
-    const through: T[] = [];
-    const rest: T[] = [];
-    let next = 0;
-    let failed = false;
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-        while (next < items.length) {
-          const item = items[next++]!;
-          if (failed) {
-            rest.push(item);
-            continue;
-          }
-          try {
-            await withRequestDeadline(deps, () => call(item));
-            through.push(item);
-          } catch (error) {
-            failed = true;
-            rest.push(item);
-            deps.logger.warn({ err: (error as Error).message }, 'payin dispatch to Temporal failed; retried');
-          }
-        }
-      }),
-    );
-    return { through, rest };
-  }
-
-  /** Starts the workflows of one claimed batch of the outbox. @returns [claimed, started, all went through] */
-  async function dispatchStarts(): Promise<[number, number, boolean]> {
-    const rows = await claimOutboxBatch(deps.database, batchSize, leaseSeconds);
-    let started = 0;
-    const { through, rest } = await callEach(rows, async (row: OutboxRow) => {
-      if (row.status === 'failed') return;
-      try {
-        await startWorkflow(deps.temporal, payinWorkflow, {
-          taskQueue: deps.temporal.taskQueue,
-          workflowId: row.invoice_reference,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          args: [payinWorkflowInputOf(deps, row)],
-        });
-        started += 1;
-      } catch (error) {
-        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      }
+  const sweeper: Sweeper = {
+    deps,
+    batchSize: options.batch_size ?? 200,
+    concurrency: options.concurrency ?? 32,
+    leaseSeconds: Math.ceil(requestDeadlineSeconds(deps.config)) + LEASE_MARGIN_SECONDS,
+    isStopped: () => stopped,
+  };
+  /** Sleeps until woken or `pollIntervalMs` passed. */
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, pollIntervalMs);
+      wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => {
+      wakeUp = undefined;
     });
-    await deleteOutboxRows(deps.database, through.map((row) => row.id));
-    await releaseOutboxRows(deps.database, rest.map((row) => row.id));
-    return [rows.length, started, rest.length === 0];
-  }
-
-  /** Hands one claimed batch of due notifications to their workflows. @returns [claimed, all went through] */
-  async function dispatchHandoffs(): Promise<[number, boolean]> {
-    const due = await claimDueHandoffs(deps.database, batchSize, leaseSeconds);
-    const { through, rest } = await callEach(due, async (handoff: DueHandoff) => {
-      await signalPayin(deps, handoff, { status: handoff.status, amount_units: handoff.amount_units ?? 0n, trx_ref: handoff.trx_ref ?? '' });
-      await markNotificationHanded(deps.database, handoff.idempotency_key);
-    });
-    await releaseHandoffs(deps.database, rest.map((handoff) => handoff.idempotency_key));
-    if (through.length > 0) deps.logger.info({ notifications: through.length }, 'upstream notifications handed to their payin workflows');
-    return [due.length, rest.length === 0];
-  }
-
-  /** Dispatches until a batch comes back short or a call failed. */
-  async function sweep(): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const [claimed, started, allStarted] = await dispatchStarts();
-      total += started;
-      if (claimed < batchSize || !allStarted || stopped) break;
-    }
-    for (;;) {
-      const [claimed, allHanded] = await dispatchHandoffs();
-      if (claimed < batchSize || !allHanded || stopped) break;
-    }
-    return total;
-  }
 
   let running: Promise<number> = Promise.resolve(0);
   const loop = (async () => {
     while (!stopped) {
       woken = false;
-      running = sweep().catch((error: unknown) => {
+      running = sweep(sweeper).catch((error: unknown) => {
         deps.logger.error({ err: error }, 'payin outbox sweep failed');
         return 0;
       });
       await running;
-      if (stopped) break;
-      if (!woken) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, pollIntervalMs);
-          wakeUp = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wakeUp = undefined;
-      }
+      if (!stopped && !woken) await pause();
     }
   })();
 
@@ -213,7 +231,7 @@ export function startPayinOutboxDispatcher(deps: PlatformDeps, options: PayinOut
     },
     async drain() {
       await running;
-      return sweep();
+      return sweep(sweeper);
     },
     async stop() {
       stopped = true;

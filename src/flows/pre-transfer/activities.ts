@@ -5,17 +5,16 @@
  * ledger and updates the `pre_transfers` row in the same database transaction, so a retried step never moves money
  * twice.
  */
-import { ApplicationFailure } from '@temporalio/common';
 import { DomainError, reasonError } from '../../errors';
 import type { Knex } from '../../db/knex';
 import type { Account, PendingTransfer } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
+import { reasonFailure } from '../../temporal/failures';
 import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
 import { deletePreTransfer, lockPreTransfer, lockPreTransferToPost, markConfirmed, markExpired } from './store';
 
-function nonRetryable(reason: PreTransferReason, detail: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(detail, reason);
-}
+/** The post's refusal of `reason`: the `ApplicationFailure` the workflow lets through to the TransferService. */
+const refuse = (reason: PreTransferReason, detail: string) => reasonFailure(PRE_TRANSFER_REASONS, reason, detail);
 
 /** The unique index on (partner_id, partner_transaction_id) refused the row. */
 function isPartnerTransactionClash(error: unknown): boolean {
@@ -95,14 +94,14 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
       try {
         return await deps.database.transaction(async (trx) => {
           const row = await lockPreTransferToPost(trx, input.pre_transfer_id, input.partner_transaction_id);
-          if (!row) throw nonRetryable('PRE_TRANSFER_NOT_FOUND', `unknown pre-transfer ${input.pre_transfer_id}`);
+          if (!row) throw refuse('PRE_TRANSFER_NOT_FOUND', `unknown pre-transfer ${input.pre_transfer_id}`);
           // The workflow's validator owns "used" and "expired"; these re-checks under the row lock guard the race
           // with a retried activity and with the ledger's own expiry of the hold.
           if (row.state === 'confirmed') return { fund_transfer_id: row.fund_transfer_id as string };
-          if (row.state === 'expired') throw nonRetryable('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
+          if (row.state === 'expired') throw refuse('PRE_TRANSFER_EXPIRED', 'pre-transfer expired');
           // The Update that got here carries no authority of its own: money moves only for a confirm request the
           // api verified (the partner's token and signature, or a credential bound to the partner) and recorded.
-          if (!row.confirm_recorded) throw nonRetryable('CONFIRMATION_NOT_RECORDED', 'no verified confirm request recorded for this partner_transaction_id');
+          if (!row.confirm_recorded) throw refuse('CONFIRMATION_NOT_RECORDED', 'no verified confirm request recorded for this partner_transaction_id');
           // Every failure below rolls the whole transaction back, so the post joins it directly. A
           // partner_transaction_id used before fails markConfirmed on the unique index (caught below), which undoes
           // the post with it: no query of its own on the way to every confirm.
@@ -114,7 +113,7 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
             );
           } catch (error) {
             if (error instanceof DomainError && error.reason === 'PENDING_TRANSFER_EXPIRED') {
-              throw nonRetryable('PRE_TRANSFER_EXPIRED', 'the hold expired');
+              throw refuse('PRE_TRANSFER_EXPIRED', 'the hold expired');
             }
             throw error;
           }
@@ -123,7 +122,7 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
         });
       } catch (error) {
         // The unique index on (partner_id, partner_transaction_id): the id was used by another pre-transfer.
-        if (isPartnerTransactionClash(error)) throw nonRetryable('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
+        if (isPartnerTransactionClash(error)) throw refuse('DUPLICATE_PARTNER_TRANSACTION_ID', 'duplicate partner_transaction_id');
         throw error;
       }
     },

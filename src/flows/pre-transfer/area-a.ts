@@ -1,13 +1,15 @@
 /**
  * Area A's answer rules as data (payment-services-interface.md "Area A", platform decisions §6): the envelopes, the
- * field rules of the interface's tables, the service names, the documented messages, and the one exhaustive table
- * mapping every reason the pre-transfer flow can fail with to the documented error_code / error_desc / HTTP status.
- * Pure: the api's gateway (gateway.ts) answers with them, the partner façade its own edge answers, the tests read
- * them.
+ * field rules of the interface's tables (src/field-rules.ts) with the words of their problems, the service names, the
+ * documented messages, and the one exhaustive table mapping every reason the TransferService can answer to the
+ * documented error_code / error_desc / HTTP status. Pure: the api's gateway (gateway.ts) answers with them, the
+ * partner façade its own edge answers, the tests read them.
  */
-import type { CommonReason, DomainError } from '../../errors';
-import { hasControlCharacters } from '../../text';
-import type { PreTransferReason } from './contract';
+import { isReasonOf, type DomainError } from '../../errors';
+import { parseProblem, type FieldProblem } from '../../field-problems';
+import { amount, readFields, text, type Body, type FieldRules, type ValuesOf } from '../../field-rules';
+import { isCurrency } from '../../money';
+import { TRANSFER_SERVICE_REASONS, type TransferServiceReason } from './reasons';
 
 /** Field sizes of the interface's Limits table. */
 export const AREA_A_LIMITS = {
@@ -39,8 +41,8 @@ export interface AreaAError {
   error_desc: string;
 }
 
-/** Every reason the Area A flow can answer. */
-export type AreaAReason = PreTransferReason | CommonReason;
+/** Every reason the Area A gateway can meet: the TransferService's (./reasons.ts). */
+export type AreaAReason = TransferServiceReason;
 
 export const SYSTEM_ERROR: AreaAError = { status: 500, error_code: 'SYSTEMERROR', error_desc: 'Server error or busy.' };
 /** Too many attempts or requests: HTTP 429 (with `Retry-After`), in the SYSTEMERROR envelope ("busy"), unsigned. */
@@ -56,8 +58,9 @@ export function validationError(error_desc: string): AreaAError {
 }
 
 /**
- * Reason → Area A error. Exhaustive: a reason added to the flow's contract without a line here does not compile.
- * VALIDATION_FAILED names its first bad field instead when the error says which (see `areaAErrorOf`).
+ * Reason → Area A error, over every reason the TransferService can answer (the flow's, the ledger's, the common
+ * ones). Exhaustive: a reason added to any of those tables without a line here does not compile. VALIDATION_FAILED
+ * names its first bad field instead when the error says which (see `areaAErrorOf`).
  */
 export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   UNAUTHENTICATED: UNAUTHENTICATED_ERROR,
@@ -72,6 +75,16 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   CURRENCY_NOT_ALLOWED: validationError('currency only USD is allowed'),
   // The api records every confirm it sends; a missing record is never the partner's doing.
   CONFIRMATION_NOT_RECORDED: SYSTEM_ERROR,
+  // The ledger's refusals of the hold: the float short of the amount is the partner's; the rest never are.
+  INSUFFICIENT_FUNDS: validationError('insufficient partner balance'),
+  ACCOUNT_NOT_FOUND: SYSTEM_ERROR,
+  CURRENCY_MISMATCH: SYSTEM_ERROR,
+  UNBALANCED_POSTINGS: SYSTEM_ERROR,
+  IDEMPOTENCY_CONFLICT: SYSTEM_ERROR,
+  PENDING_TRANSFER_NOT_FOUND: SYSTEM_ERROR,
+  PENDING_TRANSFER_ALREADY_POSTED: SYSTEM_ERROR,
+  PENDING_TRANSFER_ALREADY_VOIDED: SYSTEM_ERROR,
+  PENDING_TRANSFER_EXPIRED: SYSTEM_ERROR,
   VALIDATION_FAILED: validationError('invalid request'),
   INVALID_AMOUNT: validationError('invalid request'),
   // The platform's own credentials or health, never the partner's doing.
@@ -83,34 +96,24 @@ export const AREA_A_ERRORS: Record<AreaAReason, AreaAError> = {
   INTERNAL: SYSTEM_ERROR,
 };
 
-/** The Area A error of a domain error; a reason outside the table is a SYSTEMERROR. */
+/** The Area A error of a domain error; a reason the TransferService cannot answer is a SYSTEMERROR. */
 export function areaAErrorOf(error: DomainError): AreaAError {
-  if (error.reason === 'VALIDATION_FAILED' || error.reason === 'INVALID_AMOUNT' || (error.kind === 'invalid_argument' && !Object.hasOwn(AREA_A_ERRORS, error.reason))) {
-    const [field, messages] = Object.entries(error.fields)[0] ?? [];
-    return field && messages?.[0] ? validationError(`${field} ${messages[0]}`) : AREA_A_ERRORS.VALIDATION_FAILED;
+  if (!isReasonOf(TRANSFER_SERVICE_REASONS, error.reason)) return SYSTEM_ERROR;
+  if (error.reason === 'VALIDATION_FAILED' || error.reason === 'INVALID_AMOUNT') {
+    const [field, problems] = Object.entries(error.fields)[0] ?? [];
+    return field && problems?.[0] ? validationError(describeProblem(field, problems[0])) : AREA_A_ERRORS.VALIDATION_FAILED;
   }
-  return Object.hasOwn(AREA_A_ERRORS, error.reason) ? AREA_A_ERRORS[error.reason as AreaAReason] : SYSTEM_ERROR;
-}
-
-type Body = Record<string, unknown>;
-
-/** An answer before signing: the documented success or error envelope with its HTTP status. */
-export class GatewayAnswer {
-  constructor(
-    readonly status: number,
-    readonly body: Body,
-  ) {}
-  static error(error: AreaAError): GatewayAnswer {
-    return new GatewayAnswer(error.status, errorEnvelope(error));
-  }
-  static ok(data: Body): GatewayAnswer {
-    return new GatewayAnswer(200, { success: true, code: 200, message: 'OK', data });
-  }
+  return AREA_A_ERRORS[error.reason];
 }
 
 /** The failure envelope `{success:false, error_code, error_desc}`. */
 export function errorEnvelope(error: AreaAError): Body {
   return { success: false, error_code: error.error_code, error_desc: error.error_desc };
+}
+
+/** The success envelope of a gateway answer's `data`. */
+export function okEnvelope(data: Body): Body {
+  return { success: true, code: 200, message: 'OK', data };
 }
 
 /** Thrown inside the gateway to answer with an Area A error. */
@@ -120,32 +123,68 @@ export class AreaAFailure extends Error {
   }
 }
 
-/** How a field's value is checked: the interface's type notation. */
-export type FieldKind = 'alpha' | 'string' | 'char3' | 'receiver';
+/** The field problems Area A's rules answer (and the amounts the money module refuses). */
+type AreaAProblem = Extract<
+  FieldProblem,
+  'required' | 'string' | 'control_characters' | 'max_length' | 'alphanumeric' | 'user_id_or_phone' | 'currency_code' | 'decimal' | 'decimals' | 'not_negative' | 'positive' | 'too_large'
+>;
 
-const ALPHA = /^[A-Za-z0-9]+$/;
+/** Field problem → the words after the field's name in a VALIDATIONERROR's error_desc ("out_trade_no is required"). */
+const AREA_A_PROBLEM_WORDS: Record<AreaAProblem, (...params: string[]) => string> = {
+  required: () => 'is required',
+  string: () => 'must be a string',
+  control_characters: () => 'must not contain control characters',
+  max_length: (max) => `must be at most ${max} characters`,
+  alphanumeric: () => 'must contain only letters and digits',
+  user_id_or_phone: () => 'must be a user id or a phone number',
+  currency_code: () => 'must be a three-letter currency code',
+  decimal: () => 'must be a decimal number',
+  decimals: (places) => `must have at most ${places} decimal places`,
+  not_negative: () => 'must not be negative',
+  positive: () => 'must be greater than 0',
+  too_large: () => 'is too large',
+};
 
-/**
- * Checks one request field against its interface type. Returns the problem as an error_desc, or undefined.
- * kind: alpha = Alpha(n) (letters and digits), string = String(n) (non-empty), char3 = three uppercase letters,
- * receiver = Alpha(25) with an optional leading "+" (international phone form, §6).
- */
-export function checkField(body: Body, field: string, kind: FieldKind, maxLength: number): string | undefined {
-  const value = body[field];
-  if (value === undefined || value === null || value === '') return `${field} is required`;
-  if (typeof value !== 'string') return `${field} must be a string`;
-  if (hasControlCharacters(value)) return `${field} must not contain control characters`;
-  if (value.length > maxLength) return `${field} must be at most ${maxLength} characters`;
-  if (kind === 'alpha' && !ALPHA.test(value)) return `${field} must contain only letters and digits`;
-  if (kind === 'receiver' && !/^\+?[A-Za-z0-9]+$/.test(value)) return `${field} must be a user id or a phone number`;
-  if (kind === 'char3' && !/^[A-Z]{3}$/.test(value)) return `${field} must be a three-letter currency code`;
-  return undefined;
+/** A VALIDATIONERROR's error_desc for one field's problem; text that is no problem Area A knows follows the name. */
+export function describeProblem(field: string, text: string): string {
+  const parsed = parseProblem(text);
+  const words = parsed && Object.hasOwn(AREA_A_PROBLEM_WORDS, parsed.code) ? AREA_A_PROBLEM_WORDS[parsed.code as AreaAProblem](...parsed.params) : text;
+  return `${field} ${words}`;
 }
 
-/** Checks each field in order; throws the first problem as a VALIDATIONERROR. */
-export function requireFields(body: Body, checks: Array<[string, FieldKind, number]>): void {
-  for (const [field, kind, max] of checks) {
-    const problem = checkField(body, field, kind, max);
-    if (problem) throw new AreaAFailure(validationError(problem));
-  }
+/** Alpha(n): letters and digits only. */
+const alpha = (max: number) => text({ required: true, max, pattern: { test: /^[A-Za-z0-9]+$/, code: 'alphanumeric' } });
+/** String(n): non-empty text. */
+const string = (max: number) => text({ required: true, max });
+
+/** The service a gateway request names (String(64)); then its own fields. */
+export const SERVICE_FIELD = { service: string(AREA_A_LIMITS.service) };
+
+/**
+ * The fields of each gateway service, in the interface's order; each request answers its first failing field. A
+ * receiver_id is Alpha(25) with an optional leading "+" (international phone form, §6); a malformed (but present,
+ * in-size) pre_transfer_id is NOTEXIST, as the interface's table says, so it is only String(64) here.
+ */
+export const AREA_A_FIELD_RULES = {
+  'create.unified.fundTransfer': {
+    out_trade_no: alpha(AREA_A_LIMITS.out_trade_no),
+    receiver_id: text({ required: true, max: AREA_A_LIMITS.receiver_id, pattern: { test: /^\+?[A-Za-z0-9]+$/, code: 'user_id_or_phone' } }),
+    sender_name: string(AREA_A_LIMITS.sender_name),
+    currency: text({ required: true, max: 3, pattern: { test: /^[A-Z]{3}$/, code: 'currency_code' } }),
+    // Read in the currency's decimals (USD's when it is none); only USD is transferred (the service says so).
+    amount: amount({ required: true, absence: 'missing', currency: (read) => (isCurrency(read.currency) ? read.currency : 'USD') }),
+  },
+  'confirm.fundTransfer': { partner_transaction_id: alpha(AREA_A_LIMITS.partner_transaction_id), pre_transfer_id: string(AREA_A_LIMITS.pre_transfer_id) },
+  'query.fundTransfer': { out_trade_no: alpha(AREA_A_LIMITS.out_trade_no) },
+} as const satisfies Record<AreaAService, FieldRules>;
+
+/**
+ * Reads a gateway body with `rules`.
+ * @throws AreaAFailure VALIDATIONERROR naming the first failing field
+ */
+export function readAreaA<R extends FieldRules>(rules: R, body: Body): ValuesOf<R> {
+  const { values, problems } = readFields(rules, body);
+  const [field, texts] = Object.entries(problems)[0] ?? [];
+  if (field && texts?.[0]) throw new AreaAFailure(validationError(describeProblem(field, texts[0])));
+  return values;
 }

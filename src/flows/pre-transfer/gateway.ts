@@ -5,8 +5,10 @@
  * ever signed.
  *
  * Order of checks: token (401, unsigned) → partner active (401) → request rate (429, unsigned, Retry-After) → JSON
- * object → sign_type → sign (400 "invalid sign") → service → fields (400 VALIDATIONERROR naming the first bad field)
- * → the operation. Every answer but 401 and 429 is signed with the platform key (RSA2 over the canonical JSON).
+ * object → sign_type → sign (400 "invalid sign") → service → fields (400 VALIDATIONERROR naming the first bad field,
+ * area-a.ts's rules) → the operation. Every answer but 401 and 429 is signed with the platform key (RSA2 over the
+ * canonical JSON). A refusal of the operation is a DomainError of the TransferService, answered as its Area A error
+ * (area-a.ts) and signed: no form in between.
  *
  * A signature covers a JSON number as the ECMAScript double its canonical string writes (`10.50` is signed as
  * `10.5`), while the platform reads amounts as exact decimals. So a body is accepted only when each of its numbers is
@@ -20,23 +22,26 @@ import { signRsa2 } from '../../crypto/rsa2';
 import { canonicalJson, verifyBody } from '../../crypto/rsa2-json';
 import { DomainError } from '../../errors';
 import type { GatewayRequest, GatewayResponse } from '../../gen/payments/transfer/v1/transfer_pb';
-import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson, type Currency } from '../../money';
+import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, stringifyJson, type Currency } from '../../money';
 import type { Partner } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { exceedsJsonDepth } from '../../text';
 import {
+  AREA_A_FIELD_RULES,
   AREA_A_LIMITS,
   AREA_A_SERVICES,
   AreaAFailure,
   areaAErrorOf,
   errorEnvelope,
-  GatewayAnswer,
   INVALID_SIGN_ERROR,
+  okEnvelope,
   RATE_LIMITED_ERROR,
-  requireFields,
+  readAreaA,
+  SERVICE_FIELD,
   SYSTEM_ERROR,
   UNAUTHENTICATED_ERROR,
   validationError,
+  type AreaAError,
   type AreaAService,
 } from './area-a';
 import type { PreTransferRow } from './store';
@@ -113,121 +118,115 @@ function parseObject(raw: string): Body | undefined {
 const PUBLIC_KEY_CACHE_MAX = 1000;
 const BEARER = /^Bearer ([^\s]+)$/;
 
+type Deps = Pick<PlatformDeps, 'abuse' | 'keys' | 'logger'>;
+
+/** An unsigned answer: 401 and 429 (with Retry-After), and the SYSTEMERROR of a signing fault. */
+function unsigned(error: AreaAError, retryAfterSeconds = 0): Answer {
+  return { status: error.status, body: JSON.stringify(errorEnvelope(error)), retryAfterSeconds };
+}
+
+/** The answer `body` signed with the platform key (RSA2 over its canonical JSON); a signing fault is unsigned. */
+function signed(deps: Deps, status: number, body: Body): Answer {
+  try {
+    const sign = signRsa2(canonicalJson(body), deps.keys.privateKey);
+    return { status, body: stringifyJson({ ...body, sign_type: 'RSA2', sign }), retryAfterSeconds: 0 };
+  } catch (error) {
+    deps.logger.error({ err: error }, 'signing the gateway answer failed');
+    return unsigned(SYSTEM_ERROR);
+  }
+}
+
+/** The `data` of each service's answer, its fields read first (area-a.ts): the operation's row, as the interface lists it. */
+const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner: Partner, body: Body, raw: string) => Promise<Body>> = {
+  async 'create.unified.fundTransfer'(operations, partner, body) {
+    const { out_trade_no, receiver_id, sender_name, currency, amount } = readAreaA(AREA_A_FIELD_RULES['create.unified.fundTransfer'], body);
+    const row = await operations.create(partner, { out_trade_no, receiver_id, sender_name, currency, amount_units: amount });
+    return transferData(row, ['out_trade_no', 'receiver_id', 'amount', 'currency', 'pre_transfer_id', 'receiver_name', 'expire_in']);
+  },
+  async 'confirm.fundTransfer'(operations, partner, body, raw) {
+    const fields = readAreaA(AREA_A_FIELD_RULES['confirm.fundTransfer'], body);
+    const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') });
+    return transferData(row, ['result_code', 'fund_transfer_id', 'out_trade_no', 'receiver_id', 'pre_transfer_id', 'amount', 'currency', 'receiver_name']);
+  },
+  async 'query.fundTransfer'(operations, partner, body) {
+    const row = await operations.query(partner, readAreaA(AREA_A_FIELD_RULES['query.fundTransfer'], body));
+    const fields = ['result_code', 'out_trade_no', 'amount', 'currency', 'receiver_id', 'receiver_name'];
+    if (row.state === 'confirmed') fields.splice(1, 0, 'fund_transfer_id');
+    return transferData(row, fields);
+  },
+};
+
+function isPartner(value: Partner | Answer): value is Partner {
+  return 'public_key_pem' in value;
+}
+
+/**
+ * The partner a bearer token names, once its request rate allows the request; else the unsigned answer (401, 429),
+ * or the signed SYSTEMERROR of a fault.
+ */
+async function authorize(deps: Deps, operations: PreTransferOperations, authorization: string, logFault: (error: unknown) => void): Promise<Partner | Answer> {
+  const match = BEARER.exec(authorization);
+  if (!match || authorization.length > AREA_A_LIMITS.Authorization) return unsigned(UNAUTHENTICATED_ERROR);
+  try {
+    const partner = await operations.partnerOfToken(match[1]!);
+    if (!partner) return unsigned(UNAUTHENTICATED_ERROR);
+    await deps.abuse.consumeRequest(`partner:${partner.id}`);
+    return partner;
+  } catch (error) {
+    if (error instanceof DomainError && error.reason === 'RATE_LIMITED') return unsigned(RATE_LIMITED_ERROR, error.retryAfterSeconds ?? 1);
+    logFault(error);
+    return signed(deps, SYSTEM_ERROR.status, errorEnvelope(SYSTEM_ERROR));
+  }
+}
+
+/**
+ * The request's service and body, once the body is a JSON object signed by the partner with a known service.
+ * @throws AreaAFailure VALIDATIONERROR (not an object, sign_type, the service field, an unknown service), "invalid sign"
+ */
+function verifiedRequest(partnerKey: KeyObject, raw: string): { service: AreaAService; body: Body } {
+  const body = parseObject(raw);
+  if (!body) throw new AreaAFailure(validationError('the body must be a JSON object'));
+  if (body.sign_type !== undefined && body.sign_type !== 'RSA2') throw new AreaAFailure(validationError('sign_type must be RSA2'));
+  if (!verifyBody(body, partnerKey) || !numbersSignedExactly(body)) throw new AreaAFailure(INVALID_SIGN_ERROR);
+  const { service } = readAreaA(SERVICE_FIELD, body);
+  if (!(AREA_A_SERVICES as readonly string[]).includes(service)) throw new AreaAFailure(validationError('unknown service'));
+  return { service: service as AreaAService, body };
+}
+
+/**
+ * The answer to what handling a verified request threw: a validation failure as it is, a TransferService refusal as
+ * its Area A error (401 and 429 unsigned), anything else the signed SYSTEMERROR (logged).
+ */
+function refusal(deps: Deps, error: unknown, logFault: (error: unknown) => void): Answer {
+  if (error instanceof AreaAFailure) return signed(deps, error.error.status, errorEnvelope(error.error));
+  const areaA = error instanceof DomainError ? areaAErrorOf(error) : SYSTEM_ERROR;
+  if (areaA === UNAUTHENTICATED_ERROR) return unsigned(UNAUTHENTICATED_ERROR);
+  if (areaA === RATE_LIMITED_ERROR) return unsigned(RATE_LIMITED_ERROR, (error as DomainError).retryAfterSeconds ?? 1);
+  if (areaA === SYSTEM_ERROR) logFault(error);
+  return signed(deps, areaA.status, errorEnvelope(areaA));
+}
+
 /**
  * The Gateway RPC: one A2 request in, its HTTP answer out. Partner mistakes are answers; only a fault of the RPC
  * itself (deadline, admission) reaches the façade as an error.
  */
-export function createGateway(
-  deps: Pick<PlatformDeps, 'abuse' | 'keys' | 'logger'>,
-  operations: PreTransferOperations,
-): (request: GatewayRequest, context: HandlerContext) => Promise<Answer> {
+export function createGateway(deps: Deps, operations: PreTransferOperations): (request: GatewayRequest, context: HandlerContext) => Promise<Answer> {
   const publicKeys = new LRUCache<string, KeyObject>({ max: PUBLIC_KEY_CACHE_MAX });
   const publicKeyOf = (pem: string): KeyObject => {
     let key = publicKeys.get(pem);
     if (!key) publicKeys.set(pem, (key = createPublicKey(pem)));
     return key;
   };
-  const unsigned = (error: typeof UNAUTHENTICATED_ERROR, retryAfterSeconds = 0): Answer => ({
-    status: error.status,
-    body: JSON.stringify(errorEnvelope(error)),
-    retryAfterSeconds,
-  });
-  const signed = (answer: GatewayAnswer): Answer => {
-    try {
-      const sign = signRsa2(canonicalJson(answer.body), deps.keys.privateKey);
-      return { status: answer.status, body: stringifyJson({ ...answer.body, sign_type: 'RSA2', sign }), retryAfterSeconds: 0 };
-    } catch (error) {
-      deps.logger.error({ err: error }, 'signing the gateway answer failed');
-      return unsigned(SYSTEM_ERROR);
-    }
-  };
-  const logFault = (context: HandlerContext, error: unknown, message: string) =>
-    deps.logger.error({ err: error, request_id: context.requestHeader.get('x-request-id') ?? undefined }, message);
-
-  async function dispatch(partner: Partner, service: AreaAService, body: Body, raw: string): Promise<GatewayAnswer> {
-    if (service === 'create.unified.fundTransfer') {
-      requireFields(body, [
-        ['out_trade_no', 'alpha', AREA_A_LIMITS.out_trade_no],
-        ['receiver_id', 'receiver', AREA_A_LIMITS.receiver_id],
-        ['sender_name', 'string', AREA_A_LIMITS.sender_name],
-        ['currency', 'char3', 3],
-      ]);
-      if (body.amount === undefined || body.amount === null) throw new AreaAFailure(validationError('amount is required'));
-      const currency = body.currency as string;
-      let amount_units: bigint;
-      try {
-        amount_units = readAmount(body.amount, isCurrency(currency) ? currency : 'USD');
-      } catch (error) {
-        if (error instanceof DomainError) throw new AreaAFailure(validationError(error.message));
-        throw error;
-      }
-      const row = await operations.create(partner, {
-        out_trade_no: body.out_trade_no as string,
-        receiver_id: body.receiver_id as string,
-        sender_name: body.sender_name as string,
-        amount_units,
-        currency,
-      });
-      return GatewayAnswer.ok(transferData(row, ['out_trade_no', 'receiver_id', 'amount', 'currency', 'pre_transfer_id', 'receiver_name', 'expire_in']));
-    }
-    if (service === 'confirm.fundTransfer') {
-      requireFields(body, [['partner_transaction_id', 'alpha', AREA_A_LIMITS.partner_transaction_id]]);
-      // A malformed (but present, in-size) pre_transfer_id is NOTEXIST, as the interface's table says.
-      requireFields(body, [['pre_transfer_id', 'string', AREA_A_LIMITS.pre_transfer_id]]);
-      const row = await operations.confirm(partner, {
-        pre_transfer_id: body.pre_transfer_id as string,
-        partner_transaction_id: body.partner_transaction_id as string,
-        body_sha256: createHash('sha256').update(raw).digest('hex'),
-      });
-      return GatewayAnswer.ok(
-        transferData(row, ['result_code', 'fund_transfer_id', 'out_trade_no', 'receiver_id', 'pre_transfer_id', 'amount', 'currency', 'receiver_name']),
-      );
-    }
-    requireFields(body, [['out_trade_no', 'alpha', AREA_A_LIMITS.out_trade_no]]);
-    const row = await operations.query(partner, { out_trade_no: body.out_trade_no as string });
-    const fields = ['result_code', 'out_trade_no', 'amount', 'currency', 'receiver_id', 'receiver_name'];
-    if (row.state === 'confirmed') fields.splice(1, 0, 'fund_transfer_id');
-    return GatewayAnswer.ok(transferData(row, fields));
-  }
-
   return async (request, context) => {
-    const match = BEARER.exec(request.authorization);
-    if (!match || request.authorization.length > AREA_A_LIMITS.Authorization) return unsigned(UNAUTHENTICATED_ERROR);
-    let partner: Partner | undefined;
+    const logFault = (error: unknown) =>
+      deps.logger.error({ err: error, request_id: context.requestHeader.get('x-request-id') ?? undefined }, 'gateway request failed');
+    const partner = await authorize(deps, operations, request.authorization, logFault);
+    if (!isPartner(partner)) return partner;
     try {
-      partner = await operations.partnerOfToken(match[1]!);
-      if (!partner) return unsigned(UNAUTHENTICATED_ERROR);
-      await deps.abuse.consumeRequest(`partner:${partner.id}`);
+      const { service, body } = verifiedRequest(publicKeyOf(partner.public_key_pem), request.body);
+      return signed(deps, 200, okEnvelope(await SERVICES[service](operations, partner, body, request.body)));
     } catch (error) {
-      if (error instanceof DomainError && error.reason === 'RATE_LIMITED') return unsigned(RATE_LIMITED_ERROR, error.retryAfterSeconds ?? 1);
-      logFault(context, error, 'gateway authorization failed');
-      return signed(GatewayAnswer.error(SYSTEM_ERROR));
+      return refusal(deps, error, logFault);
     }
-
-    let answer: GatewayAnswer;
-    try {
-      const body = parseObject(request.body);
-      if (!body) throw new AreaAFailure(validationError('the body must be a JSON object'));
-      if (body.sign_type !== undefined && body.sign_type !== 'RSA2') throw new AreaAFailure(validationError('sign_type must be RSA2'));
-      if (!verifyBody(body, publicKeyOf(partner.public_key_pem)) || !numbersSignedExactly(body)) throw new AreaAFailure(INVALID_SIGN_ERROR);
-      requireFields(body, [['service', 'string', AREA_A_LIMITS.service]]);
-      const service = body.service as string;
-      if (!(AREA_A_SERVICES as readonly string[]).includes(service)) throw new AreaAFailure(validationError('unknown service'));
-      answer = await dispatch(partner, service as AreaAService, body, request.body);
-    } catch (error) {
-      if (error instanceof AreaAFailure) {
-        answer = GatewayAnswer.error(error.error);
-      } else if (error instanceof DomainError) {
-        const mapped = areaAErrorOf(error);
-        if (mapped === UNAUTHENTICATED_ERROR) return unsigned(UNAUTHENTICATED_ERROR);
-        if (mapped === RATE_LIMITED_ERROR) return unsigned(RATE_LIMITED_ERROR, error.retryAfterSeconds ?? 1);
-        if (mapped === SYSTEM_ERROR) logFault(context, error, 'gateway operation failed');
-        answer = GatewayAnswer.error(mapped);
-      } else {
-        logFault(context, error, 'gateway operation failed');
-        answer = GatewayAnswer.error(SYSTEM_ERROR);
-      }
-    }
-    return signed(answer);
   };
 }

@@ -7,12 +7,12 @@
  * Tenant isolation (platform decisions §7): a merchant reaches only the users it created and its own preorders
  * and blocked money; any other id is answered exactly like an unknown one.
  */
-import { DomainError } from '../../errors';
+import { DomainError, reasonError } from '../../errors';
 import { findUserByToken, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import type { Currency } from '../../money';
-import { findPreorder, payPreorder, sellerAccountId, type PreorderPayment } from '../../preorders';
-import { walletMovementIdempotencyKey } from './contract';
+import { findPreorder, payPreorder, PREORDER_REASONS, sellerAccountId, type PreorderPayment } from '../../preorders';
+import { WALLET_REASONS, walletMovementIdempotencyKey } from './contract';
 import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from './store';
 import { merchantUser, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
 import { newReference } from '../../references';
@@ -37,7 +37,7 @@ async function transferParties(
 
 function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, field: string): void {
   if (user.currency !== currency) {
-    throw new DomainError('failed_precondition', 'WALLET_CURRENCY_MISMATCH', 'wallet currency differs', {
+    throw reasonError(WALLET_REASONS, 'WALLET_CURRENCY_MISMATCH', 'wallet currency differs', {
       [field]: [problem('wallet_currency', currency)],
     });
   }
@@ -46,7 +46,7 @@ function checkWalletCurrency(user: Pick<User, 'currency'>, currency: string, fie
 /** Re-throws the ledger's INSUFFICIENT_FUNDS under the request field `amount`. */
 function mapLedgerError(error: unknown): never {
   if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
-    throw new DomainError('failed_precondition', 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [problem('insufficient_funds')] });
+    throw reasonError(WALLET_REASONS, 'INSUFFICIENT_FUNDS', 'insufficient funds', { amount: [problem('insufficient_funds')] });
   }
   throw error;
 }
@@ -106,9 +106,9 @@ export async function payByToken(
 ): Promise<string> {
   const payer = await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id');
   const unknown = () =>
-    new DomainError('not_found', 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: [problem('not_found')] });
+    reasonError(PREORDER_REASONS, 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: [problem('not_found')] });
   const alreadyPaid = () =>
-    new DomainError('failed_precondition', 'PREORDER_ALREADY_PAID', 'preorder already paid', {
+    reasonError(PREORDER_REASONS, 'PREORDER_ALREADY_PAID', 'preorder already paid', {
       pre_order_token: [problem('preorder_paid')],
     });
   // Resolve everything that needs other connections first; the transaction then only locks, posts and marks.
@@ -118,7 +118,7 @@ export async function payByToken(
   checkWalletCurrency(payer, found.currency, 'user_id');
   const sellerAccount = await sellerAccountId(deps, input.merchantId, found.seller_code, found.currency);
   if (sellerAccount === payer.wallet_account_id) {
-    throw new DomainError('invalid_argument', 'PAYER_IS_SELLER', 'payer is the seller', { user_id: [problem('payer_is_seller')] });
+    throw reasonError(WALLET_REASONS, 'PAYER_IS_SELLER', 'payer is the seller', { user_id: [problem('payer_is_seller')] });
   }
   const reference = input.reference ?? newReference('PAY');
   const webhookId = await deps.database.transaction(async (trx) => {
@@ -196,12 +196,12 @@ export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: 
   await deps.database.transaction(async (trx) => {
     const row = await lockBlockedMoney(trx, input.transactionRef);
     if (!row || row.merchant_id !== input.merchantId) {
-      throw new DomainError('not_found', 'BLOCKED_MONEY_NOT_FOUND', 'blocked money not found', {
+      throw reasonError(WALLET_REASONS, 'BLOCKED_MONEY_NOT_FOUND', 'blocked money not found', {
         transaction_ref: [problem('not_found')],
       });
     }
     if (row.state !== 'blocked') {
-      throw new DomainError('failed_precondition', 'BLOCKED_MONEY_ALREADY_CANCELLED', 'already cancelled', {
+      throw reasonError(WALLET_REASONS, 'BLOCKED_MONEY_ALREADY_CANCELLED', 'already cancelled', {
         transaction_ref: [problem('blocked_money_cancelled')],
       });
     }
