@@ -46,6 +46,7 @@ import {
   temporalServerConnectionsMax,
   type TemporalDatabases,
 } from '../temporal/server';
+import { ensurePaymentSearchAttributes } from '../temporal/search-attributes';
 import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
 import {
@@ -335,9 +336,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
         );
       }
       await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say, temporalClientOptions(pki, 'operator'));
+      // The payment search attributes the workflows upsert (idempotent: registered once per database).
+      await ensurePaymentSearchAttributes(temporalAddress, initial.TEMPORAL_NAMESPACE, say, temporalClientOptions(pki, 'operator'));
       say(`Temporal mTLS: certificates in ${pki.directory} (a client without one is refused)`);
     } else {
-      say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace must exist)`);
+      say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace and search attributes must exist)`);
     }
 
     let uiUrl: string | undefined;
