@@ -392,6 +392,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
+      // The roles link timeline entries to this cluster's Web UI, unless the operator names another.
+      ...(uiUrl && !initial.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: uiUrl } : {}),
       // The demo merchant's callback is a local receiver: the dev stack's outbound rule.
       ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
       ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET } : {}),
