@@ -375,6 +375,11 @@ function searchAttributeEvent(event: HistoryEvent): Mapped {
   return { kind: 'search_attributes.upserted', summary: text, details: { search_attributes: attributes } };
 }
 
+/** `details` without the keys whose value is undefined (an event without a retry state, say): JSON-safe as it is. */
+function definedOnly(details: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(details).filter(([, value]) => value !== undefined));
+}
+
 /**
  * The entries of one run's events (in history order), each with its time, the run and event ids in its details, and
  * its Web UI link when `run.uiUrl` is set. Events the timeline leaves out (workflow-task bookkeeping, other markers)
@@ -400,8 +405,8 @@ export function historyEntries(events: HistoryEvent[], run: RunContext): Timelin
       source: 'workflow',
       kind: mapped.kind,
       summary: mapped.summary,
-      // The run's ids last: no event's own details may stand in for them.
-      details: { ...mapped.details, workflow_id: run.workflowId, run_id: run.runId, event_id: eventId },
+      // Without the facts the event lacks; the run's ids last, so no event's own details stand in for them.
+      details: { ...definedOnly(mapped.details), workflow_id: run.workflowId, run_id: run.runId, event_id: eventId },
       ...(run.uiUrl ? { link: temporalUiLink(run.uiUrl, run.namespace, run.workflowId, run.runId, eventId) } : {}),
     });
   }

@@ -233,6 +233,8 @@ describe('workflowHistoryEntries', () => {
     expect([...times].sort()).toEqual(times);
     for (const entry of history.entries) {
       expect(entry.source).toBe('workflow');
+      // JSON-safe as it is: what JSON would drop or change is not there.
+      expect(JSON.parse(JSON.stringify(entry.details))).toStrictEqual(entry.details);
       expect(entry.link).toBe(`${UI}/namespaces/default/workflows/${encodeURIComponent(story)}/${String(entry.details.run_id)}/history/events/${String(entry.details.event_id)}`);
       expect(entry.details.workflow_id).toBe(story);
     }
