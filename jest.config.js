@@ -15,8 +15,15 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [
     { displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'], transform, transformIgnorePatterns, testEnvironment: 'node' },
-    // Each workflow on the run's Temporal dev server with mocked activities (test/workflows/bed.ts).
-    { displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'], transform, transformIgnorePatterns, testEnvironment: 'node' },
+    // Each workflow on the run's Temporal dev server with mocked activities (test/workflows/bed.ts); the timeline's
+    // workflow source against the same server, with small workflows of its own (test/timeline).
+    {
+      displayName: 'workflows',
+      testMatch: ['<rootDir>/test/workflows/**/*.test.ts', '<rootDir>/test/timeline/**/*.test.ts'],
+      transform,
+      transformIgnorePatterns,
+      testEnvironment: 'node',
+    },
     {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/fuzz/**/*.test.ts', '<rootDir>/test/faults/**/*.test.ts'],

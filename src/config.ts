@@ -19,6 +19,15 @@ const schema = z.object({
   TEMPORAL_ADDRESS: z.string().regex(/^[^\s:]+:\d+$/, 'must be host:port').optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('payments'),
+  /**
+   * The Temporal Web UI's base URL (`http://127.0.0.1:8233`): a payment's timeline links each workflow entry to its
+   * run there. `npm start` sets its dev server's and `payments cluster up` its own UI's when unset; otherwise unset,
+   * and the timeline carries no links.
+   */
+  TEMPORAL_UI_URL: url
+    .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL')
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
   HTTP_PORT: port.default(3000),
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { createActivities, type Activities } from './activities';
 import type { PlatformDeps } from './platform-deps';
 import { temporalConnectionOptions } from './temporal/connection-options';
+import { assertPaymentSearchAttributes } from './temporal/search-attributes';
 import { WORKFLOW_INTERCEPTOR_MODULE, type Tracing } from './tracing';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
@@ -110,6 +111,9 @@ export async function startWorker(
     tracing?: Tracing;
   },
 ): Promise<RunningWorker> {
+  // The workflows upsert the payment search attributes: without them every such workflow task would fail until
+  // they are registered, so a worker refuses to start instead.
+  await assertPaymentSearchAttributes(deps.temporal.connection, deps.config.TEMPORAL_NAMESPACE);
   if (!runtimeInstalled) {
     // Once per process: the first worker's settings hold for every later one.
     const metricsAddress = temporalMetricsAddress(deps.config);

@@ -12,6 +12,7 @@ import {
   type DepositWorkflowState,
   type SealedPassword,
 } from '../src/flows/deposit/contract';
+import { upsertPaymentStatus } from '../src/flows/search-attributes/contract';
 
 // Acquirer steps. The card authorization is attempted once: a retried authorization could charge twice at a real
 // acquirer; when it fails the deposit stays pending and the payer may submit again.
@@ -160,9 +161,12 @@ async function submitCardConfirmation(run: DepositRun, { confirmation_id }: Conf
  * sent straight to Temporal is refused by its first activity and moves nothing. Confirmations run one at a time;
  * the validators refuse one that arrives when the deposit is no longer pending (typed DepositRejection) or that names
  * no confirmation (CONFIRMATION_NOT_RECORDED), so the deposit completes exactly once. Query `state`.
+ *
+ * Search attributes: PaymentKind `deposit` and PaymentStatus, the state (`pending`, then its end state).
  */
 export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ state: DepositWorkflowState }> {
   const run: DepositRun = { input, state: 'pending', timedOut: false, busy: false, wrongPasswords: 0 };
+  upsertPaymentStatus('deposit', run.state);
   setHandler(depositStateQuery, () => ({ state: run.state, wrong_passwords: run.wrongPasswords }));
   setHandler(confirmWithPasswordUpdate, (message) => exclusively(run, 'password', () => confirmWithPassword(run, message)), {
     validator: validatorOf(run, 'password'),
@@ -181,6 +185,8 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ st
     run.state = 'expired';
     await closeDeposit({ reference: input.reference, state: 'expired' });
   }
+  // The deposit's one state change: pending to its end state, recorded once the step that ended it is done.
+  upsertPaymentStatus('deposit', run.state);
   await condition(allHandlersFinished);
   return { state: run.state };
 }

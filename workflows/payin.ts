@@ -12,6 +12,7 @@ import {
   type PayinWorkflowResult,
   type SettledSignalInput,
 } from '../src/flows/payin/contract';
+import { upsertPaymentStatus } from '../src/flows/search-attributes/contract';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
 const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<PayinActivities>({
@@ -204,6 +205,8 @@ async function step(run: PayinRun): Promise<boolean> {
  * close it refuses (no applied close notification) moves nothing and the payin keeps waiting; a later close is still
  * handled after a refused one; a malformed message never reaches an activity. A success that arrives after the run
  * completed reaches a new run through Update-with-Start (or signal-with-start); the settlement is credited late.
+ *
+ * Search attributes: PaymentKind `payin` and PaymentStatus, the outcome, upserted as it changes.
  */
 export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWorkflowResult> {
   const run: PayinRun = {
@@ -222,6 +225,11 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
     outcome: 'waiting',
   };
   takeMessages(run);
-  while (!(await step(run)));
+  for (;;) {
+    // PaymentStatus follows the outcome (waiting, then success, close or expired): looked at before each step, an
+    // upsert only when it changed, in the workflow task of the step that changed it.
+    upsertPaymentStatus('payin', run.outcome);
+    if (await step(run)) break;
+  }
   return { outcome: run.outcome, webhook_ids: run.webhook_ids };
 }

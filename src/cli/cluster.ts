@@ -46,6 +46,7 @@ import {
   temporalServerConnectionsMax,
   type TemporalDatabases,
 } from '../temporal/server';
+import { ensurePaymentSearchAttributes } from '../temporal/search-attributes';
 import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
 import {
@@ -335,9 +336,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
         );
       }
       await ensureNamespace(temporalAddress, initial.TEMPORAL_NAMESPACE, 3, say, temporalClientOptions(pki, 'operator'));
+      // The payment search attributes the workflows upsert (idempotent: registered once per database).
+      await ensurePaymentSearchAttributes(temporalAddress, initial.TEMPORAL_NAMESPACE, say, temporalClientOptions(pki, 'operator'));
       say(`Temporal mTLS: certificates in ${pki.directory} (a client without one is refused)`);
     } else {
-      say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace must exist)`);
+      say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace and search attributes must exist)`);
     }
 
     let uiUrl: string | undefined;
@@ -389,6 +392,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       PLATFORM_KEY_DIR: platformKeyDir,
+      // The roles link timeline entries to this cluster's Web UI, unless the operator names another.
+      ...(uiUrl && !initial.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: uiUrl } : {}),
       // The demo merchant's callback is a local receiver: the dev stack's outbound rule.
       ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
       ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET } : {}),

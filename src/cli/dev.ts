@@ -55,7 +55,8 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
         log: say,
       });
       stops.push(() => temporal.stop());
-      config = { ...config, TEMPORAL_ADDRESS: temporal.address };
+      // The timeline links to this dev server's Web UI unless TEMPORAL_UI_URL names another.
+      config = { ...config, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_UI_URL: config.TEMPORAL_UI_URL ?? temporal.uiUrl };
       temporalUi = temporal.uiUrl;
     }
     const database = createDatabase(config.DATABASE_URL!, 2);

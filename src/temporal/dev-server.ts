@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { waitForPort } from '../net';
 import path from 'node:path';
 import { ensureTemporalCli } from './cli-binary';
+import { devServerSearchAttributeArgs } from './search-attributes';
 
 export interface TemporalDevServer {
   address: string;
@@ -44,7 +45,7 @@ export async function stopChild(child: ChildProcess, graceSeconds = 10): Promise
 }
 
 /**
- * Starts `temporal server start-dev` on 127.0.0.1.
+ * Starts `temporal server start-dev` on 127.0.0.1, with the payment search attributes registered.
  * @throws when no CLI can be found or built, or the server does not open its port within 60 s.
  */
 export async function startTemporalDevServer(options: {
@@ -78,6 +79,8 @@ export async function startTemporalDevServer(options: {
       '--log-level',
       'error',
       ...DEV_SERVER_TUNING,
+      // The payment search attributes the workflows upsert (registered again at every start: a no-op once there).
+      ...devServerSearchAttributeArgs(),
     ],
     // Its own process group: a terminal Ctrl-C reaches only us, and we stop it after the worker has drained.
     { stdio: ['ignore', 'ignore', 'pipe'], detached: true },

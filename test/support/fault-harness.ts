@@ -15,6 +15,7 @@ import { startSandboxUpstream, type SandboxUpstream } from '../../src/sandbox/up
 import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
 import { DEV_SERVER_TUNING } from '../../src/temporal/dev-server';
+import { devServerSearchAttributeArgs } from '../../src/temporal/search-attributes';
 import { startMerchantReceiver, type MerchantReceiver } from './merchant-receiver';
 
 const MAIN = path.resolve(__dirname, '../../src/cli/main.ts');
@@ -163,7 +164,7 @@ export async function startFaultPlatform(env: Record<string, string> = {}): Prom
     'temporal',
     () => ({
       file: temporalCli,
-      args: ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--ui-port', String(uiPort), '--db-filename', path.join(directory, 'temporal.sqlite'), '--log-level', 'error', ...DEV_SERVER_TUNING],
+      args: ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(temporalPort), '--ui-port', String(uiPort), '--db-filename', path.join(directory, 'temporal.sqlite'), '--log-level', 'error', ...DEV_SERVER_TUNING, ...devServerSearchAttributeArgs()],
     }),
     () => waitForPort('127.0.0.1', temporalPort, 60),
   );

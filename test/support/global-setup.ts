@@ -17,6 +17,7 @@ import pg from 'pg';
 import { startEmbeddedPostgres } from '../../src/db/embedded';
 import { createDatabase, migrateToLatest } from '../../src/db/knex';
 import { ensureTemporalCli } from '../../src/temporal/cli-binary';
+import { PAYMENT_SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attributes';
 import { bundleWorkflows } from '../../src/worker';
 import { ensureChromium } from './chromium';
 import { readClusterState } from './cluster';
@@ -72,6 +73,8 @@ export default async function globalSetup(): Promise<void> {
         ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
         ip: '127.0.0.1',
         extraArgs: ['--log-level', 'error'],
+        // The payment search attributes the workflows upsert, as every server the platform starts has them.
+        searchAttributes: [...PAYMENT_SEARCH_ATTRIBUTE_KEYS],
       },
     });
     stops.push(() => environment.teardown());

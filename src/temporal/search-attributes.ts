@@ -1,0 +1,161 @@
+/**
+ * The payment search attributes on the platform's side (docs/operations.md "Search attributes"): the keys are defined
+ * once in src/flows/search-attributes/contract.ts (the workflows import them from there) and re-exported here;
+ * this module registers them on a Temporal server, checks a namespace has them, and builds the start option a
+ * service passes when it starts a payment's workflow.
+ */
+import { Connection, type ConnectionLike } from '@temporalio/client';
+import type { SearchAttributePair, SearchAttributeType } from '@temporalio/common';
+import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import {
+  PAYMENT_AMOUNT_UNITS,
+  PAYMENT_CURRENCY,
+  PAYMENT_KIND,
+  PAYMENT_OWNER_ID,
+  PAYMENT_SEARCH_ATTRIBUTE_KEYS,
+  PAYMENT_STATUS,
+  type PaymentKind,
+} from '../flows/search-attributes/contract';
+import type { TemporalConnectionOptions } from './connection-options';
+
+export { PAYMENT_AMOUNT_UNITS, PAYMENT_CURRENCY, PAYMENT_KIND, PAYMENT_OWNER_ID, PAYMENT_SEARCH_ATTRIBUTE_KEYS, PAYMENT_STATUS, type PaymentKind };
+
+/** The type names the Temporal CLI and the Web UI use (`Keyword`, `Int`). */
+const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
+  TEXT: 'Text',
+  KEYWORD: 'Keyword',
+  INT: 'Int',
+  DOUBLE: 'Double',
+  BOOL: 'Bool',
+  DATETIME: 'Datetime',
+  KEYWORD_LIST: 'KeywordList',
+};
+
+/** `Name=Type` of every key, as `temporal server start-dev --search-attribute` and `temporal operator` take them. */
+export function searchAttributeSpecs(): string[] {
+  return PAYMENT_SEARCH_ATTRIBUTE_KEYS.map((key) => `${key.name}=${CLI_TYPE_NAMES[key.type]}`);
+}
+
+/** The `--search-attribute Name=Type` flags registering every key on `temporal server start-dev`. */
+export function devServerSearchAttributeArgs(): string[] {
+  return searchAttributeSpecs().flatMap((spec) => ['--search-attribute', spec]);
+}
+
+/** Whose payment a workflow moves: the value of PaymentOwnerId is `merchant:<id>` or `partner:<id>`. */
+export type PaymentOwner = { merchant_id: string } | { partner_id: string };
+
+/** `merchant:<merchant_id>` or `partner:<partner_id>`, the PaymentOwnerId of `owner`. */
+export function paymentOwnerId(owner: PaymentOwner): string {
+  return 'merchant_id' in owner ? `merchant:${owner.merchant_id}` : `partner:${owner.partner_id}`;
+}
+
+const CANONICAL_UNITS = /^(0|[1-9][0-9]*)$/;
+
+/**
+ * The search attributes a payment's workflow starts with, as the `typedSearchAttributes` start option
+ * (`client.workflow.start(wf, { …, ...paymentSearchAttributes({ … }) })`): PaymentOwnerId, PaymentKind,
+ * PaymentAmountUnits, PaymentCurrency, and PaymentStatus when `status` is given (the workflow sets it otherwise, on
+ * its first state). `amount_units` is the amount in minor units (a canonical decimal string or a bigint); above
+ * Number.MAX_SAFE_INTEGER (2^53 − 1) PaymentAmountUnits is left out, since a search attribute's Int travels as a JSON
+ * number and would be rounded: a wrong amount is worse than none for an operator filtering on it.
+ * @throws TypeError when `amount_units` is not a canonical decimal of minor units (a caller's bug)
+ */
+export function paymentSearchAttributes(input: {
+  owner: PaymentOwner;
+  kind: PaymentKind;
+  amount_units: string | bigint;
+  currency: string;
+  status?: string;
+}): { typedSearchAttributes: SearchAttributePair[] } {
+  const units = typeof input.amount_units === 'bigint' ? input.amount_units : CANONICAL_UNITS.test(input.amount_units) ? BigInt(input.amount_units) : undefined;
+  if (units === undefined || units < 0n) throw new TypeError(`amount_units must be a canonical decimal of minor units, got ${JSON.stringify(String(input.amount_units))}`);
+  const pairs: SearchAttributePair[] = [
+    { key: PAYMENT_OWNER_ID, value: paymentOwnerId(input.owner) },
+    { key: PAYMENT_KIND, value: input.kind },
+    { key: PAYMENT_CURRENCY, value: input.currency },
+  ];
+  if (units <= BigInt(Number.MAX_SAFE_INTEGER)) pairs.push({ key: PAYMENT_AMOUNT_UNITS, value: Number(units) });
+  if (input.status !== undefined) pairs.push({ key: PAYMENT_STATUS, value: input.status });
+  return { typedSearchAttributes: pairs };
+}
+
+/** A visibility query naming every key (each compared with a value of its type), valid only where all are known. */
+function probeQuery(): string {
+  return PAYMENT_SEARCH_ATTRIBUTE_KEYS.map((key) => `${key.name} = ${key.type === 'INT' ? '0' : '""'}`).join(' AND ');
+}
+
+/** Thrown when a namespace lacks a payment search attribute or holds one of another type. */
+export class SearchAttributesMissingError extends Error {
+  constructor(namespace: string, detail: string) {
+    super(
+      `the Temporal namespace ${namespace} ${detail}: the workflows write them (${searchAttributeSpecs().join(', ')}); ` +
+        'register them (docs/operations.md "Search attributes")',
+    );
+    this.name = 'SearchAttributesMissingError';
+  }
+}
+
+/**
+ * Checks that `namespace` knows every payment search attribute, through a visibility query naming them all (a plain
+ * client call, allowed where the operator service is not, e.g. a hosted Temporal). Without them every upsert of a
+ * workflow would fail its workflow task, over and over, until they are registered: a worker refuses to start instead.
+ * @throws SearchAttributesMissingError when one is unknown; the call's own error when Temporal cannot answer
+ */
+export async function assertPaymentSearchAttributes(connection: ConnectionLike & Pick<Connection, 'workflowService'>, namespace: string): Promise<void> {
+  try {
+    await connection.workflowService.listWorkflowExecutions({ namespace, pageSize: 1, query: probeQuery() });
+  } catch (error) {
+    if (/not a valid search attribute|invalid query|unknown search attribute/i.test((error as Error).message)) {
+      throw new SearchAttributesMissingError(namespace, 'lacks a payment search attribute');
+    }
+    throw error;
+  }
+}
+
+/**
+ * Registers every payment search attribute on the server at `address` (the operator service's
+ * AddSearchAttributes, for `namespace`), leaving those already there, then waits until the frontend accepts a
+ * query naming them (its namespace cache refreshes within seconds). Idempotent: a second call registers nothing.
+ * @throws SearchAttributesMissingError when one exists with another type; Temporal's error when the server refuses
+ */
+export async function ensurePaymentSearchAttributes(
+  address: string,
+  namespace: string,
+  log: (line: string) => void,
+  security: TemporalConnectionOptions = {},
+  waitSeconds = 30,
+): Promise<void> {
+  const connection = await Connection.connect({ address, ...security });
+  try {
+    const listed = await connection.operatorService.listSearchAttributes({ namespace });
+    const existing = { ...listed.systemAttributes, ...listed.customAttributes };
+    const missing: Record<string, number> = {};
+    for (const key of PAYMENT_SEARCH_ATTRIBUTE_KEYS) {
+      const wanted = encodeSearchAttributeIndexedValueType(key.type)!;
+      const found = existing[key.name];
+      if (found === undefined || found === null) missing[key.name] = wanted;
+      else if (found !== wanted) throw new SearchAttributesMissingError(namespace, `holds ${key.name} with another type than ${CLI_TYPE_NAMES[key.type]}`);
+    }
+    if (Object.keys(missing).length > 0) {
+      try {
+        await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+      } catch (error) {
+        // Another process registered them meanwhile.
+        if (!/already exists/i.test((error as Error).message)) throw error;
+      }
+      log(`registered the search attributes ${Object.keys(missing).join(', ')} in the Temporal namespace ${namespace}`);
+    }
+    const deadline = Date.now() + waitSeconds * 1000;
+    for (;;) {
+      try {
+        await assertPaymentSearchAttributes(connection, namespace);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
