@@ -36,6 +36,7 @@ const elements = [
   // Read models for merchants and operators (the dashboard, later the timeline): they read flows and capabilities and
   // are read by none but the RPC routes and the composition root.
   folder('portal', 'src/dashboard'),
+  folder('portal', 'src/timeline'),
   folder('rpc', 'src/rpc'),
   folder('gen', 'src/gen'),
   ...INFRASTRUCTURE_FOLDERS.map((name) => folder('infrastructure', `src/${name}`)),
@@ -47,6 +48,8 @@ const elements = [
 // belongs to no folder element, so it must have a category here or `boundaries/no-unknown-files` refuses it.
 const files = [
   { category: 'contract', pattern: `{src/flows/*,src/{${Object.values(OTHER_WORKFLOWS).join(',')}}}/contract.ts` },
+  // The search-attribute keys every payment workflow shares: a contract like a flow's (only @temporalio/workflow).
+  { category: 'contract', pattern: 'src/temporal/search-attribute-keys.ts' },
   { category: 'workflow-bundle', pattern: 'workflows/index.ts' },
   { category: 'workflow', pattern: 'workflows/*.ts', capture: ['workflow'] },
   { category: 'reason-table', pattern: '{src/*/reasons.ts,src/flows/*/reasons.ts,src/instruments/service-reasons.ts}' },
@@ -192,6 +195,7 @@ const policies = [
   { from: element('workflows'), disallow: { to: [anyLocal, anyModule] }, message: WORKFLOW_MESSAGE },
   { from: element('workflows'), allow: { to: npm('@temporalio/workflow') } },
   { from: category('workflow'), allow: { to: category('contract', { path: 'src/flows/{{ from.file.captured.workflow }}/contract.ts' }) } },
+  { from: category('workflow'), allow: { to: category('contract', { path: 'src/temporal/search-attribute-keys.ts' }) } },
   ...Object.entries(OTHER_WORKFLOWS).map(([workflow, owner]) => ({
     from: category('workflow', { captured: { workflow } }),
     allow: { to: category('contract', { path: `src/${owner}/contract.ts` }) },

@@ -12,7 +12,7 @@ import {
   type PayinWorkflowResult,
   type SettledSignalInput,
 } from '../src/flows/payin/contract';
-import { upsertPaymentStatus } from '../src/flows/search-attributes/contract';
+import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
 const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<PayinActivities>({

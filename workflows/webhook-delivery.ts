@@ -1,5 +1,5 @@
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
-import { upsertPaymentStatus } from '../src/flows/search-attributes/contract';
+import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 import type { WebhookDeliveryActivities, WebhookDeliveryInput, WebhookDeliveryResult } from '../src/webhooks/contract';
 
 // Local activities (recorded with the workflow task: fewer Temporal round trips per attempt). One attempt is bounded

@@ -1,6 +1,6 @@
 /**
  * The payment search attributes on the platform's side (docs/operations.md "Search attributes"): the keys are defined
- * once in src/flows/search-attributes/contract.ts (the workflows import them from there) and re-exported here;
+ * once in src/temporal/search-attribute-keys.ts (the workflows import them from there) and re-exported here;
  * this module registers them on a Temporal server, checks a namespace has them, and builds the start option a
  * service passes when it starts a payment's workflow.
  */
@@ -15,7 +15,7 @@ import {
   PAYMENT_SEARCH_ATTRIBUTE_KEYS,
   PAYMENT_STATUS,
   type PaymentKind,
-} from '../flows/search-attributes/contract';
+} from './search-attribute-keys';
 import type { TemporalConnectionOptions } from './connection-options';
 
 export { PAYMENT_AMOUNT_UNITS, PAYMENT_CURRENCY, PAYMENT_KIND, PAYMENT_OWNER_ID, PAYMENT_SEARCH_ATTRIBUTE_KEYS, PAYMENT_STATUS, type PaymentKind };

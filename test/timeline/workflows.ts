@@ -18,7 +18,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { PAYMENT_STATUS } from '../../src/flows/search-attributes/contract';
+import { PAYMENT_STATUS } from '../../src/temporal/search-attribute-keys';
 
 export interface StoryActivities {
   /** Fails until its third attempt, then answers a result holding a card number. */
