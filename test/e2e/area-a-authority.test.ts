@@ -50,7 +50,7 @@ function dataOf(reply: GatewayReply): Record<string, string> {
 }
 
 beforeAll(async () => {
-  platform = await startTestPlatform();
+  platform = await startTestPlatform({ inProcess: true }); // counts RPCs in this process's metrics: never the cluster's
   const keys = generatePartnerKeys();
   const created = await createPartner(platform.deps, { name: 'Victim Partner', public_key_pem: keys.publicKeyPem, float_units: 1_000_000n });
   floatAccountId = created.partner.float_account_id;

@@ -174,7 +174,7 @@ export async function startTestPlatform(
     logDestination?: { write(line: string): void };
     /** The worker's workflow code instead of the run's bundle (e.g. `bundleWorkflows({ traced: true })`). */
     bundleCode?: string;
-    /** The file reads state kept inside the platform's process (the sandbox acquirer's record): never the cluster. */
+    /** The file reads state kept inside the platform's process (the sandbox acquirer's record, its RPC metrics): never the cluster. */
     inProcess?: boolean;
   } = {},
 ): Promise<TestPlatform> {
