@@ -18,8 +18,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { signRsa2 } from '../../crypto/rsa2';
-import { canonicalJson, verifyBody } from '../../crypto/rsa2-json';
+import { canonicalJson, signRsa2, verifyBody } from '../../crypto/rsa2';
 import { DomainError } from '../../errors';
 import type { GatewayRequest, GatewayResponse } from '../../gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, stringifyJson, type Currency } from '../../money';
