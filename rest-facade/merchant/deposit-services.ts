@@ -5,7 +5,7 @@
 import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './deposit-fields';
 import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { confirmationPage, confirmationView } from '../views/deposit-pages';
-import type { MerchantServiceTable } from './services';
+import type { MerchantServiceTable } from './wallet-services';
 
 /** `data` of every deposit service: reference, token, token_type, need_verify_trx, html_confirm_payment. */
 function startedDepositJson(deposit: StartedDeposit | undefined, pageBaseUrl: string): Record<string, unknown> {

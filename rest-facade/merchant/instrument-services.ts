@@ -4,7 +4,7 @@
  * shapes `data`. Encrypted fields are passed on as received; only the service decrypts them.
  */
 import { readTokenizeBankAccount, readTokenizeLocalCard, readTokenizeVisaMaster } from './instrument-fields';
-import type { MerchantServiceTable } from './services';
+import type { MerchantServiceTable } from './wallet-services';
 
 export const instrumentMerchantServices: MerchantServiceTable = {
   /** data `{token}` */

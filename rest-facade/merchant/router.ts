@@ -27,7 +27,7 @@ import { renderFieldProblems } from './messages';
 import { MERCHANT_SERVICE_TABLES } from './service-tables';
 import { registerInstrumentPages } from './instrument-pages';
 import { registerPaymentPages } from './payment-pages';
-import type { MerchantServiceHandler, MerchantServiceTable } from './services';
+import type { MerchantServiceHandler, MerchantServiceTable } from './wallet-services';
 
 type Body = Record<string, unknown>;
 
