@@ -1,50 +1,131 @@
 /**
- * The /do-action service table of Area C. Each entry reads its fields from the body (field rules in
- * src/wallet/contract.ts), calls one WalletService RPC and shapes `data`. Another engineer adds services (e.g.
- * tokenization, deposits, confirm_payments) by exporting a table of the same type from their own file and listing
- * it in `service-tables.ts`.
+ * The WalletService's part of Area C (interface "Area C"; platform decisions §7 and §8): the /do-action service
+ * table, each entry reading its fields, calling one WalletService RPC with the call's ActionAuth and shaping
+ * `data`, and the field rules of each of those services and of the login (one rule table per service, and its
+ * reader, body → the fields of its RPC request, without merchantId). Area C's rule forms, messages and answers:
+ * ./contract.ts. Another family adds services by exporting a table of the same type from its own file and listing
+ * it in the router (./router.ts).
  */
-import type { CallOptions } from '@connectrpc/connect';
+import { date, email, httpUrl, id, ifAbsent, integer, percent, present, refuse, withCheck, type Body } from '../../src/field-rules';
+import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX } from '../../src/flows/wallet/contract';
+import type { UserRecord } from '../../src/gen/payments/wallet/v1/wallet_pb';
 import { parseJsonLossless } from '../../src/money';
-import type { PlatformClients } from '../../src/rpc/clients';
-import {
-  readBlockMoney,
-  readCancelBlockMoney,
-  readCreateUser,
-  readGeneratePreOrderToken,
-  readListBanks,
-  readPayByToken,
-  readTransfer,
-  readUpdateUser,
-} from './wallet-fields';
-import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { ActionAuthSchema, UserRecord } from '../../src/gen/payments/wallet/v1/wallet_pb';
+import { amount, currency, maxLengthOf, phone, readAreaC, requestFields, string, type MerchantServiceTable } from './contract';
 
-/**
- * What a service handler gets: the parsed (lossless) body and `caller`, to spread into the RPC request: it carries
- * the call's authentication (ActionAuth: merchant headers, session token and the raw signed body), which the service
- * verifies and binds its typed fields to before acting, so a /do-action call costs one RPC.
- */
-export interface MerchantActionContext {
-  body: Record<string, unknown>;
-  caller: { merchantId: string; auth: MessageInitShape<typeof ActionAuthSchema> };
-  clients: PlatformClients;
-  /** Pass on every RPC (carries the request id header). */
-  callOptions: CallOptions;
-  /**
-   * The `Idempotency-Key` header ("" when none), for money-moving services. The api answers a repeat of the signed
-   * body (and of its signed `request_id`) with its first answer whatever this header; the header may only narrow.
-   */
-  idempotencyKey: string;
-  /** `<PUBLIC_BASE_URL><MERCHANT_PREFIX>`: where the hosted pages' forms post (html_confirm_payment). */
-  pageBaseUrl: string;
+// ---- Field rules ----
+
+const GENERATE_PRE_ORDER_TOKEN = {
+  currency: currency(),
+  out_trade_no: string({ required: true }),
+  seller_code: string({ required: true }),
+  description: string({ required: true }),
+  amount: amount(),
+  redirect_url: httpUrl({ max: maxLengthOf('redirect_url') }),
+  commission_rate: percent(),
+  call_back_url: httpUrl({ max: maxLengthOf('call_back_url') }),
+};
+
+export function readGeneratePreOrderToken(body: Body) {
+  const fields = requestFields(readAreaC(GENERATE_PRE_ORDER_TOKEN, body));
+  return { ...fields, redirectUrl: fields.redirectUrl ?? '', commissionRate: fields.commissionRate ?? '', callBackUrl: fields.callBackUrl ?? '' };
 }
 
-/** Returns the success `data`; throws DomainError (field violations) or an RPC error. */
-export type MerchantServiceHandler = (context: MerchantActionContext) => Promise<unknown>;
+/** The user record's fields, after the phone number and the email (create_user, update_user). */
+const USER_FIELDS = {
+  first_name: string({ required: true }),
+  last_name: string({ required: true }),
+  address: string({ required: true }),
+  currency: currency(),
+  birthday: date(),
+  gender: string(),
+  description: string({ max: 1000 }),
+};
 
-/** service name → handler. */
-export type MerchantServiceTable = Readonly<Record<string, MerchantServiceHandler>>;
+/** create_user: one of phone_number and email is required. */
+const CREATE_USER = {
+  phone_number: ifAbsent(phone(), ({ body }) => (present(body.email) ? undefined : refuse('required_without', 'phone_number', 'email'))),
+  email: ifAbsent(email({ max: maxLengthOf('email') }), ({ body }) => (present(body.phone_number) ? undefined : refuse('required_without', 'email', 'phone_number'))),
+  ...USER_FIELDS,
+};
+
+export function readCreateUser(body: Body) {
+  return requestFields(readAreaC(CREATE_USER, body));
+}
+
+/** update_user: the user is `user_id` when sent, else the merchant's user with this phone_number. */
+const UPDATE_USER = {
+  user_id: id(),
+  phone_number: phone({ required: true }),
+  email: email({ max: maxLengthOf('email') }),
+  ...USER_FIELDS,
+};
+
+export function readUpdateUser(body: Body) {
+  const fields = requestFields(readAreaC(UPDATE_USER, body));
+  return { ...fields, userId: fields.userId ?? '' };
+}
+
+/** pay_by_token: the payer is the merchant's user `user_id` (platform decision, documented in docs/area-c.md). */
+const PAY_BY_TOKEN = { pre_order_token: string({ required: true }), user_id: id({ required: true }) };
+
+export function readPayByToken(body: Body) {
+  return requestFields(readAreaC(PAY_BY_TOKEN, body));
+}
+
+/** transfer: a fee (fees_amount, may be 0) needs fees_currency, the transfer's own currency. */
+const TRANSFER = {
+  currency: currency(),
+  from_user_id: id({ required: true }),
+  to_user_id: withCheck(id({ required: true }), (to, { read }) => (to === read.from_user_id ? refuse('same_user') : undefined)),
+  amount: amount(),
+  fees_currency: withCheck(
+    ifAbsent(currency({ required: false }), ({ body }) => (present(body.fees_amount) ? refuse('fees_currency_required') : undefined)),
+    (fees, { body, read }) => (present(body.fees_amount) && read.currency && fees !== read.currency ? refuse('fees_currency_mismatch') : undefined),
+  ),
+  fees_amount: amount({ required: false, allowZero: true }),
+};
+
+export function readTransfer(body: Body) {
+  const fields = requestFields(readAreaC(TRANSFER, body));
+  return { ...fields, feesAmountUnits: fields.feesAmountUnits ?? 0n, feesCurrency: fields.feesCurrency ?? '' };
+}
+
+const LIST_BANKS = { page: integer({ min: 1, max: 1_000_000 }), per_page: integer({ min: 1, max: BANK_PAGE_MAX }) };
+
+export function readListBanks(body: Body) {
+  const fields = requestFields(readAreaC(LIST_BANKS, body));
+  return { page: fields.page ?? 1, perPage: fields.perPage ?? BANK_PAGE_DEFAULT };
+}
+
+const BLOCK_MONEY = { currency: currency(), user_token: string({ required: true }), amount: amount(), reference: string({ required: true }) };
+
+export function readBlockMoney(body: Body) {
+  return requestFields(readAreaC(BLOCK_MONEY, body));
+}
+
+const CANCEL_BLOCK_MONEY = { transaction_ref: string({ required: true }) };
+
+export function readCancelBlockMoney(body: Body) {
+  return requestFields(readAreaC(CANCEL_BLOCK_MONEY, body));
+}
+
+/**
+ * Login body fields (C1): user_name, password and timestamp (Unix seconds, a JSON integer or digit string; the
+ * api checks it lies within MERCHANT_LOGIN_WINDOW_SECONDS). All required; failures are reported under their own
+ * names. The timestamp is not forwarded as a typed field: the api reads it from the signed body.
+ */
+const LOGIN = {
+  user_name: string({ required: true }),
+  password: string({ required: true }),
+  timestamp: integer({ min: 0, max: 999_999_999_999_999, digits: 15, required: true }),
+};
+
+export function readLogin(body: Body) {
+  const fields = readAreaC(LOGIN, body);
+  return { userName: fields.user_name, password: fields.password };
+}
+
+// ---- Services ----
 
 /** The user record as the interface lists it, plus user_token and wallet_ref. */
 export function userRecordJson(user: UserRecord | undefined): Record<string, unknown> {
@@ -68,8 +149,8 @@ export function userRecordJson(user: UserRecord | undefined): Record<string, unk
   };
 }
 
-/** The core wallet services. */
-export const coreMerchantServices: MerchantServiceTable = {
+/** The WalletService's /do-action services. */
+export const walletMerchantServices: MerchantServiceTable = {
   async list_fees({ caller, clients, callOptions }) {
     const answer = await clients.wallet.listFees({ ...caller }, callOptions);
     return { FEE: parseJsonLossless(answer.feeJson), EXCHANGE_RATE: parseJsonLossless(answer.exchangeRateJson) };

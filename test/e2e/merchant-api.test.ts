@@ -4,7 +4,7 @@
  */
 import { signRequestParameters } from '../../src/crypto/rsa2';
 import { getUser } from '../../src/onboarding';
-import { MESSAGES } from '../../rest-facade/merchant/fields';
+import { MESSAGES } from '../../rest-facade/merchant/contract';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { fundUser } from '../support/wallets';

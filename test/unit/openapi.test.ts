@@ -11,16 +11,10 @@ import addFormats from 'ajv-formats';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { MERCHANT_SERVICE_TABLES } from '../../rest-facade/merchant/service-tables';
-import { AUTH_MESSAGES } from '../../rest-facade/merchant/messages';
-import { MESSAGES } from '../../rest-facade/merchant/fields';
+import { MERCHANT_SERVICE_TABLES } from '../../rest-facade/merchant/router';
+import { AUTH_MESSAGES, CARD_MESSAGES, DEPOSIT_MESSAGES, INSTRUMENT_MESSAGES, INTERNAL_ERROR_MESSAGE, MESSAGES, TOKENIZE_MESSAGES } from '../../rest-facade/merchant/contract';
 import { PAYIN_MESSAGES } from '../../rest-facade/payin/contract';
 import { AREA_A_ERRORS, AREA_A_SERVICES, SYSTEM_ERROR } from '../../rest-facade/partner/contract';
-import { INTERNAL_ERROR_MESSAGE } from '../../rest-facade/merchant/contract';
-import { DEPOSIT_MESSAGES } from '../../rest-facade/merchant/messages';
-import { CARD_MESSAGES } from '../../rest-facade/merchant/messages';
-import { TOKENIZE_MESSAGES } from '../../rest-facade/merchant/messages';
-import { INSTRUMENT_MESSAGES } from '../../rest-facade/merchant/messages';
 
 const DOCUMENT_PATH = path.join(__dirname, '..', '..', 'docs', 'openapi.yaml');
 const text = readFileSync(DOCUMENT_PATH, 'utf8');

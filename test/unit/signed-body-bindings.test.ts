@@ -9,7 +9,7 @@ import { InstrumentService } from '../../src/gen/payments/instrument/v1/instrume
 import { LoginRequestSchema, TransferRequestSchema, ListBanksRequestSchema, WalletService } from '../../src/gen/payments/wallet/v1/wallet_pb';
 import { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields } from '../../src/merchant-auth/bindings';
 import { parseJsonLossless } from '../../src/money';
-import { readListBanks, readLogin, readTransfer } from '../../rest-facade/merchant/wallet-fields';
+import { readListBanks, readLogin, readTransfer } from '../../rest-facade/merchant/wallet-services';
 
 /** The input messages of every method whose request carries the merchant's proof (ActionAuth or SignedEnvelope). */
 function signedInputs(): DescMessage[] {

@@ -6,7 +6,7 @@
  *
  * In the guides, `<!-- vector:NAME -->` marks the fenced block holding a value and `<!-- run:NAME -->` a command.
  */
-import { renderFieldProblems } from '../../rest-facade/merchant/messages';
+import { renderFieldProblems } from '../../rest-facade/merchant/contract';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
