@@ -14,8 +14,7 @@ import {
   DepositByVisaMasterResponseSchema,
   type DepositService,
 } from '../../gen/payments/deposit/v1/deposit_pb';
-import { answerIdempotently } from '../../idempotency';
-import { movementRequest } from '../../merchant-auth';
+import { answerIdempotently, movementRequest } from '../../idempotency';
 import type { PlatformDeps } from '../../platform-deps';
 import { confirmPayment } from './confirm';
 import { payPreOrderByCard, preorderPage, submitVisaMasterConfirmation, visaMasterConfirmationPage } from './pages';

@@ -17,11 +17,9 @@ import {
   type PayByTokenRequest,
   type TransferRequest,
 } from '../../gen/payments/wallet/v1/wallet_pb';
-import { answerIdempotently } from '../../idempotency';
-import { movementRequest } from '../../merchant-auth';
+import { answerIdempotently, movementRequest, referenceFromKey } from '../../idempotency';
 import type { TransferPartyLookup } from '../../merchant-users';
 import type { PlatformDeps } from '../../platform-deps';
-import { referenceFromKey } from '../../references';
 import { blockMoney, cancelBlockMoney, payByToken, transfer } from './activities';
 import { positive, walletCurrency } from './checks';
 
