@@ -14,7 +14,7 @@ import { parse } from 'yaml';
 import { MERCHANT_SERVICE_TABLES } from '../../rest-facade/merchant/router';
 import { AUTH_MESSAGES, CARD_MESSAGES, DEPOSIT_MESSAGES, INSTRUMENT_MESSAGES, INTERNAL_ERROR_MESSAGE, MESSAGES, TOKENIZE_MESSAGES } from '../../rest-facade/merchant/contract';
 import { PAYIN_MESSAGES } from '../../rest-facade/payin/contract';
-import { AREA_A_ERRORS, AREA_A_SERVICES, SYSTEM_ERROR } from '../../rest-facade/partner/contract';
+import { AREA_A_ERRORS, AREA_A_SERVICES, SYSTEM_ERROR } from '../../src/flows/pre-transfer/area-a';
 
 const DOCUMENT_PATH = path.join(__dirname, '..', '..', 'docs', 'openapi.yaml');
 const text = readFileSync(DOCUMENT_PATH, 'utf8');
