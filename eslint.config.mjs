@@ -78,7 +78,7 @@ const facadeInfrastructure = [
   element('infrastructure', { path: 'src/money' }),
   element('infrastructure', { path: 'src/web', fileInternalPath: ['url.ts', 'qr-png.ts'] }),
   // Signature verification and constant-time comparison (pure, over keys the caller passes).
-  element('infrastructure', { path: 'src/crypto', fileInternalPath: ['rsa2.ts', 'rsa2-json.ts', 'rsa2-query.ts', 'hmac.ts', 'secrets.ts'] }),
+  element('infrastructure', { path: 'src/crypto', fileInternalPath: ['rsa2.ts', 'hmac.ts', 'secrets.ts'] }),
 ];
 
 const WORKFLOW_MESSAGE = 'a workflow is deterministic: it imports only @temporalio/workflow and its own flow\'s contract (docs/architecture.md "Rules")';

@@ -13,7 +13,7 @@
 import { createLogger } from '../src/logger';
 import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
-import { signRequestParameters } from '../src/crypto/rsa2-query';
+import { signRequestParameters } from '../src/crypto/rsa2';
 import { onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
 import { cpuSecondsOf, measure, runWhenMain, startBenchEnvironment, startServeProcess, type Measurement } from './support/harness';

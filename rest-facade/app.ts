@@ -17,7 +17,7 @@ import { listenOn } from '../src/net';
 import type { PlatformClients } from '../src/rpc/clients';
 import { docsRouter } from './docs';
 import { healthRouter } from './health';
-import { sendHtml } from './html-response';
+import { sendHtml } from './views/html';
 import type { FacadeContext, FacadeState } from './context';
 
 /** Largest request body accepted, in bytes. */

@@ -2,7 +2,7 @@
  * Declarative field rules, the one validation style of the three façade areas (docs/architecture.md "One error
  * model"): each request is a table of field → rule, read in order by `readFields`, and every refusal is a field
  * problem code of src/field-problems.ts. Each area renders the codes in its documented words: Area A in
- * src/flows/pre-transfer/area-a.ts, Area B in rest-facade/payin/contract.ts, Area C in rest-facade/merchant/messages.ts.
+ * src/flows/pre-transfer/area-a.ts, Area B in rest-facade/payin/contract.ts, Area C in rest-facade/merchant/contract.ts.
  * A rule reads a body parsed losslessly (a JSON number is a LosslessNumber). Pure, no I/O.
  *
  *   const TRANSFER = { currency: currency(), amount: amount({ currency: (read) => read.currency as Currency }) };

@@ -1,11 +1,101 @@
 /**
- * The /do-action deposit services of Area C (docs/area-c.md "Deposits and confirmations"): each reads its
- * fields (./fields.ts), calls one DepositService RPC with the call's ActionAuth and shapes `data`.
+ * The DepositService's part of Area C (docs/area-c.md "Deposits and confirmations"): the /do-action deposit services
+ * (each reads its fields, calls one DepositService RPC with the call's ActionAuth and shapes `data`, the
+ * Visa/Master confirmation page included), their field rules, and the browser pages of deposits. For a page,
+ * DepositService answers a typed page view; it is rendered (rest-facade/views/deposit-pages.ts) with its status, or
+ * the payer is redirected with the result to the paid preorder's redirect_url.
+ *
+ *   GET  /visa-master/confirm/:token     the confirmation page of a Visa/Master deposit again
+ *   POST /visa-master/confirm/:token     the confirmation form's submission → 303 to redirect_url?result=… or the
+ *                                        result page (hidden input `result`)
+ *   GET  /pre-order/:token               the hosted preorder page (seller, description, amount, card form)
+ *   POST /pre-order/:token/pay           the card form (application/x-www-form-urlencoded) → the confirmation page
+ *
+ * Area C's rule forms, messages and answers: ./contract.ts.
  */
-import { readConfirmPayments, readDeposit, readVisaMasterDeposit } from './deposit-fields';
-import type { StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
-import { confirmationPage, confirmationView } from '../views/deposit-pages';
-import type { MerchantServiceTable } from './services';
+import type Router from '@koa/router';
+import { id } from '../../src/field-rules';
+import type { DepositPage, StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
+import type { Currency } from '../../src/money';
+import { readRpcFailure } from '../../src/rpc/errors';
+import type { FacadeContext, FacadeState } from '../context';
+import { rpcCallOptions, setRetryAfter } from '../rpc-call';
+import { confirmationPage, confirmationView, faultPage, notFoundPage, renderDepositPage, resultRedirect, tooManyRequestsPage } from '../views/deposit-pages';
+import { sendHtml } from '../views/html';
+import { amount, currency, readAreaC, requestFields, string, type MerchantServiceTable } from './contract';
+
+// ---- Field rules ----
+
+/** Longest accepted text of the deposit fields. */
+const MAX_LENGTH = { token: 64, password: 64, encrypted: 4096 } as const;
+
+export interface DepositFields {
+  token: string;
+  preOrderToken: string;
+  amountUnits: bigint;
+  currency: Currency;
+  /** Empty when not sent. */
+  userId: string;
+}
+
+/** deposit_by_local_card and deposit_by_bank_account: token, pre_order_token (O), amount, currency, user_id (O). */
+const DEPOSIT = {
+  currency: currency(),
+  token: string({ required: true, max: MAX_LENGTH.token }),
+  pre_order_token: string(),
+  amount: amount(),
+  user_id: id(),
+};
+
+function depositFields<V extends { pre_order_token?: string; user_id?: string }>(values: V) {
+  const fields = requestFields(values);
+  return { ...fields, preOrderToken: fields.preOrderToken ?? '', userId: fields.userId ?? '' };
+}
+
+export function readDeposit(body: Record<string, unknown>): DepositFields {
+  return depositFields(readAreaC(DEPOSIT, body));
+}
+
+/** deposit_by_visa_master: the deposit fields and security_code (encrypted, base64; decrypted by the service). */
+const VISA_MASTER_DEPOSIT = { ...DEPOSIT, security_code: string({ required: true, max: MAX_LENGTH.encrypted }) };
+
+export function readVisaMasterDeposit(body: Record<string, unknown>): DepositFields & { securityCode: string } {
+  return depositFields(readAreaC(VISA_MASTER_DEPOSIT, body));
+}
+
+/** confirm_payments: user_id, token (the deposit token), password (OTP or soft token). */
+const CONFIRM_PAYMENTS = {
+  user_id: id({ required: true }),
+  token: string({ required: true, max: MAX_LENGTH.token }),
+  password: string({ required: true, max: MAX_LENGTH.password }),
+};
+
+export function readConfirmPayments(body: Record<string, unknown>): { userId: string; token: string; password: string } {
+  return requestFields(readAreaC(CONFIRM_PAYMENTS, body));
+}
+
+/** The card form of the hosted preorder page (application/x-www-form-urlencoded fields, all text). */
+export interface CardFormFields {
+  holderName: string;
+  cardNumber: string;
+  expiryMonth: string;
+  expiryYear: string;
+  securityCode: string;
+}
+
+/** Reads the hosted page's card form from parsed form fields (missing fields become empty text). */
+export function readCardForm(form: URLSearchParams): CardFormFields {
+  const text = (name: string) => (form.get(name) ?? '').slice(0, 256);
+  return {
+    holderName: text('holder_name'),
+    cardNumber: text('card_number'),
+    expiryMonth: text('expiry_month'),
+    expiryYear: text('expiry_year'),
+    securityCode: text('security_code'),
+  };
+}
+
+// ---- Services ----
 
 /** `data` of every deposit service: reference, token, token_type, need_verify_trx, html_confirm_payment. */
 function startedDepositJson(deposit: StartedDeposit | undefined, pageBaseUrl: string): Record<string, unknown> {
@@ -43,3 +133,75 @@ export const depositMerchantServices: MerchantServiceTable = {
     return [];
   },
 };
+
+// ---- Pages ----
+
+/** A page token as the platform issues them (deposit and preorder tokens); anything else is an unknown page. */
+const PAGE_TOKEN = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** Renders a page view of the service (a missing view is a fault). */
+function sendPage(ctx: FacadeContext, page: DepositPage | undefined, submission = false): void {
+  const rendered = renderDepositPage(page, `${ctx.state.config.PUBLIC_BASE_URL}${ctx.state.config.MERCHANT_PREFIX}`, submission);
+  sendHtml(ctx, rendered.status, rendered.html);
+}
+
+async function answer(ctx: FacadeContext, render: () => Promise<void>): Promise<void> {
+  // The hosted pages' gate: a token that cannot be one is answered like an unknown one, before any RPC.
+  if (!PAGE_TOKEN.test(ctx.params.token ?? '')) return sendHtml(ctx, 404, notFoundPage());
+  try {
+    await render();
+  } catch (error) {
+    const failure = readRpcFailure(error, 'deposit');
+    if (failure.reason === 'RATE_LIMITED') {
+      setRetryAfter(ctx, failure.retryAfterSeconds);
+      return sendHtml(ctx, 429, tooManyRequestsPage());
+    }
+    ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'deposit page failed');
+    sendHtml(ctx, 500, faultPage());
+  }
+}
+
+/** Registers the deposit pages on the Area C router. */
+export function registerDepositPages(router: Router<FacadeState>): void {
+  const options = rpcCallOptions;
+
+  router.get('/visa-master/confirm/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.getVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
+      sendPage(ctx, reply.page);
+    }),
+  );
+
+  router.post('/visa-master/confirm/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.submitVisaMasterConfirmation({ depositToken: ctx.params.token ?? '' }, options(ctx));
+      if (reply.redirectUrl && reply.page?.view.case === 'result') {
+        ctx.set('Cache-Control', 'no-store');
+        ctx.set('Referrer-Policy', 'no-referrer');
+        ctx.status = 303;
+        ctx.redirect(resultRedirect(reply.redirectUrl, reply.page.view.value));
+        return;
+      }
+      sendPage(ctx, reply.page);
+    }),
+  );
+
+  router.get('/pre-order/:token', (ctx) =>
+    answer(ctx, async () => {
+      const reply = await ctx.state.clients.deposit.getPreOrderPage({ preOrderToken: ctx.params.token ?? '' }, options(ctx));
+      sendPage(ctx, reply.page);
+    }),
+  );
+
+  router.post('/pre-order/:token/pay', (ctx) =>
+    answer(ctx, async () => {
+      // The raw body was read by the app (rest-facade/app.ts); WHATWG URLSearchParams parses the urlencoded form.
+      const form = ctx.is('application/x-www-form-urlencoded') ? new URLSearchParams(ctx.state.rawBody) : new URLSearchParams();
+      const reply = await ctx.state.clients.deposit.payPreOrderByCard(
+        { preOrderToken: ctx.params.token ?? '', ...readCardForm(form) },
+        options(ctx),
+      );
+      sendPage(ctx, reply.page, true);
+    }),
+  );
+}

@@ -4,7 +4,8 @@
  *   POST /login      headers merchant-id, merchant-secret-key; signed body user_name, password, timestamp → session
  *                    token.
  *   POST /do-action  the same headers, Authorization: Bearer <token>, signed body; dispatch on `service` through
- *                    the service tables (service-tables.ts).
+ *                    the service tables (MERCHANT_SERVICE_TABLES: ./wallet-services.ts, ./deposit-services.ts,
+ *                    ./instrument-services.ts).
  *
  * The façade forwards what it received (the headers, the bearer token and the raw body text) in the one service
  * RPC; WalletService (Login, or the service's own RPC through src/merchant-auth) parses the body itself, verifies
@@ -14,20 +15,23 @@
  * sign_type / sign (400) → `service` (400 `service`) → the service's fields (400, every failing field) → the service.
  */
 import Router from '@koa/router';
-import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { DomainError } from '../../src/errors';
 import { problem } from '../../src/field-problems';
 import { present } from '../../src/field-rules';
+import { amountJson, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { exceedsJsonDepth } from '../../src/text';
-import { readLogin } from './wallet-fields';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { answerForError, badRequest, ok, type AreaCAnswer } from './contract';
-import { renderFieldProblems } from './messages';
-import { MERCHANT_SERVICE_TABLES } from './service-tables';
-import { registerInstrumentPages } from './instrument-pages';
-import { registerPaymentPages } from './payment-pages';
-import type { MerchantServiceHandler, MerchantServiceTable } from './services';
+import { answerForError, badRequest, ok, renderFieldProblems, type AreaCAnswer, type MerchantServiceHandler, type MerchantServiceTable } from './contract';
+import { depositMerchantServices, registerDepositPages } from './deposit-services';
+import { instrumentMerchantServices, registerInstrumentPages } from './instrument-services';
+import { readLogin, walletMerchantServices } from './wallet-services';
+
+/**
+ * Every /do-action service table of Area C, one per service family, merged in order (a name defined twice is a
+ * start-up error). A family adds its services by exporting a `MerchantServiceTable` from its own file, listed here.
+ */
+export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [walletMerchantServices, depositMerchantServices, instrumentMerchantServices];
 
 type Body = Record<string, unknown>;
 
@@ -148,7 +152,7 @@ export function merchantRouter(tables: MerchantServiceTable[] = MERCHANT_SERVICE
     }
   });
 
-  registerPaymentPages(router);
+  registerDepositPages(router);
   registerInstrumentPages(router);
   return router;
 }

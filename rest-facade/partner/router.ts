@@ -10,7 +10,9 @@
  *                                429); the façade sends them as they are.
  *
  * The façade holds no key and checks no partner proof: where the money moves, the api does. When the api cannot be
- * reached or does not answer in time, the answer is 500 SYSTEMERROR, unsigned (nothing here can sign).
+ * reached or does not answer in time, the answer is 500 SYSTEMERROR, unsigned (nothing here can sign). The answers'
+ * table, limits and envelopes are the api's own (src/flows/pre-transfer/area-a.ts); the façade's edge answers
+ * (unknown route, wrong method, body too large) are in ./contract.ts.
  */
 import Router from '@koa/router';
 import { Code } from '@connectrpc/connect';
@@ -19,7 +21,7 @@ import { readRpcFailure } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { AREA_A_LIMITS, errorEnvelope, RATE_LIMITED_ERROR, SYSTEM_ERROR, UNAUTHENTICATED_ERROR, type AreaAError } from './contract';
+import { AREA_A_LIMITS, errorEnvelope, RATE_LIMITED_ERROR, SYSTEM_ERROR, UNAUTHENTICATED_ERROR, type AreaAError } from '../../src/flows/pre-transfer/area-a';
 
 /** An unsigned answer: 401, 429 (with Retry-After) and the façade's own SYSTEMERROR. */
 function unsigned(ctx: FacadeContext, error: AreaAError, retryAfterSeconds?: number): void {

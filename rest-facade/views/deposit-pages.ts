@@ -10,7 +10,7 @@ import { html, messagePage, page, SafeHtml } from './html';
 import type { CardConfirmation, DepositPage, DepositResult, PreorderPage } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { problem } from '../../src/field-problems';
 import { fieldViolationsOf } from '../../src/rpc/errors';
-import { DEPOSIT_MESSAGES, renderFieldProblems, renderProblem } from '../merchant/messages';
+import { DEPOSIT_MESSAGES, renderFieldProblems, renderProblem } from '../merchant/contract';
 
 export interface ConfirmationView {
   /** Absolute URL the form posts to (`<PUBLIC_BASE_URL><MERCHANT_PREFIX>/visa-master/confirm/<deposit token>`). */

@@ -1,10 +1,12 @@
 /**
- * HTML for the platform's browser pages (hosted preorder page, Visa/Master confirmation, bank-account activation).
- * Pure functions, no I/O. Every interpolated value goes through the `html` tagged template, which escapes it with
- * `escape-html` (& < > " ' → entities) unless it is itself the output of `html`; attributes are always
- * double-quoted. Pages carry no script and load nothing from elsewhere.
+ * HTML for the platform's browser pages (hosted preorder page, Visa/Master confirmation, bank-account activation,
+ * the areas' page errors): the layout, the escaping, and how a page is answered (`sendHtml`). Every interpolated
+ * value goes through the `html` tagged template, which escapes it with `escape-html` (& < > " ' → entities) unless
+ * it is itself the output of `html`; attributes are always double-quoted. Pages carry no script and load nothing
+ * from elsewhere.
  */
 import escapeHtml from 'escape-html';
+import type { FacadeContext } from '../context';
 
 /** Markup produced by `html` (already escaped). */
 export class SafeHtml {
@@ -59,4 +61,21 @@ ${body}
 export function messagePage(title: string, message: string): string {
   return page(title, html`<h1>${title}</h1>
 <p id="message">${message}</p>`);
+}
+
+/** Of every HTML answer: no scripts and nothing loaded from elsewhere; forms may post and be redirected anywhere. */
+const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'";
+
+/**
+ * Answers an HTML page (hosted preorder page, Visa/Master confirmation, bank-account activation): never cached, the
+ * policy above, no MIME sniffing, and no Referer leaving the page (its URL carries a token or an activation code).
+ */
+export function sendHtml(ctx: FacadeContext, status: number, html: string): void {
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.body = html;
 }

@@ -12,7 +12,7 @@
  */
 import type { Knex } from '../db/knex';
 import { hmacContext } from '../onboarding/merchants';
-import { numberContext } from '../instruments/vault';
+import { numberContext } from '../instruments/store';
 import { isCurrent, keyIdOf, LEGACY_DATA_KEY_ID, openSecret, sealSecret, type DataKeyring } from '../crypto/data-keys';
 import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDataKeyring } from '../crypto/platform-keys';
 

@@ -23,6 +23,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { COMMON_REASONS, DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
 import { REASONS } from '../reasons';
+import type { MerchantAct } from '../merchant-auth/types';
 import { IDEMPOTENCY_REASONS } from './reasons';
 
 export * from './reasons';
@@ -98,6 +99,15 @@ export async function answerIdempotently<Desc extends DescMessage>(
   return store.run(request, protoCodec(schema), async (ownKey) => create(schema, await execute(ownKey)));
 }
 
+/**
+ * A movement's public reference derived from its request's own key (`prefix` + 18 uppercase hex characters, the
+ * form of src/references' new ones): a re-run after a crash builds the same reference, hence the same ledger
+ * idempotency key, and moves nothing twice.
+ */
+export function referenceFromKey(prefix: string, ownKey: string): string {
+  return `${prefix}${createHash('sha256').update(ownKey).digest('hex').slice(0, 18).toUpperCase()}`;
+}
+
 /** Hex SHA-256 of the parameters (bigints as decimal strings), the identity of "the same request". */
 export function fingerprintOf(parameters: unknown[]): string {
   const text = JSON.stringify(parameters, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value));
@@ -114,6 +124,31 @@ export function checkIdempotencyKey(key: string, field = 'Idempotency-Key'): voi
       [field]: [`must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters`],
     });
   }
+}
+
+/**
+ * The idempotency keys of one money-moving request (docs/idempotency.md): the request's own key first (the signed
+ * `request_id`, else the signed body itself, else a trusted caller's `idempotencyKey`), then the other keys that
+ * name the same request: the signed body when a `request_id` leads, and the client's `Idempotency-Key` header, which
+ * may only narrow. Empty `key` when the request has none (a trusted caller without a key).
+ */
+export function movementKeys(act: MerchantAct, idempotencyKey: string): { key: string; keyField: string; aliases: Array<{ key: string; field: string }> } {
+  if (idempotencyKey) checkIdempotencyKey(idempotencyKey);
+  const header = idempotencyKey ? [{ key: idempotencyKey, field: 'Idempotency-Key' }] : [];
+  if (!act.signed) return { key: idempotencyKey, keyField: 'Idempotency-Key', aliases: [] };
+  const body = `signed-body:${act.signed.id}`;
+  const { requestId } = act.signed;
+  if (requestId === '') return { key: body, keyField: 'sign', aliases: header };
+  checkIdempotencyKey(requestId ?? '', 'request_id');
+  return { key: requestId!, keyField: 'request_id', aliases: [{ key: body, field: 'sign' }, ...header] };
+}
+
+/**
+ * The idempotent request of one money-moving call of the merchant `act`: scoped to the merchant,
+ * keyed by `movementKeys`, bound to `operation` and its `parameters` (in a stable order).
+ */
+export function movementRequest(act: MerchantAct, idempotencyKey: string, operation: string, parameters: unknown[]) {
+  return { scope: `merchant:${act.merchantId}`, ...movementKeys(act, idempotencyKey), operation, parameters };
 }
 
 export interface IdempotencyStore {

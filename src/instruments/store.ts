@@ -1,14 +1,19 @@
 /**
  * The instrument vault's table (`instruments`, migration 008; platform decisions §7): tokenized local
- * cards, bank accounts and Visa/Master cards. Numbers are stored only AES-256-GCM encrypted (vault.ts) with their
- * last 4 digits; security codes are never stored. Tokens are opaque: `tok_` + 32 base64url characters.
+ * cards, bank accounts and Visa/Master cards. Numbers are stored only AES-256-GCM encrypted under the current data
+ * key (`sealNumber`: `sealSecret` of src/crypto/data-keys.ts, the same primitive that protects merchant HMAC
+ * secrets), bound to the instrument's token as associated data so a ciphertext copied onto another row does not
+ * decrypt, with their last 4 digits; security codes are never stored. Tokens are opaque: `tok_` + 32 base64url
+ * characters. Stored form of a number: `v2.<key id>.<iv>.<ciphertext>.<tag>` (base64url parts); `v1.` rows from
+ * before key ids are under `k0`.
  *
  * Tenant isolation: every lookup is scoped by merchant (and by user when the caller names one); an instrument of
  * another merchant or user is answered exactly like an unknown token.
  *
- * Shared with deposits (H7b): findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard.
+ * Shared with deposits: findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard.
  */
 import type { Knex } from 'knex';
+import { openSecret, sealSecret, type DataKeyring } from '../crypto/data-keys';
 import { randomToken } from '../crypto/secrets';
 import { invalidFields, reasonError, type FieldViolations } from '../errors';
 import { INSTRUMENT_REASONS } from './reasons';
@@ -16,7 +21,24 @@ import type { PlatformDeps } from '../platform-deps';
 import { hasControlCharacters } from '../text';
 import { problem } from '../field-problems';
 import { cardBrand, isExpired, lastFour, normalizeCardNumber, type Expiry } from './cards';
-import { openNumber, sealNumber } from './vault';
+
+/** The associated data of an instrument's number (rotation re-seals with it). */
+export function numberContext(token: string): string {
+  return `instrument:${token}:number`;
+}
+
+/** Encrypts a card or account number for the row of `token`. */
+function sealNumber(dataKeys: DataKeyring, token: string, number: string): string {
+  return sealSecret(dataKeys, number, numberContext(token));
+}
+
+/**
+ * Decrypts what `sealNumber` stored for `token`.
+ * @throws Error "cannot decrypt secret…" when the key, token or ciphertext does not match; UnknownDataKeyError
+ */
+function openNumber(dataKeys: DataKeyring, token: string, sealed: string): string {
+  return openSecret(dataKeys, sealed, numberContext(token));
+}
 
 export type InstrumentKind = 'local_card' | 'bank_account' | 'visa_master';
 export type InstrumentStatus = 'active' | 'pending_activation';

@@ -1,7 +1,7 @@
 /**
  * Merchant authentication, shared by every Area C service (interface "Authentication / Area C", platform decisions
  * §7): merchant headers, the signed body verified with the merchant's stored public key and bound to the typed
- * request (./bindings.ts), the API login (a signed timestamp, each signed login body accepted once), opaque session
+ * request (SIGNED_BODY_BINDINGS, below), the API login (a signed timestamp, each signed login body accepted once), opaque session
  * tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one `requireMerchant` every service
  * calls. No service acts for a merchant id the caller merely asserts: the merchant is the one whose headers, session
  * and signature verify, and the request does only what that signed body says; a request without the merchant's
@@ -15,24 +15,20 @@ import { LRUCache } from 'lru-cache';
 import type { Knex } from 'knex';
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { randomToken, sha256Hex } from '../crypto/secrets';
-import { SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
-import { ambiguousParameters, canonicalQueryString } from '../crypto/rsa2-query';
+import { ambiguousParameters, canonicalQueryString, SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { problem } from '../field-problems';
 import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
-import { checkIdempotencyKey } from '../idempotency';
-import { isLosslessNumber, parseJsonLossless } from '../money';
+import { AmountError, isCurrency, isLosslessNumber, parseJsonLossless, readAmount, type Currency } from '../money';
 import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding/merchants';
 import { callerOf, mayActFor } from '../rpc/caller';
 import { exceedsJsonDepth } from '../text';
-import { unboundFields } from './bindings';
 import { MERCHANT_AUTH_REASONS } from './reasons';
-import type { Envelope, MerchantAct, MerchantAuth, SignedBody } from './types';
+import type { Envelope, MerchantAuth, SignedBody } from './types';
 
 export * from './reasons';
 export type { Envelope, MerchantAct, MerchantAuth, SignedBody } from './types';
-export { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields, type FieldBinding, type SignedAction } from './bindings';
 
 /** Most merchants and sessions one process remembers. */
 const AUTH_CACHE_MAX = 10_000;
@@ -126,7 +122,7 @@ function verifySignature(publicKeyOf: (pem: string) => KeyObject | string, merch
 }
 
 /**
- * The typed request must say what its signed body says (./bindings.ts).
+ * The typed request must say what its signed body says (SIGNED_BODY_BINDINGS).
  * @throws DomainError INVALID_SIGNATURE (field `sign`)
  */
 function bindToSignedBody(request: { $typeName: string }, body: SignedBody): void {
@@ -138,31 +134,6 @@ function requestIdOf(parameters: Record<string, unknown>): string | null {
   const value = parameters.request_id;
   if (value === undefined || value === null || value === '') return '';
   return isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : null;
-}
-
-/**
- * The idempotency keys of one money-moving request (docs/idempotency.md): the request's own key first (the signed
- * `request_id`, else the signed body itself, else a trusted caller's `idempotencyKey`), then the other keys that
- * name the same request: the signed body when a `request_id` leads, and the client's `Idempotency-Key` header, which
- * may only narrow. Empty `key` when the request has none (a trusted caller without a key).
- */
-export function movementKeys(act: MerchantAct, idempotencyKey: string): { key: string; keyField: string; aliases: Array<{ key: string; field: string }> } {
-  if (idempotencyKey) checkIdempotencyKey(idempotencyKey);
-  const header = idempotencyKey ? [{ key: idempotencyKey, field: 'Idempotency-Key' }] : [];
-  if (!act.signed) return { key: idempotencyKey, keyField: 'Idempotency-Key', aliases: [] };
-  const body = `signed-body:${act.signed.id}`;
-  const { requestId } = act.signed;
-  if (requestId === '') return { key: body, keyField: 'sign', aliases: header };
-  checkIdempotencyKey(requestId ?? '', 'request_id');
-  return { key: requestId!, keyField: 'request_id', aliases: [{ key: body, field: 'sign' }, ...header] };
-}
-
-/**
- * The idempotent request of one money-moving call of the merchant `act` (src/idempotency): scoped to the merchant,
- * keyed by `movementKeys`, bound to `operation` and its `parameters` (in a stable order).
- */
-export function movementRequest(act: MerchantAct, idempotencyKey: string, operation: string, parameters: unknown[]) {
-  return { scope: `merchant:${act.merchantId}`, ...movementKeys(act, idempotencyKey), operation, parameters };
 }
 
 interface SessionRow {
@@ -321,4 +292,176 @@ export function createMerchantAuth(deps: {
       return merchant;
     },
   };
+}
+
+// ---- What binds a request to its signed body ----
+
+/**
+ * What binds an Area C request to the body its merchant signed (platform decisions §7): the one table of every RPC
+ * that carries the merchant's proof (ActionAuth or, for Login, SignedEnvelope), found by the request's `$typeName`.
+ * For each, the `service` its signed body must name and, for each typed field of the request, the body parameter it
+ * is read from and how (the rules of the façade's field readers, rest-facade/merchant/*-services.ts, which produce
+ * the typed fields from the same body). A request whose typed fields say anything the signed body does not is refused
+ * as a bad signature: holding a transport credential and one captured signed request buys no other action.
+ *
+ * Fields a request carries beside them and that no body holds: `merchant_id` (the merchant is the one the proof
+ * verifies), `auth` / `envelope` (the proof itself) and `idempotency_key` (the unsigned header, which may only
+ * narrow; docs/idempotency.md). Every other field of such a request must be listed here
+ * (test/unit/signed-body-bindings.test.ts walks the generated descriptors).
+ */
+
+/** How one typed field is read from its body parameter. */
+export type FieldBinding =
+  /** Text (a JSON string as it is, a JSON number as written); absent, null, "" and blank text are "". */
+  | { kind: 'text'; parameter: string }
+  /** Minor units of the body's `currency` parameter (USD when that names no currency); absent is 0. */
+  | { kind: 'amount'; parameter: string; currency: string }
+  /** An integer (JSON integer or digit string); absent is `absent`, the documented default the façade sends. */
+  | { kind: 'integer'; parameter: string; absent: number };
+
+export interface SignedAction {
+  /** The `service` the signed body names; null for a login body, which names none. */
+  service: string | null;
+  /** Typed field (protobuf-es local name) → where the signed body holds it. */
+  fields: Readonly<Record<string, FieldBinding>>;
+}
+
+/** Request fields that are not read from the signed body (see above). */
+export const UNBOUND_FIELDS: ReadonlySet<string> = new Set(['merchantId', 'auth', 'envelope', 'idempotencyKey']);
+
+const text = (parameter: string): FieldBinding => ({ kind: 'text', parameter });
+const amount = (parameter: string, currency = 'currency'): FieldBinding => ({ kind: 'amount', parameter, currency });
+const integer = (parameter: string, absent: number): FieldBinding => ({ kind: 'integer', parameter, absent });
+
+const USER_FIELDS = {
+  phoneNumber: text('phone_number'),
+  email: text('email'),
+  firstName: text('first_name'),
+  lastName: text('last_name'),
+  address: text('address'),
+  currency: text('currency'),
+  birthday: text('birthday'),
+  gender: text('gender'),
+  description: text('description'),
+};
+
+const DEPOSIT_FIELDS = {
+  token: text('token'),
+  preOrderToken: text('pre_order_token'),
+  amountUnits: amount('amount'),
+  currency: text('currency'),
+  userId: text('user_id'),
+};
+
+/** Request `$typeName` → what its signed body must say. */
+export const SIGNED_BODY_BINDINGS: Readonly<Record<string, SignedAction>> = {
+  'payments.wallet.v1.LoginRequest': { service: null, fields: { userName: text('user_name'), password: text('password') } },
+  'payments.wallet.v1.ListFeesRequest': { service: 'list_fees', fields: {} },
+  'payments.wallet.v1.GeneratePreOrderTokenRequest': {
+    service: 'generate_pre_order_token',
+    fields: {
+      outTradeNo: text('out_trade_no'),
+      sellerCode: text('seller_code'),
+      description: text('description'),
+      amountUnits: amount('amount'),
+      currency: text('currency'),
+      redirectUrl: text('redirect_url'),
+      commissionRate: text('commission_rate'),
+      callBackUrl: text('call_back_url'),
+    },
+  },
+  'payments.wallet.v1.CreateUserRequest': { service: 'create_user', fields: USER_FIELDS },
+  'payments.wallet.v1.UpdateUserRequest': { service: 'update_user', fields: { userId: text('user_id'), ...USER_FIELDS } },
+  'payments.wallet.v1.PayByTokenRequest': { service: 'pay_by_token', fields: { preOrderToken: text('pre_order_token'), userId: text('user_id') } },
+  'payments.wallet.v1.TransferRequest': {
+    service: 'transfer',
+    fields: {
+      fromUserId: text('from_user_id'),
+      toUserId: text('to_user_id'),
+      amountUnits: amount('amount'),
+      currency: text('currency'),
+      feesAmountUnits: amount('fees_amount'),
+      feesCurrency: text('fees_currency'),
+    },
+  },
+  // The documented defaults of list_banks (docs/area-c.md), which the façade sends when the body has none.
+  'payments.wallet.v1.ListBanksRequest': { service: 'list_banks', fields: { page: integer('page', 1), perPage: integer('per_page', 20) } },
+  'payments.wallet.v1.BlockMoneyRequest': {
+    service: 'block_money',
+    fields: { userToken: text('user_token'), amountUnits: amount('amount'), currency: text('currency'), reference: text('reference') },
+  },
+  'payments.wallet.v1.CancelBlockMoneyRequest': { service: 'cancel_block_money', fields: { transactionRef: text('transaction_ref') } },
+  'payments.deposit.v1.DepositByLocalCardRequest': { service: 'deposit_by_local_card', fields: DEPOSIT_FIELDS },
+  'payments.deposit.v1.DepositByBankAccountRequest': { service: 'deposit_by_bank_account', fields: DEPOSIT_FIELDS },
+  'payments.deposit.v1.DepositByVisaMasterRequest': { service: 'deposit_by_visa_master', fields: { ...DEPOSIT_FIELDS, securityCode: text('security_code') } },
+  'payments.deposit.v1.ConfirmPaymentRequest': {
+    service: 'confirm_payments',
+    fields: { userId: text('user_id'), token: text('token'), password: text('password') },
+  },
+  'payments.instrument.v1.TokenizeLocalCardRequest': {
+    service: 'tokenize_local_card',
+    fields: { userId: text('user_id'), holderName: text('holder_name'), bankId: text('bank_id'), bankCode: text('bank_code') },
+  },
+  'payments.instrument.v1.TokenizeBankAccountRequest': {
+    service: 'tokenize_bank_account',
+    fields: { userId: text('user_id'), holderName: text('holder_name'), bankId: text('bank_id'), bankNumber: text('bank_number'), callBack: text('call_back') },
+  },
+  'payments.instrument.v1.TokenizeVisaMasterRequest': {
+    service: 'tokenize_visa_master',
+    fields: { userId: text('user_id'), holderName: text('holder_name'), sourceOfFunds: text('sourceOfFunds') },
+  },
+};
+
+/** Never equal to a typed value: the body holds something no reader turns into one. */
+const UNREADABLE = Symbol('unreadable');
+
+function absent(value: unknown): boolean {
+  return value === undefined || value === null || value === '';
+}
+
+/** The typed value the body parameter stands for, as the façade's readers produce it, or UNREADABLE. */
+function expected(binding: FieldBinding, body: Record<string, unknown>): string | bigint | number | typeof UNREADABLE {
+  const value = Object.hasOwn(body, binding.parameter) ? body[binding.parameter] : undefined;
+  switch (binding.kind) {
+    case 'text':
+      if (absent(value)) return '';
+      if (typeof value === 'string') return value.trim() === '' ? '' : value;
+      return isLosslessNumber(value) ? value.toString() : UNREADABLE;
+    case 'integer': {
+      if (absent(value)) return binding.absent;
+      const digits = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
+      return /^-?\d{1,9}$/.test(digits) ? Number(digits) : UNREADABLE;
+    }
+    case 'amount': {
+      if (absent(value)) return 0n;
+      const currencyText = body[binding.currency];
+      const currency: Currency = isCurrency(currencyText) ? currencyText : 'USD';
+      // The signature covers a JSON number as a double writes it (§7) and this reads its exact decimal: they agree
+      // for every accepted amount (at most MAX_AMOUNT_UNITS, 15 significant digits, which a double holds exactly).
+      try {
+        return readAmount(value, currency, { allowZero: true, field: binding.parameter });
+      } catch (error) {
+        if (error instanceof AmountError) return UNREADABLE;
+        throw error;
+      }
+    }
+  }
+}
+
+/**
+ * The names of the typed fields of `request` that differ from what the signed `body` says (empty when bound), or
+ * `['service']` when the body names another service. @throws Error when `request` has no entry in the table.
+ */
+export function unboundFields(request: { $typeName: string }, body: Record<string, unknown>): string[] {
+  const action = SIGNED_BODY_BINDINGS[request.$typeName];
+  if (!action) throw new Error(`${request.$typeName} has no signed-body binding (SIGNED_BODY_BINDINGS of src/merchant-auth)`);
+  const service = Object.hasOwn(body, 'service') ? body.service : undefined;
+  if (action.service === null ? !absent(service) : service !== action.service) return ['service'];
+  const typed = request as unknown as Record<string, unknown>;
+  return Object.entries(action.fields)
+    .filter(([field, binding]) => {
+      const value = typed[field] ?? (binding.kind === 'text' ? '' : undefined);
+      return expected(binding, body) !== value;
+    })
+    .map(([field]) => field);
 }

@@ -40,7 +40,7 @@ export interface MerchantAuth {
   authenticateAction(envelope: Envelope | undefined, sessionToken: string): Promise<{ merchantId: string; signed: SignedBody }>;
   /**
    * The merchant an Area C service request acts for. With ActionAuth: the merchant it proves, once the request's
-   * typed fields are found equal to its signed body (./bindings.ts). Without: `request.merchantId`, only when the
+   * typed fields are found equal to its signed body (SIGNED_BODY_BINDINGS, ./index.ts). Without: `request.merchantId`, only when the
    * caller's credential is bound to that merchant (`mayActFor`); anyone else is refused whatever id it names.
    * Each accepted request counts against the merchant's request rate.
    * @throws as `authenticateAction`; INVALID_SIGNATURE when the typed request is not the signed one;

@@ -11,7 +11,7 @@
 import { createPrivateKey } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { createAbuseLimits } from '../../src/abuse';
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { createLogger } from '../../src/logger';
 import { createMerchant } from '../../src/onboarding/merchants';
 import { createPartner } from '../../src/onboarding/partners';

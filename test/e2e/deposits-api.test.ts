@@ -6,8 +6,7 @@
  * balances before/after. Real PostgreSQL, Temporal, RPC and façade; `stop()` checks the ledger balances.
  */
 import { insertInstrument } from '../../src/instruments/store';
-import { DEPOSIT_MESSAGES } from '../../rest-facade/merchant/messages';
-import { MESSAGES } from '../../rest-facade/merchant/fields';
+import { DEPOSIT_MESSAGES, MESSAGES } from '../../rest-facade/merchant/contract';
 import {
   activateBankAccount,
   decodeResult,

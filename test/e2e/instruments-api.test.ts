@@ -4,7 +4,7 @@
  * every cause, tenant isolation, the bank-account QR activation with its call_back, and a check that no full card
  * or account number reaches the database or the logs (LOG_LEVEL debug). Real PostgreSQL, Temporal, RPC and façade.
  */
-import { renderFieldProblems } from '../../rest-facade/merchant/messages';
+import { MESSAGES, renderFieldProblems } from '../../rest-facade/merchant/contract';
 import { constants, generateKeyPairSync, publicEncrypt, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +14,6 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import { activationCode } from '../../src/instruments/activation';
 import { findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard } from '../../src/instruments/store';
-import { MESSAGES } from '../../rest-facade/merchant/fields';
 import { encryptField, sourceOfFundsJson, type FieldPadding } from '../support/field-encryption';
 import { activationPageUrl, tokenizeBankAccount, tokenizeLocalCard, tokenizeVisaMaster } from '../support/instruments';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';

@@ -2,9 +2,9 @@
  * Area C over HTTP (interface "Area C"; platform decisions §7 and §8): login, the signed /do-action route
  * and its services, every documented failure, tenant isolation. Real PostgreSQL, Temporal, RPC and façade.
  */
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { getUser } from '../../src/onboarding';
-import { MESSAGES } from '../../rest-facade/merchant/fields';
+import { MESSAGES } from '../../rest-facade/merchant/contract';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { fundUser } from '../support/wallets';
@@ -650,7 +650,7 @@ describe('Area C unexpected fault', () => {
 });
 
 async function signedBody(client: MerchantClient, body: Record<string, unknown>) {
-  const { signRequestParameters } = await import('../../src/crypto/rsa2-query');
+  const { signRequestParameters } = await import('../../src/crypto/rsa2');
   return signRequestParameters(body, client.options.privateKeyPem);
 }
 

@@ -6,7 +6,7 @@
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { randomBytes } from 'node:crypto';
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { sha256Hex } from '../../src/crypto/secrets';
 import { MerchantStatus } from '../../src/gen/payments/admin/v1/admin_pb';
 import { getUser } from '../../src/onboarding';

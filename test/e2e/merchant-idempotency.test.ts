@@ -3,7 +3,7 @@
  * captured signed request replayed later, moves money once and gets the first answer byte for byte; the same key
  * with other parameters is refused.
  */
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { getUser } from '../../src/onboarding';
 import { onboardMerchantClient, type MerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';

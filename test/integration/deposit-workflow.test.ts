@@ -5,7 +5,7 @@
  * sealed on their way through Temporal: workflow history never holds one readable.
  */
 import { readFileSync } from 'node:fs';
-import { DEPOSIT_MESSAGES } from '../../rest-facade/merchant/messages';
+import { DEPOSIT_MESSAGES } from '../../rest-facade/merchant/contract';
 import { startWorker } from '../../src/worker';
 import { loggedInMerchant, newUser, tokenizeLocalCard, userBalance } from '../support/deposit-setup';
 import { startTestPlatform, type TestPlatform } from '../support/platform';

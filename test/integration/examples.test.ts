@@ -12,9 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { tryDecryptField } from '../../src/crypto/field-decryption';
-import { canonicalJson, signBody, verifyBody } from '../../src/crypto/rsa2-json';
-import { canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
-import { verifyRsa2 } from '../../src/crypto/rsa2';
+import { canonicalJson, canonicalQueryString, signBody, signRequestParameters, verifyBody, verifyRsa2 } from '../../src/crypto/rsa2';
 import { confirmationPage, resultPage } from '../../rest-facade/views/deposit-pages';
 
 const ROOT = path.resolve(__dirname, '../..');

@@ -4,9 +4,9 @@
  */
 import { createDatabase, type Knex } from '../../src/db/knex';
 import { NOTIFICATION_LIMITS } from '../../src/flows/payin/contract';
-import { FIELD_MAX_LENGTH } from '../../rest-facade/merchant/fields';
+import { FIELD_MAX_LENGTH } from '../../rest-facade/merchant/contract';
 import { HOLDER_NAME_MAX } from '../../src/instruments/store';
-import { AREA_A_LIMITS } from '../../rest-facade/partner/contract';
+import { AREA_A_LIMITS } from '../../src/flows/pre-transfer/area-a';
 import { PAYIN_LIMITS } from '../../rest-facade/payin/contract';
 import { createTestDatabase } from '../support/platform';
 

@@ -2,7 +2,7 @@
  * Onboarding: partners, merchants and users through the AdminService RPC client and the
  * onboarding functions, on real PostgreSQL. Every failure path asserts its RPC code, reason and fields.
  */
-import { renderFieldProblems } from '../../rest-facade/merchant/messages';
+import { renderFieldProblems } from '../../rest-facade/merchant/contract';
 import { createSign, createVerify, generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,7 @@
  * filled by a first operation), with api, façade and worker roles in one process sharing one pool.
  */
 import { createPartner, createUser } from '../../src/onboarding';
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';

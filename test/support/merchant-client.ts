@@ -9,7 +9,7 @@
  */
 import { createPrivateKey, randomUUID, type KeyObject } from 'node:crypto';
 import { request } from 'undici';
-import { signRequestParameters } from '../../src/crypto/rsa2-query';
+import { signRequestParameters } from '../../src/crypto/rsa2';
 import { parseJsonLossless } from '../../src/money';
 import { createMerchant, type Merchant, type MerchantCredentials } from '../../src/onboarding';
 import type { PlatformDeps } from '../../src/platform-deps';

@@ -4,8 +4,7 @@
  */
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { request } from 'undici';
-import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { canonicalJson } from '../../src/crypto/rsa2-json';
+import { canonicalJson, signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
 import { parseJsonLossless } from '../../src/money';
 
 export interface PartnerKeys {

@@ -142,7 +142,7 @@ const accepted: Probe[] = [
   ...each('façade → a flow’s contract', FACADE, '../../src/flows/payin/contract'),
   ...each('façade → the RPC clients', FACADE, '../../src/rpc/clients'),
   ...each('façade → money', FACADE, '../../src/money'),
-  ...each('façade → signature verification', FACADE, '../../src/crypto/rsa2-json'),
+  ...each('façade → signature verification', FACADE, '../../src/crypto/rsa2'),
   ...each('façade → a capability’s reason table', FACADE, '../../src/preorders/reasons'),
   ...each('façade → the Area A answers', FACADE, '../../src/flows/pre-transfer/area-a'),
   ...each('façade → its views', FACADE, '../views/html'),

@@ -2,7 +2,7 @@
  * src/crypto/field-decryption.ts (platform decisions §7): the three accepted paddings decrypt, and every
  * failure (not base64, wrong key, wrong padding, truncated, empty, not UTF-8, not a string) gives the identical error.
  */
-import { renderFieldProblems } from '../../rest-facade/merchant/messages';
+import { renderFieldProblems } from '../../rest-facade/merchant/contract';
 import { constants, generateKeyPairSync, publicEncrypt } from 'node:crypto';
 import fc from 'fast-check';
 import { decryptField, fieldNotDecryptable, tryDecryptField } from '../../src/crypto/field-decryption';

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { FIELD_PROBLEMS, parseProblem, problem, type FieldProblem } from '../../src/field-problems';
-import { AREA_C_PROBLEM_MESSAGES, renderFieldProblems, renderProblem } from '../../rest-facade/merchant/messages';
+import { AREA_C_PROBLEM_MESSAGES, renderFieldProblems, renderProblem } from '../../rest-facade/merchant/contract';
 
 const ROOT = path.resolve(__dirname, '../..');
 

@@ -3,8 +3,8 @@
  * area renders in its own documented words.
  */
 import { readCreatePayin, renderFieldProblems as renderAreaB } from '../../rest-facade/payin/contract';
-import { renderFieldProblems as renderAreaC } from '../../rest-facade/merchant/messages';
-import { readTransfer } from '../../rest-facade/merchant/wallet-fields';
+import { renderFieldProblems as renderAreaC } from '../../rest-facade/merchant/contract';
+import { readTransfer } from '../../rest-facade/merchant/wallet-services';
 import { DomainError } from '../../src/errors';
 import { problem } from '../../src/field-problems';
 import { amount, id, ifAbsent, present, readFields, refuse, text, withCheck } from '../../src/field-rules';

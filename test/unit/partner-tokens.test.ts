@@ -1,9 +1,9 @@
 /**
- * Area A access tokens (src/flows/pre-transfer/partner-tokens.ts) across a `jose` major upgrade: a token the previous
+ * Area A access tokens (src/flows/pre-transfer/gateway.ts) across a `jose` major upgrade: a token the previous
  * release issued stays valid until it expires, and a token issued now has the same header and claims, so partners
  * holding a token during a rolling deployment keep working whichever process verifies it.
  */
-import { accessTokenKey, issueAccessToken, verifyAccessToken } from '../../src/flows/pre-transfer/partner-tokens';
+import { accessTokenKey, issueAccessToken, verifyAccessToken } from '../../src/flows/pre-transfer/gateway';
 
 /** A data key for the test only; the token key is derived from it as in production (HKDF-SHA256). */
 const DATA_KEY = Buffer.alloc(32, 0x5a);

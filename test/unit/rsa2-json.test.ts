@@ -3,8 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
-import { isBase64, signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { canonicalJson, signBody, verifyBody } from '../../src/crypto/rsa2-json';
+import { canonicalJson, isBase64, signBody, signRsa2, verifyBody, verifyRsa2 } from '../../src/crypto/rsa2';
 import { LosslessNumber, parseJsonLossless } from '../../src/money';
 
 const fixtures = path.join(__dirname, '..', 'fixtures', 'area-a');

@@ -5,8 +5,7 @@
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { ambiguousParameters, canonicalQueryString, canonicalValue, signRequestParameters } from '../../src/crypto/rsa2-query';
+import { ambiguousParameters, canonicalQueryString, canonicalValue, signRequestParameters, signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
 import { parseJsonLossless } from '../../src/money';
 
 /** Test-only key (never used outside this file). */

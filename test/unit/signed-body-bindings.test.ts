@@ -1,15 +1,15 @@
 /**
- * The signed-body bindings of src/merchant-auth/bindings.ts: every Area C RPC that carries the merchant's proof has
- * an entry naming every typed field of its request, and a typed field equals its body parameter exactly when the
+ * The signed-body bindings of src/merchant-auth (SIGNED_BODY_BINDINGS): every Area C RPC that carries the
+ * merchant's proof has an entry naming every typed field of its request, and a typed field equals its body parameter exactly when the
  * façade's field readers would have produced it from that body.
  */
 import { create, type DescMessage } from '@bufbuild/protobuf';
 import { DepositService } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { InstrumentService } from '../../src/gen/payments/instrument/v1/instrument_pb';
 import { LoginRequestSchema, TransferRequestSchema, ListBanksRequestSchema, WalletService } from '../../src/gen/payments/wallet/v1/wallet_pb';
-import { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields } from '../../src/merchant-auth/bindings';
+import { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields } from '../../src/merchant-auth';
 import { parseJsonLossless } from '../../src/money';
-import { readListBanks, readLogin, readTransfer } from '../../rest-facade/merchant/wallet-fields';
+import { readListBanks, readLogin, readTransfer } from '../../rest-facade/merchant/wallet-services';
 
 /** The input messages of every method whose request carries the merchant's proof (ActionAuth or SignedEnvelope). */
 function signedInputs(): DescMessage[] {

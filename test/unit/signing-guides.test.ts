@@ -6,14 +6,13 @@
  *
  * In the guides, `<!-- vector:NAME -->` marks the fenced block holding a value and `<!-- run:NAME -->` a command.
  */
-import { renderFieldProblems } from '../../rest-facade/merchant/messages';
+import { renderFieldProblems } from '../../rest-facade/merchant/contract';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { hmacSha256Hex, verifyHmacSha256Hex } from '../../src/crypto/hmac';
 import { decryptField, tryDecryptField } from '../../src/crypto/field-decryption';
-import { signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
-import { ambiguousParameters, canonicalQueryString, signRequestParameters } from '../../src/crypto/rsa2-query';
+import { ambiguousParameters, canonicalQueryString, signRequestParameters, signRsa2, verifyRsa2 } from '../../src/crypto/rsa2';
 import { problem } from '../../src/field-problems';
 import { parseJsonLossless } from '../../src/money';
 import { webhookBody, webhookIdOf } from '../../src/flows/payin/activities';

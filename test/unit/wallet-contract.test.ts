@@ -6,8 +6,8 @@ import {
   readListBanks,
   readTransfer,
   readGeneratePreOrderToken,
-} from '../../rest-facade/merchant/wallet-fields';
-import { MESSAGES } from '../../rest-facade/merchant/messages';
+} from '../../rest-facade/merchant/wallet-services';
+import { MESSAGES } from '../../rest-facade/merchant/contract';
 
 function body(text: string): Record<string, unknown> {
   return parseJsonLossless(text) as Record<string, unknown>;

@@ -1,10 +1,12 @@
 /**
- * The hosted deposit pages as typed answers (`DepositPage`: not found, confirmation, result, preorder page with its
- * field problems); the façade renders them (rest-facade/views/deposit-pages.ts). The Visa/Master confirmation page
- * of a deposit, its submission, and a preorder's hosted page with its card form, which starts a guest card deposit.
+ * What the payer does in a browser, as typed answers (`DepositPage`: not found, confirmation, result, preorder page
+ * with its field problems); the façade renders them (rest-facade/views/deposit-pages.ts). The Visa/Master
+ * confirmation page of a deposit and its submission (recorded, then sent as the workflow's Update), and a preorder's
+ * hosted page with its card form, which starts a guest card deposit.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { DomainError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import type { DepositPageSchema, PayPreOrderByCardRequest, PreorderPage } from '../../gen/payments/deposit/v1/deposit_pb';
@@ -16,9 +18,9 @@ import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
 import { clientAddressOf } from '../../rpc/client-address';
 import { fieldViolationList } from '../../rpc/errors';
-import { submitCardConfirmation } from './confirm';
-import { cardConfirmation, createDeposit } from './start';
-import { depositResult, findDepositByToken, lifetimeOver, TOKEN_TYPE, type Deposit } from './store';
+import { submitCardConfirmationUpdate } from './contract';
+import { cardConfirmation, confirmDeposit, createDeposit, rejectionOf } from './start';
+import { depositResult, findDepositByToken, lifetimeOver, recordConfirmation, TOKEN_TYPE, type Deposit } from './store';
 
 /** A page view (DepositPage init shape). */
 export type PageView = MessageInitShape<typeof DepositPageSchema>;
@@ -63,6 +65,30 @@ export async function visaMasterConfirmationPage(deps: PlatformDeps, depositToke
   const instrument = await requireInstrument(deps.database, { merchantId: deposit.merchant_id, token: deposit.instrument_token });
   const preorder = deposit.pre_order_token ? await findPreorder(deps.database, deposit.pre_order_token) : undefined;
   return { page: { view: { case: 'confirmation', value: await cardConfirmation(deps, depositToken, deposit, instrument, preorder) } } };
+}
+
+/**
+ * The payer's submission of a pending Visa/Master deposit's confirmation form, proven by its page token
+ * `depositToken` (checked by the caller): recorded (from which address, when) before the Update that names it. A
+ * refusal because the deposit ended meanwhile, or a closed workflow, is no error: the row tells the outcome.
+ */
+async function submitCardConfirmation(deps: PlatformDeps, depositToken: string, deposit: Deposit, context: HandlerContext): Promise<void> {
+  const confirmation_id = await recordConfirmation(deps.database, {
+    deposit_reference: deposit.reference,
+    method: 'card_form',
+    actor: 'payer',
+    client_address: clientAddressOf(context),
+  });
+  try {
+    await confirmDeposit(deps, deposit, (startWorkflowOperation) =>
+      deps.temporal.client.workflow.executeUpdateWithStart(submitCardConfirmationUpdate, { args: [{ confirmation_id }], startWorkflowOperation }),
+    );
+  } catch (error) {
+    if (!rejectionOf(error) && !(error instanceof WorkflowNotFoundError) && !(error instanceof WorkflowExecutionAlreadyStartedError)) {
+      const now = await findDepositByToken(deps.database, depositToken);
+      if (!now || (now.state === 'pending' && !lifetimeOver(now))) throw error;
+    }
+  }
 }
 
 /**

@@ -1,19 +1,21 @@
 /**
- * Starting a deposit (deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master, and the hosted card
- * form's deposit): the request's checks, then the pending `deposits` row, committed on its own, then its
- * DepositWorkflow (id = reference) started within the request's Temporal deadline (no transaction stays open across
- * it). A start that did not get through is made by the first confirmation (Update-with-Start, ./confirm.ts), and a
- * deposit nobody confirms is expired by reconciliation.
+ * A deposit and its workflow. Starting one (deposit_by_local_card, deposit_by_bank_account, deposit_by_visa_master,
+ * and the hosted card form's deposit): the request's checks, then the pending `deposits` row, committed on its own,
+ * then its DepositWorkflow (id = reference) started within the request's Temporal deadline (no transaction stays
+ * open across it). Confirming one (the merchant's confirm_payments in ./service.ts, the payer's card form in
+ * ./pages.ts) sends its Update with the workflow's start (Update-with-Start, `confirmDeposit`), so a start that did
+ * not get through is made by the first confirmation; a deposit nobody confirms is expired by reconciliation.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { fieldNotDecryptable } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { problem, type FieldProblem } from '../../field-problems';
 import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/deposit_pb';
 import { isExpired, validSecurityCode } from '../../instruments/cards';
 import { requireInstrument, type Instrument, type InstrumentKind } from '../../instruments/store';
-import { movementRequest, type MerchantAct } from '../../merchant-auth';
+import { movementRequest } from '../../idempotency';
+import type { MerchantAct } from '../../merchant-auth';
 import { merchantUser } from '../../merchant-users';
 import { isCurrency, type Currency } from '../../money';
 import { getMerchant } from '../../onboarding';
@@ -21,9 +23,10 @@ import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
+import { failureType } from '../../temporal/failures';
 import { depositWorkflow } from '../../../workflows/deposit';
 import { WALLET_CURRENCIES } from '../wallet/contract';
-import { DEPOSIT_REASONS, type DepositReason, type DepositWorkflowInput } from './contract';
+import { DEPOSIT_REASONS, type DepositConfirmation, type DepositReason, type DepositRejection, type DepositWorkflowInput } from './contract';
 import { insertDeposit, newDepositIdentity, TOKEN_TYPE, type Deposit } from './store';
 
 /** A deposit refusal of `reason` on one field, its problem `code`. */
@@ -209,4 +212,42 @@ export async function startDeposit(deps: PlatformDeps, input: StartInput) {
         : undefined,
     },
   };
+}
+
+/** The merchant's answer to each typed rejection of a DepositWorkflow Update (a deposit it can no longer confirm). */
+export const REJECTION_ERRORS: Record<DepositRejection, () => DomainError> = {
+  DEPOSIT_COMPLETED: () => fail('token', 'payment_confirmed', 'DEPOSIT_COMPLETED'),
+  DEPOSIT_DECLINED: () => fail('token', 'card_declined', 'DEPOSIT_DECLINED'),
+  DEPOSIT_FAILED: () => fail('token', 'payment_failed', 'DEPOSIT_FAILED'),
+  DEPOSIT_CANCELLED: () => fail('token', 'payment_cancelled', 'DEPOSIT_CANCELLED'),
+  DEPOSIT_EXPIRED: () => fail('token', 'payment_expired', 'DEPOSIT_EXPIRED'),
+  DEPOSIT_CONFIRMED_BY_FORM: () => fail('token', 'confirm_by_form', 'DEPOSIT_CONFIRMED_BY_FORM'),
+  DEPOSIT_CONFIRMED_BY_PASSWORD: () => fail('token', 'not_found', 'DEPOSIT_NOT_FOUND'),
+};
+
+/** The typed rejection of a DepositWorkflow Update, if that is what `error` is (one of REJECTION_ERRORS' keys). */
+export function rejectionOf(error: unknown): DepositRejection | undefined {
+  const type = failureType(error);
+  return type && Object.hasOwn(REJECTION_ERRORS, type) ? (type as DepositRejection) : undefined;
+}
+
+/**
+ * Sends a recorded confirmation's Update to the deposit's workflow within the request deadline, starting the
+ * workflow when its start after creation never got through (Update-with-Start; a run that already ended is not
+ * started again).
+ * @throws what the Update throws (its typed DepositRejection, an activity's failure), DomainError DEADLINE_EXCEEDED
+ */
+export function confirmDeposit(
+  deps: PlatformDeps,
+  deposit: Deposit,
+  send: (operation: WithStartWorkflowOperation<typeof depositWorkflow>) => Promise<DepositConfirmation>,
+) {
+  const startWorkflowOperation = new WithStartWorkflowOperation(depositWorkflow, {
+    taskQueue: deps.temporal.taskQueue,
+    workflowId: deposit.reference,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    args: [depositWorkflowInput(deps, deposit)],
+  });
+  return withRequestDeadline(deps, () => send(startWorkflowOperation));
 }

@@ -1,14 +1,15 @@
 /**
- * The Area A gateway (A2, payment-services-interface.md "Area A", platform decisions §6), answered whole by the api:
- * the façade forwards the `Authorization` header and the body as received and sends back the status and body text
- * this returns. The partner's proof is checked here, where the money moves, and only the platform's own answers are
- * ever signed.
+ * The partner's own doors of Area A (payment-services-interface.md "Area A", platform decisions §6), answered by the
+ * api: A1 issues the access token (HS256 JWTs naming the partner, "Access token response"), and A2, the gateway, is
+ * answered whole: the façade forwards the `Authorization` header and the body as received and sends back the status
+ * and body text this returns. The partner's proof is checked here, where the money moves, and only the platform's
+ * own answers are ever signed.
  *
- * Order of checks: token (401, unsigned) → partner active (401) → request rate (429, unsigned, Retry-After) → JSON
- * object → sign_type → sign (400 "invalid sign") → service → fields (400 VALIDATIONERROR naming the first bad field,
- * area-a.ts's rules) → the operation. Every answer but 401 and 429 is signed with the platform key (RSA2 over the
- * canonical JSON). A refusal of the operation is a DomainError of the TransferService, answered as its Area A error
- * (area-a.ts) and signed: no form in between.
+ * Order of the gateway's checks: token (401, unsigned) → partner active (401) → request rate (429, unsigned,
+ * Retry-After) → JSON object → sign_type → sign (400 "invalid sign") → service → fields (400 VALIDATIONERROR naming
+ * the first bad field, area-a.ts's rules) → the operation. Every answer but 401 and 429 is signed with the platform
+ * key (RSA2 over the canonical JSON). A refusal of the operation is a DomainError of the TransferService, answered as
+ * its Area A error (area-a.ts) and signed: no form in between.
  *
  * A signature covers a JSON number as the ECMAScript double its canonical string writes (`10.50` is signed as
  * `10.5`), while the platform reads amounts as exact decimals. So a body is accepted only when each of its numbers is
@@ -16,15 +17,16 @@
  * amount the partner did not sign.
  */
 import type { HandlerContext } from '@connectrpc/connect';
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { decodeJwt, jwtVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
-import { signRsa2 } from '../../crypto/rsa2';
-import { canonicalJson, verifyBody } from '../../crypto/rsa2-json';
-import { DomainError } from '../../errors';
-import type { GatewayRequest, GatewayResponse } from '../../gen/payments/transfer/v1/transfer_pb';
+import { createHash, createPublicKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
+import { canonicalJson, signRsa2, verifyBody } from '../../crypto/rsa2';
+import { COMMON_REASONS, DomainError, reasonError } from '../../errors';
+import type { GatewayRequest, GatewayResponse, IssueAccessTokenRequest } from '../../gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, stringifyJson, type Currency } from '../../money';
-import type { Partner } from '../../onboarding';
+import { authenticatePartner, type Partner } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { exceedsJsonDepth } from '../../text';
 import {
   AREA_A_FIELD_RULES,
@@ -45,6 +47,128 @@ import {
   type AreaAService,
 } from './area-a';
 import type { PreTransferRow } from './store';
+
+// ---- A1: the access token ----
+
+const TOKEN_AUDIENCE = 'partnerapi';
+const TOKEN_ISSUER = 'payments-platform';
+
+/** HS256 key of the access tokens, derived from the platform data-encryption key (HKDF-SHA256). */
+export function accessTokenKey(dataKey: Buffer): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', dataKey, Buffer.alloc(0), 'area-a-access-token', 32));
+}
+
+/** Issues a token for `partner_id` expiring in `expire_in_seconds`. */
+export function issueAccessToken(key: Uint8Array, partner_id: string, expire_in_seconds: number): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(partner_id)
+    .setIssuer(TOKEN_ISSUER)
+    .setAudience(TOKEN_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + expire_in_seconds)
+    .setJti(randomBytes(12).toString('hex'))
+    .sign(key);
+}
+
+/** Compact JWS: three base64url segments, nothing else (no padding, whitespace or other bytes anywhere). */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const MAX_TOKEN_LENGTH = 1200;
+
+/** True when every segment is the canonical base64url of its bytes (decoding and encoding again gives it back). */
+function canonicalSegments(token: string): boolean {
+  return token.split('.').every((segment) => Buffer.from(segment, 'base64url').toString('base64url') === segment);
+}
+
+/**
+ * The partner id of a valid, unexpired token; undefined for anything else (never throws). The token must be the
+ * issued bytes exactly: a strict compact JWS whose segments round-trip, so no appended, inserted or padded byte is
+ * ever accepted.
+ */
+export async function verifyAccessToken(key: Uint8Array, token: string): Promise<string | undefined> {
+  if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token) || !canonicalSegments(token)) return undefined;
+  try {
+    const verified = await jwtVerify(token, key, {
+      algorithms: ['HS256'],
+      audience: TOKEN_AUDIENCE,
+      issuer: TOKEN_ISSUER,
+      requiredClaims: ['exp', 'sub'],
+    });
+    return verified.payload.sub;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Most verified tokens one verifier remembers. */
+const VERIFIED_TOKEN_CACHE_MAX = 10_000;
+
+/**
+ * `verifyAccessToken` remembering each token it verified (by its exact bytes) until the token expires: a partner
+ * presents the same token on every gateway call for up to ACCESS_TOKEN_TTL_SECONDS, and a token never changes, so
+ * its signature, audience, issuer and claims need checking once per process. Expiry is checked on every call; the
+ * partner's status is the caller's to check (a suspension applies at once).
+ */
+export function createAccessTokenVerifier(key: Uint8Array): (token: string) => Promise<string | undefined> {
+  const verified = new LRUCache<string, { partner_id: string; expires_at_ms: number }>({ max: VERIFIED_TOKEN_CACHE_MAX });
+  return async (token) => {
+    const known = verified.get(token);
+    if (known) {
+      if (Date.now() < known.expires_at_ms) return known.partner_id;
+      verified.delete(token);
+      return undefined;
+    }
+    const partner_id = await verifyAccessToken(key, token);
+    if (partner_id === undefined) return undefined;
+    const { exp } = decodeJwt(token);
+    if (typeof exp === 'number') verified.set(token, { partner_id, expires_at_ms: exp * 1000 });
+    return partner_id;
+  };
+}
+
+const unauthenticated = () => reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no valid partner credential');
+
+/**
+ * The partner whose four A1 credentials these are, checked at the hashing pool's pace; undefined for any wrong one.
+ * A fault withdraws the attempt (it counts neither way).
+ */
+async function partnerOfCredentials(deps: PlatformDeps, request: IssueAccessTokenRequest, context: HandlerContext, attempt: { withdrawn(): Promise<void> }): Promise<Partner | undefined> {
+  if (!request.partnerId || !request.partnerSecretKey || !request.userName || !request.password) return undefined;
+  try {
+    return await deps.abuse.hashing(
+      () =>
+        authenticatePartner(deps.database, {
+          partner_id: request.partnerId,
+          partner_secret_key: request.partnerSecretKey,
+          user_name: request.userName,
+          password: request.password,
+        }),
+      context.signal,
+    );
+  } catch (error) {
+    await attempt.withdrawn();
+    throw error;
+  }
+}
+
+/**
+ * A1. Failed attempts are counted per partner id and per client address (src/abuse): past the limit every attempt,
+ * right or wrong, answers RATE_LIMITED until the window ends, for known and unknown ids alike.
+ * @throws DomainError UNAUTHENTICATED, RATE_LIMITED
+ */
+export async function issuePartnerToken(deps: PlatformDeps, key: Uint8Array, request: IssueAccessTokenRequest, context: HandlerContext) {
+  const attempt = await deps.abuse.beginAttempt('partner_token', request.partnerId, clientAddressOf(context));
+  const partner = await partnerOfCredentials(deps, request, context, attempt);
+  if (!partner) {
+    await attempt.failed();
+    throw unauthenticated();
+  }
+  await attempt.succeeded();
+  const expireIn = deps.config.ACCESS_TOKEN_TTL_SECONDS;
+  return { accessToken: await issueAccessToken(key, partner.id, expireIn), expireInSeconds: BigInt(expireIn) };
+}
+
+// ---- A2: the gateway ----
 
 type Body = Record<string, unknown>;
 type Answer = Pick<GatewayResponse, 'status' | 'body' | 'retryAfterSeconds'>;

@@ -1,32 +1,273 @@
 /**
- * TransferService (Area A, platform decisions §6): partner access tokens, pre-transfers held on the partner float,
- * their confirmation through the PreTransferWorkflow's `confirm` Update, queries answered from the `pre_transfers`
- * table. The service object wires each RPC to the flow's operations (./operations.ts) for the partner it acts for.
+ * TransferService (Area A, platform decisions §6): who a call acts for, and the pre-transfer flow's operations.
+ * create holds the amount on the partner float and starts the PreTransferWorkflow, confirm records the verified
+ * request and sends the workflow's `confirm` Update, query answers from the `pre_transfers` table.
  *
  * Who may move a partner's money: the partner itself, through `Gateway` (gateway.ts verifies its access token and
- * RSA2 signature and answers with the platform's signature), or an internal service whose credential is bound to
- * that partner (`partner:<id>`), through the typed CreatePreTransfer / ConfirmPreTransfer / QueryTransfer. A confirm
- * is recorded (what was verified, by whom) before its Update is sent, and the activity that posts the hold moves
- * money only for a recorded one.
+ * RSA2 signature and answers with the platform's signature; this module gives it the active partner of a token), or
+ * an internal service whose credential is bound to that partner (`partner:<id>`), through the typed
+ * CreatePreTransfer / ConfirmPreTransfer / QueryTransfer. A confirm is recorded (what was verified, by whom) before
+ * its Update is sent, and the activity that posts the hold moves money only for a recorded one.
  *
  * Errors of the typed RPCs: TRANSFER_SERVICE_REASONS (./reasons.ts): the reasons of PRE_TRANSFER_REASONS
- * (contract.ts), PERMISSION_DENIED (a caller not bound to the partner), UNAUTHENTICATED (an inactive partner) and
- * VALIDATION_FAILED. The gateway answers them as the documented error_code / error_desc (area-a.ts).
+ * (contract.ts), PERMISSION_DENIED (a caller not bound to the partner), UNAUTHENTICATED (an inactive partner),
+ * VALIDATION_FAILED, UNAVAILABLE and DEADLINE_EXCEEDED (Temporal). The gateway answers them as the documented
+ * error_code / error_desc (area-a.ts).
  */
 import { create } from '@bufbuild/protobuf';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { createHash } from 'node:crypto';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { createHash, randomBytes } from 'node:crypto';
 import { changeAwareCache } from '../../auth-changes';
-import { COMMON_REASONS, reasonError } from '../../errors';
-import { PreTransferSchema, PreTransferState, type IssueAccessTokenRequest, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
-import { authenticatePartner, getPartner, type Partner } from '../../onboarding';
+import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
+import { problem } from '../../field-problems';
+import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
+import { isCurrency } from '../../money';
+import { findUserByPhone, getPartner, getUser, normalizePhone, type Partner, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { callerOf, mayActFor } from '../../rpc/caller';
-import { clientAddressOf } from '../../rpc/client-address';
-import { createGateway, type PreTransferOperations } from './gateway';
-import { confirmPreTransfer, createPreTransfer, queryPreTransfer } from './operations';
-import { accessTokenKey, createAccessTokenVerifier, issueAccessToken } from './partner-tokens';
-import { isExpired, type PreTransferRow } from './store';
+import { startWorkflow } from '../../temporal/client';
+import { withRequestDeadline } from '../../temporal/deadline';
+import { domainErrorFromFailure } from '../../temporal/failures';
+import { preTransferWorkflow } from '../../../workflows/pre-transfer';
+import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
+import { confirmPreTransferUpdate, PRE_TRANSFER_REASONS, type PreTransferReason } from './contract';
+import { accessTokenKey, createAccessTokenVerifier, createGateway, issuePartnerToken, type PreTransferOperations } from './gateway';
+import { findPreTransfer, insertPreTransfer, isExpired, markWorkflowStarted, recordConfirmRequest, type PreTransferRow } from './store';
+
+// ---- The operations ----
+
+const ALPHANUMERIC_64 = /^[A-Za-z0-9]{1,64}$/;
+/** User ids are PostgreSQL bigserial values. */
+const MAX_USER_ID = 9_223_372_036_854_775_807n;
+
+const refuse = (reason: PreTransferReason, detail?: string, fields?: FieldViolations) => reasonError(PRE_TRANSFER_REASONS, reason, detail, fields);
+const unavailable = (detail: string) => reasonError(COMMON_REASONS, 'UNAVAILABLE', detail);
+const duplicate = () => refuse('DUPLICATE_OUT_TRADE_NO', 'out_trade_no sent before with other fields', { out_trade_no: [problem('taken', 'out_trade_no')] });
+
+/** A create's fields (amount in minor units). */
+export interface CreateInput {
+  out_trade_no: string;
+  receiver_id: string;
+  sender_name: string;
+  amount_units: bigint;
+  currency: string;
+}
+
+/** A confirm's fields, and what was verified: `body_sha256`, and the bound credential on the typed path. */
+export interface ConfirmInput {
+  pre_transfer_id: string;
+  partner_transaction_id: string;
+  body_sha256: string;
+  credential_id?: string;
+}
+
+function fingerprint(input: { receiver_id: string; sender_name: string; amount_units: bigint; currency: string }): string {
+  return createHash('sha256')
+    .update(JSON.stringify([input.receiver_id, input.sender_name, input.amount_units.toString(), input.currency]))
+    .digest('hex');
+}
+
+/** Receiver by platform user id, else by phone in local or international form (§6). */
+async function findReceiver(deps: PlatformDeps, receiver_id: string): Promise<User | undefined> {
+  if (/^[1-9]\d{0,18}$/.test(receiver_id) && BigInt(receiver_id) <= MAX_USER_ID) {
+    const user = await getUser(deps.database, receiver_id);
+    if (user) return user;
+  }
+  const phone = normalizePhone(receiver_id);
+  return phone ? findUserByPhone(deps.database, phone) : undefined;
+}
+
+/**
+ * The eligible receiver and its USD wallet account.
+ * @throws DomainError RECEIVER_NOT_ELIGIBLE (unknown, inactive, marked not eligible, or without a USD wallet)
+ */
+async function eligibleReceiver(deps: PlatformDeps, receiver_id: string): Promise<{ receiver: User; wallet_account_id: string }> {
+  const receiver = await findReceiver(deps, receiver_id);
+  if (!receiver || receiver.status !== 'active' || !receiver.eligible) throw refuse('RECEIVER_NOT_ELIGIBLE');
+  // A USD user's own wallet (opened with the user) is the USD wallet: no ledger lookup for it.
+  const wallet_account_id =
+    receiver.currency === 'USD' && receiver.wallet_account_id ? receiver.wallet_account_id : (await findReceiverWallet(deps, receiver.id))?.id;
+  if (!wallet_account_id) throw refuse('RECEIVER_NOT_ELIGIBLE', 'receiver has no USD wallet');
+  return { receiver, wallet_account_id };
+}
+
+/** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
+async function startPreTransferWorkflow(deps: PlatformDeps, id: string, ttl_seconds: number): Promise<void> {
+  try {
+    await withRequestDeadline(deps, () =>
+      startWorkflow(deps.temporal, preTransferWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: id, args: [{ pre_transfer_id: id, ttl_seconds }] }),
+    );
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+}
+
+/**
+ * A repeat of a create answers its pre-transfer only once its workflow runs: it starts the workflow itself when the
+ * first request has not (yet), so the answer never names a pre-transfer that a failed first start then releases.
+ * @throws DomainError UNAVAILABLE when the workflow cannot be started or the first request released the row
+ */
+async function ensureStarted(deps: PlatformDeps, row: PreTransferRow): Promise<PreTransferRow> {
+  if (row.workflow_started_at) return row;
+  // The workflow's timer ends at the row's expiry, not a full lifetime from now.
+  const remaining_seconds = Math.max(1, Math.ceil((new Date(row.expires_at).getTime() - Date.now()) / 1000));
+  try {
+    await startPreTransferWorkflow(deps, row.id, Math.min(row.ttl_seconds, remaining_seconds));
+  } catch {
+    throw unavailable('pre-transfer workflow not started');
+  }
+  if (!(await markWorkflowStarted(deps.database, row.id))) throw unavailable('pre-transfer released meanwhile');
+  return row;
+}
+
+/**
+ * The answer to a create whose out_trade_no the partner used before: its pre-transfer when the fields are the same.
+ * @throws DomainError DUPLICATE_OUT_TRADE_NO (other fields), UNAVAILABLE (see ensureStarted)
+ */
+async function repeatOf(deps: PlatformDeps, existing: PreTransferRow, print: string): Promise<PreTransferRow> {
+  if (existing.request_fingerprint !== print) throw duplicate();
+  return ensureStarted(deps, existing);
+}
+
+/** The hold on the partner float and the pre_transfers row, in one database transaction. */
+function holdAndRecord(
+  deps: PlatformDeps,
+  partner: Partner,
+  request: CreateInput & { currency: 'USD' },
+  row: { id: string; print: string; receiver: User; wallet_account_id: string; ttl: number },
+): Promise<PreTransferRow> {
+  return deps.database.transaction(async (trx) => {
+    const pending = await holdPreTransfer(deps, trx, {
+      pre_transfer_id: row.id,
+      partner_id: partner.id,
+      out_trade_no: request.out_trade_no,
+      float_account_id: partner.float_account_id,
+      wallet_account_id: row.wallet_account_id,
+      amount_units: request.amount_units,
+      ttl_seconds: row.ttl,
+    });
+    return insertPreTransfer(trx, {
+      id: row.id,
+      partner_id: partner.id,
+      out_trade_no: request.out_trade_no,
+      request_fingerprint: row.print,
+      receiver_id: request.receiver_id,
+      receiver_user_id: row.receiver.id,
+      receiver_name: row.receiver.full_name.slice(0, 96),
+      sender_name: request.sender_name,
+      amount_units: request.amount_units,
+      currency: request.currency,
+      pending_transfer_id: pending.id,
+      ttl_seconds: row.ttl,
+    });
+  });
+}
+
+/**
+ * create.unified.fundTransfer / CreatePreTransfer: holds the amount on the partner float for the receiver and starts
+ * the pre-transfer's workflow. A repeat with the same fields answers the same pre-transfer.
+ * @throws DomainError CURRENCY_NOT_ALLOWED, DUPLICATE_OUT_TRADE_NO, RECEIVER_NOT_ELIGIBLE, INSUFFICIENT_PARTNER_BALANCE,
+ *   UNAVAILABLE (the workflow did not start: the hold is released, and a retry creates the pre-transfer afresh)
+ */
+export async function createPreTransfer(deps: PlatformDeps, partner: Partner, request: CreateInput): Promise<PreTransferRow> {
+  const { currency } = request;
+  if (currency !== 'USD' || !isCurrency(currency)) throw refuse('CURRENCY_NOT_ALLOWED', 'only USD', { currency: [problem('currency')] });
+  const print = fingerprint(request);
+  const byOutTradeNo = { partner_id: partner.id, out_trade_no: request.out_trade_no };
+  const existing = await findPreTransfer(deps.database, byOutTradeNo);
+  if (existing) return repeatOf(deps, existing, print);
+  const { receiver, wallet_account_id } = await eligibleReceiver(deps, request.receiver_id);
+  const id = `PT${randomBytes(16).toString('hex').toUpperCase()}`;
+  const ttl = deps.config.PRE_TRANSFER_TTL_SECONDS;
+  let row: PreTransferRow;
+  try {
+    row = await holdAndRecord(deps, partner, { ...request, currency }, { id, print, receiver, wallet_account_id, ttl });
+  } catch (error) {
+    if ((error as { code?: string }).code !== '23505') throw error;
+    // A concurrent create with the same out_trade_no won the race: answer as for a repeat.
+    const winner = await findPreTransfer(deps.database, byOutTradeNo);
+    if (!winner) throw duplicate();
+    return repeatOf(deps, winner, print);
+  }
+  // Started after the commit: no row lock or pool connection is held while Temporal is called. When the start
+  // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
+  // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
+  try {
+    await startPreTransferWorkflow(deps, id, ttl);
+  } catch (error) {
+    await releaseUnstartedPreTransfer(deps, id);
+    deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');
+    throw unavailable('pre-transfer workflow not started');
+  }
+  if (!(await markWorkflowStarted(deps.database, id))) throw unavailable('pre-transfer released meanwhile');
+  return row;
+}
+
+/**
+ * Sends the `confirm` Update of a recorded confirm request within the request deadline. A refused post comes back as
+ * the activity's failure, read as the flow's DomainError.
+ * @throws DomainError of PRE_TRANSFER_REASONS, DEADLINE_EXCEEDED; the Temporal client's error otherwise
+ */
+async function sendConfirm(deps: PlatformDeps, row: PreTransferRow, partner_transaction_id: string): Promise<{ fund_transfer_id: string }> {
+  const handle = deps.temporal.client.workflow.getHandle(row.id);
+  try {
+    return await withRequestDeadline(deps, () => handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id }] }));
+  } catch (error) {
+    const refused = domainErrorFromFailure(error, PRE_TRANSFER_REASONS);
+    if (refused) throw refused;
+    // The deadline passed: the partner retries; a confirm that went through meanwhile answers USED and
+    // query.fundTransfer then tells SUCCESS.
+    if (error instanceof DomainError && error.reason === 'DEADLINE_EXCEEDED') throw error;
+    if (!(error instanceof WorkflowUpdateFailedError)) {
+      // The workflow may have completed meanwhile (confirmed by another call, or expired): answer from the row.
+      const now = await findPreTransfer(deps.database, { id: row.id });
+      if (now?.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
+      if (now && isExpired(now)) throw refuse('PRE_TRANSFER_EXPIRED');
+    }
+    throw error;
+  }
+}
+
+/**
+ * confirm.fundTransfer / ConfirmPreTransfer: records what was verified (in the statement that reads the row), then
+ * sends the workflow's `confirm` Update; the activity that posts the hold moves money only for a recorded confirm, so
+ * an Update sent to Temporal by anyone else posts nothing.
+ * @throws DomainError PRE_TRANSFER_NOT_FOUND, PRE_TRANSFER_USED, PRE_TRANSFER_EXPIRED, DUPLICATE_PARTNER_TRANSACTION_ID,
+ *   DEADLINE_EXCEEDED
+ */
+export async function confirmPreTransfer(deps: PlatformDeps, partner: Partner, request: ConfirmInput): Promise<PreTransferRow> {
+  if (!ALPHANUMERIC_64.test(request.pre_transfer_id)) throw refuse('PRE_TRANSFER_NOT_FOUND');
+  const row = await recordConfirmRequest(deps.database, {
+    id: request.pre_transfer_id,
+    partner_id: partner.id,
+    partner_transaction_id: request.partner_transaction_id,
+    body_sha256: request.body_sha256,
+    credential_id: request.credential_id,
+  });
+  if (!row) throw refuse('PRE_TRANSFER_NOT_FOUND');
+  // Answered from the row without a Temporal round trip; the workflow's validator owns both and re-checks them.
+  if (row.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
+  if (isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
+  // A partner_transaction_id used before is refused by postPreTransfer (under the row lock and the unique index)
+  // and comes back as the update's failure: no query of its own on the way to every confirm.
+  const confirmed = await sendConfirm(deps, row, request.partner_transaction_id);
+  // The update answers once postPreTransfer committed; the row's other fields never change after creation.
+  return { ...row, state: 'confirmed', fund_transfer_id: confirmed.fund_transfer_id };
+}
+
+/**
+ * query.fundTransfer / QueryTransfer: the partner's pre-transfer of this out_trade_no.
+ * @throws DomainError TRANSFER_NOT_FOUND, PRE_TRANSFER_EXPIRED (expired before it was confirmed)
+ */
+export async function queryPreTransfer(deps: PlatformDeps, partner: Partner, request: { out_trade_no: string }): Promise<PreTransferRow> {
+  const row = await findPreTransfer(deps.database, { partner_id: partner.id, out_trade_no: request.out_trade_no });
+  if (!row) throw refuse('TRANSFER_NOT_FOUND');
+  if (row.state !== 'confirmed' && isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
+  return row;
+}
+
+// ---- The service ----
 
 /** Most active partners kept in a process's partner cache. */
 const PARTNER_CACHE_MAX = 10_000;
@@ -47,46 +288,6 @@ function toPreTransfer(row: PreTransferRow): PreTransfer {
     fundTransferId: row.fund_transfer_id ?? '',
     state,
   });
-}
-
-/**
- * The partner whose four A1 credentials these are, checked at the hashing pool's pace; undefined for any wrong one.
- * A fault withdraws the attempt (it counts neither way).
- */
-async function partnerOfCredentials(deps: PlatformDeps, request: IssueAccessTokenRequest, context: HandlerContext, attempt: { withdrawn(): Promise<void> }): Promise<Partner | undefined> {
-  if (!request.partnerId || !request.partnerSecretKey || !request.userName || !request.password) return undefined;
-  try {
-    return await deps.abuse.hashing(
-      () =>
-        authenticatePartner(deps.database, {
-          partner_id: request.partnerId,
-          partner_secret_key: request.partnerSecretKey,
-          user_name: request.userName,
-          password: request.password,
-        }),
-      context.signal,
-    );
-  } catch (error) {
-    await attempt.withdrawn();
-    throw error;
-  }
-}
-
-/**
- * A1. Failed attempts are counted per partner id and per client address (src/abuse): past the limit every attempt,
- * right or wrong, answers RATE_LIMITED until the window ends, for known and unknown ids alike.
- * @throws DomainError UNAUTHENTICATED, RATE_LIMITED
- */
-async function issuePartnerToken(deps: PlatformDeps, key: Uint8Array, request: IssueAccessTokenRequest, context: HandlerContext) {
-  const attempt = await deps.abuse.beginAttempt('partner_token', request.partnerId, clientAddressOf(context));
-  const partner = await partnerOfCredentials(deps, request, context, attempt);
-  if (!partner) {
-    await attempt.failed();
-    throw unauthenticated();
-  }
-  await attempt.succeeded();
-  const expireIn = deps.config.ACCESS_TOKEN_TTL_SECONDS;
-  return { accessToken: await issueAccessToken(key, partner.id, expireIn), expireInSeconds: BigInt(expireIn) };
 }
 
 export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof TransferService> {

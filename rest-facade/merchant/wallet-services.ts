@@ -1,13 +1,18 @@
 /**
- * The field rules of the WalletService's /do-action services (./services.ts) and of the login: one rule table per
- * service (interface "Area C"), and its reader, body → the fields of its RPC request (without merchantId). Area C's
- * rule forms: ./fields.ts.
+ * The WalletService's part of Area C (interface "Area C"; platform decisions §7 and §8): the /do-action service
+ * table, each entry reading its fields, calling one WalletService RPC with the call's ActionAuth and shaping
+ * `data`, and the field rules of each of those services and of the login (one rule table per service, and its
+ * reader, body → the fields of its RPC request, without merchantId). Area C's rule forms, messages and answers:
+ * ./contract.ts. Another family adds services by exporting a table of the same type from its own file and listing
+ * it in the router (./router.ts).
  */
-import { date, email, httpUrl, id, ifAbsent, integer, percent, present, refuse, withCheck } from '../../src/field-rules';
+import { date, email, httpUrl, id, ifAbsent, integer, percent, present, refuse, withCheck, type Body } from '../../src/field-rules';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX } from '../../src/flows/wallet/contract';
-import { amount, currency, maxLengthOf, phone, readAreaC, requestFields, string } from './fields';
+import type { UserRecord } from '../../src/gen/payments/wallet/v1/wallet_pb';
+import { parseJsonLossless } from '../../src/money';
+import { amount, currency, maxLengthOf, phone, readAreaC, requestFields, string, type MerchantServiceTable } from './contract';
 
-type Body = Record<string, unknown>;
+// ---- Field rules ----
 
 const GENERATE_PRE_ORDER_TOKEN = {
   currency: currency(),
@@ -119,3 +124,91 @@ export function readLogin(body: Body) {
   const fields = readAreaC(LOGIN, body);
   return { userName: fields.user_name, password: fields.password };
 }
+
+// ---- Services ----
+
+/** The user record as the interface lists it, plus user_token and wallet_ref. */
+export function userRecordJson(user: UserRecord | undefined): Record<string, unknown> {
+  if (!user) return {};
+  return {
+    id: user.id,
+    email: user.email ?? null,
+    avatar: user.avatar,
+    created_at: user.createdAt,
+    updated_at: user.updatedAt,
+    phone_number: user.phoneNumber ?? null,
+    gender: user.gender ?? null,
+    first_name: user.firstName,
+    last_name: user.lastName,
+    full_name: user.fullName,
+    address: user.address ?? null,
+    birthday: user.birthday ?? null,
+    currency: user.currency,
+    user_token: user.userToken,
+    wallet_ref: user.walletRef,
+  };
+}
+
+/** The WalletService's /do-action services. */
+export const walletMerchantServices: MerchantServiceTable = {
+  async list_fees({ caller, clients, callOptions }) {
+    const answer = await clients.wallet.listFees({ ...caller }, callOptions);
+    return { FEE: parseJsonLossless(answer.feeJson), EXCHANGE_RATE: parseJsonLossless(answer.exchangeRateJson) };
+  },
+
+  async generate_pre_order_token({ body, caller, clients, callOptions }) {
+    const fields = readGeneratePreOrderToken(body);
+    const answer = await clients.wallet.generatePreOrderToken({ ...caller, ...fields }, callOptions);
+    return { pre_order_token: answer.preOrderToken, pre_order_url: answer.preOrderUrl };
+  },
+
+  async create_user({ body, caller, clients, callOptions }) {
+    const fields = readCreateUser(body);
+    const answer = await clients.wallet.createUser({ ...caller, ...fields }, callOptions);
+    return userRecordJson(answer.user);
+  },
+
+  async update_user({ body, caller, clients, callOptions }) {
+    const fields = readUpdateUser(body);
+    const answer = await clients.wallet.updateUser({ ...caller, ...fields }, callOptions);
+    return userRecordJson(answer.user);
+  },
+
+  async pay_by_token({ body, caller, clients, callOptions, idempotencyKey }) {
+    const fields = readPayByToken(body);
+    const answer = await clients.wallet.payByToken({ ...caller, ...fields, idempotencyKey }, callOptions);
+    return { reference: answer.reference };
+  },
+
+  async transfer({ body, caller, clients, callOptions, idempotencyKey }) {
+    const fields = readTransfer(body);
+    const answer = await clients.wallet.transfer({ ...caller, ...fields, idempotencyKey }, callOptions);
+    return { reference: answer.reference };
+  },
+
+  async list_banks({ body, caller, clients, callOptions }) {
+    const fields = readListBanks(body);
+    const answer = await clients.wallet.listBanks({ ...caller, ...fields }, callOptions);
+    return {
+      current_page: answer.currentPage,
+      data: answer.data.map((bank) => ({ id: bank.id, name: bank.name, region: bank.region, city: bank.city, logo: bank.logo })),
+      from: answer.from ?? null,
+      last_page: answer.lastPage,
+      per_page: answer.perPage,
+      to: answer.to ?? null,
+      total: answer.total,
+    };
+  },
+
+  async block_money({ body, caller, clients, callOptions, idempotencyKey }) {
+    const fields = readBlockMoney(body);
+    const answer = await clients.wallet.blockMoney({ ...caller, ...fields, idempotencyKey }, callOptions);
+    return { transaction_ref: answer.transactionRef };
+  },
+
+  async cancel_block_money({ body, caller, clients, callOptions, idempotencyKey }) {
+    const fields = readCancelBlockMoney(body);
+    await clients.wallet.cancelBlockMoney({ ...caller, ...fields, idempotencyKey }, callOptions);
+    return [];
+  },
+};
