@@ -183,7 +183,7 @@ describe('money under faults', () => {
     const settled = payins.filter((payin) => payin.status === 'success');
     for (const payin of settled) expect(payin.paid_amount_units).toBe(payin.amount_units);
     // Settled exactly once: one settlement transaction and one success event per payin.
-    const settlements = (await platform.database('ledger_idempotency_keys').where('idempotency_key', 'like', 'payin:%:settle').count('* as n').first()) as unknown as { n: bigint };
+    const settlements = (await platform.database('ledger_idempotency_keys').where('idempotency_key', 'like', 'PAYIN-%:settle').count('* as n').first()) as unknown as { n: bigint };
     expect(BigInt(settlements.n)).toBe(BigInt(settled.length));
     const expectedMerchant = settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n);
     const merchantDifference = (await merchantUsdt()) - expectedMerchant;
