@@ -12,7 +12,11 @@
  */
 import type { Knex } from 'knex';
 import { assert } from '../errors';
-import { deleteEventsBefore, insertEvent, selectEvents, selectEventsOfSubject, type EventRow } from './store';
+import type { EventType } from './catalog';
+import { deleteEventsBefore, insertEvent, ownerHasEvent, selectEvents, selectEventsOfSubject, type EventRow } from './store';
+
+export { EVENT_TYPES, isEventType, type EventType } from './catalog';
+export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
 
 /** Whose event stream an event belongs to. */
 export interface EventOwner {
@@ -36,8 +40,8 @@ export interface NewEvent {
   owner: EventOwner;
   /** The payment's public reference (≤ 128 characters). */
   subject: string;
-  /** Dotted lowercase, e.g. `payin.success` (≤ 64 characters). */
-  type: string;
+  /** One of the catalog's types (./catalog.ts, docs/events.md). */
+  type: EventType;
   /** JSON-safe facts of the change; amounts as decimal strings of minor units (≤ 16 KiB as JSON). */
   data: Record<string, unknown>;
   /** The ledger transaction the change wrote, when money moved. */
@@ -97,6 +101,18 @@ export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promi
     ledger_transaction_id: event.ledger_transaction_id ?? null,
   });
   return BigInt(written.seq);
+}
+
+/**
+ * Writes `event` as recordEvent does, unless the owner already has an event of this type about this subject: for a
+ * change that a retried request may make again (its ledger write then replays), so the retry announces nothing twice.
+ * The caller's transaction must hold what serializes the change's writers (a row lock, the ledger key's claim), so
+ * two runs never both find none.
+ * @returns the event's `seq`, or undefined when it was written before
+ */
+export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<bigint | undefined> {
+  if (await ownerHasEvent(trx, { owner_type: event.owner.type, owner_id: event.owner.id, subject: event.subject, type: event.type })) return undefined;
+  return recordEvent(trx, event);
 }
 
 /**

@@ -57,6 +57,11 @@ export async function selectEvents(
   return (await builder) as EventRow[];
 }
 
+/** True when the owner has an event of `type` about `subject`. */
+export async function ownerHasEvent(conn: Conn, query: { owner_type: string; owner_id: string; subject: string; type: string }): Promise<boolean> {
+  return (await conn('events').where(query).first('id')) !== undefined;
+}
+
 /** Every event about `subject` (whoever owns it), in the order they were written. */
 export async function selectEventsOfSubject(conn: Conn, subject: string, limit: number): Promise<EventRow[]> {
   return (await conn('events')
