@@ -13,10 +13,11 @@
 import type { Knex } from 'knex';
 import { assert } from '../errors';
 import type { EventType } from './catalog';
-import { deleteEventsBefore, insertEvent, ownerHasEvent, selectEvents, selectEventsOfSubject, type EventRow } from './store';
+import { deleteEventsBefore, insertEvent, ownerHasEvent, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
 export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
+export { eventWriteCtes, type NewEventRow } from './store';
 
 /** Whose event stream an event belongs to. */
 export interface EventOwner {
@@ -87,20 +88,29 @@ function toEvent(row: EventRow): PlatformEvent {
  *   events are written by the platform's own code, never from a request's fields as they came
  */
 export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<bigint> {
+  const written = await insertEvent(trx, eventRowOf(event));
+  return BigInt(written.seq);
+}
+
+/**
+ * `event` as its row, checked: for recordEvent, and for a capability that writes the event with rows of its own in
+ * one statement (`eventWriteCtes`; src/webhooks writes a webhook and its event so).
+ * @throws AssertionError as recordEvent
+ */
+export function eventRowOf(event: NewEvent): NewEventRow {
   assert(event.owner.id.length > 0, 'event owner id is empty');
   assert(event.subject.length > 0 && event.subject.length <= EVENT_SUBJECT_MAX_LENGTH, `event subject out of shape: ${event.subject}`);
   assert(event.type.length <= EVENT_TYPE_MAX_LENGTH && EVENT_TYPE.test(event.type), `event type out of shape: ${event.type}`);
   const data = JSON.stringify(event.data);
   assert(Buffer.byteLength(data) <= EVENT_DATA_MAX_BYTES, `event data of ${event.type} over ${EVENT_DATA_MAX_BYTES} bytes`);
-  const written = await insertEvent(trx, {
+  return {
     owner_type: event.owner.type,
     owner_id: event.owner.id,
     subject: event.subject,
     type: event.type,
     data: event.data,
     ledger_transaction_id: event.ledger_transaction_id ?? null,
-  });
-  return BigInt(written.seq);
+  };
 }
 
 /**

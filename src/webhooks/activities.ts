@@ -44,11 +44,16 @@ export function webhookRetrySettings(deps: Pick<PlatformDeps, 'config'>): Webhoo
 }
 
 /**
- * Tells the next pending webhook of `event`'s subject that its turn may have come (its run waits for this signal,
- * and rechecks on a timer without it). A run not started yet checks when it starts; a failed signal is logged only.
+ * Tells the next pending webhook of `event`'s subject (or `successor`, when the caller found it) that its turn may
+ * have come (its run waits for this signal, and rechecks on a timer without it). A run not started yet checks when
+ * it starts; a failed signal is logged only.
  */
-export async function nudgeSuccessor(deps: PlatformDeps, event: Pick<WebhookEventRow, 'merchant_id' | 'invoice_reference' | 'event_seq'>): Promise<void> {
-  const successor = await findPendingSuccessor(deps.database, event);
+export async function nudgeSuccessor(
+  deps: PlatformDeps,
+  event: Pick<WebhookEventRow, 'merchant_id' | 'invoice_reference' | 'event_seq'>,
+  found?: string | null,
+): Promise<void> {
+  const successor = found === undefined ? await findPendingSuccessor(deps.database, event) : found;
   if (!successor) return;
   try {
     await deps.temporal.client.workflow.getHandle(successor).signal(predecessorSettledSignal);
@@ -123,8 +128,8 @@ export async function attemptDelivery(
   }
   const next_retry_at =
     delivered || options.next_retry_seconds === null ? null : new Date(attempted_at.getTime() + latency_ms + Math.round(options.next_retry_seconds * 1000));
-  await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at }, delivered);
-  if (delivered) await nudgeSuccessor(deps, event);
+  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at }, delivered);
+  if (delivered) await nudgeSuccessor(deps, event, successor);
   return { delivered, attempt };
 }
 

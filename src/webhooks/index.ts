@@ -14,7 +14,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { recordEvent, type EventType } from '../events';
+import { eventRowOf, recordEvent, type EventType } from '../events';
 import { getMerchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
@@ -27,9 +27,9 @@ import {
   findWebhookEvent,
   insertWebhookEvent,
   listMerchantEvents,
+  insertWebhookWithEvent,
   markEventPending,
   merchantWebhooksAfter,
-  webhookExists,
   type WebhookEventRow,
 } from './store';
 
@@ -40,6 +40,9 @@ export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 const MAX_LISTED_EVENTS = 500;
 /** Most webhooks one `redeliverAfter` call sends again. */
 export const REDELIVER_MAX = 500;
+
+/** PlatformDeps.benchFloor: set by bench/events.ts only. */
+type BenchFloor = PlatformDeps['benchFloor'];
 
 export interface OutboundWebhook {
   /** Stable id: X-Webhook-Id, and the id of its delivery workflow. */
@@ -70,9 +73,9 @@ export interface OutboundWebhook {
  * @throws Error when the merchant does not exist (a programming error).
  */
 export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook & { url: null }): Promise<null>;
-export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook & { url?: string }): Promise<string>;
-export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string | null>;
-export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string | null> {
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook & { url?: string }, floor?: BenchFloor): Promise<string>;
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook, floor?: BenchFloor): Promise<string | null>;
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook, floor?: BenchFloor): Promise<string | null> {
   const event = {
     owner: { type: 'merchant' as const, id: webhook.merchant_id },
     subject: webhook.subject_reference,
@@ -84,10 +87,24 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     await recordEvent(trx, event);
     return null;
   }
-  if (await webhookExists(trx, webhook.id)) return webhook.id;
+  if (floor?.eventsOff) return recordWithoutEvent(trx, webhook);
+  const written = await insertWebhookWithEvent(trx, eventRowOf(event), {
+    id: webhook.id,
+    merchant_id: webhook.merchant_id,
+    invoice_reference: webhook.subject_reference,
+    event: webhook.event,
+    body: webhook.body,
+    url: webhook.url ?? null,
+    default_header: DEFAULT_SIGNATURE_HEADER,
+  });
+  if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
+  return webhook.id;
+}
+
+/** The bench's floor only (PlatformDeps.benchFloor): the webhook recorded as it was before events, without one. */
+async function recordWithoutEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string> {
   const merchant = await getMerchant(trx, webhook.merchant_id);
   if (!merchant) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
-  const event_seq = await recordEvent(trx, event);
   await insertWebhookEvent(trx, {
     id: webhook.id,
     merchant_id: webhook.merchant_id,
@@ -96,7 +113,7 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     body: webhook.body,
     callback_url: webhook.url ?? merchant.callback_url,
     signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
-    event_seq,
+    event_seq: null,
   });
   return webhook.id;
 }

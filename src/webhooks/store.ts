@@ -5,6 +5,7 @@
  * holds any flow's reference, migration 017).
  */
 import type { Knex } from '../db/knex';
+import { eventWriteCtes, type NewEventRow } from '../events';
 
 type Conn = Knex | Knex.Transaction;
 
@@ -40,16 +41,55 @@ export interface WebhookAttemptRow {
 export type NewWebhookEvent = Pick<
   WebhookEventRow,
   'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body' | 'callback_url' | 'signature_header'
-> & { event_seq: bigint };
+> & { event_seq: bigint | null };
 
-/** Records a webhook (the caller checked that its id is new: `webhookExists`). */
+/** Records a webhook without an event (a repeat with the same id is ignored): the bench's floor only. */
 export async function insertWebhookEvent(trx: Conn, event: NewWebhookEvent): Promise<void> {
-  await trx('webhook_events').insert({ ...event, event_seq: event.event_seq.toString() });
+  await trx('webhook_events')
+    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString() })
+    .onConflict('id')
+    .ignore();
 }
 
-/** True when a webhook with this id was recorded. */
-export async function webhookExists(conn: Conn, id: string): Promise<boolean> {
-  return (await conn('webhook_events').where({ id }).first('id')) !== undefined;
+/**
+ * Writes an event and the webhook produced from it, in one statement: unless a webhook with this id was recorded
+ * before (then neither, and no number is taken), the event with the merchant's next `seq`, and the webhook carrying
+ * it, to `url` (null: the merchant's callback_url) signed under the merchant's signature header (`default_header`
+ * when it has none). One statement keeps the merchant's sequence row locked for the commit only.
+ * @returns whether the merchant exists, and the event's seq (null when the webhook was recorded before)
+ */
+export async function insertWebhookWithEvent(
+  trx: Knex.Transaction,
+  event: NewEventRow,
+  webhook: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body'> & { url: string | null; default_header: string },
+): Promise<{ merchant_found: boolean; event_seq: bigint | null }> {
+  const write = eventWriteCtes(event, { sql: 'EXISTS (SELECT 1 FROM fresh)', bindings: [] });
+  const result = await trx.raw(
+    `WITH merchant AS (SELECT callback_url, signature_header FROM merchants WHERE id = ?),
+     fresh AS (SELECT 1 FROM merchant WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ?)),
+     ${write.sql},
+     webhook AS (
+       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_seq)
+       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.seq
+         FROM written_event, merchant
+       RETURNING event_seq
+     )
+     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, (SELECT event_seq FROM webhook) AS event_seq`,
+    [
+      webhook.merchant_id,
+      webhook.id,
+      ...write.bindings,
+      webhook.id,
+      webhook.merchant_id,
+      webhook.invoice_reference,
+      webhook.event,
+      webhook.body,
+      webhook.url,
+      webhook.default_header,
+    ],
+  );
+  const row = result.rows[0] as { merchant_found: boolean; event_seq: bigint | string | null };
+  return { merchant_found: row.merchant_found, event_seq: row.event_seq === null ? null : BigInt(row.event_seq) };
 }
 
 export function findWebhookEvent(database: Conn, id: string): Promise<WebhookEventRow | undefined> {
@@ -104,16 +144,33 @@ export async function findPendingSuccessor(database: Knex, event: Pick<WebhookEv
   return row?.id ?? null;
 }
 
-/** Records one attempt and the event's counters in one statement (atomic on its own). */
-export async function recordAttempt(database: Knex, attempt: WebhookAttemptRow, delivered: boolean): Promise<void> {
+/**
+ * Records one attempt and the event's counters in one statement (atomic on its own); a delivered one also answers
+ * the pending webhook just after it in its subject's order (`findPendingSuccessor`), whose turn may have come.
+ * @returns that successor's id, or null
+ */
+export async function recordAttempt(database: Knex, attempt: WebhookAttemptRow, delivered: boolean): Promise<string | null> {
   const record = database('webhook_delivery_attempts').insert(attempt).onConflict(['webhook_id', 'attempt']).ignore();
   const update = database('webhook_events')
     .where({ id: attempt.webhook_id })
     .update({
       attempt_count: database.raw('greatest(attempt_count, ?)', [attempt.attempt]),
       ...(delivered ? { status: 'delivered', delivered_at: database.fn.now() } : {}),
-    });
-  await database.raw('WITH recorded AS (?) ?', [record, update]);
+    })
+    .returning(['merchant_id', 'invoice_reference', 'event_seq']);
+  if (!delivered) {
+    await database.raw('WITH recorded AS (?) ?', [record, update]);
+    return null;
+  }
+  const result = await database.raw(
+    `WITH recorded AS (?), updated AS (?)
+     SELECT (SELECT p.id FROM webhook_events p, updated u
+              WHERE p.merchant_id = u.merchant_id AND p.invoice_reference = u.invoice_reference AND p.status = 'pending'
+                AND p.event_seq > u.event_seq
+              ORDER BY p.event_seq LIMIT 1) AS successor`,
+    [record, update],
+  );
+  return (result.rows[0] as { successor: string | null } | undefined)?.successor ?? null;
 }
 
 /** Marks a pending event failed (given up). @returns the row when this call changed it, else undefined. */

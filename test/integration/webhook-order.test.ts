@@ -86,6 +86,26 @@ describe('webhooks in order per payment', () => {
     }
   }, 120_000);
 
+  it('writes a webhook and its event once: recorded again (a replayed change) it takes no number and writes nothing', async () => {
+    const { recordWebhookEvent } = await import('../../src/webhooks');
+    const { listEvents } = await import('../../src/events');
+    const database = harness.platform.deps.database;
+    const owner = { type: 'merchant' as const, id: merchant.merchant_id };
+    const lastSeq = async () => (await listEvents(database, { owner, after: 0n, limit: 500 })).events.at(-1)?.seq ?? 0n;
+    const before = await lastSeq();
+    const webhook = { id: `WH-ONCE-${orders}`, merchant_id: merchant.merchant_id, subject_reference: 'PAYIN-ONCE', event: 'payin.expired' as const, body: '{"event":"payin.expired"}', url: 'https://merchant.example/once' };
+    for (let time = 0; time < 2; time += 1) expect(await database.transaction((trx) => recordWebhookEvent(trx, webhook))).toBe(webhook.id);
+    expect(await lastSeq()).toBe(before + 1n);
+    const row = await database('webhook_events').where({ id: webhook.id }).first();
+    expect(row).toMatchObject({ event_seq: before + 1n, callback_url: 'https://merchant.example/once', signature_header: merchant.signature_header, invoice_reference: 'PAYIN-ONCE' });
+    expect(await database('events').where({ owner_id: merchant.merchant_id, subject: 'PAYIN-ONCE' }).select('seq', 'type', 'data')).toEqual([
+      { seq: before + 1n, type: 'payin.expired', data: { event: 'payin.expired' } },
+    ]);
+    // A webhook of a merchant that does not exist is a programming error: nothing is written, no number taken.
+    await expect(database.transaction((trx) => recordWebhookEvent(trx, { ...webhook, id: 'WH-NOBODY', merchant_id: 'M-NOBODY' }))).rejects.toThrow(/not found/);
+    expect(await database('event_sequences').where({ owner_id: 'M-NOBODY' }).first()).toBeUndefined();
+  });
+
   it('sends the merchant’s webhooks after a seq again, in order per payment (an operator’s redelivery, audited)', async () => {
     const payin = await createPayin('2');
     await notify(payin, 2, 'TRX-REDELIVER-1');
