@@ -89,16 +89,26 @@ export function payinEventData(payin: PayinRow): Record<string, unknown> {
 }
 
 /** Records the payin's status event and the webhook produced from it, in the transition's transaction (last write). */
-function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinStatusEvent, ledger_transaction_id: string | null = null): Promise<string> {
-  return recordWebhookEvent(trx, {
-    id: webhookIdOf(payin.invoice_reference, event),
-    merchant_id: payin.merchant_id,
-    subject_reference: payin.invoice_reference,
-    event,
-    body: webhookBody(payin, event),
-    data: payinEventData(payin),
-    ledger_transaction_id,
-  });
+function recordPayinEvent(
+  deps: Pick<PlatformDeps, 'benchFloor'>,
+  trx: Knex.Transaction,
+  payin: PayinRow,
+  event: PayinStatusEvent,
+  ledger_transaction_id: string | null = null,
+): Promise<string> {
+  return recordWebhookEvent(
+    trx,
+    {
+      id: webhookIdOf(payin.invoice_reference, event),
+      merchant_id: payin.merchant_id,
+      subject_reference: payin.invoice_reference,
+      event,
+      body: webhookBody(payin, event),
+      data: payinEventData(payin),
+      ledger_transaction_id,
+    },
+    deps.benchFloor,
+  );
 }
 
 /** Credits `paid` to the merchant's wallet and charges `fee`, in one ledger transaction under `idempotency_key`. */
@@ -139,7 +149,7 @@ async function postSettlement(
  * @throws ApplicationFailure CLOSE_NOT_AUTHORIZED (non-retryable) when `authorized` says no
  */
 function transition(
-  deps: Pick<PlatformDeps, 'database'>,
+  deps: Pick<PlatformDeps, 'database' | 'benchFloor'>,
   invoice_reference: string,
   status: 'expired' | 'close',
   event: PayinStatusEvent,
@@ -154,7 +164,7 @@ function transition(
       throw reasonFailure(PAYIN_REASONS, 'CLOSE_NOT_AUTHORIZED', `no applied close notification for ${invoice_reference}`);
     }
     await setPayinStatus(trx, invoice_reference, status);
-    return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
+    return { webhook_id: await recordPayinEvent(deps, trx, { ...payin, status }, event) };
   });
 }
 
@@ -217,7 +227,7 @@ function settlePayin(deps: PlatformDeps, input: Parameters<PayinActivities['sett
       trx_ref: input.trx_ref || payin.trx_ref,
     };
     await markSettled(trx, settled, ledger_transaction_id);
-    return { webhook_id: await recordPayinEvent(trx, settled, 'payin.success', ledger_transaction_id) };
+    return { webhook_id: await recordPayinEvent(deps, trx, settled, 'payin.success', ledger_transaction_id) };
   });
 }
 
