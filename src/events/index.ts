@@ -13,7 +13,7 @@
 import type { Knex } from 'knex';
 import { assert } from '../errors';
 import type { EventType } from './catalog';
-import { deleteEventsBefore, insertEvent, ownerHasEvent, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
+import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
 export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
@@ -121,8 +121,8 @@ export function eventRowOf(event: NewEvent): NewEventRow {
  * @returns the event's `seq`, or undefined when it was written before
  */
 export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<bigint | undefined> {
-  if (await ownerHasEvent(trx, { owner_type: event.owner.type, owner_id: event.owner.id, subject: event.subject, type: event.type })) return undefined;
-  return recordEvent(trx, event);
+  const written = await insertEventOnce(trx, eventRowOf(event));
+  return written ? BigInt(written.seq) : undefined;
 }
 
 /**

@@ -79,9 +79,18 @@ export async function selectEvents(
   return (await builder) as EventRow[];
 }
 
-/** True when the owner has an event of `type` about `subject`. */
-export async function ownerHasEvent(conn: Conn, query: { owner_type: string; owner_id: string; subject: string; type: string }): Promise<boolean> {
-  return (await conn('events').where(query).first('id')) !== undefined;
+/**
+ * Writes the event unless the owner already has one of its type about its subject, in one statement (no number is
+ * taken otherwise). @returns the event's id and `seq`, or undefined when one was there
+ */
+export async function insertEventOnce(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string; seq: string } | undefined> {
+  const write = eventWriteCtes(event, {
+    sql: 'NOT EXISTS (SELECT 1 FROM events WHERE owner_type = ? AND owner_id = ? AND subject = ? AND type = ?)',
+    bindings: [event.owner_type, event.owner_id, event.subject, event.type],
+  });
+  const result = await trx.raw(`WITH ${write.sql} SELECT id, seq FROM written_event`, write.bindings);
+  const row = result.rows[0] as { id: string; seq: string } | undefined;
+  return row ? { id: String(row.id), seq: String(row.seq) } : undefined;
 }
 
 /** Every event about `subject` (whoever owns it), in the order they were written. */
