@@ -22,7 +22,7 @@
 /* global fetch */
 import { existsSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
+import { pathToFileURL, URLSearchParams } from 'node:url';
 
 /**
  * One page of the merchant's events after `after`.
@@ -124,7 +124,7 @@ async function main() {
   const apiKey = file ? JSON.parse(readFileSync(file, 'utf8')).merchant.api_key : process.env.MERCHANT_API_KEY;
   if (!apiKey) throw new Error('pass the demo credentials file or set MERCHANT_API_KEY');
   const cursorFile = optionValue(args, '--cursor-file');
-  const controller = new AbortController();
+  const controller = new globalThis.AbortController();
   process.once('SIGINT', () => controller.abort());
   const { after, events } = await follow({
     baseUrl: process.env.BASE_URL ?? 'http://127.0.0.1:3000',
