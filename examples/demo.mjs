@@ -10,6 +10,8 @@
  *   Area C  login, every /do-action service: fees, banks, users, transfers (a replayed one moving nothing), preorders paid by token, blocked money,
  *           tokenized local cards, bank accounts (activated by scanning their QR) and Visa/Master cards, OTP
  *           deposits and the Visa/Master confirmation page with its redirect `result` (served by this script).
+ *   Events  the merchant's event stream read from after=0 with the events client (GET /api/v1/events): seq 1, 2,
+ *           3 … with no gap, every webhook received announced by its event, the three areas' flows in it.
  *
  * Configuration (environment, all optional):
  *   DEMO_CREDENTIALS       the file `npm start` writes          [<DATA_DIR or .data>/demo-credentials.json]
@@ -34,6 +36,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { setTimeout } from 'node:timers';
 import { URL, URLSearchParams } from 'node:url';
+import { catchUp, fetchEventsPage, memoryCursor } from './events-client.mjs';
 import { partnerClientFromDemoCredentials } from './partner-client.mjs';
 import { PayinMerchant, startWebhookReceiver, webhookSignature } from './payin-merchant.mjs';
 import { decodeConfirmationResult, newRequestId, readForm, walletMerchantFromDemoCredentials } from './wallet-merchant.mjs';
@@ -905,6 +908,37 @@ async function areaCInstruments(credentials, site, context) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------------------------------
+/** Most events the transcript prints one per line (the rest are counted). */
+const EVENTS_PRINTED = 120;
+
+async function merchantEvents(credentials, receiver) {
+  step('GET /api/v1/events?after=0&limit=100 …: catch up on the merchant’s whole stream, page by page (examples/events-client.mjs)');
+  const seen = [];
+  const gaps = [];
+  const apiKey = credentials.merchant.api_key;
+  const result = await catchUp({ baseUrl: CONFIG.baseUrl, apiKey, cursor: memoryCursor(0), limit: 100, onEvent: (event) => seen.push(event), onGap: (from, to) => gaps.push(`${from}..${to}`) });
+  const shown = seen.slice(-EVENTS_PRINTED);
+  if (shown.length < seen.length) note(`… ${seen.length - shown.length} earlier event(s) of previous runs not printed`);
+  for (const event of shown) note(`${String(event.seq).padStart(5)}  ${event.type.padEnd(26)} ${event.subject}${event.ledger_transaction_id ? '  (ledger ' + event.ledger_transaction_id.slice(0, 8) + '…)' : ''}`);
+  note(`caught up: ${result.events} event(s), next_after ${result.after}`);
+  check(seen.length > 0 && gaps.length === 0 && seen.every((event, index) => event.seq === seen[0].seq + index), 'seq 1, 2, 3 … with no gap', gaps.join(', '));
+  const types = new Set(seen.map((event) => event.type));
+  // Deposits are checked only when their sections ran (a stack without an acquirer skips them).
+  const expected = ['payin.created', 'payin.success', 'wallet_transfer.completed', 'blocked_money.blocked', 'preorder.paid', ...(skips.length ? [] : ['deposit.completed'])];
+  for (const type of expected) {
+    check(types.has(type), `the stream holds ${type}`);
+  }
+  const announced = (webhook) => seen.some((event) => event.type === webhook.event && event.subject === webhook.body?.data?.invoice_reference);
+  const webhooks = receiver.received.filter((webhook) => webhook.body?.data?.invoice_reference);
+  check(webhooks.length > 0 && webhooks.every(announced), `every webhook received in this run (${webhooks.length}) has its event in the stream`);
+  step(`GET /api/v1/events?after=${result.after}: nothing after next_after`);
+  const after = await fetchEventsPage({ baseUrl: CONFIG.baseUrl, apiKey, after: result.after, limit: 100 });
+  check(after.events.length === 0 && after.has_more === false && after.next_after === result.after, 'an empty page, next_after unchanged');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------------------------------------------
 async function main() {
@@ -958,6 +992,8 @@ async function main() {
       }
     });
   }
+
+  await runSection('Events: the merchant’s stream from after=0', () => merchantEvents(credentials, receiver));
 
   await runSection('Ledger', async () => {
     const answer = await operator.ledgerCheck();

@@ -242,6 +242,11 @@ const schema = z.object({
   RECONCILE_GRACE_SECONDS: z.coerce.number().int().min(0).max(86_400).default(120),
   /** How long a client's Idempotency-Key answers repeats with the first answer (at least a day in production). */
   IDEMPOTENCY_RETENTION_SECONDS: seconds.default(86_400),
+  /**
+   * Days an event is kept (docs/events.md "Retention"); older ones are purged by the reconciliation run in bounded
+   * batches. The owners' sequences are never purged: `seq` keeps growing.
+   */
+  EVENTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(90),
 }).superRefine((config, context) => {
   const pairs: Array<[string, string | undefined, string, string | undefined]> = [
     ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],

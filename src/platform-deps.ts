@@ -50,4 +50,10 @@ export interface PlatformDeps {
   abuse: AbuseLimits;
   /** The process's Prometheus metrics (src/metrics.ts), set by the composition root. */
   metrics?: PlatformMetrics;
+  /**
+   * Set only by bench/events.ts in its own process, never by configuration: while `eventsOff`, a payin's settlement
+   * records its webhook without its event (the write path before events), the floor its settlement → webhook
+   * throughput with events is measured against.
+   */
+  benchFloor?: { eventsOff: boolean };
 }

@@ -3,7 +3,8 @@
  * Add a capability by listing its service in `rpc/services.ts` and building it here.
  */
 import { createTransferService } from './flows/pre-transfer/service';
-import { createPayinService } from './flows/payin/service';
+import { apiKeyAuthentication, createPayinService } from './flows/payin/service';
+import { createEventsService } from './events/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';
 import { createWalletService } from './flows/wallet/service';
@@ -20,15 +21,20 @@ export type { PlatformDeps } from './platform-deps';
 export type { PlatformServices } from './rpc/services';
 
 export function createServices(deps: PlatformDeps): PlatformServices {
+  // One API-key check (and cache) for Area B's services: the PayinService, and the EventsService's Area B proof.
+  const merchantOfApiKey = apiKeyAuthentication(deps);
   return {
     health: createHealthService(deps),
     ledger: createLedgerService(deps),
     transfer: createTransferService(deps),
-    payin: createPayinService(deps),
+    payin: createPayinService(deps, merchantOfApiKey),
     wallet: createWalletService(deps),
     admin: createAdminService(deps),
     instrument: createInstrumentService(deps),
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
+    events: createEventsService(deps, {
+      apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
+    }),
   };
 }

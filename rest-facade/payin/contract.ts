@@ -6,13 +6,13 @@
  */
 import type { FieldViolations } from '../../src/errors';
 import { parseProblem, problem } from '../../src/field-problems';
-import { amount, readFields, refuse, text, type FieldRule } from '../../src/field-rules';
+import { amount, integer, present, readFields, refuse, text, type FieldRule } from '../../src/field-rules';
 import { parseJsonLossless } from '../../src/money';
 import type { ServiceReason } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 
 /** Area B route names used in the messages table. */
-export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications';
+export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events';
 
 export const PAYIN_MESSAGES = {
   rateLimited: 'Too many requests. Retry after the time in Retry-After.',
@@ -52,8 +52,8 @@ export interface AreaBError {
   body: PayinErrorBody;
 }
 
-/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts). */
-export type AreaBReason = ServiceReason<'payin'>;
+/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts) and the EventsService's. */
+export type AreaBReason = ServiceReason<'payin' | 'events'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -82,7 +82,9 @@ type AreaBProblem =
   | 'currency'
   | 'invalid'
   | 'taken'
-  | 'json_object';
+  | 'json_object'
+  | 'integer'
+  | 'max';
 
 /** Field problem → its Area B message (platform decisions §4, §8), by the field's label and the problem's params. */
 const AREA_B_PROBLEM_MESSAGES: Record<AreaBProblem, (label: string, ...params: string[]) => string> = {
@@ -101,6 +103,8 @@ const AREA_B_PROBLEM_MESSAGES: Record<AreaBProblem, (label: string, ...params: s
   invalid: (label) => `The selected ${label} is invalid.`,
   taken: (_label, label) => `The ${label} has already been taken.`,
   json_object: () => 'The request body must be a JSON object.',
+  integer: (label) => `The ${label} must be an integer.`,
+  max: (label, max) => `The ${label} must not be greater than ${max}.`,
 };
 
 /** Where one field's problem has words of its own. */
@@ -131,7 +135,7 @@ const validation = (route: PayinRoute, fields: FieldViolations) =>
  * any table the service uses without a line here does not compile.
  */
 const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolations) => AreaBError> = {
-  UNAUTHENTICATED: (route) => failure(401, route === 'balance' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
+  UNAUTHENTICATED: (route) => failure(401, route === 'balance' || route === 'events' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
   UPSTREAM_SIGNATURE_INVALID: () => failure(401, PAYIN_MESSAGES.invalidSignature),
   MERCHANT_SUSPENDED: () => failure(403, PAYIN_MESSAGES.suspended),
   VALIDATION_FAILED: validation,
@@ -227,6 +231,46 @@ export function readPayinStatus(raw: string): { out_trade_no: string } | { error
   return Object.keys(problems).length > 0 ? { errors: problems } : { out_trade_no: values.out_trade_no };
 }
 
+/** Events per page of GET /api/v1/events: at most, and when `limit` is absent (docs/events.md). */
+export const EVENTS_LIMITS = { max: 500, default: 100, typeMaxLength: 64, subjectMaxLength: 128 } as const;
+
+/** The largest `seq` (PostgreSQL bigint). */
+const MAX_SEQ = 9_223_372_036_854_775_807n;
+
+/** `after`: the seq of the last event seen, a whole number from 0 (absent: 0). */
+const AFTER: FieldRule<bigint> = (value) => {
+  if (!present(value)) return 0n;
+  if (typeof value !== 'string' || !/^-?\d{1,19}$/.test(value)) return refuse('integer');
+  const seq = BigInt(value);
+  if (seq < 0n) return refuse('min', 0);
+  return seq > MAX_SEQ ? refuse('max', MAX_SEQ) : seq;
+};
+
+/** GET /api/v1/events query: after (≥ 0), limit (1..500, default 100), type (≤ 64), subject (≤ 128). */
+const LIST_EVENTS = {
+  after: AFTER,
+  limit: integer({ min: 1, max: EVENTS_LIMITS.max, digits: 6 }),
+  type: text({ max: EVENTS_LIMITS.typeMaxLength }),
+  subject: text({ max: EVENTS_LIMITS.subjectMaxLength, count: 'code_points' }),
+};
+
+/** The events query's fields, typed. */
+export interface ListEventsFields {
+  after: bigint;
+  limit: number;
+  type: string | undefined;
+  subject: string | undefined;
+}
+
+/**
+ * The events query (its parameters as the router received them: a repeated one is an array, refused), or every
+ * failing field at once. Whether `type` names an event type is the EventsService's to say.
+ */
+export function readListEvents(query: Record<string, string | string[] | undefined>): { fields: ListEventsFields } | { errors: FieldViolations } {
+  const { values, problems } = readFields(LIST_EVENTS, query);
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return { fields: { after: values.after, limit: values.limit ?? EVENTS_LIMITS.default, type: values.type, subject: values.subject } };
+}
 
 /** The façade's own answers on an Area B path: unknown route, wrong method, body too large, last-resort fault. */
 export function areaBEdgeError(status: 404 | 405 | 413 | 500 | 503): { status: number; body: PayinErrorBody } {

@@ -1,16 +1,17 @@
 /**
  * Area B router (interface "Area B", platform decisions §4, §8): B1 `POST /api/v1/payins`, B2
- * `POST /api/v1/payins/status`, B3 `GET /api/v1/balance` and the upstream's `POST /api/v1/upstream/notifications`.
+ * `POST /api/v1/payins/status`, B3 `GET /api/v1/balance`, the merchant's events `GET /api/v1/events`
+ * (docs/events.md) and the upstream's `POST /api/v1/upstream/notifications`.
  * Translation only: the Area B contract (./contract.ts) reads and checks the documented fields, the typed fields go
  * to the PayinService over Connect, and answers and failures come back through the Area B envelope and its one
  * error table.
  */
 import Router from '@koa/router';
-import { amountJson, formatAmount, isCurrency, stringifyJson, type Currency } from '../../src/money';
+import { amountJson, formatAmount, isCurrency, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { payinErrorFor, readCreatePayin, readPayinStatus, type PayinRoute } from './contract';
+import { payinErrorFor, readCreatePayin, readListEvents, readPayinStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';
 
 function apiKeyOf(ctx: FacadeContext, allowApiKeyHeader: boolean): string {
@@ -24,7 +25,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error, 'payin');
+  const failure = readRpcFailure(error, 'payin', 'events');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
@@ -130,6 +131,43 @@ async function balance(ctx: FacadeContext): Promise<void> {
   }
 }
 
+/**
+ * The merchant's events after `after`, in seq order (docs/events.md): one EventsService call with the API key as the
+ * owner's proof; the owner is the key's merchant, never a parameter.
+ */
+async function listEvents(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readListEvents(ctx.query);
+  if ('errors' in read) return sendFieldErrors(ctx, 'events', apiKey, read.errors);
+  try {
+    const { page } = await ctx.state.clients.events.listEvents(
+      {
+        proof: { proof: { case: 'apiKey', value: apiKey } },
+        query: { after: read.fields.after, limit: read.fields.limit, type: read.fields.type ?? '', subject: read.fields.subject ?? '' },
+      },
+      rpcCallOptions(ctx),
+    );
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: {
+        events: (page?.events ?? []).map((event) => ({
+          seq: event.seq,
+          type: event.type,
+          subject: event.subject,
+          created_at: event.createdAt,
+          ledger_transaction_id: event.ledgerTransactionId || null,
+          data: parseJsonLossless(event.dataJson),
+        })),
+        has_more: page?.hasMore ?? false,
+        next_after: page?.nextAfter ?? read.fields.after,
+      },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'events', error);
+  }
+}
+
 /** The upstream's notification, verified and applied by the PayinService. */
 async function upstreamNotification(ctx: FacadeContext): Promise<void> {
   try {
@@ -151,6 +189,7 @@ export function payinRouter(): Router<FacadeState> {
   router.post('/api/v1/payins', createPayin);
   router.post('/api/v1/payins/status', payinStatus);
   router.get('/api/v1/balance', balance);
+  router.get('/api/v1/events', listEvents);
   router.post('/api/v1/upstream/notifications', upstreamNotification);
   return router;
 }

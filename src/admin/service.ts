@@ -259,6 +259,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         repaired: report.repaired,
         reported: report.reported,
         idempotencyKeysPurged: report.idempotency_keys_purged,
+        eventsPurged: report.events_purged,
       };
     },
 

@@ -20,7 +20,8 @@ type Delivery = {
   callbackUrl: string;
   createdAt: string;
   deliveredAt: string;
-  attempts: Array<{ attempt: number; attemptedAt: string; statusCode: number; latencyMs: number; error: string }>;
+  eventSeq: bigint;
+  attempts: Array<{ attempt: number; attemptedAt: string; statusCode: number; latencyMs: number; error: string; nextRetryAt: string }>;
 };
 
 /** The JSON shape printed for one delivery record (snake_case, null for absent values). */
@@ -34,17 +35,23 @@ export function deliveryJson(delivery: Delivery) {
     callback_url: delivery.callbackUrl,
     created_at: delivery.createdAt,
     delivered_at: delivery.deliveredAt || null,
+    event_seq: delivery.eventSeq ? Number(delivery.eventSeq) : null,
     attempts: delivery.attempts.map((attempt) => ({
       attempt: attempt.attempt,
       attempted_at: attempt.attemptedAt,
       status_code: attempt.statusCode || null,
       latency_ms: attempt.latencyMs,
       error: attempt.error || null,
+      next_retry_at: attempt.nextRetryAt || null,
     })),
   };
 }
 
-async function run(work: (clients: PlatformClients) => Promise<Record<string, unknown>>, json: boolean) {
+/**
+ * Runs one admin call against `RPC_URL` and prints its result (with `json`, one JSON object on one line); a failure
+ * exits 1 with one line on stderr.
+ */
+export async function runAdminCall(work: (clients: PlatformClients) => Promise<Record<string, unknown>>, json: boolean) {
   const rpcUrl = process.env.RPC_URL || DEFAULT_RPC_URL;
   try {
     const result = await work(adminClients(rpcUrl));
@@ -67,7 +74,7 @@ export function registerWebhookCommands(program: Command): void {
     .requiredOption('--merchant-id <id>', 'merchant id')
     .option('--json', 'print one JSON object')
     .action((options: { merchantId: string; json?: boolean }) =>
-      run(async (clients) => {
+      runAdminCall(async (clients) => {
         const answer = await clients.payin.listWebhookDeliveries({ merchantId: options.merchantId });
         return { deliveries: answer.deliveries.map(deliveryJson) };
       }, Boolean(options.json)),
@@ -78,7 +85,7 @@ export function registerWebhookCommands(program: Command): void {
     .requiredOption('--id <webhook_id>', 'webhook id')
     .option('--json', 'print one JSON object')
     .action((options: { id: string; json?: boolean }) =>
-      run(async (clients) => {
+      runAdminCall(async (clients) => {
         const answer = await clients.payin.redeliverWebhook({ webhookId: options.id });
         return deliveryJson(answer.delivery!);
       }, Boolean(options.json)),

@@ -380,6 +380,7 @@ export function registerAdminCommands(program: Command): void {
           repaired: result.repaired,
           reported: result.reported,
           idempotency_keys_purged: result.idempotencyKeysPurged,
+          events_purged: result.eventsPurged,
           findings: result.findings.map((finding) => ({ kind: finding.kind, id: finding.id, action: finding.action, detail: finding.detail })),
         };
       }),

@@ -14,6 +14,7 @@ import { Command } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { createLogger } from '../logger';
 import { registerAdminCommands } from './admin';
+import { registerEventCommands } from './admin-events';
 import { registerWebhookCommands } from './admin-webhooks';
 import { stopOnSignals } from './signals';
 
@@ -199,6 +200,7 @@ program
 
 registerAdminCommands(program);
 registerWebhookCommands(program);
+registerEventCommands(program);
 
 program
   .command('sandbox-upstream')

@@ -12,7 +12,12 @@
  */
 import type { Knex } from 'knex';
 import { assert } from '../errors';
-import { deleteEventsBefore, insertEvent, selectEvents, selectEventsOfSubject, type EventRow } from './store';
+import type { EventType } from './catalog';
+import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
+
+export { EVENT_TYPES, isEventType, type EventType } from './catalog';
+export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
+export { eventWriteCtes, type NewEventRow } from './store';
 
 /** Whose event stream an event belongs to. */
 export interface EventOwner {
@@ -36,8 +41,8 @@ export interface NewEvent {
   owner: EventOwner;
   /** The payment's public reference (≤ 128 characters). */
   subject: string;
-  /** Dotted lowercase, e.g. `payin.success` (≤ 64 characters). */
-  type: string;
+  /** One of the catalog's types (./catalog.ts, docs/events.md). */
+  type: EventType;
   /** JSON-safe facts of the change; amounts as decimal strings of minor units (≤ 16 KiB as JSON). */
   data: Record<string, unknown>;
   /** The ledger transaction the change wrote, when money moved. */
@@ -83,20 +88,41 @@ function toEvent(row: EventRow): PlatformEvent {
  *   events are written by the platform's own code, never from a request's fields as they came
  */
 export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<bigint> {
+  const written = await insertEvent(trx, eventRowOf(event));
+  return BigInt(written.seq);
+}
+
+/**
+ * `event` as its row, checked: for recordEvent, and for a capability that writes the event with rows of its own in
+ * one statement (`eventWriteCtes`; src/webhooks writes a webhook and its event so).
+ * @throws AssertionError as recordEvent
+ */
+export function eventRowOf(event: NewEvent): NewEventRow {
   assert(event.owner.id.length > 0, 'event owner id is empty');
   assert(event.subject.length > 0 && event.subject.length <= EVENT_SUBJECT_MAX_LENGTH, `event subject out of shape: ${event.subject}`);
   assert(event.type.length <= EVENT_TYPE_MAX_LENGTH && EVENT_TYPE.test(event.type), `event type out of shape: ${event.type}`);
   const data = JSON.stringify(event.data);
   assert(Buffer.byteLength(data) <= EVENT_DATA_MAX_BYTES, `event data of ${event.type} over ${EVENT_DATA_MAX_BYTES} bytes`);
-  const written = await insertEvent(trx, {
+  return {
     owner_type: event.owner.type,
     owner_id: event.owner.id,
     subject: event.subject,
     type: event.type,
     data: event.data,
     ledger_transaction_id: event.ledger_transaction_id ?? null,
-  });
-  return BigInt(written.seq);
+  };
+}
+
+/**
+ * Writes `event` as recordEvent does, unless the owner already has an event of this type about this subject: for a
+ * change that a retried request may make again (its ledger write then replays), so the retry announces nothing twice.
+ * The caller's transaction must hold what serializes the change's writers (a row lock, the ledger key's claim), so
+ * two runs never both find none.
+ * @returns the event's `seq`, or undefined when it was written before
+ */
+export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<bigint | undefined> {
+  const written = await insertEventOnce(trx, eventRowOf(event));
+  return written ? BigInt(written.seq) : undefined;
 }
 
 /**

@@ -18,25 +18,47 @@ export interface EventRow {
   created_at: Date;
 }
 
+export type NewEventRow = Pick<EventRow, 'owner_type' | 'owner_id' | 'subject' | 'type' | 'data' | 'ledger_transaction_id'>;
+
+/**
+ * The one copy of the event write, as two common table expressions for a statement of the caller's: `event_seq`
+ * takes the owner's next `seq` (its sequence row locked from this statement to the end of the transaction), and
+ * `written_event` writes the event with it, returning `id` and `seq`. With `when` (an SQL condition and its
+ * bindings), neither happens unless it holds: no number is taken for an event not written.
+ */
+export function eventWriteCtes(event: NewEventRow, when?: { sql: string; bindings: Knex.RawBinding[] }): { sql: string; bindings: Knex.RawBinding[] } {
+  return {
+    sql: `event_seq AS (
+       INSERT INTO event_sequences (owner_type, owner_id, last_seq) SELECT ?, ?, 1 ${when ? `WHERE ${when.sql}` : ''}
+       ON CONFLICT (owner_type, owner_id) DO UPDATE SET last_seq = event_sequences.last_seq + 1
+       RETURNING last_seq
+     ),
+     written_event AS (
+       INSERT INTO events (owner_type, owner_id, seq, subject, type, data, ledger_transaction_id)
+       SELECT ?, ?, event_seq.last_seq, ?, ?, ?::jsonb, ? FROM event_seq
+       RETURNING id, seq
+     )`,
+    bindings: [
+      event.owner_type,
+      event.owner_id,
+      ...(when?.bindings ?? []),
+      event.owner_type,
+      event.owner_id,
+      event.subject,
+      event.type,
+      JSON.stringify(event.data),
+      event.ledger_transaction_id,
+    ],
+  };
+}
+
 /**
  * Takes the owner's next `seq` and writes the event, in one statement: the owner's sequence row is locked from here
  * to the end of the caller's transaction, so callers write their event last. @returns the event's id and `seq`.
  */
-export async function insertEvent(
-  trx: Knex.Transaction,
-  event: Pick<EventRow, 'owner_type' | 'owner_id' | 'subject' | 'type' | 'data' | 'ledger_transaction_id'>,
-): Promise<{ id: string; seq: string }> {
-  const result = await trx.raw(
-    `WITH s AS (
-       INSERT INTO event_sequences (owner_type, owner_id, last_seq) VALUES (?, ?, 1)
-       ON CONFLICT (owner_type, owner_id) DO UPDATE SET last_seq = event_sequences.last_seq + 1
-       RETURNING last_seq
-     )
-     INSERT INTO events (owner_type, owner_id, seq, subject, type, data, ledger_transaction_id)
-     SELECT ?, ?, s.last_seq, ?, ?, ?::jsonb, ? FROM s
-     RETURNING id, seq`,
-    [event.owner_type, event.owner_id, event.owner_type, event.owner_id, event.subject, event.type, JSON.stringify(event.data), event.ledger_transaction_id],
-  );
+export async function insertEvent(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string; seq: string }> {
+  const write = eventWriteCtes(event);
+  const result = await trx.raw(`WITH ${write.sql} SELECT id, seq FROM written_event`, write.bindings);
   const row = result.rows[0] as { id: string; seq: string };
   return { id: String(row.id), seq: String(row.seq) };
 }
@@ -55,6 +77,20 @@ export async function selectEvents(
   if (query.type) builder.andWhere('type', query.type);
   if (query.subject) builder.andWhere('subject', query.subject);
   return (await builder) as EventRow[];
+}
+
+/**
+ * Writes the event unless the owner already has one of its type about its subject, in one statement (no number is
+ * taken otherwise). @returns the event's id and `seq`, or undefined when one was there
+ */
+export async function insertEventOnce(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string; seq: string } | undefined> {
+  const write = eventWriteCtes(event, {
+    sql: 'NOT EXISTS (SELECT 1 FROM events WHERE owner_type = ? AND owner_id = ? AND subject = ? AND type = ?)',
+    bindings: [event.owner_type, event.owner_id, event.subject, event.type],
+  });
+  const result = await trx.raw(`WITH ${write.sql} SELECT id, seq FROM written_event`, write.bindings);
+  const row = result.rows[0] as { id: string; seq: string } | undefined;
+  return row ? { id: String(row.id), seq: String(row.seq) } : undefined;
 }
 
 /** Every event about `subject` (whoever owns it), in the order they were written. */

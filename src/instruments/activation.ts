@@ -54,7 +54,7 @@ export function activationWebhookId(token: string): string {
  * Records the activation call-back of `instrument` to `callBackUrl` inside the activation's transaction; returns the
  * webhook id whose delivery to start after the commit.
  */
-export function recordActivationCallBack(trx: Knex.Transaction, instrument: Instrument, callBackUrl: string): Promise<string> {
+export function recordActivationCallBack(trx: Knex.Transaction, instrument: Instrument, callBackUrl: string | null): Promise<string | null> {
   const body = JSON.stringify({
     event: ACTIVATED_EVENT,
     token: instrument.token,

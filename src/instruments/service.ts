@@ -233,7 +233,7 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       // The activation and its call-back event commit together; the event's durable delivery starts after.
       const { activatedNow, webhookIds } = await database.transaction(async (trx) => {
         if (!(await markActivated(trx, instrument.id))) return { activatedNow: false, webhookIds: [] };
-        const callBack = instrument.callBackUrl ? await recordActivationCallBack(trx, { ...instrument, status: 'active' }, instrument.callBackUrl) : undefined;
+        const callBack = await recordActivationCallBack(trx, { ...instrument, status: 'active' }, instrument.callBackUrl);
         return { activatedNow: true, webhookIds: callBack ? [callBack] : [] };
       });
       if (activatedNow) {

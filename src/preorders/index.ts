@@ -11,6 +11,7 @@ import { problem } from '../field-problems';
 import { findMerchantUserByWalletRef, merchantApiUser } from '../merchant-users';
 import type { PlatformDeps } from '../platform-deps';
 import { amountJson, percentOf, stringifyJson, type Currency } from '../money';
+import { recordEvent } from '../events';
 import { recordWebhookEvent } from '../webhooks';
 import { PREORDER_REASONS } from './reasons';
 import { insertPreorder, lockPreorder, markPreorderPaid, type Preorder } from './store';
@@ -77,17 +78,39 @@ export function preorderCommission(preorder: { amount_units: bigint | string; co
 /** A payment's outcome; `webhookId` names the recorded preorder.paid call-back, whose delivery starts after commit. */
 export type PreorderPayment = { status: 'paid'; transactionId: string; webhookId: string | null } | { status: 'already_paid' };
 
-/** The event a preorder's call_back_url receives once it is paid (docs/area-c.md "Preorders"). */
-export const PREORDER_PAID_EVENT = 'preorder.paid';
+/** The event a preorder's call_back_url receives once it is paid (docs/area-c.md "Preorders", docs/events.md). */
+export const PREORDER_PAID_EVENT = 'preorder.paid' as const;
 
 /** The stable webhook id of a preorder's paid call-back (one per preorder, ever). */
 export function preorderWebhookId(token: string): string {
   return `WH-PO-${token}`;
 }
 
-/** Records the preorder.paid call-back inside the payment's transaction; null without a call_back_url. */
-async function recordPaidCallBack(trx: Knex.Transaction, preorder: Preorder, reference: string): Promise<string | null> {
-  if (!preorder.call_back_url) return null;
+/**
+ * Records the merchant's preorder.paid event (subject: the paying reference, `PAY…` or the deposit's `DEP…`) inside
+ * the payment's transaction, and the call-back produced from it when the preorder has a call_back_url.
+ * @returns the call-back's webhook id, null without a call_back_url
+ */
+async function recordPaidEvent(
+  trx: Knex.Transaction,
+  preorder: Preorder,
+  payment: { reference: string; transactionId: string; commission: bigint; paidByUserId: string | null },
+): Promise<string | null> {
+  const { reference } = payment;
+  const data = {
+    reference,
+    pre_order_token: preorder.token,
+    out_trade_no: preorder.out_trade_no,
+    seller_code: preorder.seller_code,
+    amount_units: String(preorder.amount_units),
+    commission_units: payment.commission.toString(),
+    currency: preorder.currency,
+    payer_user_id: payment.paidByUserId,
+  };
+  if (!preorder.call_back_url) {
+    await recordEvent(trx, { owner: { type: 'merchant', id: preorder.merchant_id }, subject: reference, type: PREORDER_PAID_EVENT, data, ledger_transaction_id: payment.transactionId });
+    return null;
+  }
   const body = stringifyJson({
     event: PREORDER_PAID_EVENT,
     pre_order_token: preorder.token,
@@ -100,10 +123,12 @@ async function recordPaidCallBack(trx: Knex.Transaction, preorder: Preorder, ref
   return recordWebhookEvent(trx, {
     id: preorderWebhookId(preorder.token),
     merchant_id: preorder.merchant_id,
-    subject_reference: preorder.token,
+    subject_reference: reference,
     event: PREORDER_PAID_EVENT,
     body,
     url: preorder.call_back_url,
+    data,
+    ledger_transaction_id: payment.transactionId,
   });
 }
 
@@ -111,8 +136,9 @@ async function recordPaidCallBack(trx: Knex.Transaction, preorder: Preorder, ref
  * Pays a preorder inside `trx`, exactly once across every path that pays preorders (pay_by_token, deposits): locks
  * the preorder row (FOR UPDATE); a paid one answers `already_paid` and writes nothing; otherwise one ledger
  * transaction source −amount, seller +(amount − commission), platform fee_revenue +commission
- * (`preorderCommission`), the row marked paid with `reference`, and the preorder.paid call-back recorded when the
- * preorder has a call_back_url (the caller starts its delivery after the commit).
+ * (`preorderCommission`), the row marked paid with `reference`, and the merchant's preorder.paid event recorded
+ * (subject: `reference`), with the call-back produced from it when the preorder has a call_back_url (the caller
+ * starts its delivery after the commit).
  * @param input.paidByUserId the paying user, null for a guest card. @throws ledger errors (INSUFFICIENT_FUNDS…)
  */
 export async function payPreorder(
@@ -145,6 +171,7 @@ export async function payPreorder(
     trx,
   );
   await markPreorderPaid(trx, preorder.token, { paid_transaction_id: posted.id, paid_by_user_id: input.paidByUserId, payment_reference: input.reference });
-  return { status: 'paid', transactionId: posted.id, webhookId: await recordPaidCallBack(trx, preorder, input.reference) };
+  const webhookId = await recordPaidEvent(trx, preorder, { reference: input.reference, transactionId: posted.id, commission, paidByUserId: input.paidByUserId });
+  return { status: 'paid', transactionId: posted.id, webhookId };
 }
 

@@ -43,6 +43,7 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.ledger.v1.LedgerService/VoidPendingTransfer',
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
+  'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 
 /** Field names whose values are secrets or payment data (request fields, at any depth; snake_case as in proto). */

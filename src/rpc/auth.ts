@@ -53,6 +53,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.deposit.v1.DepositService': ['facade', 'owner'],
   // Every call carries a dashboard session (or the merchant's API user name and password) the service checks itself.
   'payments.dashboard.v1.DashboardService': ['facade'],
+  // ListEvents carries the owner's own proof (the merchant's API key), checked by the service; the rest is operators'.
+  'payments.events.v1.EventsService': ['facade'],
 };
 
 /** Procedures that need other powers than their service's. */
@@ -72,6 +74,8 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   // Operator methods inside a façade service.
   'payments.payin.v1.PayinService/ListWebhookDeliveries': ['admin'],
   'payments.payin.v1.PayinService/RedeliverWebhook': ['admin'],
+  'payments.events.v1.EventsService/ListOwnerEvents': ['admin'],
+  'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
   'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
   'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],

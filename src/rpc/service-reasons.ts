@@ -18,6 +18,9 @@ export const REASONS_BY_SERVICE = {
   wallet: WALLET_SERVICE_REASONS,
   deposit: DEPOSIT_SERVICE_REASONS,
   instrument: INSTRUMENT_SERVICE_REASONS,
+  // The EventsService answers its own VALIDATION_FAILED and the refusals of the owner proofs it checks: Area B's API
+  // key, checked by the PayinService's authentication (a subset of the PayinService's reasons).
+  events: PAYIN_SERVICE_REASONS,
 } as const satisfies Partial<Record<PlatformServiceName, object>>;
 
 /** The platform services a façade calls. */

@@ -7,6 +7,7 @@ import type { Client, ServiceImpl } from '@connectrpc/connect';
 import { AdminService } from '../gen/payments/admin/v1/admin_pb';
 import { DashboardService } from '../gen/payments/dashboard/v1/dashboard_pb';
 import { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
+import { EventsService } from '../gen/payments/events/v1/events_pb';
 import { HealthService } from '../gen/payments/health/v1/health_pb';
 import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import { LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
@@ -24,6 +25,7 @@ export const PLATFORM_SERVICES = {
   instrument: InstrumentService,
   deposit: DepositService,
   dashboard: DashboardService,
+  events: EventsService,
 } as const;
 
 export type PlatformServiceName = keyof typeof PLATFORM_SERVICES;

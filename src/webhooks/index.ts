@@ -1,46 +1,108 @@
 /**
- * Outbound webhooks (platform decisions §5): one durable, recorded, signed sender for every event the platform
- * announces to a merchant. A capability records its event inside its own database transaction
- * (`recordWebhookEvent`), then starts its delivery (`startWebhookDeliveries`, or from a workflow's activity
- * `deliverWebhooks`, which makes the first attempt itself); the WebhookDeliveryWorkflow (id = webhook id, the
- * X-Webhook-Id) retries with backoff and records every attempt. Operators list and redeliver events.
+ * Outbound webhooks (platform decisions §5, docs/webhooks.md): one durable, recorded, signed sender for every event
+ * the platform announces to a merchant. Every webhook is produced from its event: `recordWebhookEvent` writes the
+ * event (src/events, the merchant's next `seq`) and the webhook that carries it, inside the transaction of the change
+ * they announce. Its delivery starts after the commit (`startWebhookDeliveries`, or from a workflow's activity
+ * `deliverWebhooks`, which makes the first attempt itself when the webhook's turn has come); the
+ * WebhookDeliveryWorkflow (id = webhook id, the X-Webhook-Id) waits for its turn, retries with backoff and records
+ * every attempt.
+ *
+ * Order: for one merchant and subject, webhook N+1 is not delivered before webhook N was delivered or given up
+ * (its run waits for its turn); different subjects never wait on each other. Operators list and redeliver webhooks,
+ * one or every one of a merchant after an event seq.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
+import { eventRowOf, recordEvent, type EventType } from '../events';
 import { getMerchant } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { withRequestDeadline } from '../temporal/deadline';
 import { attemptDelivery, webhookRetrySettings } from './activities';
-import { WEBHOOK_REASONS, type WebhookDeliveryInput } from './contract';
-import { attemptsOf, findEventForAttempt, findWebhookEvent, insertWebhookEvent, listMerchantEvents, markEventPending, type WebhookEventRow } from './store';
+import { retryDelaySeconds, WEBHOOK_REASONS } from './contract';
+import {
+  attemptsOf,
+  findEventForAttempt,
+  findWebhookEvent,
+  insertWebhookEvent,
+  listMerchantEvents,
+  insertWebhookWithEvent,
+  markEventPending,
+  merchantWebhooksAfter,
+  type WebhookEventRow,
+} from './store';
+
+export { EVENT_SEQ_HEADER } from './activities';
 
 /** The default signature header of a merchant that configured none (payment-services-interface.md "Area B"). */
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
 const MAX_LISTED_EVENTS = 500;
+/** Most webhooks one `redeliverAfter` call sends again. */
+export const REDELIVER_MAX = 500;
+
+/** PlatformDeps.benchFloor: set by bench/events.ts only. */
+type BenchFloor = PlatformDeps['benchFloor'];
 
 export interface OutboundWebhook {
   /** Stable id: X-Webhook-Id, and the id of its delivery workflow. */
   id: string;
   merchant_id: string;
-  /** The record the event is about: a payin's invoice_reference, a bank-account or preorder token (≤ 128). */
+  /** The payment (or record) the event is about: its public reference (≤ 128), the event's subject. */
   subject_reference: string;
-  event: string;
+  /** The event's type, also X-Webhook-Event. */
+  event: EventType;
   /** The JSON body, exactly as it will be signed and sent. */
   body: string;
-  /** Where to POST it: the record's own call-back URL; absent = the merchant's callback_url. */
-  url?: string;
+  /** Where to POST it: the record's own call-back URL; absent = the merchant's callback_url; null = nowhere (the event only). */
+  url?: string | null;
+  /** The event's data (docs/events.md); absent: the body's JSON object. */
+  data?: Record<string, unknown>;
+  /** The ledger transaction the change wrote, when money moved. */
+  ledger_transaction_id?: string | null;
 }
 
 /**
- * Records `webhook` for delivery (to its own URL, else the merchant's callback URL) signed under the merchant's
- * HMAC secret with its signature header, inside the caller's transaction: the event exists if and only if the change
- * it announces committed. A repeat with the same id is ignored. Start its delivery after the commit with
- * `startWebhookDeliveries`.
+ * Records `webhook`'s event (owner: the merchant, with its next `seq`) and the webhook produced from it, for delivery
+ * to its own URL, else the merchant's callback URL, signed under the merchant's HMAC secret with its signature
+ * header, inside the caller's transaction: both exist if and only if the change they announce committed. A webhook
+ * id recorded before writes nothing (a replayed change announces nothing twice). Call it as the transaction's last
+ * write (the event locks the merchant's sequence until the commit). Start its delivery after the commit with
+ * `startWebhookDeliveries`. With `url: null` (a record without a call-back URL) only the event is written.
+ * @returns the webhook id (null with `url: null`)
  * @throws Error when the merchant does not exist (a programming error).
  */
-export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string> {
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook & { url: null }): Promise<null>;
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook & { url?: string }, floor?: BenchFloor): Promise<string>;
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook, floor?: BenchFloor): Promise<string | null>;
+export async function recordWebhookEvent(trx: Knex.Transaction, webhook: OutboundWebhook, floor?: BenchFloor): Promise<string | null> {
+  const event = {
+    owner: { type: 'merchant' as const, id: webhook.merchant_id },
+    subject: webhook.subject_reference,
+    type: webhook.event,
+    data: webhook.data ?? (JSON.parse(webhook.body) as Record<string, unknown>),
+    ledger_transaction_id: webhook.ledger_transaction_id ?? null,
+  };
+  if (webhook.url === null) {
+    await recordEvent(trx, event);
+    return null;
+  }
+  if (floor?.eventsOff) return recordWithoutEvent(trx, webhook);
+  const written = await insertWebhookWithEvent(trx, eventRowOf(event), {
+    id: webhook.id,
+    merchant_id: webhook.merchant_id,
+    invoice_reference: webhook.subject_reference,
+    event: webhook.event,
+    body: webhook.body,
+    url: webhook.url ?? null,
+    default_header: DEFAULT_SIGNATURE_HEADER,
+  });
+  if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
+  return webhook.id;
+}
+
+/** The bench's floor only (PlatformDeps.benchFloor): the webhook recorded as it was before events, without one. */
+async function recordWithoutEvent(trx: Knex.Transaction, webhook: OutboundWebhook): Promise<string> {
   const merchant = await getMerchant(trx, webhook.merchant_id);
   if (!merchant) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
   await insertWebhookEvent(trx, {
@@ -51,6 +113,7 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     body: webhook.body,
     callback_url: webhook.url ?? merchant.callback_url,
     signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
+    event_seq: null,
   });
   return webhook.id;
 }
@@ -58,7 +121,7 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
 /**
  * Starts the deliveries of events recorded by a transaction that has committed; a failure to reach Temporal is
  * logged, not thrown (the change itself stands, and the pending event is delivered by a later redelivery or by
- * reconciliation).
+ * reconciliation's `webhook_stalled` repair).
  */
 export async function startWebhookDeliveriesAfterCommit(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
   if (webhook_ids.length === 0) return;
@@ -71,16 +134,16 @@ export async function startWebhookDeliveriesAfterCommit(deps: PlatformDeps, webh
 
 /**
  * Starts the delivery workflow of each recorded event, unless one was ever started for it (`REJECT_DUPLICATE`: a
- * retried call never delivers twice; redelivery is an explicit operator action).
+ * retried call never delivers twice; redelivery is an explicit operator action). Each run waits for its turn.
  */
-export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[], input: Omit<WebhookDeliveryInput, 'webhook_id'> = {}): Promise<void> {
+export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[], options: { first_attempt_failed?: boolean } = {}): Promise<void> {
   for (const webhook_id of webhook_ids) {
     try {
       await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
         taskQueue: deps.temporal.taskQueue,
         workflowId: webhook_id,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args: [{ webhook_id, ...input }],
+        args: [{ webhook_id, retry: webhookRetrySettings(deps), ...(options.first_attempt_failed ? { first_attempt_failed: true } : {}) }],
       });
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
@@ -89,28 +152,34 @@ export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: st
 }
 
 /**
- * Delivers recorded events from a workflow's activity: each event's first attempt is made right here (bounded by
- * WEBHOOK_INLINE_TIMEOUT_SECONDS), so an event the merchant accepts at once costs no workflow; an event whose first
- * attempt fails gets its WebhookDeliveryWorkflow, which backs off and retries (durable, visible in the Temporal UI).
- * A retried call skips delivered and failed events and hands an event already attempted to its workflow, so an
- * event is attempted inline at most once (delivery stays at least once, as every webhook's: merchants dedupe on
- * webhook-id). WEBHOOK_INLINE_FIRST_ATTEMPT=false starts every workflow instead.
+ * Delivers recorded events from a workflow's activity, in the order given (their subject's order): an event whose
+ * turn has come (no earlier webhook of its subject pending) gets its first attempt right here (bounded by
+ * WEBHOOK_INLINE_TIMEOUT_SECONDS), so an event the merchant accepts at once costs no workflow; any other event, and
+ * one whose first attempt fails, gets its WebhookDeliveryWorkflow, which waits for its turn, backs off and retries
+ * (durable, visible in the Temporal UI). A retried call skips delivered and failed events and hands an event already
+ * attempted to its workflow, so an event is attempted inline at most once (delivery stays at least once, as every
+ * webhook's: merchants dedupe on webhook-id). WEBHOOK_INLINE_FIRST_ATTEMPT=false starts every workflow instead.
  */
 export async function deliverWebhooks(deps: PlatformDeps, webhook_ids: string[]): Promise<void> {
   if (!deps.config.WEBHOOK_INLINE_FIRST_ATTEMPT) return startWebhookDeliveries(deps, webhook_ids);
   const timeout_seconds = Math.min(deps.config.WEBHOOK_INLINE_TIMEOUT_SECONDS, deps.config.WEBHOOK_TIMEOUT_SECONDS);
-  await Promise.all(
-    webhook_ids.map(async (webhook_id) => {
-      const event = await findEventForAttempt(deps.database, webhook_id);
-      if (!event) throw new Error(`webhook ${webhook_id} not found`);
-      if (event.status !== 'pending') return;
-      if (event.last_attempt > 0) {
-        return startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: webhookRetrySettings(deps) });
-      }
-      const first = await attemptDelivery(deps, webhook_id, timeout_seconds, event);
-      if (!first.delivered) await startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true, retry: first.retry });
-    }),
-  );
+  // One after the other: an event's turn depends on the one before it.
+  for (const webhook_id of webhook_ids) {
+    const event = await findEventForAttempt(deps.database, webhook_id);
+    if (!event) throw new Error(`webhook ${webhook_id} not found`);
+    if (event.status !== 'pending') continue;
+    if (event.last_attempt > 0) {
+      await startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true });
+      continue;
+    }
+    if (event.pending_predecessor) {
+      await startWebhookDeliveries(deps, [webhook_id]);
+      continue;
+    }
+    const next_retry_seconds = retryDelaySeconds(webhookRetrySettings(deps), undefined, 0);
+    const first = await attemptDelivery(deps, webhook_id, { timeout_seconds, next_retry_seconds, read: event });
+    if (!first.delivered) await startWebhookDeliveries(deps, [webhook_id], { first_attempt_failed: true });
+  }
 }
 
 async function deliveryRecords(deps: PlatformDeps, events: WebhookEventRow[]) {
@@ -127,6 +196,7 @@ async function deliveryRecords(deps: PlatformDeps, events: WebhookEventRow[]) {
     callbackUrl: event.callback_url,
     createdAt: event.created_at.toISOString(),
     deliveredAt: event.delivered_at ? event.delivered_at.toISOString() : '',
+    eventSeq: event.event_seq ?? 0n,
     attempts: attempts
       .filter((attempt) => attempt.webhook_id === event.id)
       .map((attempt) => ({
@@ -135,6 +205,7 @@ async function deliveryRecords(deps: PlatformDeps, events: WebhookEventRow[]) {
         statusCode: attempt.status_code ?? 0,
         latencyMs: attempt.latency_ms,
         error: attempt.error ?? '',
+        nextRetryAt: attempt.next_retry_at ? attempt.next_retry_at.toISOString() : '',
       })),
   }));
 }
@@ -145,31 +216,51 @@ export async function listWebhookDeliveries(deps: PlatformDeps, merchant_id: str
 }
 
 /**
- * Starts a new delivery run for an event (same webhook id, attempt numbers continue). A run still retrying is left
- * alone. @throws DomainError WEBHOOK_NOT_FOUND
+ * Starts a new delivery run of a recorded event (same webhook id, attempt numbers continue): marked pending first,
+ * then its run started, which waits for its turn. A run still retrying is left alone; one whose event already ended
+ * is only finishing: waited for, then the new run starts.
  */
-export async function redeliverWebhook(deps: PlatformDeps, webhook_id: string) {
-  const event = await findWebhookEvent(deps.database, webhook_id);
-  if (!event) throw reasonError(WEBHOOK_REASONS, 'WEBHOOK_NOT_FOUND');
+async function startNewRun(deps: PlatformDeps, event: WebhookEventRow): Promise<void> {
+  const wasPending = event.status === 'pending';
+  if (!wasPending) await markEventPending(deps.database, event.id);
   const start = () =>
     deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
       taskQueue: deps.temporal.taskQueue,
       workflowId: event.id,
-      args: [{ webhook_id: event.id }],
+      args: [{ webhook_id: event.id, retry: webhookRetrySettings(deps) }],
     });
   try {
     await start();
-    await markEventPending(deps.database, event.id);
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    // A run is open. One that is still retrying is left alone; one whose event already ended (delivered or failed)
-    // is only finishing: wait for it, then start the new run.
-    if (event.status !== 'pending') {
-      await withRequestDeadline(deps, () => deps.temporal.client.workflow.getHandle(event.id).result());
-      await start();
-      await markEventPending(deps.database, event.id);
-    }
+    if (wasPending) return;
+    await withRequestDeadline(deps, () => deps.temporal.client.workflow.getHandle(event.id).result());
+    await start();
   }
+}
+
+/**
+ * Starts a new delivery run for an event (same webhook id, attempt numbers continue; it waits for its turn). A run
+ * still retrying is left alone. @throws DomainError WEBHOOK_NOT_FOUND
+ */
+export async function redeliverWebhook(deps: PlatformDeps, webhook_id: string) {
+  const event = await findWebhookEvent(deps.database, webhook_id);
+  if (!event) throw reasonError(WEBHOOK_REASONS, 'WEBHOOK_NOT_FOUND');
+  await startNewRun(deps, event);
   const [delivery] = await deliveryRecords(deps, [(await findWebhookEvent(deps.database, event.id))!]);
   return delivery!;
+}
+
+/**
+ * Sends again every webhook produced from the merchant's events after `after_seq` (at most REDELIVER_MAX, in seq
+ * order): each gets a new run (see redeliverWebhook), which waits for its turn, so each subject's webhooks go out in
+ * order. @returns the webhook ids sent again, and the last event seq among them (0 when none)
+ */
+export async function redeliverAfter(deps: PlatformDeps, merchant_id: string, after_seq: bigint): Promise<{ webhook_ids: string[]; last_seq: bigint; has_more: boolean }> {
+  const rows = await merchantWebhooksAfter(deps.database, merchant_id, after_seq, REDELIVER_MAX + 1);
+  const chosen = rows.slice(0, REDELIVER_MAX);
+  // Every one is pending before any run starts: a later webhook's run then finds its earlier ones pending and waits.
+  for (const row of chosen) if (row.status !== 'pending') await markEventPending(deps.database, row.id);
+  for (const row of chosen) await startNewRun(deps, { ...row, status: row.status === 'pending' ? 'pending' : 'delivered' });
+  return { webhook_ids: chosen.map((row) => row.id), last_seq: chosen.at(-1)?.event_seq ?? 0n, has_more: rows.length > chosen.length };
 }

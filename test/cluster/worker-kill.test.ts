@@ -147,7 +147,7 @@ describeCluster('a cluster worker killed during a burst of payins', () => {
     }>;
     expect(rows.filter((row) => row.status !== 'success')).toEqual([]);
     for (const row of rows) expect(BigInt(row.paid_amount_units!)).toBe(BigInt(row.amount_units));
-    const settlements = (await database('ledger_idempotency_keys').whereIn('idempotency_key', invoices.map((invoice) => `payin:${invoice}:settle`)).count('* as n').first()) as unknown as { n: string };
+    const settlements = (await database('ledger_idempotency_keys').whereIn('idempotency_key', invoices.map((invoice) => `${invoice}:settle`)).count('* as n').first()) as unknown as { n: string };
     expect(Number(settlements.n)).toBe(invoices.length);
     const expected = rows.reduce((sum, row) => sum + BigInt(row.paid_amount_units!) - BigInt(row.fee_units), 0n);
     const balances = await admin.admin.getWalletBalances({ owner: { merchantId: merchant.merchantId } });

@@ -11,8 +11,9 @@
  *
  * Invariants after each: every payin settled exactly once with its paid amount and fee (the merchant's balance is
  * their sum); every confirm answered SUCCESS (or USED for a retry of one that went through) and posted exactly once
- * (the partner float and the receivers' balances); every event delivered under one stable webhook id; the ledger
- * check ok; reconciliation finds nothing left to repair. Each scenario prints what it sent, the HTTP status
+ * (the partner float and the receivers' balances); every event delivered under one stable webhook id; every owner's
+ * event stream numbered 1, 2, 3 … with no gap and no duplicate seq, each settlement and confirm announced once; the
+ * ledger check ok; reconciliation finds nothing left to repair. Each scenario prints what it sent, the HTTP status
  * histogram, the time to converge and the money difference in minor units (0).
  */
 import { generateKeyPairSync } from 'node:crypto';
@@ -183,7 +184,7 @@ describe('money under faults', () => {
     const settled = payins.filter((payin) => payin.status === 'success');
     for (const payin of settled) expect(payin.paid_amount_units).toBe(payin.amount_units);
     // Settled exactly once: one settlement transaction and one success event per payin.
-    const settlements = (await platform.database('ledger_idempotency_keys').where('idempotency_key', 'like', 'payin:%:settle').count('* as n').first()) as unknown as { n: bigint };
+    const settlements = (await platform.database('ledger_idempotency_keys').where('idempotency_key', 'like', 'PAYIN-%:settle').count('* as n').first()) as unknown as { n: bigint };
     expect(BigInt(settlements.n)).toBe(BigInt(settled.length));
     const expectedMerchant = settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n);
     const merchantDifference = (await merchantUsdt()) - expectedMerchant;
@@ -208,11 +209,46 @@ describe('money under faults', () => {
     }
     for (const event of events) expect(bodies.has(event.id)).toBe(true);
 
+    await checkEventStreams(settled.map((payin) => payin.invoice_reference));
+
     const ledger = await platform.admin.admin.checkLedger({});
     expect(ledger).toMatchObject({ ok: true, imbalances: [] });
     const reconciliation = await platform.admin.admin.reconcile({ reportOnly: true, graceSeconds: 1 });
     expect(reconciliation.findings.filter((finding) => finding.kind !== 'outbox_lag')).toEqual([]);
     return merchantDifference + floatDifference;
+  }
+
+  /**
+   * Every owner's event stream is 1, 2, 3 … with no gap and no duplicate seq, and its sequence row stands at its last
+   * event; each settled payin was announced once created and once settled, every webhook carries its event's seq,
+   * and every confirmed pre-transfer was announced once to its partner.
+   */
+  async function checkEventStreams(settledInvoices: string[]): Promise<void> {
+    const streams = (
+      await platform.database.raw(
+        `SELECT e.owner_type, e.owner_id, count(*) AS events, count(DISTINCT e.seq) AS seqs, min(e.seq) AS first, max(e.seq) AS last, s.last_seq
+           FROM events e JOIN event_sequences s USING (owner_type, owner_id)
+          GROUP BY e.owner_type, e.owner_id, s.last_seq`,
+      )
+    ).rows as Array<{ owner_type: string; owner_id: string; events: bigint | string; seqs: bigint | string; first: bigint | string; last: bigint | string; last_seq: bigint | string }>;
+    expect(streams.length).toBeGreaterThan(0);
+    for (const row of streams) {
+      const [events, seqs, first, last, last_seq] = [row.events, row.seqs, row.first, row.last, row.last_seq].map((value) => BigInt(value));
+      expect({ owner: `${row.owner_type}:${row.owner_id}`, gap_free: first === 1n && events === last, no_duplicate: seqs === events, at_sequence: last === last_seq }).toMatchObject({
+        gap_free: true,
+        no_duplicate: true,
+        at_sequence: true,
+      });
+    }
+    const payinEvents = (await platform.database('events').whereIn('subject', settledInvoices).select('subject', 'type')) as Array<{ subject: string; type: string }>;
+    for (const invoice of settledInvoices) {
+      expect(payinEvents.filter((event) => event.subject === invoice).map((event) => event.type).sort()).toEqual(['payin.created', 'payin.success']);
+    }
+    const unnumbered = (await platform.database('webhook_events').whereNull('event_seq').count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(unnumbered.n)).toBe(0n);
+    const confirmed = (await platform.database('pre_transfers').where({ state: 'confirmed' }).select('id')) as Array<{ id: string }>;
+    const announced = (await platform.database('events').where({ owner_type: 'partner', type: 'pre_transfer.confirmed' }).select('subject')) as Array<{ subject: string }>;
+    expect(announced.map((event) => event.subject).sort()).toEqual(confirmed.map((row) => row.id).sort());
   }
 
   /** Waits until this scenario's payins are settled and delivered, and no pre-transfer is pending. */

@@ -8,6 +8,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { recordEvent } from '../../src/events';
 import { authenticatePartner, createUser } from '../../src/onboarding';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -224,5 +225,27 @@ describe('payments admin CLI', () => {
     const bad = await runCli(platform.rpcUrl, ['audit', 'list', '--limit', '0', '--json']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('--limit');
+  }, 240_000);
+  it('lists an owner’s events a page at a time and sends a merchant’s webhooks after a seq again', async () => {
+    const partner = { type: 'partner' as const, id: 'P-CLI-EVENTS' };
+    for (const subject of ['PT-CLI-1', 'PT-CLI-1', 'PT-CLI-2']) {
+      await platform.deps.database.transaction((trx) => recordEvent(trx, { owner: partner, subject, type: 'pre_transfer.created', data: { pre_transfer_id: subject } }));
+    }
+    const first = json(await runCli(platform.rpcUrl, ['events', 'list', '--partner-id', partner.id, '--limit', '2', '--json']));
+    expect(first).toMatchObject({ has_more: true, next_after: 2 });
+    expect((first.events as Array<Record<string, unknown>>).map((event) => [event.seq, event.type, event.subject])).toEqual([
+      [1, 'pre_transfer.created', 'PT-CLI-1'],
+      [2, 'pre_transfer.created', 'PT-CLI-1'],
+    ]);
+    const rest = json(await runCli(platform.rpcUrl, ['events', 'list', '--partner-id', partner.id, '--after', '2', '--json']));
+    expect(rest).toEqual({ events: [expect.objectContaining({ seq: 3, subject: 'PT-CLI-2', data: { pre_transfer_id: 'PT-CLI-2' }, ledger_transaction_id: null })], has_more: false, next_after: 3 });
+    // Nothing of the merchant's to send again: an empty answer, the cursor kept.
+    expect(json(await runCli(platform.rpcUrl, ['events', 'redeliver', '--merchant-id', 'M-CLI-NONE', '--after', '0', '--json']))).toEqual({ webhook_ids: [], has_more: false, next_after: 0 });
+    const both = await runCli(platform.rpcUrl, ['events', 'list', '--merchant-id', 'M1', '--partner-id', 'P1', '--json']);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain('exactly one of --merchant-id and --partner-id');
+    const negative = await runCli(platform.rpcUrl, ['events', 'list', '--partner-id', partner.id, '--after', '-1', '--json']);
+    expect(negative.code).not.toBe(0);
+    expect(negative.stderr).toContain('--after');
   }, 240_000);
 });

@@ -3,8 +3,9 @@
  * rollbacks, owners are independent, pages see each event once, the subject's events come back in order, and purging
  * keeps the sequence growing.
  */
+import { randomUUID } from 'node:crypto';
 import { createDatabase, type Knex } from '../../src/db/knex';
-import { eventsOfSubject, listEvents, purgeEvents, recordEvent, type EventOwner } from '../../src/events';
+import { eventsOfSubject, ledgerKeysOf, listEvents, purgeEvents, recordEvent, recordEventOnce, type EventOwner, type EventType } from '../../src/events';
 import { createTestDatabase } from '../support/platform';
 
 describe('event log', () => {
@@ -24,7 +25,7 @@ describe('event log', () => {
     await drop();
   });
 
-  const write = (owner: EventOwner, subject: string, type = 'payin.success') =>
+  const write = (owner: EventOwner, subject: string, type: EventType = 'payin.success') =>
     database.transaction((trx) => recordEvent(trx, { owner, subject, type, data: { amount_units: '100' } }));
 
   const allSeqs = async (owner: EventOwner): Promise<bigint[]> => {
@@ -55,9 +56,9 @@ describe('event log', () => {
   });
 
   it('keeps owners independent: another merchant and a partner with the same id start at 1', async () => {
-    expect(await write(other, 'TRF-1', 'transfer.completed')).toBe(1n);
+    expect(await write(other, 'TRF-1', 'wallet_transfer.completed')).toBe(1n);
     expect(await write(partner, 'PT-1', 'pre_transfer.created')).toBe(1n);
-    expect(await write(other, 'TRF-2', 'transfer.completed')).toBe(2n);
+    expect(await write(other, 'TRF-2', 'wallet_transfer.completed')).toBe(2n);
     const page = await listEvents(database, { owner: other, after: 0n, limit: 500 });
     expect(page.events.map((event) => [event.seq, event.subject])).toEqual([
       [1n, 'TRF-1'],
@@ -68,8 +69,8 @@ describe('event log', () => {
   });
 
   it('filters by type and subject, and answers an empty page with the cursor it was given', async () => {
-    await write(other, 'TRF-3', 'money.blocked');
-    const blocked = await listEvents(database, { owner: other, after: 0n, limit: 10, type: 'money.blocked' });
+    await write(other, 'TRF-3', 'blocked_money.blocked');
+    const blocked = await listEvents(database, { owner: other, after: 0n, limit: 10, type: 'blocked_money.blocked' });
     expect(blocked.events.map((event) => event.subject)).toEqual(['TRF-3']);
     const one = await listEvents(database, { owner: other, after: 0n, limit: 10, subject: 'TRF-2' });
     expect(one.events.map((event) => event.seq)).toEqual([2n]);
@@ -78,11 +79,11 @@ describe('event log', () => {
   });
 
   it('answers a subject’s events in the order they were written, whoever owns them', async () => {
-    await write(merchant, 'PT-SHARED', 'pre_transfer.received');
+    await write(merchant, 'PT-SHARED', 'pre_transfer.created');
     await write(partner, 'PT-SHARED', 'pre_transfer.confirmed');
     const events = await eventsOfSubject(database, 'PT-SHARED');
     expect(events.map((event) => [event.owner.type, event.type])).toEqual([
-      ['merchant', 'pre_transfer.received'],
+      ['merchant', 'pre_transfer.created'],
       ['partner', 'pre_transfer.confirmed'],
     ]);
   });
@@ -90,9 +91,28 @@ describe('event log', () => {
   it('refuses an event the platform would never build, writing nothing', async () => {
     const before = await allSeqs(other);
     await expect(write(other, '', 'payin.success')).rejects.toThrow(/subject/);
-    await expect(write(other, 'TRF-4', 'Not A Type')).rejects.toThrow(/type/);
+    await expect(write(other, 'TRF-4', 'Not A Type' as EventType)).rejects.toThrow(/type/);
     await expect(listEvents(database, { owner: other, after: 0n, limit: 501 })).rejects.toThrow(/limit/);
     expect(await allSeqs(other)).toEqual(before);
+  });
+
+  it('writes an event once per owner, subject and type with recordEventOnce: a repeat takes no number', async () => {
+    const owner: EventOwner = { type: 'merchant', id: 'M-EVENTS-ONCE' };
+    const once = () => database.transaction((trx) => recordEventOnce(trx, { owner, subject: 'TRF-ONCE', type: 'wallet_transfer.completed', data: {} }));
+    expect(await once()).toBe(1n);
+    expect(await once()).toBeUndefined();
+    expect(await write(owner, 'TRF-NEXT', 'wallet_transfer.completed')).toBe(2n);
+  });
+
+  it('finds a flow’s ledger transactions by its reference: every <reference>:<step> key and the bare reference, nothing else', async () => {
+    const transaction = (key: string) => ({ id: randomUUID(), idempotency_key: key, request_fingerprint: 'f', description: key });
+    await database('ledger_transactions').insert(
+      ['PAYIN-KEYS:settle', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS', 'PAYIN-KEYSX:settle', 'payin:PAYIN-KEYS:settle', 'PAY_%:pay', 'PAYXX:pay'].map(transaction),
+    );
+    expect((await ledgerKeysOf(database, 'PAYIN-KEYS')).map((found) => found.idempotency_key).sort()).toEqual(['PAYIN-KEYS', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS:settle']);
+    // LIKE's wildcards in a reference match only themselves.
+    expect((await ledgerKeysOf(database, 'PAY_%')).map((found) => found.idempotency_key)).toEqual(['PAY_%:pay']);
+    expect(await ledgerKeysOf(database, '')).toEqual([]);
   });
 
   it('purges events past their retention in batches and never reuses a seq', async () => {
@@ -101,6 +121,6 @@ describe('event log', () => {
     expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(2);
     expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(1);
     expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(0);
-    expect(await write(other, 'TRF-5', 'transfer.completed')).toBe(last + 1n);
+    expect(await write(other, 'TRF-5', 'wallet_transfer.completed')).toBe(last + 1n);
   });
 });

@@ -5,11 +5,16 @@
  * The examples are plain ES modules with no dependency; jest runs CommonJS, so each check runs them in a child
  * `node --input-type=module` process that reads its input as JSON on stdin and prints its answer as JSON.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { generateKeyPairSync, verify as cryptoVerify, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { recordEvent, type EventOwner } from '../../src/events';
+import { createMerchant } from '../../src/onboarding';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { tryDecryptField } from '../../src/crypto/field-decryption';
 import { canonicalJson, canonicalQueryString, signBody, signRequestParameters, verifyBody, verifyRsa2 } from '../../src/crypto/rsa2';
@@ -20,6 +25,7 @@ const EXAMPLES = {
   partner: pathToFileURL(path.join(ROOT, 'examples/partner-client.mjs')).href,
   payin: pathToFileURL(path.join(ROOT, 'examples/payin-merchant.mjs')).href,
   wallet: pathToFileURL(path.join(ROOT, 'examples/wallet-merchant.mjs')).href,
+  events: pathToFileURL(path.join(ROOT, 'examples/events-client.mjs')).href,
 };
 const FIXTURES = path.join(ROOT, 'test/fixtures/area-a');
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), 'utf8');
@@ -252,9 +258,98 @@ describe('examples/payin-merchant.mjs (Area B webhooks, HMAC-SHA256)', () => {
   });
 });
 
+describe('examples/events-client.mjs (Area B, the event stream) against a running platform', () => {
+  let platform: TestPlatform;
+  let apiKey: string;
+  let owner: EventOwner;
+  let directory: string;
+  const run = promisify(execFile);
+
+  beforeAll(async () => {
+    platform = await startTestPlatform({ roles: ['api', 'facade'] });
+    const { merchant, credentials } = await createMerchant(platform.deps, { name: 'Events client', callback_url: 'https://merchant.example/hook' });
+    owner = { type: 'merchant', id: merchant.id };
+    apiKey = credentials.api_key;
+    directory = mkdtempSync(path.join(tmpdir(), 'events-client-'));
+  });
+  afterAll(async () => {
+    rmSync(directory, { recursive: true, force: true });
+    await platform?.stop();
+  });
+
+  /** The merchant's next `count` events (written as the flows write them: one transaction each). */
+  const write = async (count: number) => {
+    for (let index = 0; index < count; index += 1) {
+      await platform.deps.database.transaction((trx) => recordEvent(trx, { owner, subject: `PAYIN-CLIENT${index}`, type: 'payin.created', data: { index } }));
+    }
+  };
+  /** Runs `body` in a child node process with the events client as `events` (the platform answers meanwhile). */
+  const runClient = async <T>(body: string, input: Record<string, unknown>): Promise<T> => {
+    const program = `
+      import { readFileSync } from 'node:fs';
+      const input = JSON.parse(process.env.EXAMPLE_INPUT);
+      const events = await import(${JSON.stringify(EXAMPLES.events)});
+      const output = await (async () => { ${body} })();
+      process.stdout.write(JSON.stringify(output));
+    `;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', program], { env: { ...process.env, EXAMPLE_INPUT: JSON.stringify({ baseUrl: platform.facadeUrl, apiKey, ...input }) }, timeout: 30_000 });
+    return JSON.parse(stdout) as T;
+  };
+  const catchUp = (cursorFile: string) =>
+    runClient<{ result: { after: number; events: number }; seen: number[]; gaps: number[][]; stored: { after: number } }>(
+      `const seen = [];
+       const gaps = [];
+       const result = await events.catchUp({ baseUrl: input.baseUrl, apiKey: input.apiKey, cursor: events.fileCursor(input.cursorFile), limit: 3,
+         onEvent: (event) => seen.push(event.seq), onGap: (from, to) => gaps.push([from, to]) });
+       return { result, seen, gaps, stored: JSON.parse(readFileSync(input.cursorFile, 'utf8')) };`,
+      { cursorFile },
+    );
+
+  it('catches up from after=0 page by page, stores next_after, and next time reads only what came after', async () => {
+    await write(7);
+    const cursorFile = path.join(directory, 'cursor.json');
+    const first = await catchUp(cursorFile);
+    expect(first).toEqual({ result: { after: 7, events: 7 }, seen: [1, 2, 3, 4, 5, 6, 7], gaps: [], stored: { after: 7 } });
+    await write(2);
+    const second = await catchUp(cursorFile);
+    expect(second).toEqual({ result: { after: 9, events: 2 }, seen: [8, 9], gaps: [], stored: { after: 9 } });
+    expect(await catchUp(cursorFile)).toEqual({ result: { after: 9, events: 0 }, seen: [], gaps: [], stored: { after: 9 } });
+  });
+
+  it('reports the events it can no longer read (past retention) and goes on', async () => {
+    const cursorFile = path.join(directory, 'gap.json');
+    await catchUp(cursorFile);
+    await write(3);
+    await platform.deps.database('events').where({ owner_type: owner.type, owner_id: owner.id }).whereIn('seq', [10, 11]).delete();
+    expect(await catchUp(cursorFile)).toEqual({ result: { after: 12, events: 1 }, seen: [12], gaps: [[10, 11]], stored: { after: 12 } });
+  });
+
+  it('runs alone: catches up once from its cursor file and prints each event', async () => {
+    const cursorFile = path.join(directory, 'cli.json');
+    const { stdout } = await run(process.execPath, [path.join(ROOT, 'examples/events-client.mjs'), '--once', '--cursor-file', cursorFile], {
+      env: { ...process.env, MERCHANT_API_KEY: apiKey, BASE_URL: platform.facadeUrl },
+      timeout: 30_000,
+    });
+    const lines = stdout.trim().split('\n');
+    // Events 1 … 12 but 10 and 11 (deleted above, as retention would): ten printed, the gap reported.
+    expect(lines.at(-1)).toBe('caught up: 10 event(s), cursor 12');
+    expect(lines).toContain('events 10..11 are past retention: rebuild those payments from their status');
+    expect(lines[0]!.split('\t').slice(0, 4)).toEqual(['1', expect.any(String), 'payin.created', 'PAYIN-CLIENT0']);
+    expect(JSON.parse(readFileSync(cursorFile, 'utf8'))).toEqual({ after: 12 });
+  });
+
+  it('stops with the platform’s message on a refused key', async () => {
+    const refused = await run(process.execPath, [path.join(ROOT, 'examples/events-client.mjs'), '--once'], {
+      env: { ...process.env, MERCHANT_API_KEY: 'not-a-key', BASE_URL: platform.facadeUrl },
+      timeout: 30_000,
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(refused).toMatchObject({ code: 1, stderr: 'events-client: events: HTTP 401 Unauthenticated. Please provide valid credentials.\n' });
+  });
+});
+
 describe('examples stay outside clients', () => {
   it('import nothing but node: built-ins', () => {
-    for (const file of ['partner-client.mjs', 'payin-merchant.mjs', 'wallet-merchant.mjs']) {
+    for (const file of ['partner-client.mjs', 'payin-merchant.mjs', 'wallet-merchant.mjs', 'events-client.mjs']) {
       const source = readFileSync(path.join(ROOT, 'examples', file), 'utf8');
       const imports = [...source.matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((match) => match[1]);
       expect(imports.length).toBeGreaterThan(0);

@@ -113,7 +113,7 @@ describe('outbound guard closed', () => {
 
   it('records a refused delivery attempt, sending nothing, for an event stored before the guard closed', async () => {
     const id = await storedEvent(platform, `http://127.0.0.1:${receiver.port}/hook`);
-    const outcome = await createWebhookActivities(platform.deps).attemptWebhookDelivery({ webhook_id: id });
+    const outcome = await createWebhookActivities(platform.deps).attemptWebhookDelivery({ webhook_id: id, next_retry_seconds: null });
     expect(outcome.delivered).toBe(false);
     const attempt = await platform.deps.database('webhook_delivery_attempts').where({ webhook_id: id }).first();
     expect(attempt).toMatchObject({ status_code: null, error: 'destination refused: private address' });
@@ -131,7 +131,7 @@ describe('outbound guard closed', () => {
       const url = `http://rebinding.example:${receiver.port}/hook`;
       expect(platform.deps.outbound.checkUrl(url)).toBeUndefined();
       const id = await storedEvent(platform, url);
-      const outcome = await createWebhookActivities({ ...platform.deps, outbound: rebinding }).attemptWebhookDelivery({ webhook_id: id });
+      const outcome = await createWebhookActivities({ ...platform.deps, outbound: rebinding }).attemptWebhookDelivery({ webhook_id: id, next_retry_seconds: null });
       expect(outcome.delivered).toBe(false);
       const attempts = await platform.deps.database('webhook_delivery_attempts').where({ webhook_id: id });
       expect(attempts).toEqual([expect.objectContaining({ attempt: 1, status_code: null, error: 'destination refused: private address' })]);
@@ -200,7 +200,7 @@ describe('outbound guard with OUTBOUND_ALLOW_PRIVATE_NETWORKS=true', () => {
     const refused = await createMerchant(platform.deps, { name: 'Metadata', callback_url: 'http://169.254.169.254/latest/meta-data/iam/' }).catch((error: unknown) => error);
     expect((refused as DomainError).fields).toEqual({ callback_url: ['callback_url must be a public http or https URL (metadata address)'] });
     const id = await storedEvent(platform, 'http://169.254.169.254/latest/meta-data/');
-    expect((await createWebhookActivities(platform.deps).attemptWebhookDelivery({ webhook_id: id })).delivered).toBe(false);
+    expect((await createWebhookActivities(platform.deps).attemptWebhookDelivery({ webhook_id: id, next_retry_seconds: null })).delivered).toBe(false);
     expect(await platform.deps.database('webhook_delivery_attempts').where({ webhook_id: id }).first()).toMatchObject({ error: 'destination refused: metadata address' });
   });
 });

@@ -6,6 +6,7 @@
  * repairing run fixes it once, and that the next run finds nothing.
  */
 import { hmacSha256Hex } from '../../src/crypto/hmac';
+import { listEvents, recordEvent } from '../../src/events';
 import { reconciliationWorkflowId } from '../../src/flows/reconciliation/contract';
 import { reconcileNow as reconcileWith, startReconciliationSchedule } from '../../src/flows/reconciliation/service';
 import { createReconciliationRepairs } from '../../src/activities';
@@ -193,6 +194,21 @@ describe('reconciliation', () => {
     const repairing = await reconcileNow({ repair: true, grace_seconds: 30 });
     expect(repairing.idempotency_keys_purged).toBeGreaterThanOrEqual(2);
     expect((await keys().select('key').orderBy('key')).map((found: { key: string }) => found.key)).toEqual(['expired-claim-in-flight', 'live']);
+  });
+
+  it('purges events past EVENTS_RETENTION_DAYS only when repairing, keeping younger ones and the owner’s sequence', async () => {
+    const owner = { type: 'merchant' as const, id: 'M-RETENTION' };
+    const write = (subject: string) => deps().database.transaction((trx) => recordEvent(trx, { owner, subject, type: 'payin.created', data: {} }));
+    for (const subject of ['PAYIN-OLD-1', 'PAYIN-OLD-2', 'PAYIN-YOUNG']) await write(subject);
+    const days = deps().config.EVENTS_RETENTION_DAYS;
+    await deps().database('events').where({ owner_id: owner.id }).whereIn('subject', ['PAYIN-OLD-1', 'PAYIN-OLD-2']).update({ created_at: new Date(Date.now() - (days + 1) * 86_400_000) });
+    const kept = async () => (await listEvents(deps().database, { owner, after: 0n, limit: 10 })).events.map((event) => [event.seq, event.subject]);
+    expect((await reconcileNow({ repair: false, grace_seconds: 30 })).events_purged).toBe(0);
+    expect(await kept()).toHaveLength(3);
+    expect((await reconcileNow({ repair: true, grace_seconds: 30 })).events_purged).toBeGreaterThanOrEqual(2);
+    expect(await kept()).toEqual([[3n, 'PAYIN-YOUNG']]);
+    // The sequence was never purged: the next event is 4, and a reader resuming after 3 misses nothing.
+    expect(await write('PAYIN-NEXT')).toBe(4n);
   });
 
   it('ends with nothing left to repair and the ledger balanced', async () => {

@@ -48,7 +48,7 @@ async function counted(work: () => Promise<void>): Promise<string[]> {
     .map((statement) => statement.sql);
 }
 
-it('a partner pre-transfer, created and confirmed, takes 15 statements', async () => {
+it('a partner pre-transfer, created and confirmed, takes 17 statements', async () => {
   const keys = generatePartnerKeys();
   const { credentials } = await createPartner(platform.deps, { name: 'Round Trip Partner', public_key_pem: keys.publicKeyPem, float_units: 100_000n });
   const receiver = await createUser(platform.deps, { phone_number: '012777001', first_name: 'Dara', last_name: 'Sok', currency: 'USD' });
@@ -68,12 +68,15 @@ it('a partner pre-transfer, created and confirmed, takes 15 statements', async (
   };
   await transfer();
   const sent = await counted(transfer);
-  expect(sent).toHaveLength(15);
+  // 15, and the partner's event with each change (pre_transfer.created, pre_transfer.confirmed: one statement each,
+  // the receiver's merchant read with the row the change locks; this receiver belongs to no merchant).
+  expect(sent).toHaveLength(17);
+  expect(sent.filter((sql) => sql.includes('INSERT INTO events'))).toHaveLength(2);
   // The hold and the post join their callers' transactions directly (no savepoints).
   expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
 });
 
-it('an Area C /do-action transfer takes 6 statements: the ledger transfer and its signed body claimed, then answered', async () => {
+it('an Area C /do-action transfer takes 7 statements: the ledger transfer and its event, its signed body claimed, then answered', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
   const ids: string[] = [];
@@ -92,5 +95,7 @@ it('an Area C /do-action transfer takes 6 statements: the ledger transfer and it
   };
   await send();
   const sent = await counted(send);
-  expect(sent).toHaveLength(6);
+  // 6, and the transfer's event (written unless a replay of the same reference wrote it: one statement).
+  expect(sent).toHaveLength(7);
+  expect(sent.filter((sql) => sql.includes('INSERT INTO events'))).toHaveLength(1);
 });

@@ -260,7 +260,7 @@ describe('Temporal messages sent straight to the frontend', () => {
       // A second payment of the settled payin: credited and announced as an additional payment.
       expect((await signedNotification({ invoice_reference, status: 'success', amount: 2, trx_ref: 'UPSTREAM-SECOND' })).json.data.applied).toBe(true);
       const before = await walletUnits();
-      const ledgerTransactions = async () => Number((await database()('ledger_transactions').where('idempotency_key', 'like', `payin:${invoice_reference}:%`).count({ n: '*' }))[0]!.n);
+      const ledgerTransactions = async () => Number((await database()('ledger_transactions').where('idempotency_key', 'like', `${invoice_reference}:%`).count({ n: '*' }))[0]!.n);
       expect(await ledgerTransactions()).toBe(2);
 
       // The same recorded payment, its amount spelled another way: each spelling once named a ledger key of its own.

@@ -1,7 +1,7 @@
 /**
  * A merchant's webhook endpoint for tests: records every POST (raw body, headers), verifies the HMAC with the
  * merchant's hmac_secret under its signature header name (401 on mismatch, like a real receiver), and can answer
- * 500 for the first N attempts of each webhook id.
+ * 500 for the first N attempts of each webhook id, or whenever `fail_when` says so.
  */
 import http from 'node:http';
 import type net from 'node:net';
@@ -18,13 +18,16 @@ export interface ReceivedWebhook {
   received_at: number;
 }
 
+/** Whether to answer 500 to this POST: its webhook id and which POST of that id it is (1, 2, …). */
+export type FailWhen = (webhook_id: string, count: number) => boolean;
+
 export interface MerchantReceiver {
   url: string;
   received: ReceivedWebhook[];
   /** Webhooks answered 2xx (what the merchant accepted). */
   accepted(): ReceivedWebhook[];
   /** Configures the secret and header used to verify signatures (after the merchant is created). */
-  configure(options: { hmac_secret?: string; signature_header?: string; fail_first?: number; unavailable?: boolean }): void;
+  configure(options: { hmac_secret?: string; signature_header?: string; fail_first?: number; unavailable?: boolean; fail_when?: FailWhen | null }): void;
   /** Resolves once `predicate` holds for the received list (polls every 50 ms, up to `timeout_ms`). */
   waitFor(predicate: (received: ReceivedWebhook[]) => boolean, timeout_ms?: number): Promise<ReceivedWebhook[]>;
   close(): Promise<void>;
@@ -33,7 +36,11 @@ export interface MerchantReceiver {
 export async function startMerchantReceiver(
   options: { hmac_secret?: string; signature_header?: string; fail_first?: number } = {},
 ): Promise<MerchantReceiver> {
-  const settings: { signature_header: string; fail_first: number; hmac_secret?: string; unavailable?: boolean } = { signature_header: 'X-Signature', fail_first: 0, ...options };
+  const settings: { signature_header: string; fail_first: number; hmac_secret?: string; unavailable?: boolean; fail_when?: FailWhen | null } = {
+    signature_header: 'X-Signature',
+    fail_first: 0,
+    ...options,
+  };
   const received: ReceivedWebhook[] = [];
   const seen = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -47,7 +54,7 @@ export async function startMerchantReceiver(
       const signature = req.headers[settings.signature_header.toLowerCase()];
       const signature_valid =
         settings.hmac_secret !== undefined && verifyHmacSha256Hex(settings.hmac_secret, body, Array.isArray(signature) ? signature[0] : signature);
-      const status = settings.unavailable ? 503 : !signature_valid ? 401 : count <= settings.fail_first ? 500 : 200;
+      const status = settings.unavailable ? 503 : !signature_valid ? 401 : count <= settings.fail_first || settings.fail_when?.(webhook_id, count) ? 500 : 200;
       let json: ReceivedWebhook['json'];
       try {
         json = JSON.parse(body);

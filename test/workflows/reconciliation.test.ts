@@ -8,7 +8,7 @@ import { type ReconciliationActivities, type ReconciliationReport, type Reconcil
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { eventually, failureOf, historyHas, startWorkflowBed, timersOf, type WorkflowBed } from './bed';
 
-const REPORT: ReconciliationReport = { started_at: '2026-01-01T00:00:00.000Z', findings: [], repaired: 0, reported: 0, idempotency_keys_purged: 0 };
+const REPORT: ReconciliationReport = { started_at: '2026-01-01T00:00:00.000Z', findings: [], repaired: 0, reported: 0, idempotency_keys_purged: 0, events_purged: 0 };
 
 describe('ReconciliationWorkflow', () => {
   let bed: WorkflowBed<ReconciliationActivities>;

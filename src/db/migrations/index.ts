@@ -26,6 +26,7 @@ import * as merchantLoginRequests from './027_merchant_login_requests';
 import * as ledgerBalanceAfter from './029_ledger_balance_after';
 import * as dashboardSessions from './030_dashboard_sessions';
 import * as events from './031_events';
+import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -56,6 +57,7 @@ const migrations: Array<[string, Migration]> = [
   ['029_ledger_balance_after', ledgerBalanceAfter],
   ['030_dashboard_sessions', dashboardSessions],
   ['031_events', events],
+  ['032_business_keys_and_ordered_webhooks', businessKeysAndOrderedWebhooks],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -34,7 +34,11 @@ export const DEPOSIT_REASONS = {
 } as const;
 export type DepositReason = keyof typeof DEPOSIT_REASONS;
 
-/** The ledger idempotency key of a deposit's completion: a retried completion never credits twice. */
+/**
+ * The ledger idempotency key of a deposit's completion (its one ledger step, a credit or a preorder's payment): the
+ * deposit reference itself, so a retried completion never credits twice. It is also the acquirer's authorization
+ * key. Every other flow keys its steps `<reference>:<step>`; `ledgerKeysOf` (src/events) finds both forms.
+ */
 export function depositIdempotencyKey(reference: string): string {
   return reference;
 }

@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { randomToken, sha256Hex } from '../../crypto/secrets';
+import { recordEvent } from '../../events';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
 import { newReference } from '../../references';
@@ -53,20 +54,50 @@ export function newDepositIdentity(): { reference: string; token: string } {
   return { reference: newReference('DEP'), token: `dtk_${randomToken(24)}` };
 }
 
-/** Inserts a pending deposit; `token` is stored as its SHA-256 hex. @returns the deposit as inserted */
+/** Runs `work` in `db` when it is a transaction, else in a transaction of its own. */
+function inTransaction<T>(db: Knex | Knex.Transaction, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return 'isTransaction' in db && db.isTransaction ? work(db as Knex.Transaction) : db.transaction(work);
+}
+
+/** What every event of a deposit says of it (docs/events.md "Area C"); amounts as decimal strings of minor units. */
+function depositEventData(deposit: Deposit): Record<string, unknown> {
+  return {
+    reference: deposit.reference,
+    state: deposit.state,
+    user_id: deposit.user_id,
+    instrument_kind: deposit.instrument_kind,
+    amount_units: deposit.amount_units.toString(),
+    currency: deposit.currency,
+    pre_order_token: deposit.pre_order_token,
+  };
+}
+
+/**
+ * Inserts a pending deposit with its merchant's `deposit.created` event, in one transaction (the caller's, or its
+ * own); `token` is stored as its SHA-256 hex. @returns the deposit as inserted
+ */
 export async function insertDeposit(
   db: Knex | Knex.Transaction,
   input: Omit<Deposit, 'state' | 'failure_message' | 'ledger_transaction_id' | 'expires_at'> & { token: string; ttl_seconds: number },
 ): Promise<Deposit> {
   const { token, ttl_seconds, ...fields } = input;
-  const [row] = (await db('deposits')
-    .insert({
-      ...fields,
-      token_sha256: sha256Hex(token),
-      expires_at: db.raw('now() + make_interval(secs => ?)', [ttl_seconds]),
-    })
-    .returning('*')) as DepositRow[];
-  return toDeposit(row!);
+  return inTransaction(db, async (trx) => {
+    const [row] = (await trx('deposits')
+      .insert({
+        ...fields,
+        token_sha256: sha256Hex(token),
+        expires_at: trx.raw('now() + make_interval(secs => ?)', [ttl_seconds]),
+      })
+      .returning('*')) as DepositRow[];
+    const deposit = toDeposit(row!);
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: deposit.merchant_id },
+      subject: deposit.reference,
+      type: 'deposit.created',
+      data: { ...depositEventData(deposit), expires_at: deposit.expires_at.toISOString() },
+    });
+    return deposit;
+  });
 }
 
 /** The deposit with this reference (`forUpdate` locks the row inside a transaction). */
@@ -83,16 +114,33 @@ export async function findDepositByToken(db: Knex | Knex.Transaction, token: str
   return row ? toDeposit(row) : undefined;
 }
 
-/** Moves a pending deposit to an end state; a deposit already final is left as it is. @returns true when moved. */
+/**
+ * Moves a pending deposit to an end state with its merchant's `deposit.<state>` event, in one transaction (the
+ * caller's, as its last write, or its own); a deposit already final is left as it is and announced nothing.
+ * @returns true when moved.
+ */
 export async function finishDeposit(
   db: Knex | Knex.Transaction,
   reference: string,
   change: { state: Exclude<DepositState, 'pending'>; failure_message?: string | null; ledger_transaction_id?: string | null },
 ): Promise<boolean> {
-  const updated = await db('deposits')
-    .where({ reference, state: 'pending' })
-    .update({ ...change, finished_at: db.fn.now() });
-  return updated === 1;
+  return inTransaction(db, async (trx) => {
+    const [row] = (await trx('deposits')
+      .where({ reference, state: 'pending' })
+      .update({ ...change, finished_at: trx.fn.now() })
+      .returning('*')) as DepositRow[];
+    if (!row) return false;
+    const deposit = toDeposit(row);
+    const problem = endStateProblem(deposit);
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: deposit.merchant_id },
+      subject: deposit.reference,
+      type: `deposit.${change.state}`,
+      data: { ...depositEventData(deposit), ...(problem ? { problem } : {}) },
+      ledger_transaction_id: change.ledger_transaction_id ?? null,
+    });
+    return true;
+  });
 }
 
 /** True while a pending deposit's lifetime has run out (the workflow expires it at its timer). */

@@ -1,8 +1,9 @@
 /**
  * The PayinWorkflow's activities (Area B, platform decisions §4, §5), the payin flow's only caller of the ledger:
- * settle, expire and close a payin (each records its webhook event in the same database transaction), and start the
- * events' deliveries. Idempotent: the settlement passes the ledger `payinSettlementIdempotencyKey`, webhook ids are
- * derived from the invoice and the event.
+ * settle, expire and close a payin (each records its event, and the webhook produced from it, in the same database
+ * transaction as the change: src/webhooks `recordWebhookEvent`), and start the webhooks' deliveries. Idempotent: the
+ * settlement passes the ledger `payinSettlementIdempotencyKey`, webhook ids are derived from the invoice and the
+ * event.
  */
 import type { Knex } from '../../db/knex';
 import { amountJson, percentOf, stringifyJson } from '../../money';
@@ -69,14 +70,45 @@ export function webhookBody(payin: PayinRow, event: PayinStatusEvent): string {
   return stringifyJson({ success: true, code: 200, event, data });
 }
 
-function recordPayinEvent(trx: Knex.Transaction, payin: PayinRow, event: PayinStatusEvent): Promise<string> {
-  return recordWebhookEvent(trx, {
-    id: webhookIdOf(payin.invoice_reference, event),
-    merchant_id: payin.merchant_id,
-    subject_reference: payin.invoice_reference,
-    event,
-    body: webhookBody(payin, event),
-  });
+/**
+ * The data of a payin's status event (docs/events.md): the payin as the change left it, amounts as decimal strings
+ * of minor units (`paid_amount_units` once settled).
+ */
+export function payinEventData(payin: PayinRow): Record<string, unknown> {
+  return {
+    invoice_reference: payin.invoice_reference,
+    out_trade_no: payin.out_trade_no,
+    status: payin.status,
+    amount_units: payin.amount_units.toString(),
+    paid_amount_units: payin.status === 'success' && payin.paid_amount_units !== null ? payin.paid_amount_units.toString() : null,
+    fee_units: (payin.status === 'success' ? payin.fee_units : 0n).toString(),
+    currency: payin.currency,
+    trx_ref: payin.trx_ref,
+    ...(payin.status === 'success' ? { payment_match_status: payin.payment_match_status, late: payin.late } : {}),
+  };
+}
+
+/** Records the payin's status event and the webhook produced from it, in the transition's transaction (last write). */
+function recordPayinEvent(
+  deps: Pick<PlatformDeps, 'benchFloor'>,
+  trx: Knex.Transaction,
+  payin: PayinRow,
+  event: PayinStatusEvent,
+  ledger_transaction_id: string | null = null,
+): Promise<string> {
+  return recordWebhookEvent(
+    trx,
+    {
+      id: webhookIdOf(payin.invoice_reference, event),
+      merchant_id: payin.merchant_id,
+      subject_reference: payin.invoice_reference,
+      event,
+      body: webhookBody(payin, event),
+      data: payinEventData(payin),
+      ledger_transaction_id,
+    },
+    deps.benchFloor,
+  );
 }
 
 /** Credits `paid` to the merchant's wallet and charges `fee`, in one ledger transaction under `idempotency_key`. */
@@ -117,7 +149,7 @@ async function postSettlement(
  * @throws ApplicationFailure CLOSE_NOT_AUTHORIZED (non-retryable) when `authorized` says no
  */
 function transition(
-  deps: Pick<PlatformDeps, 'database'>,
+  deps: Pick<PlatformDeps, 'database' | 'benchFloor'>,
   invoice_reference: string,
   status: 'expired' | 'close',
   event: PayinStatusEvent,
@@ -132,19 +164,36 @@ function transition(
       throw reasonFailure(PAYIN_REASONS, 'CLOSE_NOT_AUTHORIZED', `no applied close notification for ${invoice_reference}`);
     }
     await setPayinStatus(trx, invoice_reference, status);
-    return { webhook_id: await recordPayinEvent(trx, { ...payin, status }, event) };
+    return { webhook_id: await recordPayinEvent(deps, trx, { ...payin, status }, event) };
   });
 }
 
 /** Money received for a payin already settled: credited and announced (payin.additional_payment), never dropped (§4). */
 async function creditAdditionalPayment(deps: PlatformDeps, trx: Knex.Transaction, payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }) {
-  await postSettlement(deps, trx, payin, payment.amount_units, payment.fee_units, additionalPaymentIdempotencyKey(payin.invoice_reference, payment));
+  const ledger_transaction_id = await postSettlement(
+    deps,
+    trx,
+    payin,
+    payment.amount_units,
+    payment.fee_units,
+    additionalPaymentIdempotencyKey(payin.invoice_reference, payment),
+  );
+  // A repeat of this payment replays its ledger write and finds its webhook recorded: nothing is announced twice.
   return recordWebhookEvent(trx, {
     id: additionalPaymentWebhookId(payin.invoice_reference, payment),
     merchant_id: payin.merchant_id,
     subject_reference: payin.invoice_reference,
     event: 'payin.additional_payment',
     body: additionalPaymentBody(payin, payment),
+    data: {
+      invoice_reference: payin.invoice_reference,
+      out_trade_no: payin.out_trade_no,
+      trx_ref: payment.trx_ref || null,
+      amount_units: payment.amount_units.toString(),
+      fee_units: payment.fee_units.toString(),
+      currency: payin.currency,
+    },
+    ledger_transaction_id,
   });
 }
 
@@ -178,7 +227,7 @@ function settlePayin(deps: PlatformDeps, input: Parameters<PayinActivities['sett
       trx_ref: input.trx_ref || payin.trx_ref,
     };
     await markSettled(trx, settled, ledger_transaction_id);
-    return { webhook_id: await recordPayinEvent(trx, settled, 'payin.success') };
+    return { webhook_id: await recordPayinEvent(deps, trx, settled, 'payin.success', ledger_transaction_id) };
   });
 }
 

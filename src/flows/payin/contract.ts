@@ -105,9 +105,12 @@ export interface PayinNotificationOutcome {
  */
 export const notifyUpdate = defineUpdate<PayinNotificationOutcome, [PayinNotificationInput]>('notify');
 
-/** The ledger idempotency key of a payin's settlement: a retried settlement never credits twice. */
+/**
+ * The ledger idempotency key of a payin's settlement: a retried settlement never credits twice. Every ledger key of
+ * a payin starts with its invoice_reference (`<reference>:<step>`, docs/architecture.md "One business key").
+ */
 export function payinSettlementIdempotencyKey(invoice_reference: string): string {
-  return `payin:${invoice_reference}:settle`;
+  return `${invoice_reference}:settle`;
 }
 
 /**
@@ -117,7 +120,7 @@ export function payinSettlementIdempotencyKey(invoice_reference: string): string
  * @throws SyntaxError when `amount_units` is not an integer
  */
 export function additionalPaymentIdempotencyKey(invoice_reference: string, payment: { amount_units: string | bigint; trx_ref: string }): string {
-  return `payin:${invoice_reference}:additional:${payment.trx_ref}:${BigInt(payment.amount_units).toString()}`;
+  return `${invoice_reference}:additional:${payment.trx_ref}:${BigInt(payment.amount_units).toString()}`;
 }
 
 /** Result of a payin transition: the webhook event to deliver, or null when nothing changed. */

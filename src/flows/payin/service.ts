@@ -49,6 +49,9 @@ function payinMessage(row: PayinRow) {
   };
 }
 
+/** Checks a merchant's API key (see apiKeyAuthentication). */
+export type ApiKeyAuthentication = (api_key: string, context: HandlerContext) => Promise<Merchant>;
+
 /**
  * The merchant owning an API key. Active merchants are remembered by SHA-256 of their key for AUTH_CACHE_SECONDS
  * (an unknown or suspended key is looked up every time; a suspension announced through `authChanges` empties the
@@ -56,7 +59,7 @@ function payinMessage(row: PayinRow) {
  * next unknown keys answer RATE_LIMITED; a verified merchant's calls count against its request rate.
  * @throws DomainError UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED
  */
-function apiKeyAuthentication(deps: PlatformDeps): (api_key: string, context: HandlerContext) => Promise<Merchant> {
+export function apiKeyAuthentication(deps: PlatformDeps): ApiKeyAuthentication {
   const apiKeys = changeAwareCache<Merchant>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: API_KEY_CACHE_MAX });
   const merchantOfApiKey = (api_key: string) =>
     apiKeys.get(sha256Hex(api_key), () => findMerchantByApiKey(deps.database, api_key), (merchant) => merchant.status === 'active');
@@ -88,8 +91,11 @@ async function balances(deps: PlatformDeps, merchant: Merchant) {
   };
 }
 
-export function createPayinService(deps: PlatformDeps): ServiceImpl<typeof PayinService> {
-  const authenticate = apiKeyAuthentication(deps);
+/**
+ * @param authenticate the API-key check, shared with the EventsService's Area B proof by the composition root (one
+ *   cache of keys); built here when not given
+ */
+export function createPayinService(deps: PlatformDeps, authenticate: ApiKeyAuthentication = apiKeyAuthentication(deps)): ServiceImpl<typeof PayinService> {
   return {
     async authenticateApiKey(request, context) {
       await authenticate(request.apiKey, context);

@@ -3,6 +3,7 @@
  * (migration 010; claims and hand-overs: 026). One copy of each query and lock.
  */
 import type { Knex } from '../../db/knex';
+import { recordEvent } from '../../events';
 import type { PayinStatus } from './contract';
 
 /** A row of `payins`. Amounts in minor units of `currency`. */
@@ -65,13 +66,38 @@ export async function markPayinFailed(database: Knex, invoice_reference: string,
     .update({ status: 'failed', failure_reason: reason.slice(0, 255), forwarding_until: null, updated_at: database.fn.now() });
 }
 
-/** Stores what the upstream answered to the forwarded payin and the QR image B1 answers; the forward is over. */
+/**
+ * Stores what the upstream answered to the forwarded payin and the QR image B1 answers (the forward is over), with
+ * the merchant's `payin.created` event in the same transaction: a payin the merchant is told of is one B1 answers.
+ * A payin marked failed meanwhile (its forward released as abandoned) is not announced.
+ */
 export async function recordForwarded(
   database: Knex,
   invoice_reference: string,
   answer: { qr_content: string; trx_ref: string | null; qr_image: string },
 ): Promise<void> {
-  await database('payins').where({ invoice_reference }).update({ ...answer, forwarding_until: null, updated_at: database.fn.now() });
+  await database.transaction(async (trx) => {
+    const [payin] = (await trx('payins')
+      .where({ invoice_reference })
+      .update({ ...answer, forwarding_until: null, updated_at: trx.fn.now() })
+      .returning(['invoice_reference', 'merchant_id', 'out_trade_no', 'amount_units', 'fee_units', 'currency', 'expires_at', 'status'])) as Array<
+      Pick<PayinRow, 'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'currency' | 'expires_at' | 'status'>
+    >;
+    if (!payin || payin.status === 'failed') return;
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: payin.merchant_id },
+      subject: payin.invoice_reference,
+      type: 'payin.created',
+      data: {
+        invoice_reference: payin.invoice_reference,
+        out_trade_no: payin.out_trade_no,
+        amount_units: String(payin.amount_units),
+        fee_units: String(payin.fee_units),
+        currency: payin.currency,
+        expires_at: payin.expires_at ? new Date(payin.expires_at).toISOString() : null,
+      },
+    });
+  });
 }
 
 /** A payin whose forward never answered (its process died) and whose forwarding deadline passed. */

@@ -3,7 +3,7 @@
  * placed at creation (called by the TransferService inside its transaction), and the PreTransferWorkflow's
  * activities that post or void it. Each passes the step's idempotency key (`preTransferIdempotencyKey`) to the
  * ledger and updates the `pre_transfers` row in the same database transaction, so a retried step never moves money
- * twice.
+ * twice; each writes its events (the partner's, and the receiving user's merchant's) in that transaction too.
  */
 import { DomainError, reasonError } from '../../errors';
 import type { Knex } from '../../db/knex';
@@ -11,7 +11,7 @@ import type { Account, PendingTransfer } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
 import { reasonFailure } from '../../temporal/failures';
 import { PRE_TRANSFER_REASONS, preTransferIdempotencyKey, type PreTransferActivities, type PreTransferReason } from './contract';
-import { deletePreTransfer, lockPreTransfer, lockPreTransferToPost, markConfirmed, markExpired } from './store';
+import { deletePreTransfer, lockPreTransfer, lockPreTransferToPost, markConfirmed, markExpired, recordPreTransferEvents } from './store';
 
 /** The post's refusal of `reason`: the `ApplicationFailure` the workflow lets through to the TransferService. */
 const refuse = (reason: PreTransferReason, detail: string) => reasonFailure(PRE_TRANSFER_REASONS, reason, detail);
@@ -85,6 +85,8 @@ export async function releaseUnstartedPreTransfer(deps: Pick<PlatformDeps, 'data
       if (!(error instanceof DomainError && error.reason === 'PENDING_TRANSFER_ALREADY_VOIDED')) throw error;
     }
     await deletePreTransfer(trx, pre_transfer_id);
+    // Its creation was announced: so is its end (the partner's request was answered UNAVAILABLE).
+    await recordPreTransferEvents(trx, row, 'pre_transfer.released', { state: 'released' });
   });
 }
 
@@ -105,8 +107,9 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
           // Every failure below rolls the whole transaction back, so the post joins it directly. A
           // partner_transaction_id used before fails markConfirmed on the unique index (caught below), which undoes
           // the post with it: no query of its own on the way to every confirm.
+          let posted;
           try {
-            await deps.ledger.postPendingTransfer(
+            posted = await deps.ledger.postPendingTransfer(
               { pending_transfer_id: row.pending_transfer_id, idempotency_key: input.idempotency_key },
               trx,
               'direct',
@@ -118,6 +121,11 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
             throw error;
           }
           await markConfirmed(trx, row.id, { partner_transaction_id: input.partner_transaction_id, fund_transfer_id: input.fund_transfer_id });
+          await recordPreTransferEvents(trx, { ...row, partner_transaction_id: input.partner_transaction_id }, 'pre_transfer.confirmed', {
+            state: 'confirmed',
+            fund_transfer_id: input.fund_transfer_id,
+            ledger_transaction_id: posted.posted_transaction_id,
+          });
           return { fund_transfer_id: input.fund_transfer_id };
         });
       } catch (error) {
@@ -137,6 +145,7 @@ export function createPreTransferActivities(deps: Pick<PlatformDeps, 'database' 
           if (!(error instanceof DomainError && error.reason === 'PENDING_TRANSFER_ALREADY_VOIDED')) throw error;
         }
         await markExpired(trx, row.id);
+        await recordPreTransferEvents(trx, row, 'pre_transfer.expired', { state: 'expired' });
       });
     },
   };

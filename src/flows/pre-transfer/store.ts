@@ -2,6 +2,7 @@
  * The pre-transfer flow's SQL: the `pre_transfers` table (migration 004), one copy of each query and lock.
  */
 import type { Knex } from '../../db/knex';
+import { recordEvent, type EventType } from '../../events';
 import type { Currency } from '../../money';
 
 /** A row of `pre_transfers`. `state` is the record's only lifecycle word. */
@@ -27,6 +28,13 @@ export interface PreTransferRow {
   created_at: Date;
   /** Set once the PreTransferWorkflow is known to run; until then a failed start may release the pre-transfer. */
   workflow_started_at?: Date | null;
+  /** The merchant that created the receiving user (null: none), read with the row where its events are written. */
+  receiver_merchant_id?: string | null;
+}
+
+/** The receiving user's merchant, as a column of a read of `pre_transfers` aliased `alias`. */
+function receiverMerchant(trx: Knex | Knex.Transaction, alias: string): Knex.Raw {
+  return trx.raw(`(SELECT u.merchant_id FROM users u WHERE u.id = ${alias}.receiver_user_id::bigint) AS receiver_merchant_id`);
 }
 
 export type NewPreTransferRow = Pick<
@@ -53,7 +61,10 @@ export function findPreTransfer(database: Knex, where: Partial<PreTransferRow>):
   return database<PreTransferRow>('pre_transfers').where(where).first();
 }
 
-/** Inserts a pending pre-transfer expiring `ttl_seconds` from the database's clock. */
+/**
+ * Inserts a pending pre-transfer expiring `ttl_seconds` from the database's clock, with its `pre_transfer.created`
+ * events (`recordPreTransferEvents`): the last writes of the create's transaction.
+ */
 export async function insertPreTransfer(trx: Knex.Transaction, row: NewPreTransferRow): Promise<PreTransferRow> {
   const [inserted] = await trx<PreTransferRow>('pre_transfers')
     .insert({
@@ -62,13 +73,57 @@ export async function insertPreTransfer(trx: Knex.Transaction, row: NewPreTransf
       state: 'pending',
       expires_at: trx.raw(`now() + make_interval(secs => ?)`, [row.ttl_seconds]) as unknown as Date,
     })
-    .returning('*');
+    .returning(['*', receiverMerchant(trx, 'pre_transfers')]);
+  await recordPreTransferEvents(trx, inserted as PreTransferRow, 'pre_transfer.created');
   return inserted as PreTransferRow;
+}
+
+/** The pre-transfer events, in the order of the pre-transfer's life (docs/events.md "Area A"). */
+export type PreTransferEventType = Extract<EventType, `pre_transfer.${string}`>;
+
+/**
+ * Records a pre-transfer's event (subject: its id) for its partner and, when the receiver is a user a merchant
+ * created, for that merchant too, so the merchant's stream shows money arriving for its users from Area A. The
+ * merchant's copy leaves out what only the partner knows (its out_trade_no and partner_transaction_id). Called
+ * inside the transaction that commits the change, as its last writes (each locks its owner's sequence: partner
+ * first, then merchant, always in that order). The merchant is the row's `receiver_merchant_id` when the read that
+ * locked it carried it, else looked up.
+ */
+export async function recordPreTransferEvents(
+  trx: Knex.Transaction,
+  row: PreTransferRow,
+  type: PreTransferEventType,
+  change: { state?: PreTransferRow['state'] | 'released'; fund_transfer_id?: string | null; ledger_transaction_id?: string | null } = {},
+): Promise<void> {
+  const shared = {
+    pre_transfer_id: row.id,
+    state: change.state ?? row.state,
+    receiver_user_id: String(row.receiver_user_id),
+    amount_units: String(row.amount_units),
+    currency: row.currency,
+    expires_at: new Date(row.expires_at).toISOString(),
+    ...(change.fund_transfer_id ? { fund_transfer_id: change.fund_transfer_id } : {}),
+  };
+  const ledger_transaction_id = change.ledger_transaction_id ?? null;
+  await recordEvent(trx, {
+    owner: { type: 'partner', id: row.partner_id },
+    subject: row.id,
+    type,
+    data: { ...shared, out_trade_no: row.out_trade_no, ...(row.partner_transaction_id ? { partner_transaction_id: row.partner_transaction_id } : {}) },
+    ledger_transaction_id,
+  });
+  const merchant_id =
+    row.receiver_merchant_id !== undefined
+      ? row.receiver_merchant_id
+      : (((await trx('users').where({ id: row.receiver_user_id }).first('merchant_id')) as { merchant_id: string | null } | undefined)?.merchant_id ?? null);
+  if (merchant_id) {
+    await recordEvent(trx, { owner: { type: 'merchant', id: merchant_id }, subject: row.id, type, data: shared, ledger_transaction_id });
+  }
 }
 
 /** Locks the pre-transfer's row for the rest of `trx` (the post and void activities serialise on it). */
 export function lockPreTransfer(trx: Knex.Transaction, id: string): Promise<PreTransferRow | undefined> {
-  return trx<PreTransferRow>('pre_transfers').where({ id }).forUpdate().first();
+  return trx('pre_transfers as pt').select('pt.*', receiverMerchant(trx, 'pt')).where('pt.id', id).forUpdate('pt').first();
 }
 
 /**
@@ -83,6 +138,7 @@ export async function lockPreTransferToPost(
   return trx('pre_transfers as pt')
     .select(
       'pt.*',
+      receiverMerchant(trx, 'pt'),
       trx.raw(
         `EXISTS (SELECT 1 FROM pre_transfer_confirmations c
            WHERE c.pre_transfer_id = pt.id AND c.partner_id = pt.partner_id AND c.partner_transaction_id = ?) AS confirm_recorded`,
@@ -90,7 +146,7 @@ export async function lockPreTransferToPost(
       ),
     )
     .where('pt.id', id)
-    .forUpdate()
+    .forUpdate('pt')
     .first();
 }
 

@@ -12,20 +12,24 @@
  *
  * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
  * reported with its error and the others go on. A repairing run also purges the client idempotency keys past their
- * retention (one bounded batch).
+ * retention (one bounded batch) and the events past EVENTS_RETENTION_DAYS (bounded batches; the owners' sequences
+ * stay, so `seq` keeps growing).
  */
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { purgeEvents } from '../../events';
 import type { PlatformDeps } from '../../platform-deps';
 import { redeliverWebhook } from '../../webhooks';
 import { additionalPaymentIdempotencyKey } from '../payin/contract';
-import type {
-  Finding,
-  FindingKind,
-  ReconcileInput,
-  ReconciliationActivities,
-  ReconciliationRepairs,
-  ReconciliationReport,
-  RecordedPayment,
+import {
+  EVENTS_PURGE_BATCH,
+  EVENTS_PURGE_MAX_PER_RUN,
+  type Finding,
+  type FindingKind,
+  type ReconcileInput,
+  type ReconciliationActivities,
+  type ReconciliationRepairs,
+  type ReconciliationReport,
+  type RecordedPayment,
 } from './contract';
 import {
   depositsPastExpiry,
@@ -106,10 +110,26 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
   // Housekeeping on the same schedule: answers kept for client retries are dropped once their retention is over
   // (one bounded batch per run), so the table holds about one retention's worth of keys.
   const idempotency_keys_purged = input.repair ? await deps.idempotency.purgeExpired() : 0;
+  const events_purged = input.repair ? await purgeOldEvents(deps) : 0;
 
   const repaired = findings.filter((finding) => finding.action === 'repaired').length;
   if (findings.length) deps.logger.warn({ repaired, reported: findings.length - repaired }, 'reconciliation found inconsistencies');
-  return { started_at: started.toISOString(), findings, repaired, reported: findings.length - repaired, idempotency_keys_purged };
+  return { started_at: started.toISOString(), findings, repaired, reported: findings.length - repaired, idempotency_keys_purged, events_purged };
+}
+
+/**
+ * Deletes the events past EVENTS_RETENTION_DAYS, oldest first, in batches of EVENTS_PURGE_BATCH (each its own short
+ * statement) until a batch comes back short or EVENTS_PURGE_MAX_PER_RUN are gone. @returns how many were deleted
+ */
+async function purgeOldEvents(deps: PlatformDeps): Promise<number> {
+  let purged = 0;
+  while (purged < EVENTS_PURGE_MAX_PER_RUN) {
+    const batch = Math.min(EVENTS_PURGE_BATCH, EVENTS_PURGE_MAX_PER_RUN - purged);
+    const deleted = await purgeEvents(deps.database, { retention_days: deps.config.EVENTS_RETENTION_DAYS, batch });
+    purged += deleted;
+    if (deleted < batch) break;
+  }
+  return purged;
 }
 
 /** The ledger key the payment of `candidate` is posted under when it did not settle its payin. */

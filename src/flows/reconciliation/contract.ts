@@ -56,7 +56,13 @@ export interface ReconciliationReport {
   reported: number;
   /** Client idempotency keys past IDEMPOTENCY_RETENTION_SECONDS deleted by this run (repairing runs only). */
   idempotency_keys_purged: number;
+  /** Events older than EVENTS_RETENTION_DAYS deleted by this run (repairing runs only; at most EVENTS_PURGE_MAX_PER_RUN). */
+  events_purged: number;
 }
+
+/** Events deleted per batch of a run's purge, and at most per run (the next run takes the rest). */
+export const EVENTS_PURGE_BATCH = 5_000;
+export const EVENTS_PURGE_MAX_PER_RUN = 50_000;
 
 /** At most this many records of each kind are looked at per run; the next run takes the rest. */
 export const FINDINGS_LIMIT = 500;

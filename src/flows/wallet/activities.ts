@@ -6,6 +6,9 @@
  *
  * Tenant isolation (platform decisions §7): a merchant reaches only the users it created and its own preorders
  * and blocked money; any other id is answered exactly like an unknown one.
+ *
+ * Each movement writes its merchant's event (docs/events.md "Area C") in the database transaction of its posting;
+ * its ledger keys start with its public reference (`walletMovementIdempotencyKey`).
  */
 import { DomainError, reasonError } from '../../errors';
 import { findUserByToken, type User } from '../../onboarding';
@@ -18,6 +21,7 @@ import { merchantUser, USER_ID, userNotFound, type TransferParty, type TransferP
 import { newReference } from '../../references';
 import { problem } from '../../field-problems';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
+import { recordEvent, recordEventOnce } from '../../events';
 
 /** Both parties of a transfer; each must be the merchant's own active user, else USER_NOT_FOUND on its field (from first). */
 async function transferParties(
@@ -81,16 +85,39 @@ export async function transfer(
     const revenue = await deps.ledger.platformAccount('fee_revenue', input.currency);
     postings.push({ account_id: revenue.id, amount_units: input.feesAmountUnits });
   }
-  try {
-    await deps.ledger.transfer({
-      idempotency_key: walletMovementIdempotencyKey('wallet-transfer', reference),
-      description: `wallet transfer ${reference}`,
-      postings,
-      metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
+  // The posting and its event commit together. A re-run of the same request (same reference) replays the posting
+  // under its key, which serializes the runs, and finds its event written.
+  await deps.database.transaction(async (trx) => {
+    let posted;
+    try {
+      posted = await deps.ledger.transfer(
+        {
+          idempotency_key: walletMovementIdempotencyKey('transfer', reference),
+          description: `wallet transfer ${reference}`,
+          postings,
+          metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
+        },
+        trx,
+        'direct',
+      );
+    } catch (error) {
+      mapLedgerError(error);
+    }
+    await recordEventOnce(trx, {
+      owner: { type: 'merchant', id: input.merchantId },
+      subject: reference,
+      type: 'wallet_transfer.completed',
+      data: {
+        reference,
+        from_user_id: from.id,
+        to_user_id: to.id,
+        amount_units: input.amountUnits.toString(),
+        fee_units: input.feesAmountUnits.toString(),
+        currency: input.currency,
+      },
+      ledger_transaction_id: posted.id,
     });
-  } catch (error) {
-    mapLedgerError(error);
-  }
+  });
   return reference;
 }
 
@@ -129,7 +156,7 @@ export async function payByToken(
         sourceAccountId: payer.wallet_account_id,
         sellerAccountId: sellerAccount,
         reference,
-        idempotencyKey: `preorder-payment:${found.token}`,
+        idempotencyKey: walletMovementIdempotencyKey('pay', reference),
         paidByUserId: payer.id,
       });
     } catch (error) {
@@ -162,7 +189,7 @@ export async function blockMoney(
     try {
       const pending = await deps.ledger.createPendingTransfer(
         {
-          idempotency_key: walletMovementIdempotencyKey('block-money', transactionRef),
+          idempotency_key: walletMovementIdempotencyKey('block', transactionRef),
           debit_account_id: user.wallet_account_id,
           credit_account_id: holds.id,
           amount_units: input.amountUnits,
@@ -183,6 +210,12 @@ export async function blockMoney(
       amount_units: input.amountUnits,
       currency: input.currency,
       reference: input.reference,
+    });
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: input.merchantId },
+      subject: transactionRef,
+      type: 'blocked_money.blocked',
+      data: { transaction_ref: transactionRef, user_id: user.id, amount_units: input.amountUnits.toString(), currency: input.currency, reference: input.reference },
     });
   });
   return transactionRef;
@@ -206,9 +239,15 @@ export async function cancelBlockMoney(deps: PlatformDeps, input: { merchantId: 
       });
     }
     await deps.ledger.voidPendingTransfer(
-      { pending_transfer_id: row.pending_transfer_id, idempotency_key: walletMovementIdempotencyKey('cancel-block-money', input.transactionRef) },
+      { pending_transfer_id: row.pending_transfer_id, idempotency_key: walletMovementIdempotencyKey('cancel', input.transactionRef) },
       trx,
     );
     await markBlockedMoneyCancelled(trx, input.transactionRef);
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: input.merchantId },
+      subject: input.transactionRef,
+      type: 'blocked_money.cancelled',
+      data: { transaction_ref: input.transactionRef, user_id: String(row.user_id), amount_units: String(row.amount_units), currency: row.currency },
+    });
   });
 }

@@ -31,7 +31,16 @@ export const WALLET_REASONS = {
 } as const;
 export type WalletReason = keyof typeof WALLET_REASONS;
 
-/** The ledger idempotency key of one wallet movement, by its public reference: a retried movement posts once. */
-export function walletMovementIdempotencyKey(movement: 'wallet-transfer' | 'block-money' | 'cancel-block-money', reference: string): string {
-  return `${movement}:${reference}`;
+/**
+ * The steps of the wallet's movements, each keyed under its movement's public reference: a transfer (`TRF…`), a
+ * preorder paid by token (`PAY…`), blocked money (`BLK…`) and its cancellation.
+ */
+export type WalletMovementStep = 'transfer' | 'pay' | 'block' | 'cancel';
+
+/**
+ * The ledger idempotency key of one step of a wallet movement, `<reference>:<step>`: a retried movement posts once,
+ * and every key of a movement starts with its public reference (docs/architecture.md "One business key").
+ */
+export function walletMovementIdempotencyKey(step: WalletMovementStep, reference: string): string {
+  return `${reference}:${step}`;
 }

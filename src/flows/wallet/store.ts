@@ -8,7 +8,10 @@ import type { Currency } from '../../money';
 export interface BlockedMoneyRow {
   transaction_ref: string;
   merchant_id: string;
+  user_id: string | bigint;
   pending_transfer_id: string;
+  amount_units: string | bigint;
+  currency: Currency;
   state: 'blocked' | 'cancelled';
 }
 

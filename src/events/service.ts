@@ -1,0 +1,90 @@
+/**
+ * EventsService (docs/events.md): an owner's event stream, one page per call, in `seq` order with `has_more` and
+ * `next_after`. The owner of ListEvents is the one its proof names, never a field: the proofs are checked by the
+ * verifiers the composition root hands in (`OwnerProofs`: today Area B's API key, checked as the PayinService checks
+ * it; Area C's signed /do-action and Area A's signed gateway request are the next proofs of the same call).
+ * Operators name the owner (ListOwnerEvents) and send a merchant's webhooks again (RedeliverEvents, audited).
+ *
+ * Errors: the proof's refusals (UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED), VALIDATION_FAILED with field
+ * problems (`type`: invalid, an unknown event type; `subject`: max_length:128; `owner` / `merchant_id`: required).
+ */
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
+import { problem } from '../field-problems';
+import type { EventsQuery, EventsService, OwnerProof } from '../gen/payments/events/v1/events_pb';
+import type { PlatformDeps } from '../platform-deps';
+import { redeliverAfter } from '../webhooks';
+import { EVENT_SUBJECT_MAX_LENGTH, EVENTS_PAGE_MAX, isEventType, listEvents, type EventOwner, type PlatformEvent } from './index';
+
+/** The owner proofs the EventsService checks, each by its area's own rules. */
+export interface OwnerProofs {
+  /**
+   * Area B: the merchant whose API key this is.
+   * @throws DomainError UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED
+   */
+  apiKey(api_key: string, context: HandlerContext): Promise<EventOwner>;
+}
+
+/** The owner a proof names. @throws the proof's refusals; UNAUTHENTICATED when no proof was sent */
+function ownerOfProof(proofs: OwnerProofs, proof: OwnerProof | undefined, context: HandlerContext): Promise<EventOwner> {
+  switch (proof?.proof.case) {
+    case 'apiKey':
+      return proofs.apiKey(proof.proof.value, context);
+    default:
+      throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no owner proof');
+  }
+}
+
+/**
+ * A page query checked: limit 1..500, a type of the catalog, a subject of at most 128 characters.
+ * @throws DomainError VALIDATION_FAILED naming each failing field
+ */
+function checkedQuery(query: EventsQuery | undefined): { after: bigint; limit: number; type?: string; subject?: string } {
+  const problems: Record<string, string[]> = {};
+  const limit = query?.limit ?? 0;
+  if (!Number.isInteger(limit) || limit < 1) problems.limit = [problem('min', 1)];
+  else if (limit > EVENTS_PAGE_MAX) problems.limit = [problem('max', EVENTS_PAGE_MAX)];
+  if (query?.type && !isEventType(query.type)) problems.type = [problem('invalid')];
+  if (query?.subject && [...query.subject].length > EVENT_SUBJECT_MAX_LENGTH) problems.subject = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+  return { after: query?.after ?? 0n, limit, type: query?.type || undefined, subject: query?.subject || undefined };
+}
+
+function eventMessage(event: PlatformEvent) {
+  return {
+    seq: event.seq,
+    subject: event.subject,
+    type: event.type,
+    dataJson: JSON.stringify(event.data),
+    ledgerTransactionId: event.ledger_transaction_id ?? '',
+    createdAt: event.created_at.toISOString(),
+  };
+}
+
+async function page(deps: Pick<PlatformDeps, 'database'>, owner: EventOwner, query: EventsQuery | undefined) {
+  const found = await listEvents(deps.database, { owner, ...checkedQuery(query) });
+  return { events: found.events.map(eventMessage), hasMore: found.has_more, nextAfter: found.next_after };
+}
+
+export function createEventsService(deps: PlatformDeps, proofs: OwnerProofs): ServiceImpl<typeof EventsService> {
+  return {
+    async listEvents(request, context) {
+      const owner = await ownerOfProof(proofs, request.proof, context);
+      return { page: await page(deps, owner, request.query) };
+    },
+
+    async listOwnerEvents(request) {
+      const named = request.owner?.owner;
+      if (!named?.case || !named.value) throw invalidFields({ owner: [problem('required')] });
+      const owner: EventOwner = { type: named.case === 'merchantId' ? 'merchant' : 'partner', id: named.value };
+      return { page: await page(deps, owner, request.query) };
+    },
+
+    async redeliverEvents(request) {
+      if (!request.merchantId) throw invalidFields({ merchant_id: [problem('required')] });
+      const sent = await redeliverAfter(deps, request.merchantId, request.after);
+      deps.logger.info({ merchant_id: request.merchantId, after: request.after.toString(), sent: sent.webhook_ids.length }, 'webhooks redelivered after an event seq');
+      return { webhookIds: sent.webhook_ids, hasMore: sent.has_more, nextAfter: sent.webhook_ids.length ? sent.last_seq : request.after };
+    },
+  };
+}
