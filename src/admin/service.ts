@@ -97,6 +97,7 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
         name: request.name,
         public_key_pem: request.publicKeyPem,
         float_units: floatUnits,
+        credential_id: credentialOf(context),
       });
       return {
         partnerId: credentials.partner_id,

@@ -55,12 +55,13 @@ function toPartner(row: PartnerRow): Partner {
 /**
  * Creates a partner with fresh credentials and a USD partner_float account; when `float_units` (USD minor units) is
  * given and positive, credits the float from the platform settlement account (idempotency key
- * `partner:<id>:initial-float`), all in one database transaction.
+ * `partner:<id>:initial-float`, its metadata naming `credential_id` when an RPC caller funded it), all in one database
+ * transaction.
  * @throws DomainError invalid_argument (name, public_key_pem INVALID_PUBLIC_KEY, float INVALID_AMOUNT)
  */
 export async function createPartner(
   deps: PlatformDeps,
-  input: { name: string; public_key_pem: string; float_units?: bigint },
+  input: { name: string; public_key_pem: string; float_units?: bigint; credential_id?: string },
 ): Promise<{ partner: Partner; credentials: PartnerCredentials }> {
   const name = requireText(input.name, 'name');
   const publicKeyPem = normalizeRsaPublicKey(input.public_key_pem);
@@ -101,7 +102,8 @@ export async function createPartner(
             { account_id: settlement.id, amount_units: -floatUnits },
             { account_id: account.id, amount_units: floatUnits },
           ],
-          metadata: { partner_id: id, source: 'onboarding' },
+          // Funding a float mints money: the ledger names who did it, as an operator credit does.
+          metadata: { partner_id: id, source: 'onboarding', ...(input.credential_id ? { credential_id: input.credential_id } : {}) },
         },
         trx,
       );

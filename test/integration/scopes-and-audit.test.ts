@@ -90,6 +90,13 @@ describe('operator powers are split', () => {
     const row = await platform.deps.database('ledger_transactions').where({ id: answer.transactionRef }).first('metadata');
     expect(row.metadata).toMatchObject({ source: 'admin', credential_id: id });
   });
+
+  it("names the minting credential in a funded partner float's ledger metadata", async () => {
+    const { clients: mint, id } = await clientsWith(['mint', 'admin']);
+    const created = await mint.admin.createPartner({ name: 'Funded Partner', publicKeyPem: generatePartnerKeys().publicKeyPem, floatAmount: '25.00' });
+    const row = await platform.deps.database('ledger_transactions').where({ idempotency_key: `partner:${created.partnerId}:initial-float` }).first('metadata');
+    expect(row.metadata).toMatchObject({ partner_id: created.partnerId, source: 'onboarding', credential_id: id });
+  });
 });
 
 describe('credentials bound to an owner', () => {
