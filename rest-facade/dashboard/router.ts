@@ -24,7 +24,7 @@ import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { messagePage } from '../views/html';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
@@ -85,11 +85,50 @@ function answerFailure(ctx: FacadeContext, error: unknown): void {
         ctx.path.endsWith(SIGN_IN) ? undefined : TO_SIGN_IN,
       );
     case 'VALIDATION_FAILED':
-      return sendMessage(ctx, 400, 'Not valid', 'This link is not valid.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+      return sendPage(ctx, 400, dashboardDocument({ title: 'Not valid', content: invalidContent(problemTexts(failure.fields), { href: `${DASHBOARD_BASE}${listPathOf(ctx.path)}`, text: 'Show the list without filters' }) }));
     default:
       ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'dashboard request failed');
       return sendMessage(ctx, 500, 'Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
   }
+}
+
+/** What the 400 page says of each field (`code` is the field problem's, src/field-problems.ts). */
+function fieldText(field: string, code: string): string {
+  switch (field) {
+    case 'kind':
+      return 'Kind must be one of the kinds the list offers.';
+    case 'status':
+      return 'Status must be one of the statuses the list offers, and one a payment of the chosen kind can have.';
+    case 'reference':
+    case 'subject':
+      return `${field === 'reference' ? 'Reference' : 'Subject'} must be one value of at most 128 characters.`;
+    case 'created_from':
+      return 'Created from must be one day, written YYYY-MM-DD.';
+    case 'created_to':
+      return code === 'invalid' ? 'Created to must not be before Created from.' : 'Created to must be one day, written YYYY-MM-DD.';
+    case 'type':
+      return 'Type must be one of the event types the list offers.';
+    case 'page_size':
+      return 'Page size must be a whole number from 1 to 100.';
+    case 'before':
+    case 'after':
+    case 'page_token':
+      return 'The page link is not valid: open the list again and follow its links.';
+    default:
+      return `${field} is not valid.`;
+  }
+}
+
+/** Each failing field's sentence, once each (before and after say the same). */
+function problemTexts(fields: Record<string, string[]>): string[] {
+  const texts = Object.entries(fields).map(([field, codes]) => fieldText(field, (codes[0] ?? '').split(':')[0]!));
+  return texts.length ? [...new Set(texts)] : ['This link is not valid.'];
+}
+
+/** The list page a refused request was for (its path without a query), else the first page. */
+function listPathOf(path: string): string {
+  const relative = path.slice(DASHBOARD_BASE.length);
+  return DASHBOARD_PAGES.some((page) => page.path === relative) ? relative : DASHBOARD_PAGES[0]!.path;
 }
 
 /** The sign-in page, with `error` and the refused `userName` after a refusal. */

@@ -6,7 +6,7 @@
 export const DASHBOARD_STYLESHEET = `*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fafafa;line-height:1.45}
 a{color:#0b57d0}
-a:focus,button:focus,input:focus,summary:focus{outline:3px solid #f0b400;outline-offset:2px}
+a:focus,button:focus,input:focus,select:focus,summary:focus{outline:3px solid #f0b400;outline-offset:2px}
 .skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem}
 .skip:focus{left:.5rem}
 header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.5rem;padding:.75rem 1.5rem;background:#1f2a44;color:#fff}
@@ -41,4 +41,11 @@ pre{background:#f1f3f7;border:1px solid #c9ced8;padding:.75rem;overflow-x:auto}
 .status-pending{color:#8a5300;font-weight:600}
 .muted{color:#555}
 .pages{display:flex;gap:1.5rem}
+form.filters{display:flex;flex-wrap:wrap;align-items:flex-end;gap:.5rem 1rem;background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 1rem}
+form.filters label{margin:.5rem 0 .25rem}
+form.filters input[type=text]{width:14rem}
+select,input[type=date]{padding:.4rem;font-size:1rem;border:1px solid #767c88;border-radius:3px;background:#fff}
+.filter-actions{display:flex;align-items:center;gap:1rem}
+code.data{font-size:.85rem;overflow-wrap:anywhere}
+.error ul{margin:.25rem 0}
 `;

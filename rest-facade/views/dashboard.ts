@@ -26,7 +26,7 @@ export type SignedIn = Pick<Session, 'merchantId' | 'merchantName' | 'csrfToken'
 const csrfField = (token: string) => html`<input type="hidden" name="csrf_token" value="${token}">`;
 
 /** `2026-01-31 09:15:02 UTC` in a <time> element carrying the ISO 8601 instant. */
-function time(iso: string): SafeHtml {
+export function time(iso: string): SafeHtml {
   return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
 }
 
@@ -94,7 +94,8 @@ ${csrfField(view.csrfToken)}
 <code>/login</code>). Too many wrong attempts lock signing in from your address for a while.</p>`;
 }
 
-function amount(units: bigint, currency: string): string {
+/** Minor units as the currency's decimal text (plain units for a currency the platform does not know). */
+export function amount(units: bigint, currency: string): string {
   return isCurrency(currency) ? formatAmount(units, currency) : units.toString();
 }
 
@@ -258,4 +259,11 @@ it does not match. Answer 2xx once you have stored the event; anything else is r
 /** A page with one message (refused form, not found, too many attempts, fault); `link` offers the way on. */
 export function messageContent(message: string, link?: { href: string; text: string }): SafeHtml {
   return html`<p id="message">${message}</p>${link ? html`<p><a href="${link.href}">${link.text}</a></p>` : ''}`;
+}
+
+/** The 400 page: what is wrong with each filter (role alert), that nothing changed, and the way back. */
+export function invalidContent(problems: readonly string[], link: { href: string; text: string }): SafeHtml {
+  return html`<div class="error" id="problems" role="alert"><p>These filters are not valid, so nothing was shown:</p>
+<ul>${problems.map((text) => html`<li>${text}</li>`)}</ul></div>
+<p><a href="${link.href}">${link.text}</a></p>`;
 }
