@@ -127,7 +127,9 @@ function nextRetryText(delivery: WebhookDelivery): SafeHtml | string {
     case NextRetry.IN_PROGRESS:
       return 'Being attempted now';
     case NextRetry.NOT_SCHEDULED:
-      return 'Not scheduled: redeliver it to send it again';
+      return delivery.nextRetryAt
+        ? html`Was due at ${time(delivery.nextRetryAt)} and has not been sent: redeliver it to send it again`
+        : 'Not scheduled: redeliver it to send it again';
     case NextRetry.UNKNOWN:
       return 'Unknown just now (reload in a moment)';
     default:

@@ -24,7 +24,7 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
-import { NextRetry, type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
+import { type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
 import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
 import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
@@ -147,13 +147,21 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     expiresAt: session.expires_at.toISOString(),
   });
 
-  /** The events as deliveries: their attempts (one query) and, for pending ones, what comes next (Temporal). */
+  /** The events as deliveries: their attempts (one query) and, for pending ones, when the next is due (./next-retry.ts). */
   async function deliveriesOf(events: WebhookEventRow[]): Promise<Array<MessageInitShape<typeof WebhookDeliverySchema>>> {
     const attempts = await attemptsOf(
       database,
       events.map((event) => event.id),
     );
-    const schedules = await Promise.all(events.map((event) => (event.status === 'pending' ? retryScheduleOf(deps, event.id) : { next: NextRetry.NONE, at: undefined })));
+    const now = new Date();
+    const schedules = events.map((event) =>
+      retryScheduleOf(
+        event,
+        attempts.filter((attempt) => attempt.webhook_id === event.id),
+        deps.config.WEBHOOK_TIMEOUT_SECONDS,
+        now,
+      ),
+    );
     return events.map((event, index) => ({
       webhookId: event.id,
       subjectReference: event.invoice_reference,

@@ -393,7 +393,9 @@ export type WebhookDelivery = Message<"payments.dashboard.v1.WebhookDelivery"> &
   attempts: WebhookAttempt[];
 
   /**
-   * When the next attempt is due (ISO 8601), for a pending delivery waiting out its backoff; empty otherwise.
+   * When the next attempt is due (ISO 8601), as its last failed attempt recorded it
+   * (webhook_delivery_attempts.next_retry_at): with NEXT_RETRY_SCHEDULED, and with NEXT_RETRY_NOT_SCHEDULED (when it
+   * was due); empty otherwise.
    *
    * @generated from field: string next_retry_at = 9;
    */
@@ -907,14 +909,15 @@ export enum NextRetry {
   IN_PROGRESS = 3,
 
   /**
-   * Pending without a delivery run (its start failed): a redelivery or reconciliation sends it.
+   * Pending, its retry due at next_retry_at long past (more than the attempt timeout and 30 s) with no attempt
+   * recorded since: nothing is sending it; a redelivery or reconciliation does.
    *
    * @generated from enum value: NEXT_RETRY_NOT_SCHEDULED = 4;
    */
   NOT_SCHEDULED = 4,
 
   /**
-   * Pending, but the schedule could not be read (Temporal did not answer in time).
+   * Not answered any more (the schedule is read from the delivery records, which always answer); kept for the wire.
    *
    * @generated from enum value: NEXT_RETRY_UNKNOWN = 5;
    */
