@@ -28,15 +28,15 @@ import { type DashboardService, type WebhookDeliverySchema } from '../gen/paymen
 import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
 import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
+import { merchantIdOfApiUserName } from '../merchant-users';
 import { getMerchant, MERCHANT_WALLET_CURRENCIES, verifyMerchantApiLogin } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
 import { redeliverWebhook } from '../webhooks';
-import { attemptsOf, findWebhookEvent, type WebhookEventRow } from '../webhooks/store';
+import { attemptsOf, findWebhookEvent, merchantWebhooksPage, type WebhookEventRow } from '../webhooks/store';
 import { retryScheduleOf } from './next-retry';
 import { DASHBOARD_REASONS } from './reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
-import { merchantEventsPage, merchantIdOfApiUser } from './store';
 
 /** Deliveries per page unless the request asks for another number (1 to 100). */
 export const DEFAULT_PAGE_SIZE = 20;
@@ -191,7 +191,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
      */
     async signIn(request, context) {
       const address = clientAddressOf(context);
-      const merchantId = await merchantIdOfApiUser(database, request.userName);
+      const merchantId = await merchantIdOfApiUserName(database, request.userName);
       const attempt = await deps.abuse.beginAttempt('merchant_login', merchantId ?? request.userName, address);
       let ok: boolean;
       try {
@@ -249,7 +249,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     async listWebhookDeliveries(request) {
       const session = await requireSession(request.sessionToken);
       const afterId = afterIdOf(request.pageToken);
-      const { rows, more } = await merchantEventsPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
+      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
       return {
         deliveries: await deliveriesOf(rows),
         nextPageToken: more && rows.length > 0 ? pageTokenOf(rows[rows.length - 1]!.id) : '',
