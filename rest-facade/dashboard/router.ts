@@ -18,7 +18,6 @@
  * answers 403. Errors are pages that say nothing internal.
  */
 import Router from '@koa/router';
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
@@ -26,13 +25,11 @@ import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
-import { messagePage } from '../views/html';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
 import { DASHBOARD_PAGES, type DashboardPage } from './pages';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
-const STYLESHEET_ETAG = `"${createHash('sha256').update(DASHBOARD_STYLESHEET).digest('base64url').slice(0, 22)}"`;
 /** A webhook id as the platform makes them; anything else is an unknown delivery. */
 const WEBHOOK_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -195,14 +192,8 @@ async function showPage(ctx: FacadeContext, page: DashboardPage): Promise<void> 
 }
 
 function serveStylesheet(ctx: FacadeContext): void {
+  // Like every dashboard answer, not stored (2 KB, read once per page).
   setSecurityHeaders(ctx);
-  // Revalidated each time (a deployment may change it); unchanged, it costs a 304.
-  ctx.set('Cache-Control', 'no-cache');
-  ctx.set('ETag', STYLESHEET_ETAG);
-  if (ctx.get('If-None-Match') === STYLESHEET_ETAG) {
-    ctx.status = 304;
-    return;
-  }
   ctx.status = 200;
   ctx.type = 'text/css; charset=utf-8';
   ctx.body = DASHBOARD_STYLESHEET;
@@ -233,13 +224,24 @@ export function dashboardRouter(): Router<FacadeState> {
   return router;
 }
 
-/** The façade's own answers on a dashboard path (unknown page, wrong method, too large, busy, fault): HTML pages. */
+/**
+ * The façade's own answers on a dashboard path (unknown page, wrong method, too large, busy, fault): dashboard pages
+ * (the one stylesheet, no inline style: the dashboard's policy allows none), with the dashboard's headers (`headers`
+ * of the area, below).
+ */
 function dashboardEdgePage(status: EdgeStatus): string {
-  if (status === 404) return messagePage('Not found', 'There is no such dashboard page.');
-  if (status === 405) return messagePage('Not allowed', 'This page cannot be used this way.');
-  if (status === 413) return messagePage('Too large', 'The form sent is too large.');
-  if (status === 503) return messagePage('Busy', 'The dashboard is busy. Please try again in a moment.');
-  return messagePage('Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
+  const back = { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' };
+  const [title, message] =
+    status === 404
+      ? ['Not found', 'There is no such dashboard page.']
+      : status === 405
+        ? ['Not allowed', 'This page cannot be used this way.']
+        : status === 413
+          ? ['Too large', 'The form sent is too large.']
+          : status === 503
+            ? ['Busy', 'The dashboard is busy. Please try again in a moment.']
+            : ['Something went wrong', 'The dashboard could not answer. Please try again in a moment.'];
+  return dashboardDocument({ title, content: messageContent(message, back) });
 }
 
 /** The dashboard as an area of the façade: every path under /dashboard, all of them pages. */
@@ -251,6 +253,7 @@ export function dashboardArea(): AreaRouter {
     paths,
     pages: paths,
     pageEdge: dashboardEdgePage,
+    headers: setSecurityHeaders,
     edge: (status) => ({ status, body: { success: false, code: status, message: http.STATUS_CODES[status] } }),
   };
 }

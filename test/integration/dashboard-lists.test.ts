@@ -4,9 +4,15 @@
  * (kind of its first event, status of its latest status event of that kind), keyset paging by seq in both
  * directions, every filter, and owner isolation (merchant A never sees B's payments or events, not even under the
  * same reference); bad filter values are VALIDATION_FAILED naming every failing field and change nothing. Then the
- * façade's pages: the 400 page says what is wrong.
+ * façade's pages: the 400 page says what is wrong; and every answer under /dashboard, the façade's own included
+ * (404, 405, 413, 500, 503), carries the dashboard's strict CSP with frame-ancestors 'none', nosniff and no-store.
  */
 import { Code } from '@connectrpc/connect';
+import net from 'node:net';
+import { createFacadeApp, startFacade, type RunningFacade } from '../../rest-facade/app';
+import { createAreaRouters } from '../../rest-facade/areas';
+import type { Config } from '../../src/config';
+import { createLogger } from '../../src/logger';
 import { recordEvent, type NewEvent } from '../../src/events';
 import { createMerchant, type MerchantCredentials } from '../../src/onboarding/merchants';
 import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
@@ -230,6 +236,10 @@ describe('the façade\'s list pages', () => {
     expect(body).toContain('Page size must be a whole number from 1 to 100.');
     const second = await fetch(`${platform.facadeUrl}/dashboard/payments?kind=refund&created_from=2026-13-01`, { headers: { cookie } });
     expect(second.status).toBe(400);
+    expect([second.headers.get('content-security-policy'), second.headers.get('cache-control')]).toEqual([
+      "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      'no-store',
+    ]);
     const text = await second.text();
     expect(text).toContain('Kind must be one of the kinds the list offers.');
     expect(text).toContain('Created from must be one day, written YYYY-MM-DD.');
@@ -237,5 +247,77 @@ describe('the façade\'s list pages', () => {
     const events = await fetch(`${platform.facadeUrl}/dashboard/events?type=nope&type=again`, { headers: { cookie } });
     expect(events.status).toBe(400);
     expect(await events.text()).toContain('Type must be one of the event types the list offers.');
+  });
+});
+
+describe('every answer under /dashboard carries the dashboard\'s security headers', () => {
+  const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+  let running: RunningFacade;
+
+  /** A façade like the running one with `changes` to its configuration and a route that throws (the last resort). */
+  async function facadeWith(changes: Partial<Config>): Promise<RunningFacade> {
+    const config = { ...platform.config, ...changes };
+    const areas = createAreaRouters(config);
+    areas.find((area) => area.pages?.test('/dashboard/balances'))!.router.get('/dashboard/fault', () => {
+      throw new Error('a fault no route answered');
+    });
+    return startFacade(createFacadeApp({ clients: facade, config, logger: createLogger('silent', 'test'), areas }), '127.0.0.1', 0);
+  }
+
+  beforeAll(async () => {
+    running = await facadeWith({ FACADE_MAX_IN_FLIGHT_PER_ADDRESS: 1 });
+  });
+  afterAll(() => running?.close(1));
+
+  async function headersOf(answer: Response): Promise<Record<string, string | number | null>> {
+    const body = await answer.text();
+    return {
+      status: answer.status,
+      csp: answer.headers.get('content-security-policy'),
+      nosniff: answer.headers.get('x-content-type-options'),
+      cache: answer.headers.get('cache-control'),
+      frame: answer.headers.get('x-frame-options'),
+      // The policy allows no inline style: a page with one would show unstyled.
+      inlineStyle: /<style|style="/.test(body) ? 'inline style' : null,
+    };
+  }
+  const secure = (status: number) => ({ status, csp: CSP, nosniff: 'nosniff', cache: 'no-store', frame: 'DENY', inlineStyle: null });
+
+  it('on the façade\'s own answers: unknown page 404, wrong method 405, body too large 413, last-resort 500', async () => {
+    expect(await headersOf(await fetch(`${running.url}/dashboard/no-such-page`))).toEqual(secure(404));
+    expect(await headersOf(await fetch(`${running.url}/dashboard/balances`, { method: 'PUT' }))).toEqual(secure(405));
+    const large = await fetch(`${running.url}/dashboard/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `user_name=${'x'.repeat(1_100_000)}`,
+    });
+    expect(await headersOf(large)).toEqual(secure(413));
+    expect(await headersOf(await fetch(`${running.url}/dashboard/fault`))).toEqual(secure(500));
+  });
+
+  it('on the dashboard\'s own refusal of a form (403) and the stylesheet', async () => {
+    const refused = await fetch(`${running.url}/dashboard/sign-out`, { method: 'POST', redirect: 'manual' });
+    expect(await headersOf(refused)).toEqual(secure(403));
+    const stylesheet = await fetch(`${running.url}/dashboard/style.css`);
+    expect({ status: stylesheet.status, csp: stylesheet.headers.get('content-security-policy'), cache: stylesheet.headers.get('cache-control') }).toEqual({
+      status: 200,
+      csp: CSP,
+      cache: 'no-store',
+    });
+  });
+
+  it('on the façade\'s lockout of an address past its requests in flight (503)', async () => {
+    // One request held open (its body still arriving) takes the address's only place.
+    const held = net.connect(running.port, '127.0.0.1');
+    await new Promise<void>((resolve) => held.once('connect', () => resolve()));
+    held.write('POST /dashboard/sign-in HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nuser');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const busy = await fetch(`${running.url}/dashboard/sign-in`);
+      expect(busy.headers.get('retry-after')).toBe('1');
+      expect(await headersOf(busy)).toEqual(secure(503));
+    } finally {
+      held.destroy();
+    }
   });
 });
