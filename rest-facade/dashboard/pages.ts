@@ -100,6 +100,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
   {
     path: '/webhooks',
     title: 'Webhook deliveries',
+    label: 'Webhooks',
     async render(ctx, sessionToken, session) {
       const pageToken = queryText(ctx, 'page_token');
       const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken }, rpcCallOptions(ctx));
@@ -115,6 +116,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
   {
     path: '/webhook-endpoint',
     title: 'Webhook endpoint',
+    label: 'Endpoint',
     async render(ctx, sessionToken) {
       return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)));
     },

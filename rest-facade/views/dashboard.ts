@@ -14,10 +14,12 @@ import { html, type SafeHtml } from './html';
 export const DASHBOARD_BASE = '/dashboard';
 export const DASHBOARD_STYLESHEET_PATH = `${DASHBOARD_BASE}/style.css`;
 
-/** One entry of the navigation: a page under DASHBOARD_BASE and its title. */
+/** One entry of the navigation: a page under DASHBOARD_BASE, its title (its heading) and its link's text. */
 export interface NavigationEntry {
   path: string;
   title: string;
+  /** The link's text when shorter than the title. */
+  label?: string;
 }
 
 /** What the layout shows of the signed-in merchant (absent on the sign-in page and signed-out error pages). */
@@ -35,15 +37,15 @@ function header(signedIn: SignedIn | undefined): SafeHtml {
   return html`<header>
 <p class="brand">Merchant dashboard</p>
 <p>Signed in as <strong id="merchant-name">${signedIn.merchantName}</strong> <span class="muted-light">(${signedIn.merchantId})</span></p>
-<form method="post" action="${DASHBOARD_BASE}/sign-out">${csrfField(signedIn.csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>
 </header>`;
 }
 
-function navigation(entries: readonly NavigationEntry[], current: string | undefined): SafeHtml {
+/** The navigation bar: a link per page in order, then Sign out (a POST form with the session's CSRF token). */
+function navigation(entries: readonly NavigationEntry[], current: string | undefined, csrfToken: string): SafeHtml {
   const items = entries.map(
-    (entry) => html`<li><a href="${DASHBOARD_BASE}${entry.path}"${current === entry.path ? html` aria-current="page"` : ''}>${entry.title}</a></li>`,
+    (entry) => html`<li><a href="${DASHBOARD_BASE}${entry.path}"${current === entry.path ? html` aria-current="page"` : ''}>${entry.label ?? entry.title}</a></li>`,
   );
-  return html`<nav aria-label="Dashboard"><ul>${items}</ul></nav>`;
+  return html`<nav aria-label="Dashboard"><ul>${items}<li class="sign-out"><form method="post" action="${DASHBOARD_BASE}/sign-out">${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button></form></li></ul></nav>`;
 }
 
 /**
@@ -69,7 +71,7 @@ export function dashboardDocument(view: {
 <body>
 <a class="skip" href="#main">Skip to content</a>
 ${header(view.signedIn)}
-${view.signedIn && view.navigation ? navigation(view.navigation, view.current) : ''}
+${view.signedIn && view.navigation ? navigation(view.navigation, view.current, view.signedIn.csrfToken) : ''}
 <main id="main">
 <h1>${view.title}</h1>
 ${view.content}
