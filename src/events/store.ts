@@ -152,8 +152,10 @@ export async function selectLatestPayments(
     bindings.push(query.subject);
   }
   if (query.created_from !== undefined) {
-    conditions.push('first.created_at >= ?');
-    bindings.push(query.created_from);
+    // The latest event is no older than the first: checked on the row itself first, so rows before the range cost
+    // no lookup of their first event.
+    conditions.push('e.created_at >= ? AND first.created_at >= ?');
+    bindings.push(query.created_from, query.created_from);
   }
   if (query.created_before !== undefined) {
     conditions.push('first.created_at < ?');
