@@ -37,6 +37,11 @@ export interface AreaRouter {
   /** Paths served to browsers (hosted pages), whose errors are HTML pages. */
   pages?: RegExp;
   pageEdge?(status: EdgeStatus): string;
+  /**
+   * Headers every answer on the area's paths carries, whoever answered it (its routes, or the façade's own 400, 404,
+   * 405, 413, 500 and 503): set last, over what the answer set.
+   */
+  headers?(ctx: FacadeContext): void;
 }
 
 /** The area owning `path` and the path relative to its prefix, or undefined. */
@@ -161,6 +166,7 @@ export function createFacadeApp(options: {
       ctx.state.logger.error({ err: error }, 'unhandled façade error');
       answerEdge(ctx, areas, 500);
     } finally {
+      areaOf(areas, ctx.path)?.area.headers?.(ctx);
       const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
       // The route pattern only (an unmatched path would make one series per path).
       const route = typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : 'unmatched';

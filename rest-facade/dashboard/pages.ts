@@ -6,8 +6,12 @@
  */
 import type { Session } from '../../src/gen/payments/dashboard/v1/dashboard_pb';
 import type { FacadeContext } from '../context';
+import { invalidFields } from '../../src/errors';
+import { problem } from '../../src/field-problems';
+import { toConnectError } from '../../src/rpc/errors';
 import { rpcCallOptions } from '../rpc-call';
 import { balancesContent, deliveriesContent, endpointContent, type NavigationEntry } from '../views/dashboard';
+import { eventsContent, paymentsContent } from '../views/dashboard-lists';
 import type { SafeHtml } from '../views/html';
 
 export interface DashboardPage extends NavigationEntry {
@@ -21,6 +25,34 @@ function queryText(ctx: FacadeContext, name: string, max = 128): string {
   return typeof value === 'string' && value.length <= max ? value : '';
 }
 
+/** Longest query value passed on (the service names what is wrong with shorter ones). */
+const MAX_QUERY_VALUE = 256;
+const PAGE_SIZE = /^\d{1,3}$/;
+
+/**
+ * A list page's query parameters `names`, each as its text ('' when absent). A parameter given twice, or longer than
+ * any valid value, is named with `invalid` (`max_length` for the longer), and `page_size` must be a whole number; the
+ * rest is the service's to check.
+ * @throws ConnectError VALIDATION_FAILED naming each such parameter (answered as the 400 page, like the service's)
+ */
+function listQuery(ctx: FacadeContext, names: readonly string[]): { filters: Record<string, string>; pageSize: number } {
+  const filters: Record<string, string> = {};
+  const problems: Record<string, string[]> = {};
+  for (const name of [...names, 'page_size']) {
+    const value = ctx.query[name];
+    if (Array.isArray(value)) problems[name] = [problem('invalid')];
+    else if (typeof value === 'string' && value.length > MAX_QUERY_VALUE) problems[name] = [problem('max_length', MAX_QUERY_VALUE)];
+    else filters[name] = value ?? '';
+  }
+  const pageSize = filters.page_size ?? '';
+  if (pageSize !== '' && !PAGE_SIZE.test(pageSize)) problems.page_size = [problem('integer')];
+  if (Object.keys(problems).length > 0) throw toConnectError(invalidFields(problems));
+  return { filters, pageSize: pageSize === '' ? 0 : Number(pageSize) };
+}
+
+const PAYMENT_FILTERS = ['kind', 'status', 'reference', 'created_from', 'created_to', 'before', 'after'] as const;
+const EVENT_FILTERS = ['type', 'subject', 'after'] as const;
+
 export const DASHBOARD_PAGES: readonly DashboardPage[] = [
   {
     path: '/balances',
@@ -31,8 +63,44 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     },
   },
   {
+    path: '/payments',
+    title: 'Payments',
+    async render(ctx, sessionToken) {
+      const { filters, pageSize } = listQuery(ctx, PAYMENT_FILTERS);
+      const answer = await ctx.state.clients.dashboard.listPayments(
+        {
+          sessionToken,
+          kind: filters.kind,
+          status: filters.status,
+          reference: filters.reference,
+          createdFrom: filters.created_from,
+          createdTo: filters.created_to,
+          before: filters.before,
+          after: filters.after,
+          pageSize,
+        },
+        rpcCallOptions(ctx),
+      );
+      const { before: _before, after: _after, ...kept } = filters;
+      return paymentsContent({ payments: answer.payments, kinds: answer.kinds, statuses: answer.statuses, filters: kept, nextBefore: answer.nextBefore, newerAfter: answer.newerAfter });
+    },
+  },
+  {
+    path: '/events',
+    title: 'Events',
+    async render(ctx, sessionToken) {
+      const { filters, pageSize } = listQuery(ctx, EVENT_FILTERS);
+      const answer = await ctx.state.clients.dashboard.listEvents(
+        { sessionToken, type: filters.type, subject: filters.subject, after: filters.after, pageSize },
+        rpcCallOptions(ctx),
+      );
+      return eventsContent({ events: answer.events, types: answer.types, filters, hasMore: answer.hasMore, nextAfter: answer.nextAfter });
+    },
+  },
+  {
     path: '/webhooks',
     title: 'Webhook deliveries',
+    label: 'Webhooks',
     async render(ctx, sessionToken, session) {
       const pageToken = queryText(ctx, 'page_token');
       const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken }, rpcCallOptions(ctx));
@@ -48,6 +116,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
   {
     path: '/webhook-endpoint',
     title: 'Webhook endpoint',
+    label: 'Endpoint',
     async render(ctx, sessionToken) {
       return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)));
     },

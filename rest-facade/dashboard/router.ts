@@ -18,21 +18,18 @@
  * answers 403. Errors are pages that say nothing internal.
  */
 import Router from '@koa/router';
-import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
-import { messagePage } from '../views/html';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
 import { DASHBOARD_PAGES, type DashboardPage } from './pages';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
-const STYLESHEET_ETAG = `"${createHash('sha256').update(DASHBOARD_STYLESHEET).digest('base64url').slice(0, 22)}"`;
 /** A webhook id as the platform makes them; anything else is an unknown delivery. */
 const WEBHOOK_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -85,11 +82,50 @@ function answerFailure(ctx: FacadeContext, error: unknown): void {
         ctx.path.endsWith(SIGN_IN) ? undefined : TO_SIGN_IN,
       );
     case 'VALIDATION_FAILED':
-      return sendMessage(ctx, 400, 'Not valid', 'This link is not valid.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+      return sendPage(ctx, 400, dashboardDocument({ title: 'Not valid', content: invalidContent(problemTexts(failure.fields), { href: `${DASHBOARD_BASE}${listPathOf(ctx.path)}`, text: 'Show the list without filters' }) }));
     default:
       ctx.state.logger.error({ err: error, request_id: ctx.state.requestId }, 'dashboard request failed');
       return sendMessage(ctx, 500, 'Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
   }
+}
+
+/** What the 400 page says of each field (`code` is the field problem's, src/field-problems.ts). */
+function fieldText(field: string, code: string): string {
+  switch (field) {
+    case 'kind':
+      return 'Kind must be one of the kinds the list offers.';
+    case 'status':
+      return 'Status must be one of the statuses the list offers, and one a payment of the chosen kind can have.';
+    case 'reference':
+    case 'subject':
+      return `${field === 'reference' ? 'Reference' : 'Subject'} must be one value of at most 128 characters.`;
+    case 'created_from':
+      return 'Created from must be one day, written YYYY-MM-DD.';
+    case 'created_to':
+      return code === 'invalid' ? 'Created to must not be before Created from.' : 'Created to must be one day, written YYYY-MM-DD.';
+    case 'type':
+      return 'Type must be one of the event types the list offers.';
+    case 'page_size':
+      return 'Page size must be a whole number from 1 to 100.';
+    case 'before':
+    case 'after':
+    case 'page_token':
+      return 'The page link is not valid: open the list again and follow its links.';
+    default:
+      return `${field} is not valid.`;
+  }
+}
+
+/** Each failing field's sentence, once each (before and after say the same). */
+function problemTexts(fields: Record<string, string[]>): string[] {
+  const texts = Object.entries(fields).map(([field, codes]) => fieldText(field, (codes[0] ?? '').split(':')[0]!));
+  return texts.length ? [...new Set(texts)] : ['This link is not valid.'];
+}
+
+/** The list page a refused request was for (its path without a query), else the first page. */
+function listPathOf(path: string): string {
+  const relative = path.slice(DASHBOARD_BASE.length);
+  return DASHBOARD_PAGES.some((page) => page.path === relative) ? relative : DASHBOARD_PAGES[0]!.path;
 }
 
 /** The sign-in page, with `error` and the refused `userName` after a refusal. */
@@ -156,14 +192,8 @@ async function showPage(ctx: FacadeContext, page: DashboardPage): Promise<void> 
 }
 
 function serveStylesheet(ctx: FacadeContext): void {
+  // Like every dashboard answer, not stored (2 KB, read once per page).
   setSecurityHeaders(ctx);
-  // Revalidated each time (a deployment may change it); unchanged, it costs a 304.
-  ctx.set('Cache-Control', 'no-cache');
-  ctx.set('ETag', STYLESHEET_ETAG);
-  if (ctx.get('If-None-Match') === STYLESHEET_ETAG) {
-    ctx.status = 304;
-    return;
-  }
   ctx.status = 200;
   ctx.type = 'text/css; charset=utf-8';
   ctx.body = DASHBOARD_STYLESHEET;
@@ -194,13 +224,24 @@ export function dashboardRouter(): Router<FacadeState> {
   return router;
 }
 
-/** The façade's own answers on a dashboard path (unknown page, wrong method, too large, busy, fault): HTML pages. */
+/**
+ * The façade's own answers on a dashboard path (unknown page, wrong method, too large, busy, fault): dashboard pages
+ * (the one stylesheet, no inline style: the dashboard's policy allows none), with the dashboard's headers (`headers`
+ * of the area, below).
+ */
 function dashboardEdgePage(status: EdgeStatus): string {
-  if (status === 404) return messagePage('Not found', 'There is no such dashboard page.');
-  if (status === 405) return messagePage('Not allowed', 'This page cannot be used this way.');
-  if (status === 413) return messagePage('Too large', 'The form sent is too large.');
-  if (status === 503) return messagePage('Busy', 'The dashboard is busy. Please try again in a moment.');
-  return messagePage('Something went wrong', 'The dashboard could not answer. Please try again in a moment.');
+  const back = { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' };
+  const [title, message] =
+    status === 404
+      ? ['Not found', 'There is no such dashboard page.']
+      : status === 405
+        ? ['Not allowed', 'This page cannot be used this way.']
+        : status === 413
+          ? ['Too large', 'The form sent is too large.']
+          : status === 503
+            ? ['Busy', 'The dashboard is busy. Please try again in a moment.']
+            : ['Something went wrong', 'The dashboard could not answer. Please try again in a moment.'];
+  return dashboardDocument({ title, content: messageContent(message, back) });
 }
 
 /** The dashboard as an area of the façade: every path under /dashboard, all of them pages. */
@@ -212,6 +253,7 @@ export function dashboardArea(): AreaRouter {
     paths,
     pages: paths,
     pageEdge: dashboardEdgePage,
+    headers: setSecurityHeaders,
     edge: (status) => ({ status, body: { success: false, code: status, message: http.STATUS_CODES[status] } }),
   };
 }

@@ -6,15 +6,16 @@
 export const DASHBOARD_STYLESHEET = `*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fafafa;line-height:1.45}
 a{color:#0b57d0}
-a:focus,button:focus,input:focus,summary:focus{outline:3px solid #f0b400;outline-offset:2px}
+a:focus,button:focus,input:focus,select:focus,summary:focus{outline:3px solid #f0b400;outline-offset:2px}
 .skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem}
 .skip:focus{left:.5rem}
 header{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.5rem;padding:.75rem 1.5rem;background:#1f2a44;color:#fff}
 header p{margin:0}
 header .brand{font-weight:700;font-size:1.1rem}
 header .muted-light{color:#d0d6e2}
-header form{margin-left:auto}
-nav ul{display:flex;flex-wrap:wrap;gap:.25rem 1.5rem;list-style:none;margin:0;padding:.6rem 1.5rem;background:#e8ecf4}
+nav ul{display:flex;flex-wrap:wrap;align-items:center;gap:.25rem 1.5rem;list-style:none;margin:0;padding:.6rem 1.5rem;background:#e8ecf4}
+nav li.sign-out{margin-left:auto}
+nav li.sign-out button{padding:.25rem .8rem;font-size:.95rem}
 nav a[aria-current="page"]{font-weight:700;color:#1b1b1b;text-decoration:none}
 main{max-width:64rem;margin:0 auto;padding:1rem 1.5rem 3rem}
 h1{font-size:1.5rem}
@@ -31,7 +32,6 @@ article{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:1rem;
 label{display:block;margin:.8rem 0 .25rem;font-weight:600}
 input[type=text],input[type=password]{width:100%;max-width:24rem;padding:.45rem;font-size:1rem;border:1px solid #767c88;border-radius:3px}
 button{padding:.45rem 1rem;font-size:1rem;border:1px solid #1f2a44;border-radius:3px;background:#1f2a44;color:#fff;cursor:pointer}
-header button{background:#fff;color:#1f2a44}
 form.sign-in button{margin-top:1rem}
 pre{background:#f1f3f7;border:1px solid #c9ced8;padding:.75rem;overflow-x:auto}
 .notice{background:#e6f4ea;border-left:4px solid #1e8e3e;padding:.5rem .75rem}
@@ -41,4 +41,12 @@ pre{background:#f1f3f7;border:1px solid #c9ced8;padding:.75rem;overflow-x:auto}
 .status-pending{color:#8a5300;font-weight:600}
 .muted{color:#555}
 .pages{display:flex;gap:1.5rem}
+form.filters{display:flex;flex-wrap:wrap;align-items:flex-end;gap:.5rem 1rem;background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 1rem}
+form.filters label{margin:.5rem 0 .25rem}
+form.filters input[type=text]{width:14rem}
+select,input[type=date]{padding:.4rem;font-size:1rem;border:1px solid #767c88;border-radius:3px;background:#fff}
+.filter-actions{display:flex;align-items:center;gap:1rem}
+code.data{font-size:.85rem;overflow-wrap:anywhere}
+td time{white-space:nowrap}
+.error ul{margin:.25rem 0}
 `;

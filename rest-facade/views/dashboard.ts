@@ -14,10 +14,12 @@ import { html, type SafeHtml } from './html';
 export const DASHBOARD_BASE = '/dashboard';
 export const DASHBOARD_STYLESHEET_PATH = `${DASHBOARD_BASE}/style.css`;
 
-/** One entry of the navigation: a page under DASHBOARD_BASE and its title. */
+/** One entry of the navigation: a page under DASHBOARD_BASE, its title (its heading) and its link's text. */
 export interface NavigationEntry {
   path: string;
   title: string;
+  /** The link's text when shorter than the title. */
+  label?: string;
 }
 
 /** What the layout shows of the signed-in merchant (absent on the sign-in page and signed-out error pages). */
@@ -26,7 +28,7 @@ export type SignedIn = Pick<Session, 'merchantId' | 'merchantName' | 'csrfToken'
 const csrfField = (token: string) => html`<input type="hidden" name="csrf_token" value="${token}">`;
 
 /** `2026-01-31 09:15:02 UTC` in a <time> element carrying the ISO 8601 instant. */
-function time(iso: string): SafeHtml {
+export function time(iso: string): SafeHtml {
   return html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`;
 }
 
@@ -35,15 +37,15 @@ function header(signedIn: SignedIn | undefined): SafeHtml {
   return html`<header>
 <p class="brand">Merchant dashboard</p>
 <p>Signed in as <strong id="merchant-name">${signedIn.merchantName}</strong> <span class="muted-light">(${signedIn.merchantId})</span></p>
-<form method="post" action="${DASHBOARD_BASE}/sign-out">${csrfField(signedIn.csrfToken)}<button type="submit" id="sign-out">Sign out</button></form>
 </header>`;
 }
 
-function navigation(entries: readonly NavigationEntry[], current: string | undefined): SafeHtml {
+/** The navigation bar: a link per page in order, then Sign out (a POST form with the session's CSRF token). */
+function navigation(entries: readonly NavigationEntry[], current: string | undefined, csrfToken: string): SafeHtml {
   const items = entries.map(
-    (entry) => html`<li><a href="${DASHBOARD_BASE}${entry.path}"${current === entry.path ? html` aria-current="page"` : ''}>${entry.title}</a></li>`,
+    (entry) => html`<li><a href="${DASHBOARD_BASE}${entry.path}"${current === entry.path ? html` aria-current="page"` : ''}>${entry.label ?? entry.title}</a></li>`,
   );
-  return html`<nav aria-label="Dashboard"><ul>${items}</ul></nav>`;
+  return html`<nav aria-label="Dashboard"><ul>${items}<li class="sign-out"><form method="post" action="${DASHBOARD_BASE}/sign-out">${csrfField(csrfToken)}<button type="submit" id="sign-out">Sign out</button></form></li></ul></nav>`;
 }
 
 /**
@@ -69,7 +71,7 @@ export function dashboardDocument(view: {
 <body>
 <a class="skip" href="#main">Skip to content</a>
 ${header(view.signedIn)}
-${view.signedIn && view.navigation ? navigation(view.navigation, view.current) : ''}
+${view.signedIn && view.navigation ? navigation(view.navigation, view.current, view.signedIn.csrfToken) : ''}
 <main id="main">
 <h1>${view.title}</h1>
 ${view.content}
@@ -94,7 +96,8 @@ ${csrfField(view.csrfToken)}
 <code>/login</code>). Too many wrong attempts lock signing in from your address for a while.</p>`;
 }
 
-function amount(units: bigint, currency: string): string {
+/** Minor units as the currency's decimal text (plain units for a currency the platform does not know). */
+export function amount(units: bigint, currency: string): string {
   return isCurrency(currency) ? formatAmount(units, currency) : units.toString();
 }
 
@@ -126,7 +129,9 @@ function nextRetryText(delivery: WebhookDelivery): SafeHtml | string {
     case NextRetry.IN_PROGRESS:
       return 'Being attempted now';
     case NextRetry.NOT_SCHEDULED:
-      return 'Not scheduled: redeliver it to send it again';
+      return delivery.nextRetryAt
+        ? html`Was due at ${time(delivery.nextRetryAt)} and has not been sent: redeliver it to send it again`
+        : 'Not scheduled: redeliver it to send it again';
     case NextRetry.UNKNOWN:
       return 'Unknown just now (reload in a moment)';
     default:
@@ -258,4 +263,11 @@ it does not match. Answer 2xx once you have stored the event; anything else is r
 /** A page with one message (refused form, not found, too many attempts, fault); `link` offers the way on. */
 export function messageContent(message: string, link?: { href: string; text: string }): SafeHtml {
   return html`<p id="message">${message}</p>${link ? html`<p><a href="${link.href}">${link.text}</a></p>` : ''}`;
+}
+
+/** The 400 page: what is wrong with each filter (role alert), that nothing changed, and the way back. */
+export function invalidContent(problems: readonly string[], link: { href: string; text: string }): SafeHtml {
+  return html`<div class="error" id="problems" role="alert"><p>These filters are not valid, so nothing was shown:</p>
+<ul>${problems.map((text) => html`<li>${text}</li>`)}</ul></div>
+<p><a href="${link.href}">${link.text}</a></p>`;
 }

@@ -15,23 +15,28 @@
  *   RedeliverWebhook       session + CSRF token; the merchant's own event only (another's is WEBHOOK_NOT_FOUND, as an
  *                          unknown one), then src/webhooks `redeliverWebhook`, as the operator's; audited (src/rpc/audit.ts)
  *   GetWebhookEndpoint     callback URL, signature header, the headers every webhook carries, the secret's name
+ *   ListPayments           the merchant's payments, one per reference, from its event stream (src/events
+ *                          `listPayments`): filters kind, status, reference, creation days; keyset paging by seq
+ *   ListEvents             the merchant's own event stream after a seq (src/events `listEvents`), by type, subject
  *
  * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
  */
 import type { ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
-import { NextRetry, type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
+import { type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
+import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
+import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
+import { merchantIdOfApiUserName } from '../merchant-users';
 import { getMerchant, MERCHANT_WALLET_CURRENCIES, verifyMerchantApiLogin } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
 import { redeliverWebhook } from '../webhooks';
-import { attemptsOf, findWebhookEvent, type WebhookEventRow } from '../webhooks/store';
+import { attemptsOf, findWebhookEvent, merchantWebhooksPage, type WebhookEventRow } from '../webhooks/store';
 import { retryScheduleOf } from './next-retry';
 import { DASHBOARD_REASONS } from './reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
-import { merchantEventsPage, merchantIdOfApiUser } from './store';
 
 /** Deliveries per page unless the request asks for another number (1 to 100). */
 export const DEFAULT_PAGE_SIZE = 20;
@@ -56,6 +61,63 @@ function afterIdOf(pageToken: string): string | undefined {
 }
 
 const pageTokenOf = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
+
+const SEQ = /^\d{1,18}$/;
+const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DAY_MS = 86_400_000;
+
+/** The start (00:00 UTC) of a YYYY-MM-DD day that exists, else undefined. */
+function dayStart(text: string): Date | undefined {
+  const match = DAY.exec(text);
+  if (!match) return undefined;
+  const day = new Date(Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3])));
+  return day.toISOString().slice(0, 10) === text ? day : undefined;
+}
+
+/**
+ * The payments list's filters and cursor, checked: every failing field is named (kind: invalid; status: invalid, a
+ * verb no payment of the kind has; reference: max_length:128; created_from / created_to: date, created_to: invalid
+ * before created_from; before / after: integer, after: invalid with before).
+ * @throws DomainError VALIDATION_FAILED
+ */
+function paymentsQueryOf(request: { kind: string; status: string; reference: string; createdFrom: string; createdTo: string; before: string; after: string }) {
+  const problems: Record<string, string[]> = {};
+  const kind = request.kind === '' ? undefined : isPaymentKind(request.kind) ? request.kind : undefined;
+  if (request.kind !== '' && !kind) problems.kind = [problem('invalid')];
+  if (request.status !== '' && !paymentStatuses(kind as PaymentKind | undefined).includes(request.status)) problems.status = [problem('invalid')];
+  if ([...request.reference].length > EVENT_SUBJECT_MAX_LENGTH) problems.reference = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
+  const from = request.createdFrom === '' ? undefined : dayStart(request.createdFrom);
+  const to = request.createdTo === '' ? undefined : dayStart(request.createdTo);
+  if (request.createdFrom !== '' && !from) problems.created_from = [problem('date')];
+  if (request.createdTo !== '' && !to) problems.created_to = [problem('date')];
+  else if (from && to && to < from) problems.created_to = [problem('invalid')];
+  if (request.before !== '' && !SEQ.test(request.before)) problems.before = [problem('integer')];
+  if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
+  else if (request.after !== '' && request.before !== '') problems.after = [problem('invalid')];
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+  return {
+    kind: kind as PaymentKind | undefined,
+    status: request.status || undefined,
+    reference: request.reference || undefined,
+    created_from: from,
+    created_before: to ? new Date(to.getTime() + DAY_MS) : undefined,
+    before: request.before ? BigInt(request.before) : undefined,
+    after: request.after ? BigInt(request.after) : undefined,
+  };
+}
+
+/**
+ * The events list's filters and cursor, checked (type: invalid, not a type of the catalog; subject: max_length:128;
+ * after: integer). @throws DomainError VALIDATION_FAILED
+ */
+function eventsQueryOf(request: { type: string; subject: string; after: string }) {
+  const problems: Record<string, string[]> = {};
+  if (request.type !== '' && !isEventType(request.type)) problems.type = [problem('invalid')];
+  if ([...request.subject].length > EVENT_SUBJECT_MAX_LENGTH) problems.subject = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
+  if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
+  if (Object.keys(problems).length > 0) throw invalidFields(problems);
+  return { type: request.type || undefined, subject: request.subject || undefined, after: request.after ? BigInt(request.after) : 0n };
+}
 
 export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof DashboardService> {
   const { database } = deps;
@@ -85,13 +147,21 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     expiresAt: session.expires_at.toISOString(),
   });
 
-  /** The events as deliveries: their attempts (one query) and, for pending ones, what comes next (Temporal). */
+  /** The events as deliveries: their attempts (one query) and, for pending ones, when the next is due (./next-retry.ts). */
   async function deliveriesOf(events: WebhookEventRow[]): Promise<Array<MessageInitShape<typeof WebhookDeliverySchema>>> {
     const attempts = await attemptsOf(
       database,
       events.map((event) => event.id),
     );
-    const schedules = await Promise.all(events.map((event) => (event.status === 'pending' ? retryScheduleOf(deps, event.id) : { next: NextRetry.NONE, at: undefined })));
+    const now = new Date();
+    const schedules = events.map((event) =>
+      retryScheduleOf(
+        event,
+        attempts.filter((attempt) => attempt.webhook_id === event.id),
+        deps.config.WEBHOOK_TIMEOUT_SECONDS,
+        now,
+      ),
+    );
     return events.map((event, index) => ({
       webhookId: event.id,
       subjectReference: event.invoice_reference,
@@ -121,7 +191,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
      */
     async signIn(request, context) {
       const address = clientAddressOf(context);
-      const merchantId = await merchantIdOfApiUser(database, request.userName);
+      const merchantId = await merchantIdOfApiUserName(database, request.userName);
       const attempt = await deps.abuse.beginAttempt('merchant_login', merchantId ?? request.userName, address);
       let ok: boolean;
       try {
@@ -179,7 +249,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     async listWebhookDeliveries(request) {
       const session = await requireSession(request.sessionToken);
       const afterId = afterIdOf(request.pageToken);
-      const { rows, more } = await merchantEventsPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
+      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
       return {
         deliveries: await deliveriesOf(rows),
         nextPageToken: more && rows.length > 0 ? pageTokenOf(rows[rows.length - 1]!.id) : '',
@@ -209,6 +279,55 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         headers: [merchant.signature_header, ...WEBHOOK_HEADERS],
         secretName: 'hmac_secret',
         secretIssuedAt: merchant.created_at.toISOString(),
+      };
+    },
+
+    /**
+     * The merchant's payments from its own event stream (src/events `listPayments`), newest activity first.
+     * @throws DomainError SESSION_INVALID; VALIDATION_FAILED naming every failing filter
+     */
+    async listPayments(request) {
+      const session = await requireSession(request.sessionToken);
+      const query = paymentsQueryOf(request);
+      const page = await listPayments(database, { owner: { type: 'merchant', id: session.merchant_id }, ...query, limit: request.pageSize || DEFAULT_PAGE_SIZE });
+      return {
+        payments: page.payments.map((payment) => ({
+          reference: payment.reference,
+          kind: payment.kind,
+          status: payment.status,
+          amountUnits: payment.amount_units,
+          currency: payment.currency,
+          decimals: isCurrency(payment.currency) ? decimalsOf(payment.currency) : 0,
+          createdAt: payment.created_at.toISOString(),
+          updatedAt: payment.updated_at.toISOString(),
+          seq: payment.seq,
+        })),
+        nextBefore: page.next_before ?? 0n,
+        newerAfter: page.newer_after ?? 0n,
+        kinds: [...PAYMENT_KINDS],
+        statuses: paymentStatuses(),
+      };
+    },
+
+    /**
+     * The merchant's own events after a seq, in seq order (src/events `listEvents`).
+     * @throws DomainError SESSION_INVALID; VALIDATION_FAILED naming type, subject or after
+     */
+    async listEvents(request) {
+      const session = await requireSession(request.sessionToken);
+      const query = eventsQueryOf(request);
+      const page = await listEvents(database, { owner: { type: 'merchant', id: session.merchant_id }, ...query, limit: request.pageSize || DEFAULT_PAGE_SIZE });
+      return {
+        events: page.events.map((event) => ({
+          seq: event.seq,
+          type: event.type,
+          subject: event.subject,
+          dataJson: JSON.stringify(event.data),
+          createdAt: event.created_at.toISOString(),
+        })),
+        hasMore: page.has_more,
+        nextAfter: page.next_after,
+        types: [...EVENT_TYPES],
       };
     },
   };

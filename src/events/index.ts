@@ -18,6 +18,18 @@ import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectE
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
 export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
 export { eventWriteCtes, type NewEventRow } from './store';
+export {
+  isPaymentKind,
+  listPayments,
+  paymentStatuses,
+  PAYMENT_KINDS,
+  PAYMENT_STATUS_TYPES,
+  PAYMENTS_PAGE_MAX,
+  type PaymentKind,
+  type PaymentSummary,
+  type PaymentsPage,
+  type PaymentsQuery,
+} from './payments';
 
 /** Whose event stream an event belongs to. */
 export interface EventOwner {

@@ -110,3 +110,85 @@ export async function deleteEventsBefore(conn: Conn, before: Date, batch: number
   );
   return result.rowCount ?? 0;
 }
+
+/** One payment as its events tell it (see `selectLatestPayments`). */
+export interface PaymentRow {
+  subject: string;
+  seq: string;
+  type: string;
+  data: Record<string, unknown>;
+  updated_at: Date;
+  created_at: Date;
+}
+
+/**
+ * The payments of one owner: for each subject, its latest event among `status_types` of the kind its first event has
+ * (the kind is a type's prefix before the dot), one row per subject, keyset-paged by that event's seq:
+ * `before` → seq < before, newest first; `after` → seq > after, oldest first (the caller reverses). Filters: `types`
+ * (the latest event's type among these), `subject` (exactly), `created_from` / `created_before` (the first event's
+ * time, [from, before)). Every lookup is an index probe on `events_owner_subject_idx`; the scan walks the owner's
+ * status events in seq order (`events_owner_type_idx` or the owner's seq key) and stops at `limit` rows.
+ */
+export async function selectLatestPayments(
+  conn: Conn,
+  query: {
+    owner_type: string;
+    owner_id: string;
+    status_types: readonly string[];
+    types: readonly string[];
+    subject?: string;
+    created_from?: Date;
+    created_before?: Date;
+    before?: bigint;
+    after?: bigint;
+    limit: number;
+  },
+): Promise<PaymentRow[]> {
+  const conditions: string[] = [];
+  // The type lists go as one comma-joined text each (event types hold no comma), split by PostgreSQL.
+  const bindings: Knex.RawBinding[] = [query.owner_type, query.owner_id, query.types.join(','), query.status_types.join(',')];
+  if (query.subject !== undefined) {
+    conditions.push('e.subject = ?');
+    bindings.push(query.subject);
+  }
+  if (query.created_from !== undefined) {
+    // The latest event is no older than the first: checked on the row itself first, so rows before the range cost
+    // no lookup of their first event.
+    conditions.push('e.created_at >= ? AND first.created_at >= ?');
+    bindings.push(query.created_from, query.created_from);
+  }
+  if (query.created_before !== undefined) {
+    conditions.push('first.created_at < ?');
+    bindings.push(query.created_before);
+  }
+  if (query.before !== undefined) {
+    conditions.push('e.seq < ?');
+    bindings.push(query.before.toString());
+  }
+  if (query.after !== undefined) {
+    conditions.push('e.seq > ?');
+    bindings.push(query.after.toString());
+  }
+  bindings.push(query.limit);
+  const result = await conn.raw(
+    `SELECT e.subject, e.seq, e.type, e.data, e.created_at AS updated_at, first.created_at
+       FROM events e
+       CROSS JOIN LATERAL (
+         SELECT f.type, f.created_at FROM events f
+          WHERE f.owner_type = e.owner_type AND f.owner_id = e.owner_id AND f.subject = e.subject
+          ORDER BY f.seq LIMIT 1
+       ) first
+      WHERE e.owner_type = ? AND e.owner_id = ? AND e.type = ANY(string_to_array(?, ','))
+        AND split_part(first.type, '.', 1) = split_part(e.type, '.', 1)
+        AND NOT EXISTS (
+          SELECT 1 FROM events l
+           WHERE l.owner_type = e.owner_type AND l.owner_id = e.owner_id AND l.subject = e.subject AND l.seq > e.seq
+             AND l.type = ANY(string_to_array(?, ',')) AND split_part(l.type, '.', 1) = split_part(e.type, '.', 1)
+        )
+        ${conditions.map((condition) => `AND ${condition}`).join(' ')}
+      ORDER BY e.seq ${query.after !== undefined ? 'ASC' : 'DESC'}
+      LIMIT ?`,
+    bindings,
+  );
+  return (result.rows as PaymentRow[]).map((row) => ({ ...row, seq: String(row.seq) }));
+}

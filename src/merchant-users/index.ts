@@ -2,7 +2,8 @@
  * A merchant's users (Area C; platform decisions §7 tenant isolation): the one home of the queries that find a
  * merchant's own user (`users` rows with its merchant_id; onboarding creates them), the parties of a transfer (cached),
  * a seller by wallet_ref, and the merchant's API user profile (`merchant_api_users`). A merchant reaches only the
- * users it created; any other id is answered exactly like an unknown one (USER_NOT_FOUND).
+ * users it created; any other id is answered exactly like an unknown one (USER_NOT_FOUND). And the merchant an API
+ * user name belongs to (sign-in).
  */
 import { changeAwareCache } from '../auth-changes';
 import type { Knex } from '../db/knex';
@@ -79,6 +80,19 @@ export interface MerchantApiUser {
   wallet_ref: string;
   avatar: string;
   time_zone: string | null;
+}
+
+/** The longest API user name looked up. */
+const MAX_API_USER_NAME_LENGTH = 256;
+
+/**
+ * The merchant whose API user name this is (exact match; the names are unique), else undefined: how a sign-in with
+ * the API user name and password (the dashboard's, as /login's) finds whose password to check.
+ */
+export async function merchantIdOfApiUserName(database: Knex, userName: string): Promise<string | undefined> {
+  if (typeof userName !== 'string' || userName.length === 0 || userName.length > MAX_API_USER_NAME_LENGTH) return undefined;
+  const row = (await database('merchants').where({ api_user_name: userName }).first('id')) as { id: string } | undefined;
+  return row?.id;
 }
 
 /** Default time zone of a merchant API user (Cambodia). */

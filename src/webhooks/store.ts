@@ -188,6 +188,31 @@ export function listMerchantEvents(database: Knex, merchant_id: string, limit: n
   return database<WebhookEventRow>('webhook_events').where({ merchant_id }).orderBy('created_at', 'desc').limit(limit);
 }
 
+/** The longest cursor id looked up. */
+const MAX_WEBHOOK_ID_LENGTH = 256;
+
+/**
+ * One page of `merchantId`'s webhooks, newest first (created_at, then id, both descending), of at most `limit` rows,
+ * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030).
+ * An `afterId` that is not one of this merchant's webhooks yields an empty page, never another merchant's rows.
+ * `more` says whether a further page exists.
+ */
+export async function merchantWebhooksPage(database: Knex, merchantId: string, limit: number, afterId?: string): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
+  const query = database<WebhookEventRow>('webhook_events')
+    .where({ merchant_id: merchantId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit + 1);
+  if (afterId) {
+    if (afterId.length > MAX_WEBHOOK_ID_LENGTH) return { rows: [], more: false };
+    query.whereRaw('(created_at, id) < (SELECT created_at, id FROM webhook_events WHERE id = ? AND merchant_id = ?)', [afterId, merchantId]);
+  }
+  const rows = await query;
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
 /** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit`. */
 export function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
   return database<WebhookEventRow>('webhook_events')

@@ -1,8 +1,9 @@
 /**
  * The merchant dashboard in a real browser (docs/dashboard.md): playwright-core drives Debian's chromium, headless.
  * A merchant signs in with its API user name and password, sees its balances after a settled payin, sees the payin's
- * webhook that failed (every attempt 503, retries ended) and redelivers it, reads its webhook endpoint page, and signs
- * out; the sign-in form works from the keyboard alone; every page carries the strict CSP and no script; forms from
+ * webhook that failed (every attempt 503, retries ended) and redelivers it, reads its webhook endpoint page, lists its
+ * payments (filtered, a second page) and events, sees when a pending delivery retries next, and signs out through
+ * the navigation bar; the sign-in form and the payments filters work from the keyboard alone; every page carries the strict CSP and no script; forms from
  * another site, without the CSRF token or with another session's change nothing (403); wrong passwords lock one
  * (merchant, address) pair and not another address (FACADE_TRUSTED_PROXY_HOPS=1, each browser context its own
  * X-Forwarded-For).
@@ -15,6 +16,7 @@ import type net from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { recordWebhookEvent } from '../../src/webhooks';
 import { chromiumPath } from '../support/chromium';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
 
@@ -27,6 +29,7 @@ let merchant: MerchantCredentials;
 let browser: Browser;
 let base: string;
 let webhookId: string;
+let settledInvoice: string;
 let attacker: http.Server;
 let attackerPort: number;
 /** The attacker's page: a form posting to `action`, fields as hidden inputs. */
@@ -64,6 +67,12 @@ async function webhookEvent() {
   return harness.platform.deps.database('webhook_events').where({ id: webhookId }).first();
 }
 
+/** The navigation bar's link `label`. */
+const navLink = (label: string) => `nav[aria-label="Dashboard"] a:text-is("${label}")`;
+
+/** The payments table's references, in order. */
+const listedReferences = (page: Page) => page.locator('#payments tbody th a').allTextContents();
+
 const attemptCount = async () => Number((await harness.platform.deps.database('webhook_delivery_attempts').where({ webhook_id: webhookId }).count('* as n').first())?.n ?? 0);
 
 beforeAll(async () => {
@@ -87,6 +96,7 @@ beforeAll(async () => {
   const created = await post(base, '/api/v1/payins', JSON.stringify({ amount: 25.5, out_trade_no: `DASH-${Date.now()}` }), { 'X-API-Key': merchant.api_key });
   expect(created.status).toBe(200);
   const invoice = created.json.data.invoice_reference as string;
+  settledInvoice = invoice;
   expect((await harness.sandbox.pay(invoice, '25.5')).status).toBe(200);
   const event = await eventually(async () => {
     const row = await harness.platform.deps.database('webhook_events').where({ invoice_reference: invoice }).first();
@@ -142,7 +152,7 @@ describe('a merchant in the dashboard', () => {
   });
 
   it('sees the webhook that failed, with each attempt, and redelivers it', async () => {
-    const response = await Promise.all([page.waitForNavigation(), page.click('nav >> text=Webhook deliveries')]).then(([answer]) => answer);
+    const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Webhooks'))]).then(([answer]) => answer);
     await expectSecurePage(response);
     const delivery = page.locator(`article[data-webhook-id="${webhookId}"]`);
     expect(await delivery.locator('dd.status-failed').textContent()).toBe('Failed: retries ended');
@@ -169,7 +179,7 @@ describe('a merchant in the dashboard', () => {
   });
 
   it('reads its webhook endpoint and signing headers, never the secret, each one sent on a real webhook', async () => {
-    const response = await Promise.all([page.waitForNavigation(), page.click('nav >> text=Webhook endpoint')]).then(([answer]) => answer);
+    const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Endpoint'))]).then(([answer]) => answer);
     await expectSecurePage(response);
     expect(await page.textContent('#callback-url')).toBe(harness.receiver.url);
     expect(await page.textContent('#signature-header')).toBe('X-Signature');
@@ -180,6 +190,97 @@ describe('a merchant in the dashboard', () => {
     expect(await page.content()).not.toContain(merchant.hmac_secret);
     expect(await page.textContent('pre')).toContain("headers['x-signature']");
     await screenshot(page, '05-webhook-endpoint');
+  });
+
+  it('lists its payments, one row per reference, filters them by status and pages through them', async () => {
+    // Two more payins, not paid: with the settled one, three payments.
+    const unpaid: string[] = [];
+    for (const index of [1, 2]) {
+      const answer = await post(base, '/api/v1/payins', JSON.stringify({ amount: 10 + index, out_trade_no: `DASH-UNPAID-${Date.now()}-${index}` }), { 'X-API-Key': merchant.api_key });
+      expect(answer.status).toBe(200);
+      unpaid.push(answer.json.data.invoice_reference as string);
+    }
+    const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Payments'))]).then(([answer]) => answer);
+    await expectSecurePage(response);
+    expect(await page.getAttribute('nav a[aria-current="page"]', 'href')).toBe('/dashboard/payments');
+    expect(await listedReferences(page)).toEqual([unpaid[1], unpaid[0], settledInvoice]);
+    const settled = page.locator(`#payments tr[data-reference="${settledInvoice}"]`);
+    expect(await settled.locator('td').allTextContents()).toEqual(['Payin', 'Success', '25.500000', 'USDT', expect.stringMatching(/UTC$/), expect.stringMatching(/UTC$/)]);
+    expect(await settled.locator('th a').getAttribute('href')).toBe(`/dashboard/payments/${settledInvoice}`);
+    await screenshot(page, '10-payments');
+
+    // The filters from the keyboard: Tab from the top of the page reaches each of them, in order, then the button.
+    await page.goto(`${base}/dashboard/payments?page_size=1`);
+    const reached: string[] = [];
+    for (let step = 0; step < 30 && reached.at(-1) !== 'apply'; step++) {
+      await page.keyboard.press('Tab');
+      // The document's active element: a date field's parts are focused inside its own shadow tree, not matched by :focus.
+      const id = await page.evaluate('document.activeElement ? document.activeElement.id : ""');
+      if (typeof id === 'string' && id && reached.at(-1) !== id) reached.push(id);
+    }
+    expect(reached.filter((id) => ['kind', 'status', 'reference', 'created_from', 'created_to', 'apply'].includes(id))).toEqual([
+      'kind',
+      'status',
+      'reference',
+      'created_from',
+      'created_to',
+      'apply',
+    ]);
+    await page.selectOption('#status', 'created');
+    await page.focus('#apply');
+    const filtered = await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]).then(([answer]) => answer);
+    await expectSecurePage(filtered);
+    expect(new URL(page.url()).searchParams.get('status')).toBe('created');
+    expect(await listedReferences(page)).toEqual([unpaid[1]]);
+    expect(await page.locator('#payments tbody td:nth-child(3)').allTextContents()).toEqual(['Created']);
+    expect(await page.isVisible('#newer')).toBe(false);
+    await screenshot(page, '11-payments-filtered');
+
+    const second = await Promise.all([page.waitForNavigation(), page.click('#older')]).then(([answer]) => answer);
+    await expectSecurePage(second);
+    expect(new URL(page.url()).searchParams.get('status')).toBe('created');
+    expect(await listedReferences(page)).toEqual([unpaid[0]]);
+    expect(await page.isVisible('#older')).toBe(false);
+    expect(await page.isVisible('#newer')).toBe(true);
+    await screenshot(page, '12-payments-page-2');
+  });
+
+  it('lists its events in order and filters them by subject', async () => {
+    const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Events'))]).then(([answer]) => answer);
+    await expectSecurePage(response);
+    const types = await page.locator('#events tbody td:nth-child(2)').allTextContents();
+    expect(types).toEqual(expect.arrayContaining(['payin.created', 'payin.success', 'webhook.failed']));
+    const seqs = (await page.locator('#events tbody th').allTextContents()).map(Number);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    await page.fill('#subject', settledInvoice);
+    await Promise.all([page.waitForNavigation(), page.press('#subject', 'Enter')]);
+    expect(new Set(await page.locator('#events tbody td:nth-child(3)').allTextContents())).toEqual(new Set([settledInvoice]));
+    expect(await page.locator('#events tbody td:nth-child(2)').allTextContents()).toEqual(expect.arrayContaining(['payin.created', 'payin.success']));
+    await screenshot(page, '13-events');
+  });
+
+  it('sees when a pending delivery retries next, as its last attempt recorded it', async () => {
+    // A delivery whose first attempt failed and whose next is due in an hour (recorded as a run records it).
+    const pendingId = `WH-DASHBOARD-E2E-${Date.now()}`;
+    const dueAt = new Date(Date.now() + 3_600_000);
+    await harness.platform.deps.database.transaction((trx) =>
+      recordWebhookEvent(trx, { id: pendingId, merchant_id: merchant.merchant_id, subject_reference: settledInvoice, event: 'payin.success', body: '{}' }),
+    );
+    await harness.platform.deps.database('webhook_delivery_attempts').insert({
+      webhook_id: pendingId,
+      attempt: 1,
+      attempted_at: new Date(),
+      status_code: 503,
+      latency_ms: 15,
+      error: 'HTTP 503',
+      next_retry_at: dueAt,
+    });
+    const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Webhooks'))]).then(([answer]) => answer);
+    await expectSecurePage(response);
+    const delivery = page.locator(`article[data-webhook-id="${pendingId}"]`);
+    expect(await delivery.locator('dd.status-pending').textContent()).toBe('Pending');
+    expect(await delivery.locator('dt:text-is("Next retry") + dd time').getAttribute('datetime')).toBe(dueAt.toISOString());
+    await screenshot(page, '14-webhooks-next-retry');
   });
 
   it('signs out: the session ends and the pages send it back to sign-in', async () => {
@@ -219,12 +320,14 @@ describe('the sign-in form from the keyboard alone', () => {
       expect(page.url()).toBe(`${base}/dashboard/balances`);
       // On to the next page by keyboard: Tab to its link in the navigation, Enter.
       const tabbedTo: string[] = [];
-      while (tabbedTo.at(-1) !== 'Webhook deliveries' && tabbedTo.length < 10) {
+      while (tabbedTo.at(-1) !== 'Sign out' && tabbedTo.length < 10) {
         await page.keyboard.press('Tab');
         tabbedTo.push((await page.locator(':focus').textContent()) ?? '');
       }
-      // Skip link, sign-out, then the navigation in its order.
-      expect(tabbedTo).toEqual(['Skip to content', 'Sign out', 'Balances', 'Webhook deliveries']);
+      // Skip link, then the navigation bar in its order, sign-out last.
+      expect(tabbedTo).toEqual(['Skip to content', 'Balances', 'Payments', 'Events', 'Webhooks', 'Endpoint', 'Sign out']);
+      for (let step = 0; step < 2; step++) await page.keyboard.press('Shift+Tab');
+      expect(await page.locator(':focus').textContent()).toBe('Webhooks');
       await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
       expect(page.url()).toBe(`${base}/dashboard/webhooks`);
     } finally {

@@ -175,6 +175,42 @@ describe('webhook deliveries', () => {
     const due = Date.parse(delivery!.nextRetryAt) - Date.parse(delivery!.attempts[0]!.attemptedAt);
     expect(due).toBeGreaterThan((RETRY_INITIAL_SECONDS - 2) * 1000);
     expect(due).toBeLessThan((RETRY_INITIAL_SECONDS + 5) * 1000);
+    // Exactly the time the attempt recorded for the next one.
+    const recorded = await platform.deps.database('webhook_delivery_attempts').where({ webhook_id: ownIds[0], attempt: 1 }).first('next_retry_at');
+    expect(delivery!.nextRetryAt).toBe((recorded.next_retry_at as Date).toISOString());
+  });
+
+  it('reads the next retry from the delivery records (webhook_delivery_attempts.next_retry_at), not from a workflow', async () => {
+    const { credentials: shop } = await createMerchant(platform.deps, { name: 'Dashboard Shop Retry', callback_url: receiver.url });
+    const id = (suffix: string) => `WH-DASHBOARD-RETRY-${Date.now()}-${suffix}`;
+    const record = (webhookId: string) =>
+      platform.deps.database.transaction((trx) =>
+        recordWebhookEvent(trx, { id: webhookId, merchant_id: shop.merchant_id, subject_reference: `PAYIN-RETRY-${webhookId}`, event: 'payin.success', body: '{}' }),
+      );
+    // Recorded as a run would record them, with no run at all: only the records can say when the next one is due.
+    const scheduled = id('SCHEDULED');
+    const overdue = id('OVERDUE');
+    const dueAt = new Date(Date.now() + 3_600_000);
+    const wasDueAt = new Date(Date.now() - 3_600_000);
+    for (const [webhookId, next] of [
+      [scheduled, dueAt],
+      [overdue, wasDueAt],
+    ] as const) {
+      await record(webhookId);
+      await platform.deps.database('webhook_delivery_attempts').insert({
+        webhook_id: webhookId,
+        attempt: 1,
+        attempted_at: new Date(next.getTime() - 60_000),
+        status_code: 503,
+        latency_ms: 12,
+        error: 'HTTP 503',
+        next_retry_at: next,
+      });
+    }
+    const { deliveries } = await facade.dashboard.listWebhookDeliveries({ sessionToken: (await signIn(shop)).sessionToken });
+    const byId = new Map(deliveries.map((delivery) => [delivery.webhookId, delivery]));
+    expect(byId.get(scheduled)).toMatchObject({ status: 'pending', nextRetry: NextRetry.SCHEDULED, nextRetryAt: dueAt.toISOString() });
+    expect(byId.get(overdue)).toMatchObject({ status: 'pending', nextRetry: NextRetry.NOT_SCHEDULED, nextRetryAt: wasDueAt.toISOString() });
   });
 
   it('never lists another merchant\'s delivery, not even after a page token naming it', async () => {

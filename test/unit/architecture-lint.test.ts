@@ -118,7 +118,7 @@ const refused: Probe[] = [
   ...each('rpc → a capability', 'src/rpc/{tag}.ts', '../merchant-auth'),
   // The dashboard reads flows and capabilities; none of them reads it.
   ...each('flow → the dashboard', FLOW, '../../dashboard/service'),
-  ...each('capability → the dashboard', 'src/webhooks/{tag}.ts', '../dashboard/store'),
+  ...each('capability → the dashboard', 'src/webhooks/{tag}.ts', '../dashboard/sessions'),
   ...each('dashboard → the composition root', 'src/dashboard/{tag}.ts', '../platform'),
   ...each('dashboard → the sandbox', 'src/dashboard/{tag}.ts', '../sandbox/upstream'),
   ...each('flow → the timeline', FLOW, '../../timeline/types'),
