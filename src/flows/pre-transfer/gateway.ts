@@ -177,9 +177,14 @@ type Answer = Pick<GatewayResponse, 'status' | 'body' | 'retryAfterSeconds'>;
 export interface PreTransferOperations {
   /** The partner a valid, unexpired access token names, when that partner is active. */
   partnerOfToken(token: string): Promise<Partner | undefined>;
-  create(partner: Partner, input: { out_trade_no: string; receiver_id: string; sender_name: string; amount_units: bigint; currency: string }): Promise<PreTransferRow>;
+  /** `context`: the request's, for the request journal (its client address). */
+  create(partner: Partner, input: { out_trade_no: string; receiver_id: string; sender_name: string; amount_units: bigint; currency: string }, context?: HandlerContext): Promise<PreTransferRow>;
   /** Records what was verified (`body_sha256`, and the bound credential on the typed path) before confirming. */
-  confirm(partner: Partner, input: { pre_transfer_id: string; partner_transaction_id: string; body_sha256: string; credential_id?: string }): Promise<PreTransferRow>;
+  confirm(
+    partner: Partner,
+    input: { pre_transfer_id: string; partner_transaction_id: string; body_sha256: string; credential_id?: string },
+    context?: HandlerContext,
+  ): Promise<PreTransferRow>;
   query(partner: Partner, input: { out_trade_no: string }): Promise<PreTransferRow>;
 }
 
@@ -261,15 +266,15 @@ function signed(deps: Deps, status: number, body: Body): Answer {
 }
 
 /** The `data` of each service's answer, its fields read first (area-a.ts): the operation's row, as the interface lists it. */
-const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner: Partner, body: Body, raw: string) => Promise<Body>> = {
-  async 'create.unified.fundTransfer'(operations, partner, body) {
+const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner: Partner, body: Body, raw: string, context: HandlerContext) => Promise<Body>> = {
+  async 'create.unified.fundTransfer'(operations, partner, body, _raw, context) {
     const { out_trade_no, receiver_id, sender_name, currency, amount } = readAreaA(AREA_A_FIELD_RULES['create.unified.fundTransfer'], body);
-    const row = await operations.create(partner, { out_trade_no, receiver_id, sender_name, currency, amount_units: amount });
+    const row = await operations.create(partner, { out_trade_no, receiver_id, sender_name, currency, amount_units: amount }, context);
     return transferData(row, ['out_trade_no', 'receiver_id', 'amount', 'currency', 'pre_transfer_id', 'receiver_name', 'expire_in']);
   },
-  async 'confirm.fundTransfer'(operations, partner, body, raw) {
+  async 'confirm.fundTransfer'(operations, partner, body, raw, context) {
     const fields = readAreaA(AREA_A_FIELD_RULES['confirm.fundTransfer'], body);
-    const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') });
+    const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') }, context);
     return transferData(row, ['result_code', 'fund_transfer_id', 'out_trade_no', 'receiver_id', 'pre_transfer_id', 'amount', 'currency', 'receiver_name']);
   },
   async 'query.fundTransfer'(operations, partner, body) {
@@ -348,7 +353,7 @@ export function createGateway(deps: Deps, operations: PreTransferOperations): (r
     if (!isPartner(partner)) return partner;
     try {
       const { service, body } = verifiedRequest(publicKeyOf(partner.public_key_pem), request.body);
-      return signed(deps, 200, okEnvelope(await SERVICES[service](operations, partner, body, request.body)));
+      return signed(deps, 200, okEnvelope(await SERVICES[service](operations, partner, body, request.body, context)));
     } catch (error) {
       return refusal(deps, error, logFault);
     }

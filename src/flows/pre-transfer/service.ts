@@ -19,6 +19,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { changeAwareCache } from '../../auth-changes';
+import { journaled } from '../../events';
 import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
@@ -26,6 +27,7 @@ import { isCurrency } from '../../money';
 import { findUserByPhone, getPartner, getUser, normalizePhone, type Partner, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { callerOf, mayActFor } from '../../rpc/caller';
+import { clientAddressOf } from '../../rpc/client-address';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { domainErrorFromFailure } from '../../temporal/failures';
@@ -307,8 +309,26 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       const partnerId = await partnerIdOfToken(token);
       return partnerId ? activePartner(partnerId) : undefined;
     },
-    create: (partner, request) => createPreTransfer(deps, partner, request),
-    confirm: (partner, request) => confirmPreTransfer(deps, partner, request),
+    create: (partner, request, context) =>
+      journaled(
+        deps,
+        { owner_kind: 'partner', owner_id: partner.id, action: 'area-a.create_pre_transfer', idempotency_key: request.out_trade_no, client_address: context && clientAddressOf(context) },
+        () => createPreTransfer(deps, partner, request),
+        (row) => row.id,
+      ),
+    confirm: (partner, request, context) =>
+      journaled(
+        deps,
+        {
+          owner_kind: 'partner',
+          owner_id: partner.id,
+          action: 'area-a.confirm_pre_transfer',
+          idempotency_key: request.partner_transaction_id,
+          client_address: context && clientAddressOf(context),
+          reference: request.pre_transfer_id,
+        },
+        () => confirmPreTransfer(deps, partner, request),
+      ),
     query: (partner, request) => queryPreTransfer(deps, partner, request),
   };
   /**
@@ -332,7 +352,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
     async createPreTransfer(request, context) {
       const partner = await boundPartner(context, request.partnerId);
       const { outTradeNo: out_trade_no, receiverId: receiver_id, senderName: sender_name, amountUnits: amount_units, currency } = request;
-      return { preTransfer: toPreTransfer(await operations.create(partner, { out_trade_no, receiver_id, sender_name, amount_units, currency })) };
+      return { preTransfer: toPreTransfer(await operations.create(partner, { out_trade_no, receiver_id, sender_name, amount_units, currency }, context)) };
     },
     async confirmPreTransfer(request, context) {
       const partner = await boundPartner(context, request.partnerId);
@@ -342,7 +362,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         // No signed body on this path: the digest of what the bound caller sent, and who it was.
         body_sha256: createHash('sha256').update(JSON.stringify([request.partnerId, request.preTransferId, request.partnerTransactionId])).digest('hex'),
         credential_id: callerOf(context)!.id,
-      });
+      }, context);
       return { preTransfer: toPreTransfer(row) };
     },
     async queryTransfer(request, context) {
