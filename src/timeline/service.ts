@@ -1,11 +1,12 @@
 /**
  * TimelineService (proto/payments/timeline/v1, docs/timeline.md): one payment's timeline, for whom may see it. The
  * viewer is decided here, in this order: the owner's own proof (`proof`: Area B's API key, checked by the verifier
- * the composition root hands in, the PayinService's); else a merchant or partner named with a credential bound to it
+ * the composition root hands in, the PayinService's; or a live merchant dashboard session); else a merchant or partner named with a credential bound to it
  * (`mayActFor`); else an operator (the `admin` scope: any payment, failure messages included). Anyone else is refused
  * PERMISSION_DENIED. A reference unknown or not the viewer's answers PAYMENT_NOT_FOUND, one answer for both.
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { findDashboardSession } from '../dashboard/sessions';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import type { EventOwner } from '../events';
 import { problem } from '../field-problems';
@@ -25,8 +26,19 @@ export interface TimelineProofs {
  * Who is asking, from the request's proof or the caller's credential.
  * @throws DomainError the proof's refusals; PERMISSION_DENIED
  */
-export async function viewerOf(proofs: TimelineProofs, request: Pick<GetPaymentTimelineRequest, 'proof' | 'merchantId' | 'partnerId'>, context: HandlerContext): Promise<TimelineViewer> {
+export async function viewerOf(
+  deps: Pick<PlatformDeps, 'database' | 'abuse'>,
+  proofs: TimelineProofs,
+  request: Pick<GetPaymentTimelineRequest, 'proof' | 'merchantId' | 'partnerId' | 'dashboardSession'>,
+  context: HandlerContext,
+): Promise<TimelineViewer> {
   if (request.proof?.proof.case === 'apiKey') return { kind: 'owner', owner: await proofs.apiKey(request.proof.proof.value, context) };
+  if (request.dashboardSession) {
+    const session = await findDashboardSession(deps.database, request.dashboardSession);
+    if (!session) throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no live dashboard session');
+    await deps.abuse.consumeRequest(`merchant:${session.merchant_id}`);
+    return { kind: 'owner', owner: { type: 'merchant', id: session.merchant_id } };
+  }
   const caller = callerOf(context);
   const named: EventOwner | undefined = request.merchantId ? { type: 'merchant', id: request.merchantId } : request.partnerId ? { type: 'partner', id: request.partnerId } : undefined;
   if (named) {
@@ -69,7 +81,7 @@ export async function timelineFor(deps: Pick<PlatformDeps, 'database' | 'tempora
 export function createTimelineService(deps: PlatformDeps, proofs: TimelineProofs): ServiceImpl<typeof TimelineService> {
   return {
     async getPaymentTimeline(request, context) {
-      const viewer = await viewerOf(proofs, request, context);
+      const viewer = await viewerOf(deps, proofs, request, context);
       if (request.maxPerSource < 0 || request.maxPerSource > 1000) throw invalidFields({ max_per_source: [problem('max', 1000)] });
       return timelineMessage(await timelineFor(deps, request.reference, viewer, request.maxPerSource));
     },

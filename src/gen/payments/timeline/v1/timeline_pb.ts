@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/timeline/v1/timeline.proto.
  */
 export const file_payments_timeline_v1_timeline: GenFile = /*@__PURE__*/
-  fileDesc("CiNwYXltZW50cy90aW1lbGluZS92MS90aW1lbGluZS5wcm90bxIUcGF5bWVudHMudGltZWxpbmUudjEiyAEKGUdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QSHQoJcmVmZXJlbmNlGAEgASgJQgq6SAdyBRABGIABEi0KBXByb29mGAIgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyUHJvb2YSHAoLbWVyY2hhbnRfaWQYAyABKAlCB7pIBHICGEASGwoKcGFydG5lcl9pZBgEIAEoCUIHukgEcgIYQBIiCg5tYXhfcGVyX3NvdXJjZRgFIAEoBUIKukgHGgUY6AcoACJuCg1UaW1lbGluZUVudHJ5EgoKAmF0GAEgASgJEg4KBnNvdXJjZRgCIAEoCRIMCgRraW5kGAMgASgJEg8KB3N1bW1hcnkYBCABKAkSFAoMZGV0YWlsc19qc29uGAUgASgJEgwKBGxpbmsYBiABKAkiPQoMU291cmNlU3RhdHVzEg4KBnNvdXJjZRgBIAEoCRINCgVzdGF0ZRgCIAEoCRIOCgZyZWFzb24YAyABKAkirQEKGkdldFBheW1lbnRUaW1lbGluZVJlc3BvbnNlEhEKCXJlZmVyZW5jZRgBIAEoCRI0CgdlbnRyaWVzGAIgAygLMiMucGF5bWVudHMudGltZWxpbmUudjEuVGltZWxpbmVFbnRyeRIzCgdzb3VyY2VzGAMgAygLMiIucGF5bWVudHMudGltZWxpbmUudjEuU291cmNlU3RhdHVzEhEKCXRydW5jYXRlZBgEIAMoCTKMAQoPVGltZWxpbmVTZXJ2aWNlEnkKEkdldFBheW1lbnRUaW1lbGluZRIvLnBheW1lbnRzLnRpbWVsaW5lLnYxLkdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QaMC5wYXltZW50cy50aW1lbGluZS52MS5HZXRQYXltZW50VGltZWxpbmVSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate, file_payments_events_v1_events]);
+  fileDesc("CiNwYXltZW50cy90aW1lbGluZS92MS90aW1lbGluZS5wcm90bxIUcGF5bWVudHMudGltZWxpbmUudjEi7QEKGUdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QSHQoJcmVmZXJlbmNlGAEgASgJQgq6SAdyBRABGIABEi0KBXByb29mGAIgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyUHJvb2YSHAoLbWVyY2hhbnRfaWQYAyABKAlCB7pIBHICGEASGwoKcGFydG5lcl9pZBgEIAEoCUIHukgEcgIYQBIiCg5tYXhfcGVyX3NvdXJjZRgFIAEoBUIKukgHGgUY6AcoABIjChFkYXNoYm9hcmRfc2Vzc2lvbhgGIAEoCUIIukgFcgMYgAIibgoNVGltZWxpbmVFbnRyeRIKCgJhdBgBIAEoCRIOCgZzb3VyY2UYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEhQKDGRldGFpbHNfanNvbhgFIAEoCRIMCgRsaW5rGAYgASgJIj0KDFNvdXJjZVN0YXR1cxIOCgZzb3VyY2UYASABKAkSDQoFc3RhdGUYAiABKAkSDgoGcmVhc29uGAMgASgJIq0BChpHZXRQYXltZW50VGltZWxpbmVSZXNwb25zZRIRCglyZWZlcmVuY2UYASABKAkSNAoHZW50cmllcxgCIAMoCzIjLnBheW1lbnRzLnRpbWVsaW5lLnYxLlRpbWVsaW5lRW50cnkSMwoHc291cmNlcxgDIAMoCzIiLnBheW1lbnRzLnRpbWVsaW5lLnYxLlNvdXJjZVN0YXR1cxIRCgl0cnVuY2F0ZWQYBCADKAkyjAEKD1RpbWVsaW5lU2VydmljZRJ5ChJHZXRQYXltZW50VGltZWxpbmUSLy5wYXltZW50cy50aW1lbGluZS52MS5HZXRQYXltZW50VGltZWxpbmVSZXF1ZXN0GjAucGF5bWVudHMudGltZWxpbmUudjEuR2V0UGF5bWVudFRpbWVsaW5lUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate, file_payments_events_v1_events]);
 
 /**
  * @generated from message payments.timeline.v1.GetPaymentTimelineRequest
@@ -53,6 +53,13 @@ export type GetPaymentTimelineRequest = Message<"payments.timeline.v1.GetPayment
    * @generated from field: int32 max_per_source = 5;
    */
   maxPerSource: number;
+
+  /**
+   * The merchant dashboard's session token (the dashboard's payment page): the session's merchant is the owner.
+   *
+   * @generated from field: string dashboard_session = 6;
+   */
+  dashboardSession: string;
 };
 
 /**
@@ -195,7 +202,8 @@ export const GetPaymentTimelineResponseSchema: GenMessage<GetPaymentTimelineResp
  * received, the workflow's history (Temporal), the provider's and acquirer's messages, the ledger postings, the
  * events and every webhook attempt.
  *
- * Who may read it: the payment's owner, proven by its own proof (`proof`: Area B's API key), or by a service
+ * Who may read it: the payment's owner, proven by its own proof (`proof`: Area B's API key; `dashboard_session`: a
+ * live merchant dashboard session), or by a service
  * credential bound to it (`merchant_id` / `partner_id` with an owner-bound credential); operators (the admin scope)
  * any payment, with failure messages. A reference that is unknown or another owner's answers PAYMENT_NOT_FOUND, the
  * same for both.
