@@ -105,7 +105,14 @@ describe('a payment’s timeline', () => {
       details: { action: 'area-b.create_payin', owner_kind: 'merchant', owner_id: merchant.merchant_id, idempotency_key: `tl-key-${orders}`, outcome: 'ok' },
     });
     expect(entries.some((entry) => entry.kind === 'request.area-b.upstream_notification' && entry.details.owner_kind === 'upstream' && entry.details.outcome === 'ok')).toBe(true);
-    expect(entries[started]).toMatchObject({ source: 'workflow', details: { workflow_type: 'payinWorkflow' } });
+    // The workflow carries the payment's search attributes from its start.
+    expect(entries[started]).toMatchObject({
+      source: 'workflow',
+      details: {
+        workflow_type: 'payinWorkflow',
+        search_attributes: { PaymentOwnerId: `merchant:${merchant.merchant_id}`, PaymentKind: 'payin', PaymentAmountUnits: '3000000', PaymentCurrency: 'USDT', PaymentStatus: 'waiting' },
+      },
+    });
     expect(entries[started]!.link).toMatch(new RegExp(`^http://temporal-ui\\.test:8233/namespaces/[^/]+/workflows/${settled}/`));
     expect(entries[notification]).toMatchObject({ source: 'provider', details: { status: 'success', amount_units: '3000000', trx_ref: 'TRX-TIMELINE', outcome: 'applied' } });
     // The merchant sees its own account's balance after the posting, never the platform's.

@@ -30,6 +30,7 @@ import { callerOf, mayActFor } from '../../rpc/caller';
 import { clientAddressOf } from '../../rpc/client-address';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
 import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
@@ -94,11 +95,20 @@ async function eligibleReceiver(deps: PlatformDeps, receiver_id: string): Promis
   return { receiver, wallet_account_id };
 }
 
-/** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
-async function startPreTransferWorkflow(deps: PlatformDeps, id: string, ttl_seconds: number): Promise<void> {
+/**
+ * Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline, with the
+ * payment's search attributes (owner, kind, amount, currency, status `pending`) from its start.
+ */
+async function startPreTransferWorkflow(
+  deps: PlatformDeps,
+  transfer: { id: string; partner_id: string; amount_units: bigint | string; currency: string },
+  ttl_seconds: number,
+): Promise<void> {
+  const { id } = transfer;
+  const search = paymentSearchAttributes({ owner: { partner_id: transfer.partner_id }, kind: 'pre_transfer', amount_units: BigInt(transfer.amount_units), currency: transfer.currency, status: 'pending' });
   try {
     await withRequestDeadline(deps, () =>
-      startWorkflow(deps.temporal, preTransferWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: id, args: [{ pre_transfer_id: id, ttl_seconds }] }),
+      startWorkflow(deps.temporal, preTransferWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: id, args: [{ pre_transfer_id: id, ttl_seconds }], ...search }),
     );
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
@@ -115,7 +125,7 @@ async function ensureStarted(deps: PlatformDeps, row: PreTransferRow): Promise<P
   // The workflow's timer ends at the row's expiry, not a full lifetime from now.
   const remaining_seconds = Math.max(1, Math.ceil((new Date(row.expires_at).getTime() - Date.now()) / 1000));
   try {
-    await startPreTransferWorkflow(deps, row.id, Math.min(row.ttl_seconds, remaining_seconds));
+    await startPreTransferWorkflow(deps, row, Math.min(row.ttl_seconds, remaining_seconds));
   } catch {
     throw unavailable('pre-transfer workflow not started');
   }
@@ -196,7 +206,7 @@ export async function createPreTransfer(deps: PlatformDeps, partner: Partner, re
   // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
   // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
   try {
-    await startPreTransferWorkflow(deps, id, ttl);
+    await startPreTransferWorkflow(deps, { id, partner_id: partner.id, amount_units: request.amount_units, currency }, ttl);
   } catch (error) {
     await releaseUnstartedPreTransfer(deps, id);
     deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');
