@@ -11,8 +11,10 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { createPartner, createUser } from '../../src/onboarding';
 import { createPlatformClients } from '../../src/rpc/clients';
 import { createServiceCredential } from '../../src/service-credentials';
+import { generatePartnerKeys, PartnerClient } from '../support/partner-client';
 import { eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 interface Entry {
@@ -226,6 +228,37 @@ describe('a payment’s timeline', () => {
     expect(kinds).toEqual(expect.arrayContaining(['request.area-b.create_payin', 'provider.notification', 'ledger.posted', 'payin.success']));
     expect(json.data.entries.some((entry) => entry.source === 'webhook')).toBe(true);
   }, 180_000);
+
+  it('answers a partner its own events over the Area A gateway (query.events), and its pre-transfer’s timeline to a credential bound to it', async () => {
+    const { deps } = harness.platform;
+    const keys = generatePartnerKeys();
+    const { partner: created, credentials } = await createPartner(deps, { name: 'Timeline partner', public_key_pem: keys.publicKeyPem, float_units: 100_000n });
+    const receiver = await createUser(deps, { phone_number: '012777321', first_name: 'Sok', last_name: 'Dara', currency: 'USD' });
+    const partner = new PartnerClient(harness.platform.facadeUrl, credentials, keys, deps.keys.publicKeyPem);
+    expect((await partner.token()).status).toBe(200);
+    const made = await partner.gateway({ service: 'create.unified.fundTransfer', out_trade_no: `TLPT${Date.now()}`, receiver_id: receiver.id, sender_name: 'Timeline', amount: 1, currency: 'USD' });
+    expect(made.body).toMatchObject({ success: true });
+    const preTransfer = (made.body.data as { pre_transfer_id: string }).pre_transfer_id;
+
+    const page = await partner.gateway({ service: 'query.events', after: 0, limit: 10 });
+    expect(page.status).toBe(200);
+    expect(page.signValid).toBe(true);
+    const data = page.body.data as { events: Array<{ seq: unknown; type: string; subject: string }>; has_more: boolean; next_after: unknown };
+    expect(data.events.map((event) => [String(event.seq), event.type, event.subject])).toEqual([['1', 'pre_transfer.created', preTransfer]]);
+    expect([data.has_more, String(data.next_after)]).toEqual([false, '1']);
+    const refused = await partner.gateway({ service: 'query.events', limit: 0 });
+    expect(refused.body).toMatchObject({ success: false, error_code: 'VALIDATIONERROR', error_desc: 'limit must be at least 1' });
+
+    // The pre-transfer's timeline: the gateway's create journaled under it, for a credential bound to the partner.
+    const bound = createPlatformClients(harness.platform.rpcUrl, { credentials: { token: (await createServiceCredential(deps.database, { name: 'timeline partner', scopes: [`partner:${created.id}`] })).token } }).timeline;
+    const story = await bound.getPaymentTimeline({ reference: preTransfer, partnerId: created.id });
+    const kinds = story.entries.map((entry) => entry.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['request.area-a.create_pre_transfer', 'workflow.started', 'ledger.held', 'pre_transfer.created']));
+    const request = JSON.parse(story.entries.find((entry) => entry.kind === 'request.area-a.create_pre_transfer')!.detailsJson);
+    expect(request).toMatchObject({ owner_kind: 'partner', owner_id: created.id, outcome: 'ok' });
+    // Another owner's credential: not found.
+    expect(await bound.getPaymentTimeline({ reference: settled, partnerId: created.id }).then(() => 'ok', (error: unknown) => Code[ConnectError.from(error).code])).toBe('NotFound');
+  }, 60_000);
 
   it('journals each request once answered, a refusal under its payment too, with no secret', async () => {
     const { database } = harness.platform.deps;

@@ -25,6 +25,7 @@ import { COMMON_REASONS, DomainError, reasonError } from '../../errors';
 import type { GatewayRequest, GatewayResponse, IssueAccessTokenRequest } from '../../gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, stringifyJson, type Currency } from '../../money';
 import { authenticatePartner, type Partner } from '../../onboarding';
+import type { EventsPage } from '../../events';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { exceedsJsonDepth } from '../../text';
@@ -186,6 +187,8 @@ export interface PreTransferOperations {
     context?: HandlerContext,
   ): Promise<PreTransferRow>;
   query(partner: Partner, input: { out_trade_no: string }): Promise<PreTransferRow>;
+  /** One page of the partner's own events after `after` (docs/events.md), `limit` 1..500. */
+  events(partner: Partner, input: { after: bigint; limit: number }): Promise<EventsPage>;
 }
 
 /** The `data` fields of a pre-transfer, in the order the interface lists them. */
@@ -276,6 +279,22 @@ const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner
     const fields = readAreaA(AREA_A_FIELD_RULES['confirm.fundTransfer'], body);
     const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') }, context);
     return transferData(row, ['result_code', 'fund_transfer_id', 'out_trade_no', 'receiver_id', 'pre_transfer_id', 'amount', 'currency', 'receiver_name']);
+  },
+  async 'query.events'(operations, partner, body) {
+    const { after, limit } = readAreaA(AREA_A_FIELD_RULES['query.events'], body);
+    const page = await operations.events(partner, { after: BigInt(after ?? 0), limit: limit ?? 100 });
+    return {
+      events: page.events.map((event) => ({
+        seq: Number(event.seq),
+        type: event.type,
+        subject: event.subject,
+        created_at: event.created_at.toISOString(),
+        ledger_transaction_id: event.ledger_transaction_id,
+        data: event.data,
+      })),
+      has_more: page.has_more,
+      next_after: Number(page.next_after),
+    };
   },
   async 'query.fundTransfer'(operations, partner, body) {
     const row = await operations.query(partner, readAreaA(AREA_A_FIELD_RULES['query.fundTransfer'], body));

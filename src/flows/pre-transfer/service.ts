@@ -19,7 +19,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { changeAwareCache } from '../../auth-changes';
-import { journaled } from '../../events';
+import { journaled, listEvents } from '../../events';
 import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
@@ -340,6 +340,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         () => confirmPreTransfer(deps, partner, request),
       ),
     query: (partner, request) => queryPreTransfer(deps, partner, request),
+    events: (partner, request) => listEvents(deps.database, { owner: { type: 'partner', id: partner.id }, after: request.after, limit: request.limit }),
   };
   /**
    * The partner a typed call acts for: only a caller whose credential is bound to it (never the façade's or an
