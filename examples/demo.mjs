@@ -939,6 +939,26 @@ async function merchantEvents(credentials, receiver) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Timeline
+// ---------------------------------------------------------------------------------------------------------------
+/** One payment's story: the last settled payin's timeline (GET /api/v1/payments/{reference}/timeline, docs/timeline.md). */
+async function paymentTimeline(credentials) {
+  const headers = { 'X-API-Key': credentials.merchant.api_key };
+  const settled = await (await fetch(`${CONFIG.baseUrl}/api/v1/events?type=payin.success&limit=500`, { headers })).json();
+  const reference = settled.data?.events?.at(-1)?.subject;
+  check(Boolean(reference), 'a settled payin to tell');
+  step(`GET /api/v1/payments/${reference}/timeline: requests, workflow, provider, ledger, events, webhook attempts in time order`);
+  const answer = await (await fetch(`${CONFIG.baseUrl}/api/v1/payments/${reference}/timeline`, { headers })).json();
+  const entries = answer.data?.entries ?? [];
+  for (const entry of entries) note(`${entry.at}  ${entry.source.padEnd(8)}  ${entry.summary}`);
+  for (const status of answer.data?.sources ?? []) note(`${status.source}: ${status.state} (${status.reason})`);
+  check(entries.every((entry, index) => index === 0 || entries[index - 1].at <= entry.at), 'in time order');
+  const sources = new Set(entries.map((entry) => entry.source));
+  for (const source of ['request', 'workflow', 'provider', 'ledger', 'event', 'webhook']) check(sources.has(source), `the story holds its ${source} entries`);
+  note(`the same page for a person: ${CONFIG.baseUrl}/dashboard/payments/${reference}`);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------------------------------------------
 async function main() {
@@ -994,6 +1014,7 @@ async function main() {
   }
 
   await runSection('Events: the merchant’s stream from after=0', () => merchantEvents(credentials, receiver));
+  await runSection('Timeline: one payment’s story', () => paymentTimeline(credentials));
 
   await runSection('Ledger', async () => {
     const answer = await operator.ledgerCheck();

@@ -28,6 +28,8 @@ const schema = z.object({
     .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL')
     .transform((value) => value.replace(/\/+$/, ''))
     .optional(),
+  /** The longest a payment's timeline waits for Temporal's workflow history (seconds); past it the source is `unavailable`. */
+  TIMELINE_TEMPORAL_DEADLINE_SECONDS: z.coerce.number().positive().max(60).default(2),
   HTTP_PORT: port.default(3000),
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),

@@ -12,6 +12,7 @@ import { createAdminService } from './admin/service';
 import { createInstrumentService } from './instruments/service';
 import { createDepositService } from './flows/deposit/service';
 import { createDashboardService } from './dashboard/service';
+import { createTimelineService } from './timeline/service';
 import type { PlatformServices } from './rpc/services';
 
 import type { PlatformDeps } from './platform-deps';
@@ -34,6 +35,9 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
     events: createEventsService(deps, {
+      apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
+    }),
+    timeline: createTimelineService(deps, {
       apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
     }),
   };

@@ -20,6 +20,7 @@ import { MERCHANT_USER_REASONS } from './merchant-users/reasons';
 import { ONBOARDING_REASONS } from './onboarding/reasons';
 import { PREORDER_REASONS } from './preorders/reasons';
 import { WEBHOOK_REASONS } from './webhooks/contract';
+import { TIMELINE_REASONS } from './timeline/reasons';
 
 /** Every reason table, by the capability that owns it. */
 export const REASON_TABLES = {
@@ -38,6 +39,7 @@ export const REASON_TABLES = {
   instruments: INSTRUMENT_REASONS,
   dashboard: DASHBOARD_REASONS,
   fieldDecryption: FIELD_DECRYPTION_REASONS,
+  timeline: TIMELINE_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 
 type Tables = typeof REASON_TABLES;

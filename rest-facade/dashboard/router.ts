@@ -13,6 +13,8 @@
  *   POST /dashboard/sign-out                         csrf_token → session ended, cookie cleared, 303 to sign-in
  *   GET  /dashboard<page>                            each page of ./pages.ts (no session: 303 to sign-in)
  *   POST /dashboard/webhooks/:webhookId/redeliver    csrf_token → 303 to the deliveries with a notice
+ *   GET  /dashboard/payments/:reference              one payment's postings and timeline (TimelineService; 404 for
+ *                                                    an unknown reference and another merchant's alike)
  *
  * A form from another site (Sec-Fetch-Site), without its CSRF token or with another session's changes nothing and
  * answers 403. Errors are pages that say nothing internal.
@@ -24,6 +26,7 @@ import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { paymentContent } from '../views/dashboard-payment';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
 import { DASHBOARD_PAGES, type DashboardPage } from './pages';
@@ -191,6 +194,26 @@ async function showPage(ctx: FacadeContext, page: DashboardPage): Promise<void> 
   }
 }
 
+/** A payment reference as the platform makes them; anything else is an unknown payment. */
+const PAYMENT_REFERENCE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** One payment's page: the session's merchant's payment only (404 otherwise, whoever's it is). */
+async function showPayment(ctx: FacadeContext): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (!sessionToken) return seeOther(ctx, SIGN_IN);
+  const reference = ctx.params.reference ?? '';
+  const notFound = () => sendMessage(ctx, 404, 'Not found', 'There is no such payment.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+  try {
+    const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+    if (!PAYMENT_REFERENCE.test(reference)) return notFound();
+    const timeline = await ctx.state.clients.timeline.getPaymentTimeline({ reference, dashboardSession: sessionToken }, rpcCallOptions(ctx));
+    sendPage(ctx, 200, dashboardDocument({ title: `Payment ${reference}`, content: paymentContent(timeline), signedIn: session!, navigation: DASHBOARD_PAGES }));
+  } catch (error) {
+    if (readRpcFailure(error).reason === 'PAYMENT_NOT_FOUND') return notFound();
+    answerFailure(ctx, error);
+  }
+}
+
 function serveStylesheet(ctx: FacadeContext): void {
   // Like every dashboard answer, not stored (2 KB, read once per page).
   setSecurityHeaders(ctx);
@@ -221,6 +244,7 @@ export function dashboardRouter(): Router<FacadeState> {
     }),
   );
   for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
+  router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
   return router;
 }
 

@@ -12,7 +12,7 @@ import type { ServiceReason } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 
 /** Area B route names used in the messages table. */
-export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events';
+export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events' | 'timeline';
 
 export const PAYIN_MESSAGES = {
   rateLimited: 'Too many requests. Retry after the time in Retry-After.',
@@ -27,6 +27,7 @@ export const PAYIN_MESSAGES = {
   invalidSignature: 'Invalid signature',
   internal: 'Internal server error',
   busy: 'Service is busy. Please try again later.',
+  paymentNotFound: 'Payment not found.',
 } as const;
 
 /** Field limits of B1 (interface "Limits"). */
@@ -52,8 +53,8 @@ export interface AreaBError {
   body: PayinErrorBody;
 }
 
-/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts) and the EventsService's. */
-export type AreaBReason = ServiceReason<'payin' | 'events'>;
+/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts), the EventsService's and the TimelineService's. */
+export type AreaBReason = ServiceReason<'payin' | 'events' | 'timeline'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -135,7 +136,7 @@ const validation = (route: PayinRoute, fields: FieldViolations) =>
  * any table the service uses without a line here does not compile.
  */
 const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolations) => AreaBError> = {
-  UNAUTHENTICATED: (route) => failure(401, route === 'balance' || route === 'events' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
+  UNAUTHENTICATED: (route) => failure(401, route === 'balance' || route === 'events' || route === 'timeline' ? PAYIN_MESSAGES.unauthenticated : PAYIN_MESSAGES.unauthorized),
   UPSTREAM_SIGNATURE_INVALID: () => failure(401, PAYIN_MESSAGES.invalidSignature),
   MERCHANT_SUSPENDED: () => failure(403, PAYIN_MESSAGES.suspended),
   VALIDATION_FAILED: validation,
@@ -145,6 +146,8 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   UPSTREAM_NOT_CONFIGURED: (route) => validation(route, { upstream: ['No upstream payin server is configured.'] }),
   UPSTREAM_UNAVAILABLE: () => failure(502, PAYIN_MESSAGES.upstreamUnavailable),
   PAYIN_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.topUpNotFound),
+  // Unknown, or another merchant's: one answer (docs/timeline.md).
+  PAYMENT_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.paymentNotFound),
   PAYIN_FAILED: systemError,
   IDEMPOTENCY_KEY_INVALID: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key must be 1 to 255 visible ASCII characters.'] }),
   IDEMPOTENCY_KEY_REUSED: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] }),

@@ -1,7 +1,8 @@
 /**
  * Area B router (interface "Area B", platform decisions §4, §8): B1 `POST /api/v1/payins`, B2
  * `POST /api/v1/payins/status`, B3 `GET /api/v1/balance`, the merchant's events `GET /api/v1/events`
- * (docs/events.md) and the upstream's `POST /api/v1/upstream/notifications`.
+ * (docs/events.md), a payment's timeline `GET /api/v1/payments/{reference}/timeline` (docs/timeline.md) and the
+ * upstream's `POST /api/v1/upstream/notifications`.
  * Translation only: the Area B contract (./contract.ts) reads and checks the documented fields, the typed fields go
  * to the PayinService over Connect, and answers and failures come back through the Area B envelope and its one
  * error table.
@@ -25,7 +26,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error, 'payin', 'events');
+  const failure = readRpcFailure(error, 'payin', 'events', 'timeline');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
@@ -168,6 +169,41 @@ async function listEvents(ctx: FacadeContext): Promise<void> {
   }
 }
 
+/** A reference the timeline route takes: 1 to 128 visible ASCII characters. */
+const TIMELINE_REFERENCE = /^[\x21-\x7e]{1,128}$/;
+
+/**
+ * One payment's timeline (docs/timeline.md): one TimelineService call with the API key as the owner's proof. An
+ * unknown reference and another merchant's answer the same 404.
+ */
+async function paymentTimeline(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const reference = ctx.params.reference ?? '';
+  if (!TIMELINE_REFERENCE.test(reference)) return sendFieldErrors(ctx, 'timeline', apiKey, { reference: ['The reference must be 1 to 128 visible characters.'] });
+  try {
+    const answer = await ctx.state.clients.timeline.getPaymentTimeline({ reference, proof: { proof: { case: 'apiKey', value: apiKey } } }, rpcCallOptions(ctx));
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: {
+        reference: answer.reference,
+        entries: answer.entries.map((entry) => ({
+          at: entry.at,
+          source: entry.source,
+          kind: entry.kind,
+          summary: entry.summary,
+          details: parseJsonLossless(entry.detailsJson),
+          link: entry.link || null,
+        })),
+        sources: answer.sources.map((status) => ({ source: status.source, state: status.state, reason: status.reason })),
+        truncated: answer.truncated,
+      },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'timeline', error);
+  }
+}
+
 /** The upstream's notification, verified and applied by the PayinService. */
 async function upstreamNotification(ctx: FacadeContext): Promise<void> {
   try {
@@ -190,6 +226,7 @@ export function payinRouter(): Router<FacadeState> {
   router.post('/api/v1/payins/status', payinStatus);
   router.get('/api/v1/balance', balance);
   router.get('/api/v1/events', listEvents);
+  router.get('/api/v1/payments/:reference/timeline', paymentTimeline);
   router.post('/api/v1/upstream/notifications', upstreamNotification);
   return router;
 }

@@ -174,3 +174,4 @@ export async function purgeEvents(conn: Knex, options: { retention_days: number;
   const now = options.now ?? new Date();
   return deleteEventsBefore(conn, new Date(now.getTime() - options.retention_days * 86_400_000), options.batch);
 }
+export { journaled, requestsOf, insertPaymentRequest, REQUESTS_OF_REFERENCE_MAX, type PaymentRequest, type RequestOrigin, type RequestOwnerKind } from './requests';

@@ -55,6 +55,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.dashboard.v1.DashboardService': ['facade'],
   // ListEvents carries the owner's own proof (the merchant's API key), checked by the service; the rest is operators'.
   'payments.events.v1.EventsService': ['facade'],
+  // GetPaymentTimeline: the owner's own proof (through the façade), a credential bound to the owner, or an operator's.
+  'payments.timeline.v1.TimelineService': ['facade', 'owner', 'admin'],
 };
 
 /** Procedures that need other powers than their service's. */

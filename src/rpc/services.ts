@@ -13,6 +13,7 @@ import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import { LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
 import { PayinService } from '../gen/payments/payin/v1/payin_pb';
 import { TransferService } from '../gen/payments/transfer/v1/transfer_pb';
+import { TimelineService } from '../gen/payments/timeline/v1/timeline_pb';
 import { WalletService } from '../gen/payments/wallet/v1/wallet_pb';
 
 export const PLATFORM_SERVICES = {
@@ -26,6 +27,7 @@ export const PLATFORM_SERVICES = {
   deposit: DepositService,
   dashboard: DashboardService,
   events: EventsService,
+  timeline: TimelineService,
 } as const;
 
 export type PlatformServiceName = keyof typeof PLATFORM_SERVICES;

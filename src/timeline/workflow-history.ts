@@ -105,19 +105,23 @@ function quotable(workflowId: string): boolean {
 /** The workflow's runs Temporal knows: the newest run (describe) and every run the visibility store lists. */
 async function findRuns(client: Client, workflowId: string): Promise<{ runs: Map<string, RunFound>; latest?: WorkflowExecutionDescription }> {
   const runs = new Map<string, RunFound>();
-  let latest: WorkflowExecutionDescription | undefined;
-  try {
-    latest = await client.workflow.getHandle(workflowId).describe();
-    runs.set(latest.runId, { runId: latest.runId, status: latest.status.name.toLowerCase(), startMs: latest.startTime.getTime(), closeMs: latest.closeTime?.getTime() });
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
-  if (quotable(workflowId)) {
-    const listed = await client.workflowService.listWorkflowExecutions({
-      namespace: client.options.namespace,
-      pageSize: LISTED_RUNS,
-      query: `WorkflowId = "${workflowId}"`,
+  // Both asked at once: a timeline's latency is the slower of the two, not their sum.
+  const describing = client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) return undefined;
+      throw error;
     });
+  const listing = quotable(workflowId)
+    ? client.workflowService.listWorkflowExecutions({ namespace: client.options.namespace, pageSize: LISTED_RUNS, query: `WorkflowId = "${workflowId}"` })
+    : undefined;
+  // Neither rejection goes unobserved when the other throws first.
+  listing?.catch(() => undefined);
+  const latest: WorkflowExecutionDescription | undefined = await describing;
+  if (latest) runs.set(latest.runId, { runId: latest.runId, status: latest.status.name.toLowerCase(), startMs: latest.startTime.getTime(), closeMs: latest.closeTime?.getTime() });
+  if (listing) {
+    const listed = await listing;
     for (const execution of listed.executions ?? []) {
       const runId = execution.execution?.runId;
       if (!runId || runs.has(runId)) continue;

@@ -48,7 +48,7 @@ async function counted(work: () => Promise<void>): Promise<string[]> {
     .map((statement) => statement.sql);
 }
 
-it('a partner pre-transfer, created and confirmed, takes 17 statements', async () => {
+it('a partner pre-transfer, created and confirmed, takes 19 statements', async () => {
   const keys = generatePartnerKeys();
   const { credentials } = await createPartner(platform.deps, { name: 'Round Trip Partner', public_key_pem: keys.publicKeyPem, float_units: 100_000n });
   const receiver = await createUser(platform.deps, { phone_number: '012777001', first_name: 'Dara', last_name: 'Sok', currency: 'USD' });
@@ -70,13 +70,15 @@ it('a partner pre-transfer, created and confirmed, takes 17 statements', async (
   const sent = await counted(transfer);
   // 15, and the partner's event with each change (pre_transfer.created, pre_transfer.confirmed: one statement each,
   // the receiver's merchant read with the row the change locks; this receiver belongs to no merchant).
-  expect(sent).toHaveLength(17);
+  // And the request journal's row of each request, written once it is answered (src/events/requests.ts).
+  expect(sent).toHaveLength(19);
   expect(sent.filter((sql) => sql.includes('INSERT INTO events'))).toHaveLength(2);
+  expect(sent.filter((sql) => sql.includes('insert into "payment_requests"'))).toHaveLength(2);
   // The hold and the post join their callers' transactions directly (no savepoints).
   expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
 });
 
-it('an Area C /do-action transfer takes 7 statements: the ledger transfer and its event, its signed body claimed, then answered', async () => {
+it('an Area C /do-action transfer takes 8 statements: the ledger transfer and its event, its signed body claimed, then answered and journaled', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
   const ids: string[] = [];
@@ -96,6 +98,8 @@ it('an Area C /do-action transfer takes 7 statements: the ledger transfer and it
   await send();
   const sent = await counted(send);
   // 6, and the transfer's event (written unless a replay of the same reference wrote it: one statement).
-  expect(sent).toHaveLength(7);
+  // And the request journal's row (src/events/requests.ts).
+  expect(sent).toHaveLength(8);
   expect(sent.filter((sql) => sql.includes('INSERT INTO events'))).toHaveLength(1);
+  expect(sent.filter((sql) => sql.includes('insert into "payment_requests"'))).toHaveLength(1);
 });

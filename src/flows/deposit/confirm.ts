@@ -63,6 +63,7 @@ export async function confirmPayment(
   merchantId: string,
   request: Pick<ConfirmPaymentRequest, 'userId' | 'token' | 'password'>,
   context: HandlerContext,
+  journal?: { reference?: string },
 ): Promise<Record<string, never>> {
   const { database } = deps;
   const user = await merchantUser(database, merchantId, request.userId, 'user_id');
@@ -70,6 +71,8 @@ export async function confirmPayment(
   if (!deposit || deposit.merchant_id !== merchantId || deposit.user_id !== user.id) {
     throw fail('token', 'not_found', 'DEPOSIT_NOT_FOUND');
   }
+  // The request journal files this confirmation under the deposit, refused or not, from here on.
+  if (journal) journal.reference = deposit.reference;
   if (deposit.token_type === TOKEN_TYPE.cardForm) throw REJECTION_ERRORS.DEPOSIT_CONFIRMED_BY_FORM();
   if (deposit.state !== 'pending' || lifetimeOver(deposit)) throw notPending(deposit);
   // The merchant's verified request is the authority of this confirmation: recorded before the Update, which only

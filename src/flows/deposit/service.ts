@@ -7,7 +7,7 @@
  *
  * confirm_payments: ./confirm.ts.
  */
-import type { ServiceImpl } from '@connectrpc/connect';
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import {
   ConfirmPaymentResponseSchema,
   DepositByBankAccountResponseSchema,
@@ -15,11 +15,18 @@ import {
   DepositByVisaMasterResponseSchema,
   type DepositService,
 } from '../../gen/payments/deposit/v1/deposit_pb';
+import { journaled, type RequestOrigin } from '../../events';
 import { answerIdempotently, movementRequest } from '../../idempotency';
 import type { PlatformDeps } from '../../platform-deps';
+import { clientAddressOf } from '../../rpc/client-address';
 import { confirmPayment } from './confirm';
 import { payPreOrderByCard, preorderPage, submitVisaMasterConfirmation, visaMasterConfirmationPage } from './pages';
 import { startDeposit, startRequest, type StartInput } from './start';
+
+/** The request journal's origin of a merchant's deposit call (src/events/requests.ts). */
+function origin(action: string, merchantId: string, idempotencyKey: string, context: HandlerContext): RequestOrigin & { reference?: string } {
+  return { owner_kind: 'merchant', owner_id: merchantId, action, idempotency_key: idempotencyKey, client_address: clientAddressOf(context) };
+}
 
 export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof DepositService> {
   // The merchant each request acts for is the one its ActionAuth proves (src/merchant-auth), never an asserted id.
@@ -29,30 +36,49 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     async depositByLocalCard(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'local_card', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByLocalCardResponseSchema, () => startDeposit(deps, input));
+      return journaled(
+        deps,
+        origin('area-c.deposit_by_local_card', act.merchantId, request.idempotencyKey, context),
+        () => answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByLocalCardResponseSchema, () => startDeposit(deps, input)),
+        (answer) => answer.deposit?.reference,
+      );
     },
 
     async depositByBankAccount(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'bank_account', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByBankAccountResponseSchema, () => startDeposit(deps, input));
+      return journaled(
+        deps,
+        origin('area-c.deposit_by_bank_account', act.merchantId, request.idempotencyKey, context),
+        () => answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByBankAccountResponseSchema, () => startDeposit(deps, input)),
+        (answer) => answer.deposit?.reference,
+      );
     },
 
     async depositByVisaMaster(request, context) {
       const act = await requireMerchant(request, context);
       const input: StartInput = { ...request, merchantId: act.merchantId, kind: 'visa_master', instrumentToken: request.token };
-      return answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByVisaMasterResponseSchema, () => startDeposit(deps, input));
+      return journaled(
+        deps,
+        origin('area-c.deposit_by_visa_master', act.merchantId, request.idempotencyKey, context),
+        () => answerIdempotently(deps.idempotency, startRequest(input, act, request.idempotencyKey), DepositByVisaMasterResponseSchema, () => startDeposit(deps, input)),
+        (answer) => answer.deposit?.reference,
+      );
     },
 
     /** A repeat of the same signed body answers its first answer (the OTP is then not tried again). */
     async confirmPayment(request, context) {
       const act = await requireMerchant(request, context);
-      return answerIdempotently(
-        deps.idempotency,
-        // The deposit token is stored only as its hash, so this fingerprint tells nothing of the OTP it holds.
-        movementRequest(act, request.idempotencyKey, 'area-c.confirm_payments', [request.userId, request.token, request.password]),
-        ConfirmPaymentResponseSchema,
-        () => confirmPayment(deps, act.merchantId, request, context),
+      // The deposit's reference is known once confirmPayment found it (a replayed answer is not journaled again).
+      const journal = origin('area-c.confirm_payments', act.merchantId, request.idempotencyKey, context);
+      return journaled(deps, journal, () =>
+        answerIdempotently(
+          deps.idempotency,
+          // The deposit token is stored only as its hash, so this fingerprint tells nothing of the OTP it holds.
+          movementRequest(act, request.idempotencyKey, 'area-c.confirm_payments', [request.userId, request.token, request.password]),
+          ConfirmPaymentResponseSchema,
+          () => confirmPayment(deps, act.merchantId, request, context, journal),
+        ),
       );
     },
 

@@ -23,6 +23,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { failureType } from '../../temporal/failures';
 import { depositWorkflow } from '../../../workflows/deposit';
 import { WALLET_CURRENCIES } from '../wallet/contract';
@@ -151,7 +152,7 @@ export async function createDeposit(
   });
   try {
     await withRequestDeadline(deps, () =>
-      startWorkflow(deps.temporal, depositWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: reference, args: [depositWorkflowInput(deps, deposit)] }),
+      startWorkflow(deps.temporal, depositWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: reference, args: [depositWorkflowInput(deps, deposit)], ...depositSearchAttributes(deposit) }),
     );
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) {
@@ -181,6 +182,11 @@ export async function cardConfirmation(
     holderName: instrument.holderName,
     reference: deposit.reference,
   };
+}
+
+/** A deposit's search attributes from its workflow's start: owner, kind, amount, currency, status `pending`. */
+function depositSearchAttributes(deposit: Pick<Deposit, 'merchant_id' | 'amount_units' | 'currency'>) {
+  return paymentSearchAttributes({ owner: { merchant_id: deposit.merchant_id }, kind: 'deposit', amount_units: BigInt(deposit.amount_units), currency: deposit.currency, status: 'pending' });
 }
 
 /**
@@ -248,6 +254,7 @@ export function confirmDeposit(
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     args: [depositWorkflowInput(deps, deposit)],
+    ...depositSearchAttributes(deposit),
   });
   return withRequestDeadline(deps, () => send(startWorkflowOperation));
 }

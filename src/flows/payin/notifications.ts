@@ -17,7 +17,7 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
 import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { payinWorkflowInputOf, signalPayin } from './outbox';
+import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './outbox';
 import {
   findNotificationOutcome,
   findPayin,
@@ -116,7 +116,7 @@ export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notificat
     const payment = { amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref };
     const input: PayinNotificationInput = notification.status === 'success' ? { status: 'success', ...payment } : { status: 'close', trx_ref: payment.trx_ref };
     // An open run takes the notification; a closed one (expired, settled) is followed by a new run.
-    const startWorkflowOperation = new WithStartWorkflowOperation(payinWorkflow, { ...workflow, workflowIdConflictPolicy: 'USE_EXISTING' });
+    const startWorkflowOperation = new WithStartWorkflowOperation(payinWorkflow, { ...workflow, workflowIdConflictPolicy: 'USE_EXISTING', ...payinSearchAttributes(payin) });
     try {
       const outcome = await withRequestDeadline(
         deps,

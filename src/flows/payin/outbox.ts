@@ -24,6 +24,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@te
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
 import { requestDeadlineSeconds, withRequestDeadline } from '../../temporal/deadline';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, settledSignal, type PayinWorkflowInput } from './contract';
 import {
@@ -57,6 +58,11 @@ export interface PayinOutboxDispatcher {
 
 /** Seconds a claim outlives the longest Temporal call it covers, so no other dispatcher takes a row still in flight. */
 const LEASE_MARGIN_SECONDS = 10;
+
+/** A payin's search attributes from its workflow's start: owner, kind, amount, currency, status `waiting`. */
+export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string }) {
+  return paymentSearchAttributes({ owner: { merchant_id: payin.merchant_id }, kind: 'payin', amount_units: BigInt(payin.amount_units), currency: payin.currency, status: 'waiting' });
+}
 
 /** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
 export function payinWorkflowInputOf(
@@ -147,6 +153,7 @@ async function dispatchStarts(sweeper: Sweeper): Promise<[number, number, boolea
         workflowId: row.invoice_reference,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         args: [payinWorkflowInputOf(deps, row)],
+        ...payinSearchAttributes(row),
       });
       started += 1;
     } catch (error) {

@@ -17,6 +17,7 @@ import { sha256Hex } from '../../crypto/secrets';
 import { COMMON_REASONS, invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { CreatePayinResponseSchema, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
+import { journaled } from '../../events';
 import { answerIdempotently } from '../../idempotency';
 import { CURRENCIES, decimalsOf } from '../../money';
 import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
@@ -107,7 +108,13 @@ export function createPayinService(deps: PlatformDeps, authenticate: ApiKeyAuthe
       // A retry with the same Idempotency-Key answers the first payin (its QR included) instead of a "taken" 422.
       const parameters = [request.amountUnits, request.currency, request.memo ?? null, request.outTradeNo];
       const idempotent = { scope: `merchant:${merchant.id}`, key: request.idempotencyKey, operation: 'area-b.create_payin', parameters };
-      return answerIdempotently(deps.idempotency, idempotent, CreatePayinResponseSchema, (ownKey) => createPayin(deps, merchant, request, ownKey));
+      const origin = { owner_kind: 'merchant' as const, owner_id: merchant.id, action: 'area-b.create_payin', idempotency_key: request.idempotencyKey, client_address: clientAddressOf(context) };
+      return journaled(
+        deps,
+        origin,
+        () => answerIdempotently(deps.idempotency, idempotent, CreatePayinResponseSchema, (ownKey) => createPayin(deps, merchant, request, ownKey)),
+        (answer) => answer.invoiceReference,
+      );
     },
 
     async getPayinStatus(request, context) {
@@ -119,7 +126,8 @@ export function createPayinService(deps: PlatformDeps, authenticate: ApiKeyAuthe
 
     getBalances: async (request, context) => balances(deps, await authenticate(request.apiKey, context)),
 
-    applyUpstreamNotification: (request) => applyUpstreamNotification(deps, request),
+    applyUpstreamNotification: (request, context) =>
+      journaled(deps, { owner_kind: 'upstream', action: 'area-b.upstream_notification', client_address: clientAddressOf(context) }, () => applyUpstreamNotification(deps, request), (answer) => answer.invoiceReference),
 
     async listWebhookDeliveries(request) {
       if (!request.merchantId) throw invalidFields({ merchant_id: [problem('required')] });

@@ -233,6 +233,10 @@ export interface OutboxRow {
   invoice_reference: string;
   status: string;
   expires_at: Date | null;
+  /** The payin's owner, amount (minor units) and currency: its workflow's search attributes from the start. */
+  merchant_id: string;
+  amount_units: string;
+  currency: string;
 }
 
 /**
@@ -246,7 +250,7 @@ export async function claimOutboxBatch(database: Knex, limit: number, lease_seco
      UPDATE ?? AS outbox SET due_at = now() + make_interval(secs => ?)
        FROM due, payins
       WHERE outbox.id = due.id AND payins.invoice_reference = outbox.invoice_reference
-     RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at`,
+     RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at, payins.merchant_id, payins.amount_units, payins.currency`,
     [PAYIN_OUTBOX_TABLE, limit, PAYIN_OUTBOX_TABLE, lease_seconds],
   );
   return (claimed.rows as OutboxRow[]).map((row) => ({ ...row, id: String(row.id) }));

@@ -7,7 +7,7 @@
  */
 import { isReasonOf, type DomainError } from '../../errors';
 import { parseProblem, type FieldProblem } from '../../field-problems';
-import { amount, readFields, text, type Body, type FieldRules, type ValuesOf } from '../../field-rules';
+import { amount, integer, readFields, text, type Body, type FieldRules, type ValuesOf } from '../../field-rules';
 import { isCurrency } from '../../money';
 import { TRANSFER_SERVICE_REASONS, type TransferServiceReason } from './reasons';
 
@@ -30,7 +30,7 @@ export const AREA_A_LIMITS = {
   access_token: 1200,
 } as const;
 
-export const AREA_A_SERVICES = ['create.unified.fundTransfer', 'confirm.fundTransfer', 'query.fundTransfer'] as const;
+export const AREA_A_SERVICES = ['create.unified.fundTransfer', 'confirm.fundTransfer', 'query.fundTransfer', 'query.events'] as const;
 export type AreaAService = (typeof AREA_A_SERVICES)[number];
 
 export type AreaAErrorCode = 'UNAUTHENTICATED' | 'NOTELIGIBLE' | 'VALIDATIONERROR' | 'USED' | 'NOTEXIST' | 'EXPIRED' | 'SYSTEMERROR';
@@ -126,7 +126,21 @@ export class AreaAFailure extends Error {
 /** The field problems Area A's rules answer (and the amounts the money module refuses). */
 type AreaAProblem = Extract<
   FieldProblem,
-  'required' | 'string' | 'control_characters' | 'max_length' | 'alphanumeric' | 'user_id_or_phone' | 'currency_code' | 'decimal' | 'decimals' | 'not_negative' | 'positive' | 'too_large'
+  | 'required'
+  | 'string'
+  | 'control_characters'
+  | 'max_length'
+  | 'alphanumeric'
+  | 'user_id_or_phone'
+  | 'currency_code'
+  | 'decimal'
+  | 'decimals'
+  | 'not_negative'
+  | 'positive'
+  | 'too_large'
+  | 'integer'
+  | 'min'
+  | 'max'
 >;
 
 /** Field problem → the words after the field's name in a VALIDATIONERROR's error_desc ("out_trade_no is required"). */
@@ -143,6 +157,9 @@ const AREA_A_PROBLEM_WORDS: Record<AreaAProblem, (...params: string[]) => string
   not_negative: () => 'must not be negative',
   positive: () => 'must be greater than 0',
   too_large: () => 'is too large',
+  integer: () => 'must be an integer',
+  min: (least) => `must be at least ${least}`,
+  max: (most) => `must be at most ${most}`,
 };
 
 /** A VALIDATIONERROR's error_desc for one field's problem; text that is no problem Area A knows follows the name. */
@@ -176,6 +193,8 @@ export const AREA_A_FIELD_RULES = {
   },
   'confirm.fundTransfer': { partner_transaction_id: alpha(AREA_A_LIMITS.partner_transaction_id), pre_transfer_id: string(AREA_A_LIMITS.pre_transfer_id) },
   'query.fundTransfer': { out_trade_no: alpha(AREA_A_LIMITS.out_trade_no) },
+  // The partner's event stream (docs/events.md): the seq of the last event seen (default 0), events per page (default 100).
+  'query.events': { after: integer({ min: 0, max: Number.MAX_SAFE_INTEGER, digits: 16 }), limit: integer({ min: 1, max: 500 }) },
 } as const satisfies Record<AreaAService, FieldRules>;
 
 /**

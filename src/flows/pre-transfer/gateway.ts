@@ -25,6 +25,7 @@ import { COMMON_REASONS, DomainError, reasonError } from '../../errors';
 import type { GatewayRequest, GatewayResponse, IssueAccessTokenRequest } from '../../gen/payments/transfer/v1/transfer_pb';
 import { amountJson, isCurrency, isLosslessNumber, parseJsonLossless, stringifyJson, type Currency } from '../../money';
 import { authenticatePartner, type Partner } from '../../onboarding';
+import type { EventsPage } from '../../events';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { exceedsJsonDepth } from '../../text';
@@ -177,10 +178,17 @@ type Answer = Pick<GatewayResponse, 'status' | 'body' | 'retryAfterSeconds'>;
 export interface PreTransferOperations {
   /** The partner a valid, unexpired access token names, when that partner is active. */
   partnerOfToken(token: string): Promise<Partner | undefined>;
-  create(partner: Partner, input: { out_trade_no: string; receiver_id: string; sender_name: string; amount_units: bigint; currency: string }): Promise<PreTransferRow>;
+  /** `context`: the request's, for the request journal (its client address). */
+  create(partner: Partner, input: { out_trade_no: string; receiver_id: string; sender_name: string; amount_units: bigint; currency: string }, context?: HandlerContext): Promise<PreTransferRow>;
   /** Records what was verified (`body_sha256`, and the bound credential on the typed path) before confirming. */
-  confirm(partner: Partner, input: { pre_transfer_id: string; partner_transaction_id: string; body_sha256: string; credential_id?: string }): Promise<PreTransferRow>;
+  confirm(
+    partner: Partner,
+    input: { pre_transfer_id: string; partner_transaction_id: string; body_sha256: string; credential_id?: string },
+    context?: HandlerContext,
+  ): Promise<PreTransferRow>;
   query(partner: Partner, input: { out_trade_no: string }): Promise<PreTransferRow>;
+  /** One page of the partner's own events after `after` (docs/events.md), `limit` 1..500. */
+  events(partner: Partner, input: { after: bigint; limit: number }): Promise<EventsPage>;
 }
 
 /** The `data` fields of a pre-transfer, in the order the interface lists them. */
@@ -261,16 +269,32 @@ function signed(deps: Deps, status: number, body: Body): Answer {
 }
 
 /** The `data` of each service's answer, its fields read first (area-a.ts): the operation's row, as the interface lists it. */
-const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner: Partner, body: Body, raw: string) => Promise<Body>> = {
-  async 'create.unified.fundTransfer'(operations, partner, body) {
+const SERVICES: Record<AreaAService, (operations: PreTransferOperations, partner: Partner, body: Body, raw: string, context: HandlerContext) => Promise<Body>> = {
+  async 'create.unified.fundTransfer'(operations, partner, body, _raw, context) {
     const { out_trade_no, receiver_id, sender_name, currency, amount } = readAreaA(AREA_A_FIELD_RULES['create.unified.fundTransfer'], body);
-    const row = await operations.create(partner, { out_trade_no, receiver_id, sender_name, currency, amount_units: amount });
+    const row = await operations.create(partner, { out_trade_no, receiver_id, sender_name, currency, amount_units: amount }, context);
     return transferData(row, ['out_trade_no', 'receiver_id', 'amount', 'currency', 'pre_transfer_id', 'receiver_name', 'expire_in']);
   },
-  async 'confirm.fundTransfer'(operations, partner, body, raw) {
+  async 'confirm.fundTransfer'(operations, partner, body, raw, context) {
     const fields = readAreaA(AREA_A_FIELD_RULES['confirm.fundTransfer'], body);
-    const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') });
+    const row = await operations.confirm(partner, { ...fields, body_sha256: createHash('sha256').update(raw).digest('hex') }, context);
     return transferData(row, ['result_code', 'fund_transfer_id', 'out_trade_no', 'receiver_id', 'pre_transfer_id', 'amount', 'currency', 'receiver_name']);
+  },
+  async 'query.events'(operations, partner, body) {
+    const { after, limit } = readAreaA(AREA_A_FIELD_RULES['query.events'], body);
+    const page = await operations.events(partner, { after: BigInt(after ?? 0), limit: limit ?? 100 });
+    return {
+      events: page.events.map((event) => ({
+        seq: Number(event.seq),
+        type: event.type,
+        subject: event.subject,
+        created_at: event.created_at.toISOString(),
+        ledger_transaction_id: event.ledger_transaction_id,
+        data: event.data,
+      })),
+      has_more: page.has_more,
+      next_after: Number(page.next_after),
+    };
   },
   async 'query.fundTransfer'(operations, partner, body) {
     const row = await operations.query(partner, readAreaA(AREA_A_FIELD_RULES['query.fundTransfer'], body));
@@ -348,7 +372,7 @@ export function createGateway(deps: Deps, operations: PreTransferOperations): (r
     if (!isPartner(partner)) return partner;
     try {
       const { service, body } = verifiedRequest(publicKeyOf(partner.public_key_pem), request.body);
-      return signed(deps, 200, okEnvelope(await SERVICES[service](operations, partner, body, request.body)));
+      return signed(deps, 200, okEnvelope(await SERVICES[service](operations, partner, body, request.body, context)));
     } catch (error) {
       return refusal(deps, error, logFault);
     }

@@ -19,6 +19,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { changeAwareCache } from '../../auth-changes';
+import { journaled, listEvents } from '../../events';
 import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
@@ -26,8 +27,10 @@ import { isCurrency } from '../../money';
 import { findUserByPhone, getPartner, getUser, normalizePhone, type Partner, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { callerOf, mayActFor } from '../../rpc/caller';
+import { clientAddressOf } from '../../rpc/client-address';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { domainErrorFromFailure } from '../../temporal/failures';
 import { preTransferWorkflow } from '../../../workflows/pre-transfer';
 import { findReceiverWallet, holdPreTransfer, releaseUnstartedPreTransfer } from './activities';
@@ -92,11 +95,20 @@ async function eligibleReceiver(deps: PlatformDeps, receiver_id: string): Promis
   return { receiver, wallet_account_id };
 }
 
-/** Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline. */
-async function startPreTransferWorkflow(deps: PlatformDeps, id: string, ttl_seconds: number): Promise<void> {
+/**
+ * Starts the pre-transfer's workflow (a start that already happened counts), within the request deadline, with the
+ * payment's search attributes (owner, kind, amount, currency, status `pending`) from its start.
+ */
+async function startPreTransferWorkflow(
+  deps: PlatformDeps,
+  transfer: { id: string; partner_id: string; amount_units: bigint | string; currency: string },
+  ttl_seconds: number,
+): Promise<void> {
+  const { id } = transfer;
+  const search = paymentSearchAttributes({ owner: { partner_id: transfer.partner_id }, kind: 'pre_transfer', amount_units: BigInt(transfer.amount_units), currency: transfer.currency, status: 'pending' });
   try {
     await withRequestDeadline(deps, () =>
-      startWorkflow(deps.temporal, preTransferWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: id, args: [{ pre_transfer_id: id, ttl_seconds }] }),
+      startWorkflow(deps.temporal, preTransferWorkflow, { taskQueue: deps.temporal.taskQueue, workflowId: id, args: [{ pre_transfer_id: id, ttl_seconds }], ...search }),
     );
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
@@ -113,7 +125,7 @@ async function ensureStarted(deps: PlatformDeps, row: PreTransferRow): Promise<P
   // The workflow's timer ends at the row's expiry, not a full lifetime from now.
   const remaining_seconds = Math.max(1, Math.ceil((new Date(row.expires_at).getTime() - Date.now()) / 1000));
   try {
-    await startPreTransferWorkflow(deps, row.id, Math.min(row.ttl_seconds, remaining_seconds));
+    await startPreTransferWorkflow(deps, row, Math.min(row.ttl_seconds, remaining_seconds));
   } catch {
     throw unavailable('pre-transfer workflow not started');
   }
@@ -194,7 +206,7 @@ export async function createPreTransfer(deps: PlatformDeps, partner: Partner, re
   // fails (Temporal down, the deadline passed), nothing would ever confirm or void the hold: it is released and
   // the row forgotten, so the partner's retry with the same out_trade_no creates the pre-transfer afresh.
   try {
-    await startPreTransferWorkflow(deps, id, ttl);
+    await startPreTransferWorkflow(deps, { id, partner_id: partner.id, amount_units: request.amount_units, currency }, ttl);
   } catch (error) {
     await releaseUnstartedPreTransfer(deps, id);
     deps.logger.warn({ pre_transfer_id: id, err: (error as Error).message }, 'pre-transfer workflow not started; hold released');
@@ -307,9 +319,28 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
       const partnerId = await partnerIdOfToken(token);
       return partnerId ? activePartner(partnerId) : undefined;
     },
-    create: (partner, request) => createPreTransfer(deps, partner, request),
-    confirm: (partner, request) => confirmPreTransfer(deps, partner, request),
+    create: (partner, request, context) =>
+      journaled(
+        deps,
+        { owner_kind: 'partner', owner_id: partner.id, action: 'area-a.create_pre_transfer', idempotency_key: request.out_trade_no, client_address: context && clientAddressOf(context) },
+        () => createPreTransfer(deps, partner, request),
+        (row) => row.id,
+      ),
+    confirm: (partner, request, context) =>
+      journaled(
+        deps,
+        {
+          owner_kind: 'partner',
+          owner_id: partner.id,
+          action: 'area-a.confirm_pre_transfer',
+          idempotency_key: request.partner_transaction_id,
+          client_address: context && clientAddressOf(context),
+          reference: request.pre_transfer_id,
+        },
+        () => confirmPreTransfer(deps, partner, request),
+      ),
     query: (partner, request) => queryPreTransfer(deps, partner, request),
+    events: (partner, request) => listEvents(deps.database, { owner: { type: 'partner', id: partner.id }, after: request.after, limit: request.limit }),
   };
   /**
    * The partner a typed call acts for: only a caller whose credential is bound to it (never the façade's or an
@@ -332,7 +363,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
     async createPreTransfer(request, context) {
       const partner = await boundPartner(context, request.partnerId);
       const { outTradeNo: out_trade_no, receiverId: receiver_id, senderName: sender_name, amountUnits: amount_units, currency } = request;
-      return { preTransfer: toPreTransfer(await operations.create(partner, { out_trade_no, receiver_id, sender_name, amount_units, currency })) };
+      return { preTransfer: toPreTransfer(await operations.create(partner, { out_trade_no, receiver_id, sender_name, amount_units, currency }, context)) };
     },
     async confirmPreTransfer(request, context) {
       const partner = await boundPartner(context, request.partnerId);
@@ -342,7 +373,7 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
         // No signed body on this path: the digest of what the bound caller sent, and who it was.
         body_sha256: createHash('sha256').update(JSON.stringify([request.partnerId, request.preTransferId, request.partnerTransactionId])).digest('hex'),
         credential_id: callerOf(context)!.id,
-      });
+      }, context);
       return { preTransfer: toPreTransfer(row) };
     },
     async queryTransfer(request, context) {

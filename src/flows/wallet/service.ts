@@ -28,12 +28,14 @@ import {
   type UpdateUserRequest,
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
+import { journaled } from '../../events';
 import { answerIdempotently, movementRequest, referenceFromKey } from '../../idempotency';
 import { merchantUser, transferPartyLookup, type TransferPartyLookup } from '../../merchant-users';
 import { isCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, normalizePhone, updateUser, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { generatePreOrder } from '../../preorders';
+import { clientAddressOf } from '../../rpc/client-address';
 import { blockMoney, cancelBlockMoney, payByToken, transfer } from './activities';
 import { listBanks, listFees } from './catalog';
 import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES, WALLET_REASONS } from './contract';
@@ -173,11 +175,17 @@ async function transferIdempotently(deps: PlatformDeps, parties: TransferPartyLo
   const amountUnits = positive(request.amountUnits, 'amount');
   const { fromUserId, toUserId, feesAmountUnits } = request;
   const move = (reference?: string) => transfer(deps, parties, { merchantId: act.merchantId, fromUserId, toUserId, amountUnits, currency, feesAmountUnits, reference });
-  return answerIdempotently(
-    deps.idempotency,
-    movementRequest(act, request.idempotencyKey, 'area-c.transfer', [fromUserId, toUserId, amountUnits, currency, feesAmountUnits, request.feesCurrency]),
-    TransferResponseSchema,
-    async (ownKey) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey)) }),
+  return journaled(
+    deps,
+    { owner_kind: 'merchant', owner_id: act.merchantId, action: 'area-c.transfer', idempotency_key: request.idempotencyKey, client_address: clientAddressOf(context) },
+    () =>
+      answerIdempotently(
+        deps.idempotency,
+        movementRequest(act, request.idempotencyKey, 'area-c.transfer', [fromUserId, toUserId, amountUnits, currency, feesAmountUnits, request.feesCurrency]),
+        TransferResponseSchema,
+        async (ownKey) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey)) }),
+      ),
+    (answer) => answer.reference,
   );
 }
 

@@ -1,0 +1,134 @@
+/**
+ * The request journal (migration 033, docs/timeline.md "Requests"): one row per request received about a payment,
+ * written by the flows' services once the payment's reference is known and the answer decided, and read by the
+ * payment's timeline (source `request`). A row holds who sent it, the route's action, the request's idempotency key,
+ * the client address and the outcome (`ok`, or the refusal's reason) — never a body, a secret or card data.
+ *
+ * Written right after the answer is decided, outside the flow's transaction (a refused request's transaction rolled
+ * back, and its refusal is worth a row too). A journal write that fails is logged and never changes the answer: the
+ * journal tells a payment's story, it does not decide it.
+ */
+import type { Knex } from 'knex';
+import { DomainError } from '../errors';
+import type { Logger } from '../logger';
+
+/** Who sent a request: the payment's merchant or partner, or the upstream payin server (its notifications). */
+export type RequestOwnerKind = 'merchant' | 'partner' | 'upstream';
+
+/** Bounds of the journal's columns (the migration's CHECKs). */
+export const REQUEST_LIMITS = { reference: 128, owner_id: 64, action: 64, idempotency_key: 128, client_address: 64, outcome: 64 } as const;
+/** Most requests of one payment a timeline reads. */
+export const REQUESTS_OF_REFERENCE_MAX = 200;
+
+/** One request as journaled. */
+export interface PaymentRequest {
+  reference: string;
+  owner_kind: RequestOwnerKind;
+  owner_id: string | null;
+  /** `<area>.<action>`: `area-b.create_payin`, `area-b.upstream_notification`, `area-a.create.unified.fundTransfer`, … */
+  action: string;
+  idempotency_key: string | null;
+  client_address: string | null;
+  /** `ok`, or the reason the request was refused (`PRE_TRANSFER_EXPIRED`, `UNAVAILABLE`, …). */
+  outcome: string;
+  /** Milliseconds from the request's arrival at the service to its answer. */
+  duration_ms: number | null;
+  received_at: Date;
+}
+
+/** What a service knows of a request before it runs it. */
+export interface RequestOrigin {
+  owner_kind: RequestOwnerKind;
+  owner_id?: string | null;
+  action: string;
+  idempotency_key?: string | null;
+  client_address?: string | null;
+}
+
+type Database = Knex | Knex.Transaction;
+type Deps = { database: Knex; logger: Pick<Logger, 'warn'> };
+
+/** `text` cut to `max` characters, or null for an empty one. */
+function bounded(text: string | null | undefined, max: number): string | null {
+  if (!text) return null;
+  return text.length > max ? text.slice(0, max) : text;
+}
+
+/** The outcome a thrown error records: its reason, or `UNAVAILABLE`-like codes for what is not a refusal. */
+export function outcomeOf(error: unknown): string {
+  if (error instanceof DomainError) return error.reason;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'number' ? `CODE_${code}` : 'FAILED';
+}
+
+/**
+ * Writes one journal row. A reference out of shape (empty, over 128 characters) is not journaled: it names no payment.
+ * @throws the database's error (recordRequest's callers use `journaled`, which logs it instead)
+ */
+export async function insertPaymentRequest(conn: Database, request: Omit<PaymentRequest, 'received_at'> & { received_at?: Date }): Promise<void> {
+  if (!request.reference || request.reference.length > REQUEST_LIMITS.reference) return;
+  await conn('payment_requests').insert({
+    reference: request.reference,
+    owner_kind: request.owner_kind,
+    owner_id: bounded(request.owner_id, REQUEST_LIMITS.owner_id),
+    action: bounded(request.action, REQUEST_LIMITS.action) ?? 'unknown',
+    idempotency_key: bounded(request.idempotency_key, REQUEST_LIMITS.idempotency_key),
+    client_address: bounded(request.client_address, REQUEST_LIMITS.client_address),
+    outcome: bounded(request.outcome, REQUEST_LIMITS.outcome) ?? 'ok',
+    duration_ms: request.duration_ms === null ? null : Math.max(0, Math.round(request.duration_ms)),
+    ...(request.received_at ? { received_at: request.received_at } : {}),
+  });
+}
+
+/**
+ * Runs one request of a payment and journals it once answered: `ok` with the reference `referenceOf(answer)` names,
+ * or the refusal's reason when it threw and `origin_reference` named the payment beforehand (a confirm names its
+ * payment; a create that was refused has no reference to file it under). The answer, or the error, is passed on as
+ * it was; a failing journal write is logged only.
+ */
+export async function journaled<T>(
+  deps: Deps,
+  origin: RequestOrigin & { reference?: string },
+  run: () => Promise<T>,
+  referenceOf?: (answer: T) => string | undefined,
+): Promise<T> {
+  const received_at = new Date();
+  const started = performance.now();
+  const write = async (reference: string | undefined, outcome: string) => {
+    if (!reference) return;
+    try {
+      await insertPaymentRequest(deps.database, {
+        reference,
+        owner_kind: origin.owner_kind,
+        owner_id: origin.owner_id ?? null,
+        action: origin.action,
+        idempotency_key: origin.idempotency_key ?? null,
+        client_address: origin.client_address ?? null,
+        outcome,
+        duration_ms: performance.now() - started,
+        received_at,
+      });
+    } catch (error) {
+      deps.logger.warn({ reference, action: origin.action, err: (error as Error).message }, 'request journal write failed');
+    }
+  };
+  let answer: T;
+  try {
+    answer = await run();
+  } catch (error) {
+    await write(origin.reference, outcomeOf(error));
+    throw error;
+  }
+  await write(referenceOf?.(answer) ?? origin.reference, 'ok');
+  return answer;
+}
+
+/** The requests journaled about `reference`, oldest first, at most `limit` (≤ REQUESTS_OF_REFERENCE_MAX). */
+export async function requestsOf(conn: Database, reference: string, limit = REQUESTS_OF_REFERENCE_MAX): Promise<PaymentRequest[]> {
+  if (!reference || reference.length > REQUEST_LIMITS.reference) return [];
+  return conn('payment_requests')
+    .select('reference', 'owner_kind', 'owner_id', 'action', 'idempotency_key', 'client_address', 'outcome', 'duration_ms', 'received_at')
+    .where({ reference })
+    .orderBy([{ column: 'received_at' }, { column: 'id' }])
+    .limit(Math.min(Math.max(1, limit), REQUESTS_OF_REFERENCE_MAX));
+}
