@@ -166,12 +166,17 @@ export async function eventsOfSubject(conn: Knex | Knex.Transaction, subject: st
 }
 
 /**
- * Deletes events older than `retention_days`, at most `batch` of them (oldest first): the reconciliation run calls
- * it until it answers fewer than `batch`. The owners' sequences are kept, so `seq` never restarts.
- * @returns how many were deleted
+ * Deletes events older than `retention_days`, at most `batch` of them (oldest first), and as many of the request
+ * journal's rows (`payment_requests`, kept as long as the events they sit beside in a timeline): the reconciliation run
+ * calls it until it answers fewer than `batch`. The owners' sequences are kept, so `seq` never restarts.
+ * @returns the larger of the two counts deleted (below `batch` once both tables are done)
  */
 export async function purgeEvents(conn: Knex, options: { retention_days: number; batch: number; now?: Date }): Promise<number> {
   const now = options.now ?? new Date();
-  return deleteEventsBefore(conn, new Date(now.getTime() - options.retention_days * 86_400_000), options.batch);
+  const before = new Date(now.getTime() - options.retention_days * 86_400_000);
+  const events = await deleteEventsBefore(conn, before, options.batch);
+  const requests = await deletePaymentRequestsBefore(conn, before, options.batch);
+  return Math.max(events, requests);
 }
+import { deletePaymentRequestsBefore } from './requests';
 export { journaled, requestsOf, insertPaymentRequest, REQUESTS_OF_REFERENCE_MAX, type PaymentRequest, type RequestOrigin, type RequestOwnerKind } from './requests';

@@ -132,3 +132,16 @@ export async function requestsOf(conn: Database, reference: string, limit = REQU
     .orderBy([{ column: 'received_at' }, { column: 'id' }])
     .limit(Math.min(Math.max(1, limit), REQUESTS_OF_REFERENCE_MAX));
 }
+
+/**
+ * Deletes journal rows received before `before`, at most `batch` of them (oldest first). The journal is part of a
+ * payment's story and is kept exactly as long as its events (EVENTS_RETENTION_DAYS).
+ * @returns how many were deleted
+ */
+export async function deletePaymentRequestsBefore(conn: Database, before: Date, batch: number): Promise<number> {
+  const result = (await conn.raw(`DELETE FROM payment_requests WHERE id IN (SELECT id FROM payment_requests WHERE received_at < ? ORDER BY id LIMIT ?)`, [
+    before,
+    batch,
+  ])) as { rowCount?: number };
+  return result.rowCount ?? 0;
+}

@@ -123,4 +123,21 @@ describe('event log', () => {
     expect(await purgeEvents(database, { retention_days: 5, batch: 2 })).toBe(0);
     expect(await write(other, 'TRF-5', 'wallet_transfer.completed')).toBe(last + 1n);
   });
+
+  it('purges the request journal with the events: rows past the retention go, recent ones stay', async () => {
+    const row = (reference: string, daysAgo: number) => ({
+      reference,
+      owner_kind: 'merchant',
+      owner_id: other.id,
+      action: 'create_payin',
+      outcome: 'ok',
+      received_at: new Date(Date.now() - daysAgo * 86_400_000),
+    });
+    await database('payment_requests').insert([row('PAYIN-JOURNAL-OLD-1', 10), row('PAYIN-JOURNAL-OLD-2', 9), row('PAYIN-JOURNAL-NEW', 1)]);
+    const journal = async () => (await database('payment_requests').where('reference', 'like', 'PAYIN-JOURNAL-%').orderBy('reference').select('reference')).map((found) => found.reference as string);
+    expect(await purgeEvents(database, { retention_days: 5, batch: 1 })).toBe(1);
+    expect(await purgeEvents(database, { retention_days: 5, batch: 1 })).toBe(1);
+    expect(await purgeEvents(database, { retention_days: 5, batch: 1 })).toBe(0);
+    expect(await journal()).toEqual(['PAYIN-JOURNAL-NEW']);
+  });
 });
