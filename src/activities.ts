@@ -13,6 +13,8 @@ import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
+import { createRefundActivities } from './flows/refund/service';
+import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
 
 /** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
 export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationRepairs {
@@ -43,6 +45,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
+    ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
   };
 }
 

@@ -27,6 +27,7 @@ import * as ledgerBalanceAfter from './029_ledger_balance_after';
 import * as dashboardSessions from './030_dashboard_sessions';
 import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
+import * as refunds from './035_refunds';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -58,6 +59,7 @@ const migrations: Array<[string, Migration]> = [
   ['030_dashboard_sessions', dashboardSessions],
   ['031_events', events],
   ['032_business_keys_and_ordered_webhooks', businessKeysAndOrderedWebhooks],
+  ['035_refunds', refunds],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
