@@ -3,8 +3,9 @@
  * recorded, held on its wallet and announced in one transaction; its RefundWorkflow started after the commit, by
  * reference), read back, and the provider's signed decision recorded and handed to the workflow.
  *
- * Refundable amount: what the payin credited to the merchant (its settlement and additional payments, gross) less its
- * refunds succeeded or still held. The payin fee is not returned: a refund debits the wallet by the refunded amount.
+ * Refundable amount: what the payin credited to the merchant (its settlement and additional payments, each less the
+ * payin fee taken from it) less its refunds succeeded or still held. The payin fee is not returned: the platform keeps
+ * it, and a refund debits the wallet by the refunded amount only.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { createHash } from 'node:crypto';

@@ -81,13 +81,15 @@ export async function lockMerchantPayin(
 }
 
 /**
- * What the payin credited to its merchant, minor units: its settlement and every additional payment (the paid
- * amounts of the ledger transactions `<ref>:settle` and `<ref>:additional:…`; fees not deducted).
+ * What the payin credited to its merchant, minor units: its settlement and every additional payment, each its paid
+ * amount less the payin fee taken from it (the ledger transactions `<ref>:settle` and `<ref>:additional:…`). The fee
+ * is the platform's: a refund never returns it.
  */
 export async function creditedUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
   const escaped = invoice_reference.replace(/[\\%_]/g, (character) => `\\${character}`);
   const result = await conn.raw(
-    `SELECT coalesce(sum((metadata->>'paid_units')::numeric), 0)::text AS credited FROM ledger_transactions
+    `SELECT coalesce(sum((metadata->>'paid_units')::numeric - coalesce((metadata->>'fee_units')::numeric, 0)), 0)::text AS credited
+       FROM ledger_transactions
       WHERE idempotency_key = ? OR idempotency_key LIKE ? ESCAPE '\\'`,
     [`${invoice_reference}:settle`, `${escaped}:additional:%`],
   );

@@ -1,0 +1,179 @@
+/**
+ * Refunds of Area B payins against real PostgreSQL and Temporal and the sandbox upstream (docs/refunds.md): the
+ * RefundWorkflow with its real activities, the provider's answers by test address, the signed late decision through
+ * the platform's own notification route, and the ledger after each (CheckLedger).
+ */
+import { DomainError } from '../../src/errors';
+import { decidedSignal } from '../../src/flows/refund/contract';
+import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
+import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
+import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+
+const orders = { next: 0 };
+const nextOrder = () => `RF-${Date.now()}-${(orders.next += 1)}`;
+
+describe('refunds of settled payins', () => {
+  let harness: PayinHarness;
+  let merchant: MerchantCredentials;
+
+  beforeAll(async () => {
+    harness = await startPayinHarness({ env: { REFUND_DECISION_TIMEOUT_SECONDS: '3' }, refund_decision_delay_seconds: 0.3 });
+    merchant = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
+  });
+  afterAll(() => harness.stop());
+
+  const deps = () => harness.platform.deps;
+
+  /** A payin of `amount` USDT paid in full through the sandbox and settled (1% fee). */
+  async function settledPayin(amount: string): Promise<{ invoice_reference: string; out_trade_no: string }> {
+    const out_trade_no = nextOrder();
+    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect(created.status).toBe(200);
+    const invoice_reference = created.json.data.invoice_reference as string;
+    expect((await harness.sandbox.pay(invoice_reference, amount)).status).toBe(200);
+    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
+    return { invoice_reference, out_trade_no };
+  }
+
+  async function walletAvailable(): Promise<bigint> {
+    const wallet = await deps().ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' });
+    return wallet!.available_units;
+  }
+
+  async function decided(refund_reference: string): Promise<RefundRow> {
+    return eventually(async () => {
+      const row = (await deps().database<RefundRow>('refunds').where({ refund_reference }).first())!;
+      return row.status === 'succeeded' || row.status === 'failed' ? row : undefined;
+    });
+  }
+
+  async function refusal(promise: Promise<unknown>): Promise<DomainError> {
+    try {
+      await promise;
+    } catch (error) {
+      if (error instanceof DomainError) return error;
+      throw error;
+    }
+    throw new Error('not refused');
+  }
+
+  const refundWebhooks = (refund_reference: string) => harness.receiver.received.filter((item) => item.json?.data?.refund_reference === refund_reference);
+
+  async function ledgerBalances(): Promise<void> {
+    expect((await deps().ledger.check()).ok).toBe(true);
+  }
+
+  const request = (fields: Partial<RefundRequest>): RefundRequest => ({ reason: 'the customer asked', address: SANDBOX_REFUND_ADDRESSES.succeeds, ...fields });
+
+  it('refunds everything refundable (the payin fee kept): hold posted, refund.succeeded signed webhook, events on the payin', async () => {
+    const { invoice_reference, out_trade_no } = await settledPayin('5');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ out_trade_no }));
+    expect(refund).toMatchObject({ status: 'held', amount_units: 4_950_000n, invoice_reference });
+    expect(refund.refund_reference).toMatch(/^RFD-[A-Z0-9]{20}$/);
+    const done = await decided(refund.refund_reference);
+    expect(done).toMatchObject({ status: 'succeeded', refund_trx_ref: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(await walletAvailable()).toBe(before - 4_950_000n);
+    const [webhook] = await harness.receiver.waitFor(() => refundWebhooks(refund.refund_reference).length >= 1).then(() => refundWebhooks(refund.refund_reference));
+    expect(webhook!.signature_valid).toBe(true);
+    expect(webhook!.json).toMatchObject({ event: 'refund.succeeded', data: { refund_reference: refund.refund_reference, invoice_reference, amount: 4.95, status: 'succeeded' } });
+    const events = await deps().database('events').where({ subject: invoice_reference }).orderBy('seq');
+    expect(events.map((event: { type: string }) => event.type)).toEqual(['payin.created', 'payin.success', 'refund.created', 'refund.succeeded']);
+    const keys = (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund.refund_reference}:%`)).map((row: { idempotency_key: string }) => row.idempotency_key);
+    expect(keys).toEqual([`${refund.refund_reference}:post`]);
+    await ledgerBalances();
+  });
+
+  it('refunds partially, several times up to the credited amount; above it refuses and holds nothing', async () => {
+    const { invoice_reference } = await settledPayin('10');
+    const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 4_000_000n }));
+    const second = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 5_000_000n }));
+    await decided(first.refund_reference);
+    await decided(second.refund_reference);
+    const before = await walletAvailable();
+    const refused = await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n })));
+    expect(refused.reason).toBe('REFUND_AMOUNT_EXCEEDS_REFUNDABLE');
+    expect(await walletAvailable()).toBe(before);
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(2);
+    // What is left: 9.90 credited − 9 refunded.
+    const last = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference }));
+    expect(last.amount_units).toBe(900_000n);
+    expect((await decided(last.refund_reference)).status).toBe('succeeded');
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference })))).reason).toBe('REFUND_AMOUNT_EXCEEDS_REFUNDABLE');
+    await ledgerBalances();
+  });
+
+  it('voids the hold when the provider fails the refund, and the amount is refundable again', async () => {
+    const { invoice_reference } = await settledPayin('3');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.fails }));
+    expect(await walletAvailable()).toBe(before - 2_970_000n);
+    const done = await decided(refund.refund_reference);
+    expect(done).toMatchObject({ status: 'failed', failure_reason: 'The refund address rejected the transfer.' });
+    expect(await walletAvailable()).toBe(before);
+    await harness.receiver.waitFor(() => refundWebhooks(refund.refund_reference).some((item) => item.json.event === 'refund.failed'));
+    const again = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference }));
+    expect(again.amount_units).toBe(2_970_000n);
+    expect((await decided(again.refund_reference)).status).toBe('succeeded');
+    await ledgerBalances();
+  });
+
+  it('applies a late decision notified through the signed route once, however often it arrives', async () => {
+    const { invoice_reference } = await settledPayin('2');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));
+    await eventually(async () => (await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())?.status === 'pending');
+    // A decision sent straight to Temporal without the provider's signed notification decides nothing.
+    await deps().temporal.client.workflow.getHandle(refund.refund_reference).signal(decidedSignal, { status: 'refund_succeeded' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())!.status).toBe('pending');
+    expect(await walletAvailable()).toBe(before - 1_980_000n);
+
+    expect((await harness.sandbox.decideRefund(refund.refund_reference, 'succeeded')).status).toBe(200);
+    expect((await decided(refund.refund_reference)).status).toBe('succeeded');
+    // The same notification again (the provider's retry): recorded once, applied once.
+    expect((await harness.sandbox.decideRefund(refund.refund_reference, 'succeeded')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await deps().database('refund_notifications').where({ refund_reference: refund.refund_reference })).toHaveLength(1);
+    expect(await deps().database('events').where({ subject: invoice_reference, type: 'refund.succeeded' })).toHaveLength(1);
+    expect(await walletAvailable()).toBe(before - 1_980_000n);
+    await ledgerBalances();
+  });
+
+  it('decides a late failure from the sandbox timer and voids the hold', async () => {
+    const { invoice_reference } = await settledPayin('2');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.late_failure }));
+    expect(await decided(refund.refund_reference)).toMatchObject({ status: 'failed', failure_reason: 'The refund transfer was not confirmed on chain.' });
+    expect(await walletAvailable()).toBe(before);
+    await ledgerBalances();
+  });
+
+  it('answers the first refund for the same Idempotency-Key; another body under it is refused', async () => {
+    const { invoice_reference } = await settledPayin('4');
+    const key = `refund-key-${Date.now()}`;
+    const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n }), key);
+    const again = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n }), key);
+    expect(again.refund_reference).toBe(first.refund_reference);
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 2_000_000n }), key))).reason).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(1);
+    await decided(first.refund_reference);
+    await ledgerBalances();
+  });
+
+  it('refuses another merchant’s payin, an unsettled payin and bad input, holding nothing', async () => {
+    const { invoice_reference } = await settledPayin('1');
+    const other = await createTestMerchant(harness);
+    expect((await refusal(createRefund(deps(), other.merchant_id, request({ invoice_reference })))).reason).toBe('REFUND_PAYIN_NOT_FOUND');
+    const out_trade_no = nextOrder();
+    await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 1, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ out_trade_no })))).reason).toBe('REFUND_PAYIN_NOT_SETTLED');
+    const invalid = await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: 'not-an-address', amount_units: 0n })));
+    expect(invalid.reason).toBe('VALIDATION_FAILED');
+    expect(Object.keys(invalid.fields).sort()).toEqual(['address', 'amount']);
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(0);
+    await ledgerBalances();
+  });
+});
