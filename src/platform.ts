@@ -13,6 +13,7 @@ import { createInstrumentService } from './instruments/service';
 import { createDepositService } from './flows/deposit/service';
 import { createDashboardService } from './dashboard/service';
 import { receiveRefundNotification } from './flows/refund/service';
+import { createRefundService } from './flows/refund/rpc';
 import type { RefundNotificationReceiver } from './flows/payin/upstream-refunds';
 import type { PlatformServices } from './rpc/services';
 
@@ -43,6 +44,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     instrument: createInstrumentService(deps),
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
+    refund: createRefundService(deps, merchantOfApiKey),
     events: createEventsService(deps, {
       apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
     }),

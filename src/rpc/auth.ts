@@ -55,6 +55,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.dashboard.v1.DashboardService': ['facade'],
   // ListEvents carries the owner's own proof (the merchant's API key), checked by the service; the rest is operators'.
   'payments.events.v1.EventsService': ['facade'],
+  // The merchant's calls carry its API key, checked by the service; ListRefunds and ShowRefund are operators'.
+  'payments.refund.v1.RefundService': ['facade', 'owner'],
 };
 
 /** Procedures that need other powers than their service's. */
@@ -76,6 +78,8 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.payin.v1.PayinService/RedeliverWebhook': ['admin'],
   'payments.events.v1.EventsService/ListOwnerEvents': ['admin'],
   'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
+  'payments.refund.v1.RefundService/ListRefunds': ['admin'],
+  'payments.refund.v1.RefundService/ShowRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
   'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
   'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],

@@ -7,6 +7,7 @@
  */
 import { DEPOSIT_SERVICE_REASONS } from '../flows/deposit/reasons';
 import { PAYIN_SERVICE_REASONS } from '../flows/payin/reasons';
+import { REFUND_SERVICE_REASONS } from '../flows/refund/reasons';
 import { TRANSFER_SERVICE_REASONS } from '../flows/pre-transfer/reasons';
 import { WALLET_SERVICE_REASONS } from '../flows/wallet/reasons';
 import { INSTRUMENT_SERVICE_REASONS } from '../instruments/service-reasons';
@@ -21,6 +22,7 @@ export const REASONS_BY_SERVICE = {
   // The EventsService answers its own VALIDATION_FAILED and the refusals of the owner proofs it checks: Area B's API
   // key, checked by the PayinService's authentication (a subset of the PayinService's reasons).
   events: PAYIN_SERVICE_REASONS,
+  refund: REFUND_SERVICE_REASONS,
 } as const satisfies Partial<Record<PlatformServiceName, object>>;
 
 /** The platform services a façade calls. */

@@ -176,4 +176,53 @@ describe('refunds of settled payins', () => {
     expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(0);
     await ledgerBalances();
   });
+  describe('POST /api/v1/payins/refunds and /refunds/status', () => {
+    const refundsUrl = '/api/v1/payins/refunds';
+    const send = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      post(harness.platform.facadeUrl, path, JSON.stringify(body), { 'X-API-Key': merchant.api_key, ...headers });
+
+    it('refunds partially under an Idempotency-Key: the first refund again for the same body, 409 for another, 422 above the refundable amount', async () => {
+      const { out_trade_no, invoice_reference } = await settledPayin('6');
+      const body = { out_trade_no, amount: 2.5, reason: 'returned goods', address: SANDBOX_REFUND_ADDRESSES.succeeds };
+      const first = await send(refundsUrl, body, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(first.status).toBe(200);
+      expect(first.json).toMatchObject({ success: true, code: 200, data: { invoice_reference, out_trade_no, amount: 2.5, currency: 'USDT', status: 'held', reason: 'returned goods' } });
+      const again = await send(refundsUrl, body, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(again.json.data.refund_reference).toBe(first.json.data.refund_reference);
+      const conflict = await send(refundsUrl, { ...body, amount: 1 }, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(conflict.status).toBe(409);
+      expect(conflict.json.success).toBe(false);
+      const before = await walletAvailable();
+      const above = await send(refundsUrl, { ...body, amount: 3.5 });
+      expect(above.status).toBe(422);
+      expect(above.json).toEqual({ success: false, message: 'Validation errors', errors: { amount: ['The amount exceeds the refundable amount of the top-up.'] } });
+      expect(await walletAvailable()).toBe(before);
+      expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(1);
+
+      await decided(first.json.data.refund_reference as string);
+      const one = await send(`${refundsUrl}/status`, { refund_reference: first.json.data.refund_reference });
+      expect(one.json.data).toMatchObject({ refund_reference: first.json.data.refund_reference, status: 'succeeded', refund_trx_ref: expect.any(String) });
+      const all = await send(`${refundsUrl}/status`, { out_trade_no });
+      expect(all.json.data.refunds).toHaveLength(1);
+      // 6 paid, 0.06 fee kept, 2.5 refunded.
+      expect(all.json.data.refundable_amount).toBe(3.44);
+      await ledgerBalances();
+    });
+
+    it('needs the API key, names the refused fields, and never shows another merchant’s refund', async () => {
+      const { out_trade_no } = await settledPayin('1');
+      expect((await post(harness.platform.facadeUrl, refundsUrl, JSON.stringify({ out_trade_no, address: SANDBOX_REFUND_ADDRESSES.succeeds }))).status).toBe(401);
+      const invalid = await send(refundsUrl, { amount: 'x' });
+      expect(invalid.status).toBe(422);
+      expect(Object.keys(invalid.json.errors).sort()).toEqual(['address', 'amount', 'out_trade_no']);
+      const mine = await send(refundsUrl, { out_trade_no, address: SANDBOX_REFUND_ADDRESSES.succeeds });
+      expect(mine.status).toBe(200);
+      const other = await createTestMerchant(harness);
+      const theirs = await post(harness.platform.facadeUrl, `${refundsUrl}/status`, JSON.stringify({ refund_reference: mine.json.data.refund_reference }), { 'X-API-Key': other.api_key });
+      expect(theirs.status).toBe(404);
+      expect(theirs.json).toEqual({ success: false, message: 'Refund not found.', errors: null });
+      await decided(mine.json.data.refund_reference as string);
+      await ledgerBalances();
+    });
+  });
 });
