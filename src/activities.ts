@@ -13,7 +13,7 @@ import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
-import { createRefundActivities } from './flows/refund/service';
+import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
 import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
 
 /** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
@@ -34,6 +34,7 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
     renotifyPayin: async (invoice_reference, payment) => {
       await notifyPayin(deps, await payin(invoice_reference), payment);
     },
+    startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
   };
 }
 

@@ -15,6 +15,7 @@ import { ConfigError, loadConfig, type Config } from '../config';
 import { createLogger } from '../logger';
 import { registerAdminCommands } from './admin';
 import { registerEventCommands } from './admin-events';
+import { registerRefundCommands } from './admin-refunds';
 import { registerWebhookCommands } from './admin-webhooks';
 import { stopOnSignals } from './signals';
 
@@ -201,6 +202,7 @@ program
 registerAdminCommands(program);
 registerWebhookCommands(program);
 registerEventCommands(program);
+registerRefundCommands(program);
 
 program
   .command('sandbox-upstream')

@@ -3,12 +3,19 @@
  * RefundWorkflow with its real activities, the provider's answers by test address, the signed late decision through
  * the platform's own notification route, and the ledger after each (CheckLedger).
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { createReconciliationRepairs } from '../../src/activities';
+import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
+import { reconcile } from '../../src/flows/reconciliation/activities';
 import { decidedSignal } from '../../src/flows/refund/contract';
 import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
-import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+
+const BIN = path.resolve(__dirname, '../../bin/payments');
 
 const orders = { next: 0 };
 const nextOrder = () => `RF-${Date.now()}-${(orders.next += 1)}`;
@@ -222,6 +229,61 @@ describe('refunds of settled payins', () => {
       expect(theirs.status).toBe(404);
       expect(theirs.json).toEqual({ success: false, message: 'Refund not found.', errors: null });
       await decided(mine.json.data.refund_reference as string);
+      await ledgerBalances();
+    });
+  });
+  describe('operators', () => {
+    /** `payments admin …` as an operator runs it: one JSON object on stdout. */
+    function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown> | undefined; stderr: string }> {
+      return new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          [BIN, 'admin', ...args],
+          { env: { ...process.env, RPC_URL: harness.platform.rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: harness.platform.adminToken, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
+          (error, stdout, stderr) => {
+            let json: Record<string, unknown> | undefined;
+            try {
+              json = JSON.parse(stdout) as Record<string, unknown>;
+            } catch {
+              json = undefined;
+            }
+            resolve({ code: error ? 1 : 0, json, stderr });
+          },
+        );
+      });
+    }
+
+    it('lists and shows refunds with payments admin refunds list|show --json', async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 500_000n }));
+      await decided(refund.refund_reference);
+      const listed = await admin(['refunds', 'list', '--merchant-id', merchant.merchant_id, '--json']);
+      expect(listed.code).toBe(0);
+      expect((listed.json!.refunds as Array<{ refund_reference: string }>).map((entry) => entry.refund_reference)).toContain(refund.refund_reference);
+      const shown = await admin(['refunds', 'show', refund.refund_reference, '--json']);
+      expect(shown.json!.refund).toMatchObject({ refund_reference: refund.refund_reference, merchant_id: merchant.merchant_id, amount_units: '500000', status: 'succeeded' });
+      const unknown = await admin(['refunds', 'show', 'RFD-NOSUCHREFUND000000', '--json']);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).not.toBe('');
+    });
+
+    it('reconciliation reports a refund held past its decision timeout and a provider outcome for no refund', async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));
+      await eventually(async () => (await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())?.status === 'pending');
+      await deps().database('refunds').where({ refund_reference: refund.refund_reference }).update({ decision_due_at: new Date(Date.now() - 60_000) });
+      const orphan = JSON.stringify({ refund_reference: 'RFD-NOTOURS00000000000', status: 'refund_succeeded', amount: 1, currency: 'USDT', refund_trx_ref: 'abc' });
+      const notified = await post(harness.platform.facadeUrl, '/api/v1/upstream/notifications', orphan, { 'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, orphan) });
+      expect(notified.status).toBe(200);
+      expect(notified.json.data.applied).toBe(false);
+
+      const report = await reconcile(deps(), createReconciliationRepairs(deps()), { repair: true, grace_seconds: 0 });
+      const undecided = report.findings.find((finding) => finding.kind === 'refund_undecided' && finding.id === refund.refund_reference);
+      expect(undecided).toMatchObject({ action: 'reported', detail: expect.stringContaining('its workflow waits for the provider') });
+      expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'refund_outcome_unknown', id: 'RFD-NOTOURS00000000000', action: 'reported' }));
+      // Still held, nothing moved: the provider's decision ends it.
+      expect((await harness.sandbox.decideRefund(refund.refund_reference, 'failed')).status).toBe(200);
+      expect((await decided(refund.refund_reference)).status).toBe('failed');
       await ledgerBalances();
     });
   });
