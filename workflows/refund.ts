@@ -1,8 +1,10 @@
-import { ActivityFailure, ApplicationFailure, condition, log, proxyActivities, setHandler } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, log, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import { decidedSignal, type RefundActivities, type RefundStatus, type RefundStep, type RefundWorkflowInput, type RefundWorkflowResult } from '../src/flows/refund/contract';
 
-// The provider call backs off on failures without an outcome (no answer, 5xx, malformed): its key makes a retry safe.
-const { holdRefund, requestRefund, applyRefundDecision, startRefundWebhooks } = proxyActivities<RefundActivities>({
+// Local activities, as the payin's: short transactions and one provider call bounded by UPSTREAM_TIMEOUT_SECONDS,
+// recorded with the workflow task (a refund's steps cost no extra Temporal round trips). The provider call backs off
+// on failures without an outcome (no answer, 5xx, malformed): its key makes a retry safe.
+const { holdRefund, requestRefund, applyRefundDecision, startRefundWebhooks } = proxyLocalActivities<RefundActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
