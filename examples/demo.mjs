@@ -585,6 +585,16 @@ async function areaB(credentials, receiver) {
   note(`USDT ${usdt(startUnits)} → ${usdt(endUnits)} (credited ${usdt(credited)}: paid amounts less 1% fees)`);
   equal(endUnits - startUnits, credited, 'the merchant was credited exactly the paid amounts less fees');
 
+  step('Refund: 2.5 USDT of the exact payin back to the payer (docs/refunds.md)');
+  const refund = await payins.refund({ out_trade_no: `DEMOB-${RUN}-exact`, amount: 2.5, reason: 'demo partial refund', address: 'TYc5kF5MQbAravbQy1ULgaP5Wt9PHN64jG' });
+  must(refund.status === 200 && refund.body?.data?.status === 'held', 'refund accepted and held on the wallet');
+  const refundReference = refund.body.data.refund_reference;
+  const refunded = await receiver.waitFor((w) => w.body?.data?.refund_reference === refundReference, 30_000);
+  printWebhook(refunded);
+  equal([refunded.event, refunded.body.data.status, refunded.body.data.amount], ['refund.succeeded', 'succeeded', 2.5], 'event refund.succeeded for 2.5 USDT');
+  const afterRefund = BigInt((await payins.usdtBalance())?.balance_units ?? -1);
+  equal(endUnits - afterRefund, toUnits(2.5, 6), 'the wallet debited exactly the refund (the payin fee is not returned)');
+
   step('B1 payin left unpaid until it expires');
   if (!CONFIG.payinTtlSeconds || CONFIG.payinTtlSeconds > CONFIG.maxWaitSeconds) {
     note(`PAYIN_TTL_SECONDS ${CONFIG.payinTtlSeconds ?? 'not given to the demo (the stack default is 300)'} is longer than DEMO_MAX_WAIT_SECONDS=${CONFIG.maxWaitSeconds}:`);

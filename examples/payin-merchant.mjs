@@ -195,6 +195,14 @@ export class PayinMerchant {
     return this.#call('POST', '/api/v1/payins/status', { out_trade_no }, options);
   }
 
+  /**
+   * A refund of a settled payin to the payer's address (docs/refunds.md): `{out_trade_no | invoice_reference, amount?,
+   * reason?, address}`; answered `held`, decided by the `refund.succeeded` or `refund.failed` webhook.
+   */
+  refund(body, options) {
+    return this.#call('POST', '/api/v1/payins/refunds', body, options);
+  }
+
   /** B3: available balances, `data.wallets[]` of {currency, balance, balance_units, decimals}. */
   balance(options) {
     return this.#call('GET', '/api/v1/balance', undefined, options);

@@ -13,6 +13,8 @@ import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
+import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
+import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
 
 /** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
 export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationRepairs {
@@ -32,6 +34,7 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
     renotifyPayin: async (invoice_reference, payment) => {
       await notifyPayin(deps, await payin(invoice_reference), payment);
     },
+    startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
   };
 }
 
@@ -43,6 +46,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
+    ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
   };
 }
 

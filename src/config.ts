@@ -112,6 +112,11 @@ const schema = z.object({
   UPSTREAM_API_KEY: z.string().min(1).optional(),
   UPSTREAM_WEBHOOK_SECRET: z.string().min(1).optional(),
   PAYIN_TTL_SECONDS: seconds.default(300),
+  /**
+   * How long a refund the provider answered `pending` waits for its signed notification before the provider is asked
+   * again (the wait doubling each time); past it, reconciliation reports the refund as undecided (docs/refunds.md).
+   */
+  REFUND_DECISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   PRE_TRANSFER_TTL_SECONDS: seconds.default(600),
   ACCESS_TOKEN_TTL_SECONDS: seconds.default(7200),
   MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),

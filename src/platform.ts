@@ -13,6 +13,9 @@ import { createInstrumentService } from './instruments/service';
 import { createDepositService } from './flows/deposit/service';
 import { createDashboardService } from './dashboard/service';
 import { createTimelineService } from './timeline/service';
+import { receiveRefundNotification } from './flows/refund/service';
+import { createRefundService } from './flows/refund/rpc';
+import type { RefundNotificationReceiver } from './flows/payin/upstream-refunds';
 import type { PlatformServices } from './rpc/services';
 
 import type { PlatformDeps } from './platform-deps';
@@ -21,6 +24,14 @@ export type { PlatformDeps } from './platform-deps';
 
 export type { PlatformServices } from './rpc/services';
 
+/** The refund flow's side of the upstream notification route: a verified refund notification recorded and handed on. */
+function refundNotificationReceiver(deps: PlatformDeps): RefundNotificationReceiver {
+  return async (notification, raw_body) => {
+    const received = await receiveRefundNotification(deps, notification, raw_body);
+    return { applied: received.applied, invoice_reference: received.refund?.invoice_reference ?? '', status: notification.status };
+  };
+}
+
 export function createServices(deps: PlatformDeps): PlatformServices {
   // One API-key check (and cache) for Area B's services: the PayinService, and the EventsService's Area B proof.
   const merchantOfApiKey = apiKeyAuthentication(deps);
@@ -28,12 +39,13 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     health: createHealthService(deps),
     ledger: createLedgerService(deps),
     transfer: createTransferService(deps),
-    payin: createPayinService(deps, merchantOfApiKey),
+    payin: createPayinService(deps, merchantOfApiKey, refundNotificationReceiver(deps)),
     wallet: createWalletService(deps),
     admin: createAdminService(deps),
     instrument: createInstrumentService(deps),
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
+    refund: createRefundService(deps, merchantOfApiKey),
     events: createEventsService(deps, {
       apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
     }),

@@ -10,6 +10,7 @@ import { DASHBOARD_REASONS } from './dashboard/reasons';
 import { DEPOSIT_REASONS } from './flows/deposit/contract';
 import { PAYIN_REASONS } from './flows/payin/contract';
 import { PRE_TRANSFER_REASONS } from './flows/pre-transfer/contract';
+import { REFUND_REASONS } from './flows/refund/contract';
 import { WALLET_REASONS } from './flows/wallet/contract';
 import { FIELD_DECRYPTION_REASONS } from './crypto/reasons';
 import { IDEMPOTENCY_REASONS } from './idempotency/reasons';
@@ -40,6 +41,7 @@ export const REASON_TABLES = {
   dashboard: DASHBOARD_REASONS,
   fieldDecryption: FIELD_DECRYPTION_REASONS,
   timeline: TIMELINE_REASONS,
+  refund: REFUND_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 
 type Tables = typeof REASON_TABLES;

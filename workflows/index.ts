@@ -5,3 +5,4 @@ export { payinWorkflow } from './payin';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { depositWorkflow } from './deposit';
 export { reconciliationWorkflow } from './reconciliation';
+export { refundWorkflow } from './refund';

@@ -12,7 +12,7 @@ import type { ServiceReason } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 
 /** Area B route names used in the messages table. */
-export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events' | 'timeline';
+export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events' | 'timeline' | 'refunds' | 'refund_status';
 
 export const PAYIN_MESSAGES = {
   rateLimited: 'Too many requests. Retry after the time in Retry-After.',
@@ -28,6 +28,7 @@ export const PAYIN_MESSAGES = {
   internal: 'Internal server error',
   busy: 'Service is busy. Please try again later.',
   paymentNotFound: 'Payment not found.',
+  refundNotFound: 'Refund not found.',
 } as const;
 
 /** Field limits of B1 (interface "Limits"). */
@@ -53,8 +54,11 @@ export interface AreaBError {
   body: PayinErrorBody;
 }
 
-/** Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts), the EventsService's and the TimelineService's. */
-export type AreaBReason = ServiceReason<'payin' | 'events' | 'timeline'>;
+/**
+ * Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts), the EventsService's, the
+ * TimelineService's and the RefundService's (src/flows/refund/reasons.ts).
+ */
+export type AreaBReason = ServiceReason<'payin' | 'events' | 'timeline' | 'refund'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -65,7 +69,7 @@ const failure = (status: number, message: string, errors: FieldViolations | null
 const MIN_AMOUNT_TEXT = '0.01';
 
 /** A field as Area B's messages name it ("The out trade no field is required."). */
-const LABELS: Record<string, string> = { out_trade_no: 'out trade no', invoice_reference: 'invoice reference', trx_ref: 'trx ref' };
+const LABELS: Record<string, string> = { out_trade_no: 'out trade no', invoice_reference: 'invoice reference', trx_ref: 'trx ref', refund_reference: 'refund reference' };
 
 /** The field problems Area B meets: its own rules' (B1, B2) and the PayinService's (notifications, OUT_TRADE_NO_TAKEN). */
 type AreaBProblem =
@@ -150,7 +154,11 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   PAYMENT_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.paymentNotFound),
   PAYIN_FAILED: systemError,
   IDEMPOTENCY_KEY_INVALID: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key must be 1 to 255 visible ASCII characters.'] }),
-  IDEMPOTENCY_KEY_REUSED: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] }),
+  // A refund's key reused with another body is a conflict (docs/refunds.md); B1 keeps its documented 422.
+  IDEMPOTENCY_KEY_REUSED: (route) =>
+    route === 'refunds'
+      ? failure(409, 'The idempotency key was already used with other parameters.', { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] })
+      : validation(route, { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] }),
   // The first request with this key is still running: retry later with the same key (docs/idempotency.md).
   IDEMPOTENCY_KEY_IN_PROGRESS: () => failure(409, 'A request with this idempotency key is in progress. Please retry later.'),
   SETTLEMENT_NOT_AUTHORIZED: systemError,
@@ -172,6 +180,15 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   UNAVAILABLE: systemError,
   DEADLINE_EXCEEDED: systemError,
   INTERNAL: systemError,
+  // Refunds (docs/refunds.md "What a merchant sees"): each refusal holds nothing.
+  REFUND_PAYIN_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.topUpNotFound),
+  REFUND_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.refundNotFound),
+  REFUND_PAYIN_NOT_SETTLED: (route) => validation(route, { out_trade_no: ['The top-up is not paid: there is nothing to refund.'] }),
+  REFUND_AMOUNT_EXCEEDS_REFUNDABLE: (route) => validation(route, { amount: ['The amount exceeds the refundable amount of the top-up.'] }),
+  REFUND_INSUFFICIENT_BALANCE: (route) => validation(route, { amount: ['The wallet balance is insufficient for this refund.'] }),
+  REFUND_PROVIDER_NOT_CONFIGURED: (route) => validation(route, { upstream: ['No refund provider is configured.'] }),
+  REFUND_NOTIFICATION_MISMATCH: (route) => validation(route, { amount: ['The amount is not the refund\'s.'] }),
+  REFUND_DECISION_NOT_AUTHORIZED: systemError,
 };
 
 /** The one Area B error table: RPC failure reason + route → HTTP status and body. */
@@ -273,6 +290,65 @@ export function readListEvents(query: Record<string, string | string[] | undefin
   const { values, problems } = readFields(LIST_EVENTS, query);
   if (Object.keys(problems).length > 0) return { errors: problems };
   return { fields: { after: values.after, limit: values.limit ?? EVENTS_LIMITS.default, type: values.type, subject: values.subject } };
+}
+
+/** Field limits of a refund request (docs/refunds.md). */
+export const REFUND_FIELD_LIMITS = { reasonMaxLength: 255, addressMaxLength: 128, refundReferenceMaxLength: 64 } as const;
+
+/** `refunds` fields, typed; one of out_trade_no and invoice_reference. */
+export interface CreateRefundFields {
+  out_trade_no: string | undefined;
+  invoice_reference: string | undefined;
+  /** Absent: everything still refundable. */
+  amount_units: bigint | undefined;
+  reason: string;
+  address: string;
+}
+
+const INVOICE_REFERENCE: FieldRule<string | undefined> = (value) =>
+  !present(value) ? undefined : typeof value === 'string' && INVOICE_REFERENCE_PATTERN.test(value) ? value : refuse('invalid');
+
+const CREATE_REFUND = {
+  out_trade_no: text({ max: PAYIN_LIMITS.outTradeNoMaxLength, count: 'code_points' }),
+  invoice_reference: INVOICE_REFERENCE,
+  amount: amount({ currency: () => 'USDT', min: { units: 1n, text: '0.000001' }, typed: true }),
+  reason: text({ max: REFUND_FIELD_LIMITS.reasonMaxLength, count: 'code_points' }),
+  address: text({ required: true, max: REFUND_FIELD_LIMITS.addressMaxLength, count: 'code_points' }),
+};
+
+/** POST /api/v1/payins/refunds: its fields, or every failing field at once. */
+export function readCreateRefund(raw: string): { fields: CreateRefundFields } | { errors: FieldViolations } {
+  const body = parseObject(raw);
+  if (!body) return { errors: { body: [problem('json_object')] } };
+  const { values, problems } = readFields(CREATE_REFUND, body);
+  if (!values.out_trade_no && !values.invoice_reference && !problems.out_trade_no && !problems.invoice_reference) problems.out_trade_no = [problem('required')];
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return {
+    fields: {
+      out_trade_no: values.out_trade_no,
+      invoice_reference: values.invoice_reference,
+      amount_units: values.amount,
+      reason: values.reason ?? '',
+      address: values.address,
+    },
+  };
+}
+
+/** POST /api/v1/payins/refunds/status: a refund_reference, or the payin's out_trade_no or invoice_reference. */
+export function readRefundStatus(raw: string): { fields: { refund_reference?: string; out_trade_no?: string; invoice_reference?: string } } | { errors: FieldViolations } {
+  const body = parseObject(raw);
+  if (!body) return { errors: { body: [problem('json_object')] } };
+  const { values, problems } = readFields(
+    {
+      refund_reference: text({ max: REFUND_FIELD_LIMITS.refundReferenceMaxLength }),
+      out_trade_no: text({ max: PAYIN_LIMITS.outTradeNoMaxLength, count: 'code_points' }),
+      invoice_reference: INVOICE_REFERENCE,
+    },
+    body,
+  );
+  if (!values.refund_reference && !values.out_trade_no && !values.invoice_reference && Object.keys(problems).length === 0) problems.out_trade_no = [problem('required')];
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return { fields: { refund_reference: values.refund_reference, out_trade_no: values.out_trade_no, invoice_reference: values.invoice_reference } };
 }
 
 /** The façade's own answers on an Area B path: unknown route, wrong method, body too large, last-resort fault. */

@@ -12,8 +12,9 @@ import { amountJson, formatAmount, isCurrency, parseJsonLossless, stringifyJson,
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { payinErrorFor, readCreatePayin, readListEvents, readPayinStatus, type PayinRoute } from './contract';
+import { payinErrorFor, readCreatePayin, readCreateRefund, readListEvents, readPayinStatus, readRefundStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';
+import type { Refund } from '../../src/gen/payments/refund/v1/refund_pb';
 
 function apiKeyOf(ctx: FacadeContext, allowApiKeyHeader: boolean): string {
   return ctx.get('X-API-Key') || (allowApiKeyHeader ? ctx.get('Api-Key') : '');
@@ -26,7 +27,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error, 'payin', 'events', 'timeline');
+  const failure = readRpcFailure(error, 'payin', 'events', 'timeline', 'refund');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
@@ -220,10 +221,79 @@ async function upstreamNotification(ctx: FacadeContext): Promise<void> {
   }
 }
 
+/** A refund in Area B's words: amounts in USDT, empty texts as null. */
+function refundJson(refund: Refund) {
+  const currency = currencyOf(refund.currency);
+  return {
+    refund_reference: refund.refundReference,
+    invoice_reference: refund.invoiceReference,
+    out_trade_no: refund.outTradeNo,
+    amount: amountJson(refund.amountUnits, currency),
+    currency,
+    status: refund.status,
+    address: refund.address,
+    reason: refund.reason,
+    refund_trx_ref: refund.refundTrxRef || null,
+    failure_reason: refund.failureReason || null,
+    created_at: refund.createdAt,
+    decided_at: refund.decidedAt || null,
+  };
+}
+
+/**
+ * POST /api/v1/payins/refunds (docs/refunds.md): a refund of the merchant's settled payin, held on its wallet and sent
+ * back to the payer; the same Idempotency-Key answers the first refund (another body under it: 409).
+ */
+async function createRefund(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readCreateRefund(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'refunds', apiKey, read.errors);
+  try {
+    const { refund } = await ctx.state.clients.refund.createRefund(
+      {
+        apiKey,
+        outTradeNo: read.fields.out_trade_no ?? '',
+        invoiceReference: read.fields.invoice_reference ?? '',
+        ...(read.fields.amount_units !== undefined ? { amountUnits: read.fields.amount_units } : {}),
+        reason: read.fields.reason,
+        address: read.fields.address,
+        idempotencyKey: ctx.get('Idempotency-Key'),
+      },
+      rpcCallOptions(ctx),
+    );
+    sendJson(ctx, 200, { success: true, code: 200, data: refundJson(refund!) });
+  } catch (error) {
+    sendFailure(ctx, 'refunds', error);
+  }
+}
+
+/** POST /api/v1/payins/refunds/status: one refund by refund_reference, or a payin's refunds and what is left. */
+async function refundStatus(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readRefundStatus(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'refund_status', apiKey, read.errors);
+  try {
+    const answer = await ctx.state.clients.refund.getRefundStatus(
+      { apiKey, refundReference: read.fields.refund_reference ?? '', outTradeNo: read.fields.out_trade_no ?? '', invoiceReference: read.fields.invoice_reference ?? '' },
+      rpcCallOptions(ctx),
+    );
+    const refunds = answer.refunds.map(refundJson);
+    sendJson(ctx, 200, {
+      success: true,
+      code: 200,
+      data: read.fields.refund_reference ? refunds[0] : { refunds, refundable_amount: amountJson(answer.refundableUnits, 'USDT') },
+    });
+  } catch (error) {
+    sendFailure(ctx, 'refund_status', error);
+  }
+}
+
 export function payinRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
   router.post('/api/v1/payins', createPayin);
   router.post('/api/v1/payins/status', payinStatus);
+  router.post('/api/v1/payins/refunds', createRefund);
+  router.post('/api/v1/payins/refunds/status', refundStatus);
   router.get('/api/v1/balance', balance);
   router.get('/api/v1/events', listEvents);
   router.get('/api/v1/payments/:reference/timeline', paymentTimeline);

@@ -16,6 +16,7 @@ import { createLogger } from '../logger';
 import { registerAdminCommands } from './admin';
 import { registerEventCommands } from './admin-events';
 import { registerTimelineCommand } from './admin-timeline';
+import { registerRefundCommands } from './admin-refunds';
 import { registerWebhookCommands } from './admin-webhooks';
 import { stopOnSignals } from './signals';
 
@@ -203,6 +204,7 @@ registerAdminCommands(program);
 registerWebhookCommands(program);
 registerEventCommands(program);
 registerTimelineCommand(program);
+registerRefundCommands(program);
 
 program
   .command('sandbox-upstream')

@@ -10,6 +10,10 @@ export const EVENT_TYPES = [
   'payin.expired',
   'payin.closed',
   'payin.additional_payment',
+  // Area B: refunds of a merchant's payins (subject: the payin's invoice_reference; the refund reference in data).
+  'refund.created',
+  'refund.succeeded',
+  'refund.failed',
   // Area A: a partner's pre-transfers (subject: the pre_transfer_id); also the receiving user's merchant's.
   'pre_transfer.created',
   'pre_transfer.confirmed',

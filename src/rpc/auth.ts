@@ -57,6 +57,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.events.v1.EventsService': ['facade'],
   // GetPaymentTimeline: the owner's own proof (through the façade), a credential bound to the owner, or an operator's.
   'payments.timeline.v1.TimelineService': ['facade', 'owner', 'admin'],
+  // The merchant's calls carry its API key, checked by the service; ListRefunds and ShowRefund are operators'.
+  'payments.refund.v1.RefundService': ['facade', 'owner'],
 };
 
 /** Procedures that need other powers than their service's. */
@@ -78,6 +80,8 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.payin.v1.PayinService/RedeliverWebhook': ['admin'],
   'payments.events.v1.EventsService/ListOwnerEvents': ['admin'],
   'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
+  'payments.refund.v1.RefundService/ListRefunds': ['admin'],
+  'payments.refund.v1.RefundService/ShowRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
   'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
   'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],

@@ -8,6 +8,7 @@
  *   api         the api/façade process killed mid-burst while clients retry with the same Idempotency-Keys
  *   postgres    PostgreSQL restarted (fast shutdown) during settlements
  *   merchant    the merchant's webhook endpoint answering 503 for FAULT_WEBHOOK_DOWN_SECONDS (20)
+ *   refund      the worker killed while refunds wait for the provider, which decides them (twice) meanwhile
  *
  * Invariants after each: every payin settled exactly once with its paid amount and fee (the merchant's balance is
  * their sum); every confirm answered SUCCESS (or USED for a retry of one that went through) and posted exactly once
@@ -186,7 +187,10 @@ describe('money under faults', () => {
     // Settled exactly once: one settlement transaction and one success event per payin.
     const settlements = (await platform.database('ledger_idempotency_keys').where('idempotency_key', 'like', 'PAYIN-%:settle').count('* as n').first()) as unknown as { n: bigint };
     expect(BigInt(settlements.n)).toBe(BigInt(settled.length));
-    const expectedMerchant = settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n);
+    // Less what the merchant refunded (succeeded refunds; held ones are still posted on the wallet).
+    const refunded = (await platform.database('refunds').where({ status: 'succeeded' }).select('amount_units')) as Array<{ amount_units: bigint }>;
+    const expectedMerchant =
+      settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n) - refunded.reduce((sum, refund) => sum + BigInt(refund.amount_units), 0n);
     const merchantDifference = (await merchantUsdt()) - expectedMerchant;
 
     const confirmed = (await platform.database('pre_transfers').where({ state: 'confirmed' }).select('amount_units')) as Array<{ amount_units: bigint }>;
@@ -242,7 +246,8 @@ describe('money under faults', () => {
     }
     const payinEvents = (await platform.database('events').whereIn('subject', settledInvoices).select('subject', 'type')) as Array<{ subject: string; type: string }>;
     for (const invoice of settledInvoices) {
-      expect(payinEvents.filter((event) => event.subject === invoice).map((event) => event.type).sort()).toEqual(['payin.created', 'payin.success']);
+      // A payin's own events (its refunds' are checked by their scenario).
+      expect(payinEvents.filter((event) => event.subject === invoice && event.type.startsWith('payin.')).map((event) => event.type).sort()).toEqual(['payin.created', 'payin.success']);
     }
     const unnumbered = (await platform.database('webhook_events').whereNull('event_seq').count('* as n').first()) as unknown as { n: bigint };
     expect(BigInt(unnumbered.n)).toBe(0n);
@@ -384,5 +389,51 @@ describe('money under faults', () => {
     expect(difference).toBe(0n);
     expect(refused).toBeGreaterThan(0);
     record('merchant', payins.length, histogram, seconds, difference);
+  }, 600_000);
+  it('the worker killed while refunds wait for the provider: its late decision, notified twice meanwhile, applied once', async () => {
+    const setup = new Histogram();
+    const payins = await createPayins(3, setup);
+    // Paid through the sandbox, which then knows what it may refund of each.
+    for (const payin of payins) expect((await platform.sandbox.pay(payin.invoice, (Number(payin.units) / 1_000_000).toString())).status).toBe(200);
+    await convergence(payins, Date.now());
+    const histogram = new Histogram();
+    // Refunds the provider answers `pending` and decides only when told (the sandbox's decide route).
+    const refunds = await eachLimited(payins, 3, async (payin) => {
+      const body = JSON.stringify({ invoice_reference: payin.invoice, amount: 0.5, reason: 'fault scenario', address: 'TEd727yV6hAMzpMFFGV1Qz7UxRrpsq3Rsn' });
+      const reply = await untilAnswered(
+        histogram,
+        60,
+        () => post(`${platform.facadeUrl}/api/v1/payins/refunds`, body, { 'X-API-Key': merchant.apiKey, 'Idempotency-Key': `refund-${payin.invoice}` }),
+        (r) => r.status === 200,
+      );
+      return (reply.json!.data as { refund_reference: string }).refund_reference;
+    });
+    const statusCount = async (status: string) =>
+      BigInt(((await platform.database('refunds').whereIn('refund_reference', refunds).where({ status }).count('* as n').first()) as unknown as { n: bigint }).n);
+    await converge('refunds pending at the provider', 60, async () => (await statusCount('pending')) === BigInt(refunds.length));
+    await platform.worker.kill();
+    // The provider decides while no worker runs, and sends each decision twice: recorded once, queued for the run.
+    for (const reference of refunds) {
+      expect((await platform.sandbox.decideRefund(reference, 'succeeded')).status).toBe(200);
+      expect((await platform.sandbox.decideRefund(reference, 'succeeded')).status).toBe(200);
+    }
+    expect(await statusCount('pending')).toBe(BigInt(refunds.length));
+    await platform.worker.start();
+    const healedAt = Date.now();
+    await converge('refunds decided and announced', CONVERGE_SECONDS, async () => {
+      const delivered = (await platform.database('webhook_events').where({ event: 'refund.succeeded', status: 'delivered' }).whereIn('invoice_reference', payins.map((payin) => payin.invoice)).count('* as n').first()) as unknown as { n: bigint };
+      return (await statusCount('succeeded')) === BigInt(refunds.length) && BigInt(delivered.n) === BigInt(refunds.length);
+    });
+    const seconds = Math.max(0, (Date.now() - healedAt) / 1000);
+    // Applied once: one posting of each hold, one event and one notification record per refund.
+    const posts = (await platform.database('ledger_idempotency_keys').whereIn('idempotency_key', refunds.map((reference) => `${reference}:post`)).count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(posts.n)).toBe(BigInt(refunds.length));
+    const events = (await platform.database('events').where({ type: 'refund.succeeded' }).whereIn('subject', payins.map((payin) => payin.invoice)).count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(events.n)).toBe(BigInt(refunds.length));
+    const notifications = (await platform.database('refund_notifications').whereIn('refund_reference', refunds).count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(notifications.n)).toBe(BigInt(refunds.length));
+    const difference = await checkInvariants();
+    expect(difference).toBe(0n);
+    record('refund', refunds.length, histogram, seconds, difference);
   }, 600_000);
 });

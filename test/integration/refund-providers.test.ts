@@ -76,6 +76,9 @@ async function startPortal(secret: string): Promise<Portal> {
     try {
       const notification = openRefundNotification(secret, body, req.headers['x-upstream-signature'] as string | undefined);
       refunds.push(notification);
+      // Answer a little after taking it, as a real portal that records before answering does: the window in which
+      // the test sees the notification before the sandbox has the answer is then always open, not only sometimes.
+      await new Promise((resolve) => setTimeout(resolve, 100));
       return answer(200, { success: true, code: 200, data: { refund_reference: notification.refund_reference, status: notification.status, applied: true } });
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
@@ -174,7 +177,12 @@ describe('the upstream refund port against the sandbox', () => {
       trx_ref: refund.trx_ref,
       refund_trx_ref: expect.stringMatching(/^[0-9a-f]{64}$/),
     });
-    expect(sandbox.refundNotifications.find((entry) => entry.refund_reference === refund.refund_reference)).toMatchObject({ status: 200 });
+    // The portal holds the notification before its answer is back at the sandbox, which records the answer's status
+    // only once it arrived: wait for that record instead of reading it at once (it was 0 until then).
+    const delivered = await waitFor('the sandbox to record the portal\'s answer', () =>
+      sandbox.refundNotifications.find((entry) => entry.refund_reference === refund.refund_reference && entry.status !== 0),
+    );
+    expect(delivered).toMatchObject({ status: 200 });
     // Asked again under the same key: the same refund, now decided (never a second refund).
     expect(await requestUpstreamRefund(sandbox.refundUrl, refund, key, options)).toEqual({ status: 'succeeded', refund_trx_ref: notification.refund_trx_ref });
     expect([...sandbox.refunds.values()].filter((entry) => entry.invoice_reference === refund.invoice_reference)).toHaveLength(1);

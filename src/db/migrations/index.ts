@@ -28,6 +28,7 @@ import * as dashboardSessions from './030_dashboard_sessions';
 import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
+import * as refunds from './035_refunds';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -60,6 +61,7 @@ const migrations: Array<[string, Migration]> = [
   ['031_events', events],
   ['032_business_keys_and_ordered_webhooks', businessKeysAndOrderedWebhooks],
   ['033_payment_requests', paymentRequests],
+  ['035_refunds', refunds],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

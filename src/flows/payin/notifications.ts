@@ -18,6 +18,7 @@ import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
 import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './outbox';
+import { openRefundNotification, upstreamNotificationKind, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
   findPayin,
@@ -190,10 +191,15 @@ async function currentStatus(deps: PlatformDeps, payin: PayinRow): Promise<strin
  * unchanged) within NOTIFICATION_TEMPORAL_SECONDS, and the dispatcher hands it over once Temporal is back. Repeats
  * and no-longer-applicable notifications answer `applied: false` and change nothing.
  */
-export async function applyUpstreamNotification(deps: PlatformDeps, request: ApplyUpstreamNotificationRequest) {
+export async function applyUpstreamNotification(deps: PlatformDeps, request: ApplyUpstreamNotificationRequest, refunds?: RefundNotificationReceiver) {
   const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
   if (!secret || !verifyHmacSha256Hex(secret, request.signedBody, request.signature)) {
     throw reasonError(PAYIN_REASONS, 'UPSTREAM_SIGNATURE_INVALID', 'invalid upstream signature');
+  }
+  // A refund's decision (docs/refunds.md "Providers"): read with its own rules, recorded by the refund flow.
+  if (refunds && upstreamNotificationKind(request.signedBody) === 'refund') {
+    const refund = await refunds(openRefundNotification(secret, request.signedBody, request.signature), Buffer.from(request.signedBody).toString('utf8'));
+    return { applied: refund.applied, invoiceReference: refund.invoice_reference, status: refund.status };
   }
   const notification = readNotification(request.signedBody);
   const { invoice_reference, status, amount_units, trx_ref } = notification;

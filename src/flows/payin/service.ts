@@ -28,6 +28,7 @@ import { PAYIN_REASONS } from './contract';
 import { createPayin } from './create';
 import { applyUpstreamNotification } from './notifications';
 import { findLatestPayin, type PayinRow } from './store';
+import type { RefundNotificationReceiver } from './upstream-refunds';
 
 export { newInvoiceReference } from './create';
 export { applyRecordedNotification, notifyPayin, type PayinNotification } from './notifications';
@@ -95,8 +96,13 @@ async function balances(deps: PlatformDeps, merchant: Merchant) {
 /**
  * @param authenticate the API-key check, shared with the EventsService's Area B proof by the composition root (one
  *   cache of keys); built here when not given
+ * @param refunds where verified refund notifications go (the refund flow); absent: every notification is a payin's
  */
-export function createPayinService(deps: PlatformDeps, authenticate: ApiKeyAuthentication = apiKeyAuthentication(deps)): ServiceImpl<typeof PayinService> {
+export function createPayinService(
+  deps: PlatformDeps,
+  authenticate: ApiKeyAuthentication = apiKeyAuthentication(deps),
+  refunds?: RefundNotificationReceiver,
+): ServiceImpl<typeof PayinService> {
   return {
     async authenticateApiKey(request, context) {
       await authenticate(request.apiKey, context);
@@ -127,7 +133,7 @@ export function createPayinService(deps: PlatformDeps, authenticate: ApiKeyAuthe
     getBalances: async (request, context) => balances(deps, await authenticate(request.apiKey, context)),
 
     applyUpstreamNotification: (request, context) =>
-      journaled(deps, { owner_kind: 'upstream', action: 'area-b.upstream_notification', client_address: clientAddressOf(context) }, () => applyUpstreamNotification(deps, request), (answer) => answer.invoiceReference),
+      journaled(deps, { owner_kind: 'upstream', action: 'area-b.upstream_notification', client_address: clientAddressOf(context) }, () => applyUpstreamNotification(deps, request, refunds), (answer) => answer.invoiceReference),
 
     async listWebhookDeliveries(request) {
       if (!request.merchantId) throw invalidFields({ merchant_id: [problem('required')] });

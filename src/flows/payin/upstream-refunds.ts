@@ -379,3 +379,14 @@ export function openRefundNotification(secret: string | undefined, signed_body: 
   }
   return readRefundNotification(signed_body);
 }
+
+/**
+ * Where the notification route hands a verified refund notification (the refund flow's, wired by the composition
+ * root): records it as the decision's authority and tells the refund's workflow.
+ * @returns whether this notification was recorded now, the refunded payin's invoice_reference ('' for an unknown
+ *   refund) and the decision recorded
+ */
+export type RefundNotificationReceiver = (
+  notification: UpstreamRefundNotification,
+  raw_body: string,
+) => Promise<{ applied: boolean; invoice_reference: string; status: string }>;

@@ -8,6 +8,10 @@
  *   deposit_past_expiry                            close the deposit as expired (moves nothing)
  *   webhook_stalled                                start a delivery run (same webhook id)
  *   outbox_lag                                     wake the outbox dispatcher (reported)
+ *   refund_undecided                               start its workflow when it has none (a no-op for one that
+ *                                                  existed); a refund whose workflow runs is reported: it stays
+ *                                                  held until the provider decides
+ *   refund_outcome_unknown                         reported: a provider decision for no refund of the platform
  *   deposit_not_credited, ledger_imbalance         reported for an operator, never repaired blindly
  *
  * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
@@ -37,6 +41,8 @@ import {
   notificationCandidates,
   outboxLag,
   pendingWebhooks,
+  refundOutcomesWithoutRefund,
+  undecidedRefunds,
   uncreditedDeposits,
   usedLedgerKeys,
   type NotificationCandidate,
@@ -104,6 +110,14 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
     await act('outbox_lag', invoice_reference, 'payin workflow start waiting in the outbox');
   }
   if (lagging.length) deps.payinOutbox?.wake();
+  for (const refund of await undecidedRefunds(deps.database, cutoff)) {
+    const detail = `refund ${refund.status} past its decision timeout (due ${refund.decision_due_at.toISOString()})`;
+    if (await isRunning(deps, refund.refund_reference)) await act('refund_undecided', refund.refund_reference, `${detail}; its workflow waits for the provider`);
+    else await act('refund_undecided', refund.refund_reference, `${detail}; no workflow`, () => repairs.startRefund(refund.refund_reference));
+  }
+  for (const outcome of await refundOutcomesWithoutRefund(deps.database)) {
+    await act('refund_outcome_unknown', outcome.refund_reference, `provider notified ${outcome.status} for no refund`);
+  }
   const ledger = await deps.ledger.check();
   for (const imbalance of ledger.imbalances) await act('ledger_imbalance', imbalance, 'ledger invariant broken');
 

@@ -27,7 +27,11 @@ export type FindingKind =
   /** A committed payin whose workflow start is still waiting in the outbox. */
   | 'outbox_lag'
   /** A ledger invariant broken (reported, never repaired automatically). */
-  | 'ledger_imbalance';
+  | 'ledger_imbalance'
+  /** A refund still held (undecided) past its decision timeout. */
+  | 'refund_undecided'
+  /** A signed provider refund decision recorded for no refund of the platform. */
+  | 'refund_outcome_unknown';
 
 export interface Finding {
   kind: FindingKind;
@@ -92,6 +96,8 @@ export interface ReconciliationRepairs {
   applyRecordedNotification(invoice_reference: string, idempotency_key: string, payment: RecordedPayment): Promise<void>;
   /** Hands a notification to the payin's workflow again (Update-with-Start). */
   renotifyPayin(invoice_reference: string, payment: RecordedPayment): Promise<void>;
+  /** Starts a refund's workflow when it was never started (a no-op for one that exists or existed). */
+  startRefund(refund_reference: string): Promise<void>;
 }
 
 export interface ReconciliationWorkflowInput {

@@ -102,3 +102,23 @@ export async function outboxLag(database: Knex, cutoff: Date): Promise<string[]>
   const rows = (await database('payin_workflow_outbox').where('created_at', '<', cutoff).orderBy('created_at').limit(FINDINGS_LIMIT).select('invoice_reference')) as Array<{ invoice_reference: string }>;
   return rows.map((row) => row.invoice_reference);
 }
+
+/** Refunds still undecided (held or pending) whose decision was due before `cutoff`, oldest first. */
+export async function undecidedRefunds(database: Knex, cutoff: Date): Promise<Array<{ refund_reference: string; status: string; decision_due_at: Date }>> {
+  return database('refunds')
+    .whereIn('status', ['held', 'pending'])
+    .where('decision_due_at', '<', cutoff)
+    .orderBy('decision_due_at')
+    .limit(FINDINGS_LIMIT)
+    .select('refund_reference', 'status', 'decision_due_at');
+}
+
+/** Signed provider refund decisions recorded for a refund_reference no refund has. */
+export async function refundOutcomesWithoutRefund(database: Knex): Promise<Array<{ refund_reference: string; status: string }>> {
+  return database('refund_notifications as n')
+    .leftJoin('refunds as r', 'r.refund_reference', 'n.refund_reference')
+    .whereNull('r.refund_reference')
+    .orderBy('n.id')
+    .limit(FINDINGS_LIMIT)
+    .select('n.refund_reference', 'n.status');
+}

@@ -1,0 +1,127 @@
+/**
+ * Benchmark `refunds` (docs/refunds.md): refund create → `refund.succeeded` webhook beside payin settlement → webhook,
+ * interleaved in 3 slices each in one run on the same worker and database. A refund is timed from its request
+ * (POST /api/v1/payins/refunds, through the façade: validation, the hold and `refund.created` in one transaction,
+ * the RefundWorkflow started after the commit) to the merchant's receiver getting its webhook (the provider asked by
+ * the workflow's activity, the hold posted, the event and its webhook written, delivered); a settlement from the
+ * sandbox upstream's notification to its `payin.success` webhook. The payins refunded are settled beforehand
+ * (untimed). Goal: refunds/s ≥ 0.8 × settlements/s.
+ *
+ * Needs PostgreSQL and Temporal as every bench (bench/support/harness.ts). `BENCH_REFUNDS` (default 200) operations
+ * per phase at `BENCH_CONCURRENCY` (default 32). Run: `npm run bench -- refunds`.
+ */
+import { randomBytes } from 'node:crypto';
+import { request } from 'undici';
+import { createLogger } from '../src/logger';
+import { freePort } from '../src/net';
+import { createMerchant } from '../src/onboarding';
+import { runRoles } from '../src/runtime';
+import { startSandboxUpstream } from '../src/sandbox/upstream';
+import { SANDBOX_REFUND_ADDRESSES } from '../src/sandbox/upstream-refunds';
+import { startMerchantReceiver } from '../test/support/merchant-receiver';
+import type { BenchResult } from './run';
+import { measure, measureInterleaved, round, runWhenMain, startBenchEnvironment } from './support/harness';
+
+export async function run(): Promise<BenchResult> {
+  const perPhase = Number(process.env.BENCH_REFUNDS ?? 200);
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+  const environment = await startBenchEnvironment('refunds');
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const secret = randomBytes(16).toString('hex');
+    const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
+    stops.push(() => sandbox.close());
+    const receiver = await startMerchantReceiver();
+    stops.push(() => receiver.close());
+    const port = await freePort();
+    const config = environment.config({
+      HTTP_PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      UPSTREAM_PAYIN_URL: sandbox.payinUrl,
+      UPSTREAM_API_KEY: 'bench-key',
+      UPSTREAM_WEBHOOK_SECRET: secret,
+      PAYIN_TTL_SECONDS: '3600',
+      WEBHOOK_RETRY_INITIAL_SECONDS: '1',
+      REQUESTS_PER_CALLER_PER_MINUTE: '0',
+    });
+    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
+    stops.push(() => platform.stop());
+    const deps = platform.deps!;
+    const { credentials } = await createMerchant(deps, { name: 'Bench refunds merchant', callback_url: receiver.url });
+    receiver.configure({ hmac_secret: credentials.hmac_secret, signature_header: credentials.signature_header });
+
+    const runId = randomBytes(3).toString('hex');
+    const invoices: string[] = [];
+    await measure(2 * perPhase + 20, concurrency, async (index) => {
+      const response = await request(`${platform.facadeUrl}/api/v1/payins`, {
+        method: 'POST',
+        body: `{"amount": 1.5, "out_trade_no": "R-${runId}-${index}"}`,
+        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key },
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`create ${response.statusCode}: ${text}`);
+      invoices.push(JSON.parse(text).data.invoice_reference);
+    });
+    while (Number((await deps.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    const delivered = (event: string) =>
+      new Set(receiver.received.filter((item) => item.status === 200 && item.json?.event === event).map((item) => String(item.json.data.invoice_reference)));
+    const settle = async (invoice: string) => {
+      const answer = await sandbox.pay(invoice, '1.5');
+      if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
+    };
+    const refund = async (invoice: string) => {
+      const response = await request(`${platform.facadeUrl}/api/v1/payins/refunds`, {
+        method: 'POST',
+        body: JSON.stringify({ invoice_reference: invoice, reason: 'bench', address: SANDBOX_REFUND_ADDRESSES.succeeds }),
+        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key, 'idempotency-key': `bench-${invoice}` },
+      });
+      const text = await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`refund ${response.statusCode}: ${text}`);
+    };
+    // Untimed: the payins the refund phase refunds are settled first; 10 of each path warm up.
+    const settling = invoices.slice(0, perPhase + 10);
+    const refunding = invoices.slice(perPhase + 10);
+    await measure(refunding.length, concurrency, (index) => settle(refunding[index]!));
+    await receiver.waitFor(() => refunding.every((invoice) => delivered('payin.success').has(invoice)), 300_000);
+    const warm = [...settling.splice(0, 10).map((invoice) => settle(invoice)), ...refunding.splice(0, 10).map((invoice) => refund(invoice))];
+    await Promise.all(warm);
+    const phase = (path: 'settle' | 'refund', chosen: string[]) => {
+      const sent: string[] = [];
+      const event = path === 'settle' ? 'payin.success' : 'refund.succeeded';
+      return {
+        operations: chosen.length,
+        work: async (index: number) => {
+          sent.push(chosen[index]!);
+          await (path === 'settle' ? settle : refund)(chosen[index]!);
+        },
+        // A slice ends when the receiver has the webhook of every operation it sent.
+        settle: async () => {
+          await receiver.waitFor(() => {
+            const got = delivered(event);
+            return sent.every((invoice) => got.has(invoice));
+          }, 300_000);
+        },
+      };
+    };
+    const [settlements, refunds] = await measureInterleaved([phase('settle', settling.slice(0, perPhase)), phase('refund', refunding.slice(0, perPhase))], concurrency, 3);
+    const succeeded = Number((await deps.database('refunds').where({ merchant_id: credentials.merchant_id, status: 'succeeded' }).count('* as n').first())?.n ?? 0);
+    const check = await deps.ledger.check();
+    return {
+      name: 'refunds',
+      rows: [
+        { phase: 'payin settlement → payin.success webhook (baseline)', operations: perPhase, concurrency, per_second: round(settlements!.per_second), p50_ms: round(settlements!.p50_ms), p99_ms: round(settlements!.p99_ms) },
+        { phase: 'refund create → refund.succeeded webhook', operations: perPhase, concurrency, per_second: round(refunds!.per_second), p50_ms: round(refunds!.p50_ms), p99_ms: round(refunds!.p99_ms) },
+      ],
+      ratios: [{ label: 'refund create → webhook/s ÷ settlement → webhook/s', value: refunds!.per_second / settlements!.per_second, goal: 0.8 }],
+      notes: [
+        'phases interleaved in 3 slices each in one process; a slice ends when the receiver has the webhook of every operation it sent; per_second counts request (or notification) to webhook received',
+        `refunds succeeded: ${succeeded} (each a full refund of a settled 1.5 USDT payin, 1.485 after its fee); ledger ok: ${check.ok}`,
+      ],
+    };
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await environment.close();
+  }
+}
+
+runWhenMain(module, run);

@@ -1,0 +1,240 @@
+/**
+ * The RefundWorkflow's activities (docs/refunds.md), the refund flow's only caller of the ledger: the hold on the
+ * merchant's wallet (`<ref>:hold`, placed with the refund by the service, through `placeRefundHold`), the provider's
+ * request under the refund's idempotency key, and the decision: succeeded posts the hold (`<ref>:post`), failed
+ * voids it (`<ref>:void`), each with its event and webhook in the same transaction, exactly once (the refund's row
+ * lock, its status and the ledger keys). A decision is taken only from the provider's own answer or from the signed
+ * notification the notification route recorded, never from a workflow message.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { Knex } from '../../db/knex';
+import { amountJson, stringifyJson } from '../../money';
+import type { PlatformDeps } from '../../platform-deps';
+import { reasonFailure } from '../../temporal/failures';
+import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
+import { REFUND_REASONS, refundIdempotencyKey, refundProviderKey, type RefundActivities, type RefundEvent, type RefundStep } from './contract';
+import { firstRefundNotification, lockRefund, updateRefund, type RefundRow } from './store';
+
+/** The provider's answer to a refund request (the upstream port's outcome, src/flows/payin/upstream-refunds.ts). */
+export type RefundProviderOutcome = { status: 'succeeded'; refund_trx_ref: string } | { status: 'failed'; failure_reason: string } | { status: 'pending' };
+
+/**
+ * The refund provider port the composition root hands in (the upstream's, `upstreamRefundsFromConfig`). An error with
+ * `retryable: false` is a refusal for good (nothing was sent); any other error gave no outcome and is retried under
+ * the same key.
+ */
+export interface RefundProvider {
+  refund(
+    input: {
+      refund_reference: string;
+      invoice_reference: string;
+      trx_ref: string;
+      amount_units: bigint;
+      currency: 'USDT';
+      address: string;
+      reason: string;
+    },
+    idempotency_key: string,
+  ): Promise<RefundProviderOutcome>;
+}
+
+/** The decision a refund ends with. */
+type Decision = { status: 'succeeded'; refund_trx_ref: string } | { status: 'failed'; failure_reason: string };
+
+/** Stable webhook id of a refund's decision event (X-Webhook-Id, also its delivery workflow's id). */
+export function refundWebhookId(refund: Pick<RefundRow, 'invoice_reference' | 'refund_reference'>, event: Exclude<RefundEvent, 'refund.created'>): string {
+  return `WH-${refund.invoice_reference.replace(/^PAYIN-/, '')}-REFUND-${refund.refund_reference.replace(/^RFD-/, '')}-${event.split('.')[1]!.toUpperCase()}`;
+}
+
+/** A refund's event data (docs/events.md): amounts as decimal strings of minor units. */
+export function refundEventData(refund: RefundRow): Record<string, unknown> {
+  return {
+    refund_reference: refund.refund_reference,
+    invoice_reference: refund.invoice_reference,
+    out_trade_no: refund.out_trade_no,
+    status: refund.status,
+    amount_units: refund.amount_units.toString(),
+    currency: refund.currency,
+    address: refund.address,
+    reason: refund.reason,
+    refund_trx_ref: refund.refund_trx_ref,
+    failure_reason: refund.failure_reason,
+  };
+}
+
+/** The webhook body of a refund's decision: `{"success", "code", "event", "data"}` like every Area B webhook. */
+export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string {
+  return stringifyJson({
+    success: true,
+    code: 200,
+    event,
+    data: {
+      refund_reference: refund.refund_reference,
+      invoice_reference: refund.invoice_reference,
+      out_trade_no: refund.out_trade_no,
+      amount: amountJson(refund.amount_units, refund.currency),
+      currency: refund.currency,
+      status: refund.status,
+      address: refund.address,
+      reason: refund.reason,
+      refund_trx_ref: refund.refund_trx_ref,
+      failure_reason: refund.failure_reason,
+    },
+  });
+}
+
+/**
+ * Places the refund's hold: `amount_units` moved out of the merchant wallet's available balance towards the
+ * settlement account (where a payin's money came from), as a ledger pending transfer under `<ref>:hold`.
+ * @returns the pending transfer's id
+ * @throws DomainError INSUFFICIENT_FUNDS when the wallet has less available (the caller's transaction rolls back)
+ */
+export async function placeRefundHold(
+  deps: Pick<PlatformDeps, 'ledger'>,
+  trx: Knex.Transaction,
+  refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference'>,
+): Promise<string> {
+  const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' }, trx);
+  const settlement = await deps.ledger.platformAccount('settlement', refund.currency, trx);
+  const hold = await deps.ledger.createPendingTransfer(
+    {
+      idempotency_key: refundIdempotencyKey(refund.refund_reference, 'hold'),
+      debit_account_id: wallet.id,
+      credit_account_id: settlement.id,
+      amount_units: refund.amount_units,
+      description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held`,
+      metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
+    },
+    trx,
+  );
+  return hold.id;
+}
+
+function decided(refund: RefundRow): boolean {
+  return refund.status === 'succeeded' || refund.status === 'failed';
+}
+
+/**
+ * Ends the refund with `decision`: posts (succeeded) or voids (failed) its hold, records the decision, its event and
+ * webhook, in one transaction. A refund already decided the same way answers its webhook again; decided the other way
+ * (a provider contradicting itself) keeps its first decision and records nothing.
+ */
+async function decide(deps: PlatformDeps, refund_reference: string, decision: Decision): Promise<RefundStep> {
+  return deps.database.transaction(async (trx) => {
+    const refund = await lockRefund(trx, refund_reference);
+    if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
+    const event: Exclude<RefundEvent, 'refund.created'> = decision.status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
+    if (decided(refund)) {
+      if (refund.status !== decision.status) deps.logger.error({ refund_reference, kept: refund.status }, 'refund decided twice, differently; the first decision stands');
+      return { status: refund.status, webhook_id: refund.status === decision.status ? refundWebhookId(refund, event) : null };
+    }
+    if (!refund.pending_transfer_id) throw new Error(`refund ${refund_reference} has no hold`);
+    const step = decision.status === 'succeeded' ? 'post' : 'void';
+    const transfer = { pending_transfer_id: refund.pending_transfer_id, idempotency_key: refundIdempotencyKey(refund_reference, step) };
+    const settled = step === 'post' ? await deps.ledger.postPendingTransfer(transfer, trx) : await deps.ledger.voidPendingTransfer(transfer, trx);
+    const after: RefundRow = {
+      ...refund,
+      status: decision.status,
+      ledger_transaction_id: settled.posted_transaction_id,
+      refund_trx_ref: decision.status === 'succeeded' ? decision.refund_trx_ref : null,
+      failure_reason: decision.status === 'failed' ? decision.failure_reason : null,
+      decided_at: new Date(),
+    };
+    await updateRefund(trx, refund_reference, {
+      status: after.status,
+      ledger_transaction_id: after.ledger_transaction_id,
+      refund_trx_ref: after.refund_trx_ref,
+      failure_reason: after.failure_reason,
+      decided_at: after.decided_at,
+    });
+    const webhook_id = await recordWebhookEvent(
+      trx,
+      {
+        id: refundWebhookId(refund, event),
+        merchant_id: refund.merchant_id,
+        subject_reference: refund.invoice_reference,
+        event,
+        body: refundWebhookBody(after, event),
+        data: refundEventData(after),
+        ledger_transaction_id: after.ledger_transaction_id,
+      },
+      deps.benchFloor,
+    );
+    return { status: after.status, webhook_id };
+  });
+}
+
+async function readRefund(deps: PlatformDeps, refund_reference: string): Promise<RefundRow> {
+  const refund = await deps.database<RefundRow>('refunds').where({ refund_reference }).first();
+  if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
+  return refund;
+}
+
+/** Marks a held refund pending (the provider answered pending). */
+async function markPending(deps: PlatformDeps, refund_reference: string): Promise<RefundStep> {
+  return deps.database.transaction(async (trx) => {
+    const refund = await lockRefund(trx, refund_reference);
+    if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
+    if (refund.status === 'held') await updateRefund(trx, refund_reference, { status: 'pending' });
+    return { status: refund.status === 'held' ? 'pending' : refund.status, webhook_id: null };
+  });
+}
+
+async function requestRefund(deps: PlatformDeps, provider: RefundProvider | undefined, refund_reference: string): Promise<RefundStep> {
+  const refund = await readRefund(deps, refund_reference);
+  if (decided(refund)) return { status: refund.status, webhook_id: null };
+  // Retryable: a provider configured later (or a process with its settings) takes the refund on.
+  if (!provider) throw ApplicationFailure.retryable('no refund provider configured', 'REFUND_PROVIDER_NOT_CONFIGURED');
+  let outcome: RefundProviderOutcome;
+  try {
+    outcome = await provider.refund(
+      {
+        refund_reference,
+        invoice_reference: refund.invoice_reference,
+        trx_ref: refund.trx_ref,
+        amount_units: refund.amount_units,
+        currency: refund.currency,
+        address: refund.address,
+        reason: refund.reason,
+      },
+      refundProviderKey(refund_reference),
+    );
+  } catch (error) {
+    // Refused for good (a 4xx that is not "not now"): nothing was sent, the hold is released.
+    if ((error as { retryable?: unknown }).retryable === false) return decide(deps, refund_reference, { status: 'failed', failure_reason: 'refused by the provider' });
+    throw error;
+  }
+  if (outcome.status === 'pending') return markPending(deps, refund_reference);
+  return decide(deps, refund_reference, outcome);
+}
+
+async function applyRefundDecision(deps: PlatformDeps, refund_reference: string): Promise<RefundStep> {
+  const notification = await firstRefundNotification(deps.database, refund_reference);
+  if (!notification) throw reasonFailure(REFUND_REASONS, 'REFUND_DECISION_NOT_AUTHORIZED', `no recorded notification for ${refund_reference}`);
+  return decide(
+    deps,
+    refund_reference,
+    notification.status === 'refund_succeeded'
+      ? { status: 'succeeded', refund_trx_ref: notification.refund_trx_ref ?? '' }
+      : { status: 'failed', failure_reason: notification.failure_reason || 'refused by the provider' },
+  );
+}
+
+async function holdRefund(deps: PlatformDeps, refund_reference: string): Promise<RefundStep> {
+  return deps.database.transaction(async (trx) => {
+    const refund = await lockRefund(trx, refund_reference);
+    if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
+    if (!refund.pending_transfer_id) await updateRefund(trx, refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, refund) });
+    return { status: refund.status, webhook_id: null };
+  });
+}
+
+/** @param provider the refund provider port (undefined: none configured; requests are retried until one is) */
+export function createRefundActivities(deps: PlatformDeps, provider: RefundProvider | undefined): RefundActivities {
+  return {
+    holdRefund: (input) => holdRefund(deps, input.refund_reference),
+    requestRefund: (input) => requestRefund(deps, provider, input.refund_reference),
+    applyRefundDecision: (input) => applyRefundDecision(deps, input.refund_reference),
+    startRefundWebhooks: (input) => deliverWebhooks(deps, input.webhook_ids),
+  };
+}

@@ -1,0 +1,102 @@
+/**
+ * The refund flow's contract (docs/refunds.md): what the RefundWorkflow, its activities, the refund service and the
+ * Area B façade share. Imports nothing but `@temporalio/workflow`, so the workflow bundle can use it.
+ *
+ * Lifetime: the service validates the refundable amount and, in one database transaction, records the refund
+ * (`held`), places the hold on the merchant's wallet (ledger pending transfer `<refund reference>:hold`) and writes
+ * `refund.created`; after the commit it starts the RefundWorkflow (id = the refund reference). The run asks the
+ * provider under the refund's idempotency key; an answer decides it, a `pending` answer waits for the provider's
+ * signed notification (the `decided` signal, whose authority the activity re-reads from the notification record) or
+ * asks again after REFUND_DECISION_TIMEOUT_SECONDS. Succeeded: the hold is posted (`<ref>:post`); failed: voided
+ * (`<ref>:void`); either with its event and webhook in the same transaction.
+ */
+import { defineSignal } from '@temporalio/workflow';
+
+/** Every reason the refund service, the RefundWorkflow and its activities fail with, and its kind. */
+export const REFUND_REASONS = {
+  /** No settled payin of the caller with this out_trade_no or invoice_reference. */
+  REFUND_PAYIN_NOT_FOUND: 'not_found',
+  /** The payin is not settled (nothing was credited): nothing to refund. */
+  REFUND_PAYIN_NOT_SETTLED: 'failed_precondition',
+  /** The amount asked exceeds what is still refundable (credited less refunds succeeded or held); nothing held. */
+  REFUND_AMOUNT_EXCEEDS_REFUNDABLE: 'failed_precondition',
+  /** The merchant's wallet has less available than the refund: nothing held. */
+  REFUND_INSUFFICIENT_BALANCE: 'failed_precondition',
+  /** No refund of the caller has this reference. */
+  REFUND_NOT_FOUND: 'not_found',
+  /** No upstream refund provider is configured. */
+  REFUND_PROVIDER_NOT_CONFIGURED: 'failed_precondition',
+  /**
+   * A decision message with no recorded, signed provider notification of that refund: a `decided` signal sent
+   * straight to Temporal decides nothing.
+   */
+  REFUND_DECISION_NOT_AUTHORIZED: 'failed_precondition',
+  /** A signed refund notification whose amount is not the refund's. */
+  REFUND_NOTIFICATION_MISMATCH: 'failed_precondition',
+} as const;
+export type RefundReason = keyof typeof REFUND_REASONS;
+
+/**
+ * A refund's states: `held` (recorded, money held on the merchant's wallet, the provider not asked yet or not
+ * answered), `pending` (the provider answered pending: decided later), `succeeded` (hold posted: the money left),
+ * `failed` (hold voided: nothing left the wallet).
+ */
+export type RefundStatus = 'held' | 'pending' | 'succeeded' | 'failed';
+
+/** The events of a refund (subject: the payment's invoice_reference; the refund reference in their data). */
+export type RefundEvent = 'refund.created' | 'refund.succeeded' | 'refund.failed';
+
+export interface RefundWorkflowInput {
+  refund_reference: string;
+  /** REFUND_DECISION_TIMEOUT_SECONDS: how long a pending refund waits for a notification before asking again. */
+  decision_timeout_seconds: number;
+}
+
+export interface RefundWorkflowResult {
+  status: RefundStatus;
+  webhook_ids: string[];
+}
+
+/** What an activity left the refund as: its status and the webhook of the event it recorded, if any. */
+export interface RefundStep {
+  status: RefundStatus;
+  webhook_id: string | null;
+}
+
+/**
+ * The provider notified a decision (sent by the notification route after recording the signed notification). Not
+ * authority: the activity decides from the recorded notification, never from this message.
+ */
+export const decidedSignal = defineSignal<[{ status: 'refund_succeeded' | 'refund_failed' }]>('decided');
+
+/** The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md). */
+export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void'): string {
+  return `${refund_reference}:${step}`;
+}
+
+/** The idempotency key the provider is asked under: the refund reference (one refund, whatever the retries). */
+export function refundProviderKey(refund_reference: string): string {
+  return refund_reference;
+}
+
+/** The RefundWorkflow's activities (src/flows/refund/activities.ts). */
+export interface RefundActivities {
+  /**
+   * Places the refund's hold when it is not placed yet (the service placed it with the refund; a repeat is a no-op
+   * by the ledger key `<ref>:hold`). @returns the refund's status
+   */
+  holdRefund(input: { refund_reference: string }): Promise<RefundStep>;
+  /**
+   * Asks the provider under the refund's key and applies its answer: succeeded posts the hold, failed (or a
+   * refusal for good) voids it, each with its event and webhook; pending marks the refund pending.
+   * @throws Error retryably when the provider gave no outcome (the activity's retry policy backs off)
+   */
+  requestRefund(input: { refund_reference: string }): Promise<RefundStep>;
+  /**
+   * Applies the provider's recorded signed notification of the refund (the decision's only authority).
+   * @throws ApplicationFailure REFUND_DECISION_NOT_AUTHORIZED (non-retryable) when none is recorded
+   */
+  applyRefundDecision(input: { refund_reference: string }): Promise<RefundStep>;
+  /** Delivers the refund's webhooks (first attempt, then their delivery workflows). */
+  startRefundWebhooks(input: { webhook_ids: string[] }): Promise<void>;
+}

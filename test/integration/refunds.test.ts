@@ -1,0 +1,290 @@
+/**
+ * Refunds of Area B payins against real PostgreSQL and Temporal and the sandbox upstream (docs/refunds.md): the
+ * RefundWorkflow with its real activities, the provider's answers by test address, the signed late decision through
+ * the platform's own notification route, and the ledger after each (CheckLedger).
+ */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { createReconciliationRepairs } from '../../src/activities';
+import { hmacSha256Hex } from '../../src/crypto/hmac';
+import { DomainError } from '../../src/errors';
+import { reconcile } from '../../src/flows/reconciliation/activities';
+import { decidedSignal } from '../../src/flows/refund/contract';
+import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
+import type { MerchantCredentials } from '../../src/onboarding/merchants';
+import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
+import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+
+const BIN = path.resolve(__dirname, '../../bin/payments');
+
+const orders = { next: 0 };
+const nextOrder = () => `RF-${Date.now()}-${(orders.next += 1)}`;
+
+describe('refunds of settled payins', () => {
+  let harness: PayinHarness;
+  let merchant: MerchantCredentials;
+
+  beforeAll(async () => {
+    harness = await startPayinHarness({ env: { REFUND_DECISION_TIMEOUT_SECONDS: '3' }, refund_decision_delay_seconds: 0.3 });
+    merchant = await createTestMerchant(harness);
+    harness.receiver.configure({ hmac_secret: merchant.hmac_secret, signature_header: merchant.signature_header });
+  });
+  afterAll(() => harness.stop());
+
+  const deps = () => harness.platform.deps;
+
+  /** A payin of `amount` USDT paid in full through the sandbox and settled (1% fee). */
+  async function settledPayin(amount: string): Promise<{ invoice_reference: string; out_trade_no: string }> {
+    const out_trade_no = nextOrder();
+    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect(created.status).toBe(200);
+    const invoice_reference = created.json.data.invoice_reference as string;
+    expect((await harness.sandbox.pay(invoice_reference, amount)).status).toBe(200);
+    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
+    return { invoice_reference, out_trade_no };
+  }
+
+  async function walletAvailable(): Promise<bigint> {
+    const wallet = await deps().ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' });
+    return wallet!.available_units;
+  }
+
+  async function decided(refund_reference: string): Promise<RefundRow> {
+    return eventually(async () => {
+      const row = (await deps().database<RefundRow>('refunds').where({ refund_reference }).first())!;
+      return row.status === 'succeeded' || row.status === 'failed' ? row : undefined;
+    });
+  }
+
+  async function refusal(promise: Promise<unknown>): Promise<DomainError> {
+    try {
+      await promise;
+    } catch (error) {
+      if (error instanceof DomainError) return error;
+      throw error;
+    }
+    throw new Error('not refused');
+  }
+
+  const refundWebhooks = (refund_reference: string) => harness.receiver.received.filter((item) => item.json?.data?.refund_reference === refund_reference);
+
+  async function ledgerBalances(): Promise<void> {
+    expect((await deps().ledger.check()).ok).toBe(true);
+  }
+
+  const request = (fields: Partial<RefundRequest>): RefundRequest => ({ reason: 'the customer asked', address: SANDBOX_REFUND_ADDRESSES.succeeds, ...fields });
+
+  it('refunds everything refundable (the payin fee kept): hold posted, refund.succeeded signed webhook, events on the payin', async () => {
+    const { invoice_reference, out_trade_no } = await settledPayin('5');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ out_trade_no }));
+    expect(refund).toMatchObject({ status: 'held', amount_units: 4_950_000n, invoice_reference });
+    expect(refund.refund_reference).toMatch(/^RFD-[A-Z0-9]{20}$/);
+    const done = await decided(refund.refund_reference);
+    expect(done).toMatchObject({ status: 'succeeded', refund_trx_ref: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(await walletAvailable()).toBe(before - 4_950_000n);
+    const [webhook] = await harness.receiver.waitFor(() => refundWebhooks(refund.refund_reference).length >= 1).then(() => refundWebhooks(refund.refund_reference));
+    expect(webhook!.signature_valid).toBe(true);
+    expect(webhook!.json).toMatchObject({ event: 'refund.succeeded', data: { refund_reference: refund.refund_reference, invoice_reference, amount: 4.95, status: 'succeeded' } });
+    const events = await deps().database('events').where({ subject: invoice_reference }).orderBy('seq');
+    expect(events.map((event: { type: string }) => event.type)).toEqual(['payin.created', 'payin.success', 'refund.created', 'refund.succeeded']);
+    const keys = (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund.refund_reference}:%`)).map((row: { idempotency_key: string }) => row.idempotency_key);
+    expect(keys).toEqual([`${refund.refund_reference}:post`]);
+    await ledgerBalances();
+  });
+
+  it('refunds partially, several times up to the credited amount; above it refuses and holds nothing', async () => {
+    const { invoice_reference } = await settledPayin('10');
+    const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 4_000_000n }));
+    const second = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 5_000_000n }));
+    await decided(first.refund_reference);
+    await decided(second.refund_reference);
+    const before = await walletAvailable();
+    const refused = await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n })));
+    expect(refused.reason).toBe('REFUND_AMOUNT_EXCEEDS_REFUNDABLE');
+    expect(await walletAvailable()).toBe(before);
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(2);
+    // What is left: 9.90 credited − 9 refunded.
+    const last = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference }));
+    expect(last.amount_units).toBe(900_000n);
+    expect((await decided(last.refund_reference)).status).toBe('succeeded');
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference })))).reason).toBe('REFUND_AMOUNT_EXCEEDS_REFUNDABLE');
+    await ledgerBalances();
+  });
+
+  it('voids the hold when the provider fails the refund, and the amount is refundable again', async () => {
+    const { invoice_reference } = await settledPayin('3');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.fails }));
+    expect(await walletAvailable()).toBe(before - 2_970_000n);
+    const done = await decided(refund.refund_reference);
+    expect(done).toMatchObject({ status: 'failed', failure_reason: 'The refund address rejected the transfer.' });
+    expect(await walletAvailable()).toBe(before);
+    await harness.receiver.waitFor(() => refundWebhooks(refund.refund_reference).some((item) => item.json.event === 'refund.failed'));
+    const again = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference }));
+    expect(again.amount_units).toBe(2_970_000n);
+    expect((await decided(again.refund_reference)).status).toBe('succeeded');
+    await ledgerBalances();
+  });
+
+  it('applies a late decision notified through the signed route once, however often it arrives', async () => {
+    const { invoice_reference } = await settledPayin('2');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));
+    await eventually(async () => (await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())?.status === 'pending');
+    // A decision sent straight to Temporal without the provider's signed notification decides nothing.
+    await deps().temporal.client.workflow.getHandle(refund.refund_reference).signal(decidedSignal, { status: 'refund_succeeded' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())!.status).toBe('pending');
+    expect(await walletAvailable()).toBe(before - 1_980_000n);
+
+    expect((await harness.sandbox.decideRefund(refund.refund_reference, 'succeeded')).status).toBe(200);
+    expect((await decided(refund.refund_reference)).status).toBe('succeeded');
+    // The same notification again (the provider's retry): recorded once, applied once.
+    expect((await harness.sandbox.decideRefund(refund.refund_reference, 'succeeded')).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await deps().database('refund_notifications').where({ refund_reference: refund.refund_reference })).toHaveLength(1);
+    expect(await deps().database('events').where({ subject: invoice_reference, type: 'refund.succeeded' })).toHaveLength(1);
+    expect(await walletAvailable()).toBe(before - 1_980_000n);
+    await ledgerBalances();
+  });
+
+  it('decides a late failure from the sandbox timer and voids the hold', async () => {
+    const { invoice_reference } = await settledPayin('2');
+    const before = await walletAvailable();
+    const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.late_failure }));
+    expect(await decided(refund.refund_reference)).toMatchObject({ status: 'failed', failure_reason: 'The refund transfer was not confirmed on chain.' });
+    expect(await walletAvailable()).toBe(before);
+    await ledgerBalances();
+  });
+
+  it('answers the first refund for the same Idempotency-Key; another body under it is refused', async () => {
+    const { invoice_reference } = await settledPayin('4');
+    const key = `refund-key-${Date.now()}`;
+    const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n }), key);
+    const again = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n }), key);
+    expect(again.refund_reference).toBe(first.refund_reference);
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 2_000_000n }), key))).reason).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(1);
+    await decided(first.refund_reference);
+    await ledgerBalances();
+  });
+
+  it('refuses another merchant’s payin, an unsettled payin and bad input, holding nothing', async () => {
+    const { invoice_reference } = await settledPayin('1');
+    const other = await createTestMerchant(harness);
+    expect((await refusal(createRefund(deps(), other.merchant_id, request({ invoice_reference })))).reason).toBe('REFUND_PAYIN_NOT_FOUND');
+    const out_trade_no = nextOrder();
+    await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 1, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+    expect((await refusal(createRefund(deps(), merchant.merchant_id, request({ out_trade_no })))).reason).toBe('REFUND_PAYIN_NOT_SETTLED');
+    const invalid = await refusal(createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: 'not-an-address', amount_units: 0n })));
+    expect(invalid.reason).toBe('VALIDATION_FAILED');
+    expect(Object.keys(invalid.fields).sort()).toEqual(['address', 'amount']);
+    expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(0);
+    await ledgerBalances();
+  });
+  describe('POST /api/v1/payins/refunds and /refunds/status', () => {
+    const refundsUrl = '/api/v1/payins/refunds';
+    const send = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      post(harness.platform.facadeUrl, path, JSON.stringify(body), { 'X-API-Key': merchant.api_key, ...headers });
+
+    it('refunds partially under an Idempotency-Key: the first refund again for the same body, 409 for another, 422 above the refundable amount', async () => {
+      const { out_trade_no, invoice_reference } = await settledPayin('6');
+      const body = { out_trade_no, amount: 2.5, reason: 'returned goods', address: SANDBOX_REFUND_ADDRESSES.succeeds };
+      const first = await send(refundsUrl, body, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(first.status).toBe(200);
+      expect(first.json).toMatchObject({ success: true, code: 200, data: { invoice_reference, out_trade_no, amount: 2.5, currency: 'USDT', status: 'held', reason: 'returned goods' } });
+      const again = await send(refundsUrl, body, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(again.json.data.refund_reference).toBe(first.json.data.refund_reference);
+      const conflict = await send(refundsUrl, { ...body, amount: 1 }, { 'Idempotency-Key': `k-${out_trade_no}` });
+      expect(conflict.status).toBe(409);
+      expect(conflict.json.success).toBe(false);
+      const before = await walletAvailable();
+      const above = await send(refundsUrl, { ...body, amount: 3.5 });
+      expect(above.status).toBe(422);
+      expect(above.json).toEqual({ success: false, message: 'Validation errors', errors: { amount: ['The amount exceeds the refundable amount of the top-up.'] } });
+      expect(await walletAvailable()).toBe(before);
+      expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(1);
+
+      await decided(first.json.data.refund_reference as string);
+      const one = await send(`${refundsUrl}/status`, { refund_reference: first.json.data.refund_reference });
+      expect(one.json.data).toMatchObject({ refund_reference: first.json.data.refund_reference, status: 'succeeded', refund_trx_ref: expect.any(String) });
+      const all = await send(`${refundsUrl}/status`, { out_trade_no });
+      expect(all.json.data.refunds).toHaveLength(1);
+      // 6 paid, 0.06 fee kept, 2.5 refunded.
+      expect(all.json.data.refundable_amount).toBe(3.44);
+      await ledgerBalances();
+    });
+
+    it('needs the API key, names the refused fields, and never shows another merchant’s refund', async () => {
+      const { out_trade_no } = await settledPayin('1');
+      expect((await post(harness.platform.facadeUrl, refundsUrl, JSON.stringify({ out_trade_no, address: SANDBOX_REFUND_ADDRESSES.succeeds }))).status).toBe(401);
+      const invalid = await send(refundsUrl, { amount: 'x' });
+      expect(invalid.status).toBe(422);
+      expect(Object.keys(invalid.json.errors).sort()).toEqual(['address', 'amount', 'out_trade_no']);
+      const mine = await send(refundsUrl, { out_trade_no, address: SANDBOX_REFUND_ADDRESSES.succeeds });
+      expect(mine.status).toBe(200);
+      const other = await createTestMerchant(harness);
+      const theirs = await post(harness.platform.facadeUrl, `${refundsUrl}/status`, JSON.stringify({ refund_reference: mine.json.data.refund_reference }), { 'X-API-Key': other.api_key });
+      expect(theirs.status).toBe(404);
+      expect(theirs.json).toEqual({ success: false, message: 'Refund not found.', errors: null });
+      await decided(mine.json.data.refund_reference as string);
+      await ledgerBalances();
+    });
+  });
+  describe('operators', () => {
+    /** `payments admin …` as an operator runs it: one JSON object on stdout. */
+    function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown> | undefined; stderr: string }> {
+      return new Promise((resolve) => {
+        execFile(
+          process.execPath,
+          [BIN, 'admin', ...args],
+          { env: { ...process.env, RPC_URL: harness.platform.rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: harness.platform.adminToken, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
+          (error, stdout, stderr) => {
+            let json: Record<string, unknown> | undefined;
+            try {
+              json = JSON.parse(stdout) as Record<string, unknown>;
+            } catch {
+              json = undefined;
+            }
+            resolve({ code: error ? 1 : 0, json, stderr });
+          },
+        );
+      });
+    }
+
+    it('lists and shows refunds with payments admin refunds list|show --json', async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 500_000n }));
+      await decided(refund.refund_reference);
+      const listed = await admin(['refunds', 'list', '--merchant-id', merchant.merchant_id, '--json']);
+      expect(listed.code).toBe(0);
+      expect((listed.json!.refunds as Array<{ refund_reference: string }>).map((entry) => entry.refund_reference)).toContain(refund.refund_reference);
+      const shown = await admin(['refunds', 'show', refund.refund_reference, '--json']);
+      expect(shown.json!.refund).toMatchObject({ refund_reference: refund.refund_reference, merchant_id: merchant.merchant_id, amount_units: '500000', status: 'succeeded' });
+      const unknown = await admin(['refunds', 'show', 'RFD-NOSUCHREFUND000000', '--json']);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).not.toBe('');
+    });
+
+    it('reconciliation reports a refund held past its decision timeout and a provider outcome for no refund', async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));
+      await eventually(async () => (await deps().database<RefundRow>('refunds').where({ refund_reference: refund.refund_reference }).first())?.status === 'pending');
+      await deps().database('refunds').where({ refund_reference: refund.refund_reference }).update({ decision_due_at: new Date(Date.now() - 60_000) });
+      const orphan = JSON.stringify({ refund_reference: 'RFD-NOTOURS00000000000', status: 'refund_succeeded', amount: 1, currency: 'USDT', refund_trx_ref: 'abc' });
+      const notified = await post(harness.platform.facadeUrl, '/api/v1/upstream/notifications', orphan, { 'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, orphan) });
+      expect(notified.status).toBe(200);
+      expect(notified.json.data.applied).toBe(false);
+
+      const report = await reconcile(deps(), createReconciliationRepairs(deps()), { repair: true, grace_seconds: 0 });
+      const undecided = report.findings.find((finding) => finding.kind === 'refund_undecided' && finding.id === refund.refund_reference);
+      expect(undecided).toMatchObject({ action: 'reported', detail: expect.stringContaining('its workflow waits for the provider') });
+      expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'refund_outcome_unknown', id: 'RFD-NOTOURS00000000000', action: 'reported' }));
+      // Still held, nothing moved: the provider's decision ends it.
+      expect((await harness.sandbox.decideRefund(refund.refund_reference, 'failed')).status).toBe(200);
+      expect((await decided(refund.refund_reference)).status).toBe('failed');
+      await ledgerBalances();
+    });
+  });
+});
