@@ -396,10 +396,12 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       ...(uiUrl && !initial.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: uiUrl } : {}),
       // The demo merchant's callback is a local receiver: the dev stack's outbound rule.
       ...(options.demoData ? { OUTBOUND_ALLOW_PRIVATE_NETWORKS: String(devOutboundDefaults(config).OUTBOUND_ALLOW_PRIVATE_NETWORKS) } : {}),
-      ...(upstream ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET } : {}),
+      ...(upstream
+        ? { UPSTREAM_PAYIN_URL: upstream.payinUrl, UPSTREAM_API_KEY: config.UPSTREAM_API_KEY, UPSTREAM_WEBHOOK_SECRET: config.UPSTREAM_WEBHOOK_SECRET, ...(config.UPSTREAM_REFUND_URL ? { UPSTREAM_REFUND_URL: config.UPSTREAM_REFUND_URL } : {}) }
+        : {}),
     };
-    // Each role what it needs and no more: its own database role and Temporal client certificate (the worker no
-    // upstream secret: only the api role forwards payins and checks notifications); the façade only its RPC
+    // Each role what it needs and no more: its own database role and Temporal client certificate (the worker the
+    // provider's API key for refunds, not the notification secret: only the api role checks notifications); the façade only its RPC
     // credential (no database, keys, Temporal or upstream secret).
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
       api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
@@ -598,8 +600,11 @@ const FACADE_WITHHELD = [
   'PAYMENTS_ADMIN_CREDENTIALS',
 ] as const;
 
-/** What a worker process of the cluster is not given. */
-const WORKER_WITHHELD = ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET', 'PAYMENTS_ADMIN_TOKEN', 'PAYMENTS_ADMIN_CREDENTIALS'] as const;
+/**
+ * What a worker process of the cluster is not given. It keeps UPSTREAM_API_KEY: its refund activities call the
+ * provider with it; only the api role checks notifications, so only it holds the notification secret.
+ */
+const WORKER_WITHHELD = ['UPSTREAM_WEBHOOK_SECRET', 'PAYMENTS_ADMIN_TOKEN', 'PAYMENTS_ADMIN_CREDENTIALS'] as const;
 
 /** `url` (a postgres:// URL) naming `database` instead of its own. */
 function urlForDatabase(url: string, database: string): string {

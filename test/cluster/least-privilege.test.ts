@@ -51,7 +51,7 @@ describeCluster('least privilege in the cluster', () => {
     expect(new URL(cluster.databaseUrl).password).toBe('');
   });
 
-  it('gives the façade processes no database URL, keys, Temporal settings or upstream secret, and the workers no upstream secret', () => {
+  it('gives the façade processes no database URL, keys, Temporal settings or upstream secret, and the workers no notification secret', () => {
     const facades = cluster.processes.filter((child) => child.role === 'facade');
     expect(facades.length).toBeGreaterThan(0);
     for (const facade of facades) {
@@ -61,10 +61,11 @@ describeCluster('least privilege in the cluster', () => {
       }
       expect(environment.RPC_TOKEN_FILE).toBe(path.join(directory, 'facade-credentials.json'));
     }
-    // The workers forward no payin and check no notification: no upstream secret either.
+    // The workers check no notification: no notification secret. They request refunds, so they hold the provider's API key.
     for (const worker of cluster.processes.filter((child) => child.role === 'worker')) {
       const environment = environmentOf(worker.pid);
-      for (const name of ['UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET']) expect([name, environment[name] ?? '']).toEqual([name, '']);
+      expect(['UPSTREAM_WEBHOOK_SECRET', environment.UPSTREAM_WEBHOOK_SECRET ?? '']).toEqual(['UPSTREAM_WEBHOOK_SECRET', '']);
+      if (cluster.upstream) expect(environment.UPSTREAM_API_KEY).toBe(cluster.upstream.apiKey);
     }
   });
 

@@ -22,6 +22,13 @@ describe('docker-compose: least privilege', () => {
     expect(facade.RPC_TOKEN_FILE).toBe('/credentials/facade.json');
   });
 
+  it('gives the worker what its refund requests need (the provider URLs and API key), never the notification secret', () => {
+    const worker = environment('payments-worker');
+    expect(Object.keys(worker)).toEqual(expect.arrayContaining(['UPSTREAM_PAYIN_URL', 'UPSTREAM_REFUND_URL', 'UPSTREAM_API_KEY', 'PUBLIC_BASE_URL']));
+    expect(worker.UPSTREAM_WEBHOOK_SECRET).toBeUndefined();
+    expect(Object.keys(environment('payments-api'))).toEqual(expect.arrayContaining(['UPSTREAM_REFUND_URL', 'UPSTREAM_WEBHOOK_SECRET']));
+  });
+
   it('connects the api, the worker, the migrations and Temporal as roles of their own, none the superuser', () => {
     const users = {
       api: databaseUser('payments-api'),
