@@ -4,8 +4,11 @@
  * answers the merchant its proof names, never another's; bad parameters are Area C's field errors; an unsigned or
  * badly signed call is refused before anything is read. Real PostgreSQL, Temporal, RPC and façade.
  */
+import { Code, ConnectError } from '@connectrpc/connect';
 import { createPrivateKey } from 'node:crypto';
 import { signRequestParameters } from '../../src/crypto/rsa2';
+import { createPlatformClients } from '../../src/rpc/clients';
+import { createServiceCredential } from '../../src/service-credentials';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { fundUser } from '../support/wallets';
@@ -164,6 +167,36 @@ describe('Area C list_events and list_timeline', () => {
       const wrongKey = await merchant.post('/do-action', {}, { raw: JSON.stringify(foreignKey) });
       expect(wrongKey.status).toBe(400);
       expect(wrongKey.body.error).toHaveProperty('sign');
+    });
+
+    it('binds the typed request to the signed body at the api: a captured proof reads nothing else', async () => {
+      // A caller holding the façade's credential and one captured signed call of the merchant (as the façade forwards it).
+      const { token } = await createServiceCredential(platform.deps.database, { name: 'stolen facade', scopes: ['facade'] });
+      const facade = createPlatformClients(platform.rpcUrl, { credentials: { token } });
+      const captured = (body: Record<string, unknown>) => ({
+        envelope: { merchantId: merchant.options.merchantId, merchantSecretKey: merchant.options.merchantSecretKey, body: JSON.stringify(signRequestParameters(body, createKey(merchant))) },
+        sessionToken: merchant.token,
+      });
+      const refused = async (call: Promise<unknown>) => {
+        const error = await call.then(() => undefined, (caught: unknown) => caught);
+        expect(error).toBeInstanceOf(ConnectError);
+        expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+      };
+      const eventsProof = captured({ service: 'list_events', subject: secondReference, limit: 1 });
+      const asSigned = { after: 0n, limit: 1, type: '', subject: secondReference };
+      const answered = await facade.events.listEvents({ proof: { proof: { case: 'areaC', value: eventsProof } }, query: asSigned });
+      expect(answered.page?.events.map((event) => event.subject)).toEqual([secondReference]);
+      await refused(facade.events.listEvents({ proof: { proof: { case: 'areaC', value: eventsProof } }, query: { ...asSigned, subject: reference } }));
+      await refused(facade.events.listEvents({ proof: { proof: { case: 'areaC', value: eventsProof } }, query: { ...asSigned, limit: 500 } }));
+      // The proof of another service.
+      await refused(facade.events.listEvents({ proof: { proof: { case: 'areaC', value: captured({ service: 'list_fees' }) } }, query: { limit: 100 } }));
+
+      const timelineProof = captured({ service: 'list_timeline', reference: secondReference });
+      const timeline = await facade.timeline.getPaymentTimeline({ reference: secondReference, proof: { proof: { case: 'areaC', value: timelineProof } } });
+      expect(timeline.reference).toBe(secondReference);
+      await refused(facade.timeline.getPaymentTimeline({ reference, proof: { proof: { case: 'areaC', value: timelineProof } } }));
+      await refused(facade.timeline.getPaymentTimeline({ reference: secondReference, maxPerSource: 1000, proof: { proof: { case: 'areaC', value: timelineProof } } }));
+      await refused(facade.timeline.getPaymentTimeline({ reference: secondReference, proof: { proof: { case: 'areaC', value: eventsProof } } }));
     });
 
     it('refuses a call without the session token', async () => {
