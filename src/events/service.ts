@@ -41,7 +41,8 @@ function ownerOfProof(proofs: OwnerProofs, proof: OwnerProof | undefined, query:
     case 'apiKey':
       return proofs.apiKey(proof.proof.value, context);
     case 'areaC':
-      // The signed body must say this query (an absent query is the empty one, which it never is: limit ≥ 1).
+      // The signed body must say this query; an absent one binds as the empty query (limit 0), which no signed body
+      // says: refused as a bad signature.
       return proofs.areaC(proof.proof.value, query ?? create(EventsQuerySchema), context);
     default:
       throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no owner proof');
