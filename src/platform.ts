@@ -4,7 +4,7 @@
  */
 import { createTransferService } from './flows/pre-transfer/service';
 import { apiKeyAuthentication, createPayinService } from './flows/payin/service';
-import { createEventsService } from './events/service';
+import { createEventsService, type OwnerProofs } from './events/service';
 import { createHealthService } from './health/service';
 import { createLedgerService } from './ledger/service';
 import { createWalletService } from './flows/wallet/service';
@@ -35,6 +35,12 @@ function refundNotificationReceiver(deps: PlatformDeps): RefundNotificationRecei
 export function createServices(deps: PlatformDeps): PlatformServices {
   // One API-key check (and cache) for Area B's services: the PayinService, and the EventsService's Area B proof.
   const merchantOfApiKey = apiKeyAuthentication(deps);
+  // The owner proofs of the EventsService and the TimelineService: Area B's API key, Area C's signed /do-action
+  // (verified and bound to the typed request as every Area C action: src/merchant-auth).
+  const ownerProofs: OwnerProofs = {
+    apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
+    areaC: async (auth, request, context) => ({ type: 'merchant', id: (await deps.merchantAuth.requireMerchant({ ...request, merchantId: '', auth }, context)).merchantId }),
+  };
   return {
     health: createHealthService(deps),
     ledger: createLedgerService(deps),
@@ -46,11 +52,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
     refund: createRefundService(deps, merchantOfApiKey),
-    events: createEventsService(deps, {
-      apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
-    }),
-    timeline: createTimelineService(deps, {
-      apiKey: async (api_key, context) => ({ type: 'merchant', id: (await merchantOfApiKey(api_key, context)).id }),
-    }),
+    events: createEventsService(deps, ownerProofs),
+    timeline: createTimelineService(deps, ownerProofs),
   };
 }

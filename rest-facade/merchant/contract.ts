@@ -366,7 +366,7 @@ export function readAreaC<R extends FieldRules>(rules: R, body: Body): ValuesOf<
 // ---- Errors ----
 
 /** The services Area C calls: /login and /do-action's tables, the hosted pages. */
-const AREA_C_SERVICES = ['wallet', 'deposit', 'instrument'] as const;
+const AREA_C_SERVICES = ['wallet', 'deposit', 'instrument', 'events', 'timeline'] as const;
 
 /** Every reason the Area C RPCs can answer: the union of the services' (src/rpc/service-reasons.ts). */
 export type AreaCReason = ServiceReason<(typeof AREA_C_SERVICES)[number]>;
@@ -376,6 +376,8 @@ interface AreaCError {
   message: string;
   /** The field a failure without field violations is reported under. */
   field: string;
+  /** The documented text of such a failure (else the RPC's message). */
+  text?: string;
 }
 
 const BAD_REQUEST = (field: string): AreaCError => ({ status: 400, message: 'Bad Request', field });
@@ -384,7 +386,8 @@ const UNAUTHORIZED = (field: string): AreaCError => ({ status: 401, message: 'Un
 const FAULT: AreaCError = { status: 500, message: 'Internal Server Error', field: 'server' };
 
 /**
- * Reason → Area C answer, over every reason the WalletService, DepositService and InstrumentService can answer.
+ * Reason → Area C answer, over every reason the WalletService, DepositService, InstrumentService, EventsService and
+ * TimelineService can answer.
  * Exhaustive: a reason added to any table those services use without a line here does not compile.
  */
 export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
@@ -451,6 +454,20 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   // A request with this key is still running: retry later (docs/idempotency.md).
   IDEMPOTENCY_KEY_IN_PROGRESS: { status: 409, message: 'Conflict', field: 'Idempotency-Key' },
   PERMISSION_DENIED: FAULT,
+  // list_timeline: a reference unknown or another merchant's, one answer for both (docs/area-c.md).
+  PAYMENT_NOT_FOUND: { ...BAD_REQUEST('reference'), text: MESSAGES.userNotFound('reference') },
+  // The EventsService's and TimelineService's other owner proof (Area B's API key) and the PayinService's reasons
+  // they share a table with: an Area C call sends neither, so none is the merchant's doing.
+  MERCHANT_SUSPENDED: FAULT,
+  OUT_TRADE_NO_TAKEN: FAULT,
+  UPSTREAM_NOT_CONFIGURED: FAULT,
+  UPSTREAM_UNAVAILABLE: FAULT,
+  PAYIN_FAILED: FAULT,
+  PAYIN_NOT_FOUND: FAULT,
+  SETTLEMENT_NOT_AUTHORIZED: FAULT,
+  CLOSE_NOT_AUTHORIZED: FAULT,
+  UPSTREAM_SIGNATURE_INVALID: FAULT,
+  WEBHOOK_NOT_FOUND: FAULT,
   // Too many failed logins, or too many requests of one merchant: 429 with Retry-After (docs/security.md).
   RATE_LIMITED: { status: 429, message: 'Too Many Requests', field: 'request' },
   UNAVAILABLE: FAULT,
@@ -476,7 +493,7 @@ export function answerForError(error: unknown): AreaCAnswer & { isFault: boolean
   const entry = AREA_C_REASON_ERRORS[failureInfo.reason];
   if (entry.status === 500) return { ...internalError(), isFault: true };
   let fields = renderFieldProblems(failureInfo.fields);
-  if (Object.keys(fields).length === 0) fields = { [entry.field]: [failureInfo.message] };
+  if (Object.keys(fields).length === 0) fields = { [entry.field]: [entry.text ?? failureInfo.message] };
   return { ...failure(entry.status, entry.message, fields), isFault: false };
 }
 

@@ -5,7 +5,7 @@
  *                    token.
  *   POST /do-action  the same headers, Authorization: Bearer <token>, signed body; dispatch on `service` through
  *                    the service tables (MERCHANT_SERVICE_TABLES: ./wallet-services.ts, ./deposit-services.ts,
- *                    ./instrument-services.ts).
+ *                    ./instrument-services.ts, ./history-services.ts).
  *
  * The façade forwards what it received (the headers, the bearer token and the raw body text) in the one service
  * RPC; WalletService (Login, or the service's own RPC through src/merchant-auth) parses the body itself, verifies
@@ -24,6 +24,7 @@ import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, renderFieldProblems, type AreaCAnswer, type MerchantServiceHandler, type MerchantServiceTable } from './contract';
 import { depositMerchantServices, registerDepositPages } from './deposit-services';
+import { historyMerchantServices } from './history-services';
 import { instrumentMerchantServices, registerInstrumentPages } from './instrument-services';
 import { readLogin, walletMerchantServices } from './wallet-services';
 
@@ -31,7 +32,7 @@ import { readLogin, walletMerchantServices } from './wallet-services';
  * Every /do-action service table of Area C, one per service family, merged in order (a name defined twice is a
  * start-up error). A family adds its services by exporting a `MerchantServiceTable` from its own file, listed here.
  */
-export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [walletMerchantServices, depositMerchantServices, instrumentMerchantServices];
+export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [walletMerchantServices, depositMerchantServices, instrumentMerchantServices, historyMerchantServices];
 
 type Body = Record<string, unknown>;
 

@@ -175,6 +175,15 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   PENDING_TRANSFER_ALREADY_VOIDED: systemError,
   PENDING_TRANSFER_EXPIRED: systemError,
   PERMISSION_DENIED: systemError,
+  // Area C's proof refusals (the EventsService and TimelineService check it too): Area B never sends one.
+  MERCHANT_UNAUTHENTICATED: systemError,
+  SESSION_MISSING: systemError,
+  SESSION_INVALID: systemError,
+  SESSION_EXPIRED: systemError,
+  INVALID_SIGNATURE: systemError,
+  LOGIN_FAILED: systemError,
+  LOGIN_TIMESTAMP_INVALID: systemError,
+  LOGIN_REPLAYED: systemError,
   // Too many unknown API keys from one address, or too many requests of one merchant (docs/security.md).
   RATE_LIMITED: () => failure(429, PAYIN_MESSAGES.rateLimited),
   UNAVAILABLE: systemError,

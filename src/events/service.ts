@@ -1,17 +1,20 @@
 /**
  * EventsService (docs/events.md): an owner's event stream, one page per call, in `seq` order with `has_more` and
  * `next_after`. The owner of ListEvents is the one its proof names, never a field: the proofs are checked by the
- * verifiers the composition root hands in (`OwnerProofs`: today Area B's API key, checked as the PayinService checks
- * it; Area C's signed /do-action and Area A's signed gateway request are the next proofs of the same call).
+ * verifiers the composition root hands in (`OwnerProofs`: Area B's API key, checked as the PayinService checks it;
+ * Area C's signed /do-action `list_events`, checked as every Area C action, its signed body bound to the query).
  * Operators name the owner (ListOwnerEvents) and send a merchant's webhooks again (RedeliverEvents, audited).
  *
- * Errors: the proof's refusals (UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED), VALIDATION_FAILED with field
+ * Errors: the proof's refusals (UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED; Area C's MERCHANT_UNAUTHENTICATED,
+ * SESSION_*, INVALID_SIGNATURE), VALIDATION_FAILED with field
  * problems (`type`: invalid, an unknown event type; `subject`: max_length:128; `owner` / `merchant_id`: required).
  */
+import { create } from '@bufbuild/protobuf';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import { problem } from '../field-problems';
-import type { EventsQuery, EventsService, OwnerProof } from '../gen/payments/events/v1/events_pb';
+import { EventsQuerySchema, type EventsQuery, type EventsService, type OwnerProof } from '../gen/payments/events/v1/events_pb';
+import type { ActionAuth } from '../gen/payments/wallet/v1/wallet_pb';
 import type { PlatformDeps } from '../platform-deps';
 import { redeliverAfter } from '../webhooks';
 import { EVENT_SUBJECT_MAX_LENGTH, EVENTS_PAGE_MAX, isEventType, listEvents, type EventOwner, type PlatformEvent } from './index';
@@ -23,13 +26,24 @@ export interface OwnerProofs {
    * @throws DomainError UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED
    */
   apiKey(api_key: string, context: HandlerContext): Promise<EventOwner>;
+  /**
+   * Area C: the merchant whose signed /do-action this is, once `request` (its `$typeName` names the binding of
+   * src/merchant-auth's SIGNED_BODY_BINDINGS) is found equal to what the signed body says.
+   * @throws DomainError MERCHANT_UNAUTHENTICATED, SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED,
+   *   INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter), RATE_LIMITED
+   */
+  areaC(auth: ActionAuth, request: { $typeName: string }, context: HandlerContext): Promise<EventOwner>;
 }
 
 /** The owner a proof names. @throws the proof's refusals; UNAUTHENTICATED when no proof was sent */
-function ownerOfProof(proofs: OwnerProofs, proof: OwnerProof | undefined, context: HandlerContext): Promise<EventOwner> {
+function ownerOfProof(proofs: OwnerProofs, proof: OwnerProof | undefined, query: EventsQuery | undefined, context: HandlerContext): Promise<EventOwner> {
   switch (proof?.proof.case) {
     case 'apiKey':
       return proofs.apiKey(proof.proof.value, context);
+    case 'areaC':
+      // The signed body must say this query; an absent one binds as the empty query (limit 0), which no signed body
+      // says: refused as a bad signature.
+      return proofs.areaC(proof.proof.value, query ?? create(EventsQuerySchema), context);
     default:
       throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no owner proof');
   }
@@ -69,7 +83,7 @@ async function page(deps: Pick<PlatformDeps, 'database'>, owner: EventOwner, que
 export function createEventsService(deps: PlatformDeps, proofs: OwnerProofs): ServiceImpl<typeof EventsService> {
   return {
     async listEvents(request, context) {
-      const owner = await ownerOfProof(proofs, request.proof, context);
+      const owner = await ownerOfProof(proofs, request.proof, request.query, context);
       return { page: await page(deps, owner, request.query) };
     },
 

@@ -317,7 +317,9 @@ export type FieldBinding =
   /** Minor units of the body's `currency` parameter (USD when that names no currency); absent is 0. */
   | { kind: 'amount'; parameter: string; currency: string }
   /** An integer (JSON integer or digit string); absent is `absent`, the documented default the façade sends. */
-  | { kind: 'integer'; parameter: string; absent: number };
+  | { kind: 'integer'; parameter: string; absent: number }
+  /** An event seq as a bigint (JSON integer or digit string, up to 19 digits); absent is 0. */
+  | { kind: 'seq'; parameter: string };
 
 export interface SignedAction {
   /** The `service` the signed body names; null for a login body, which names none. */
@@ -326,12 +328,17 @@ export interface SignedAction {
   fields: Readonly<Record<string, FieldBinding>>;
 }
 
-/** Request fields that are not read from the signed body (see above). */
-export const UNBOUND_FIELDS: ReadonlySet<string> = new Set(['merchantId', 'auth', 'envelope', 'idempotencyKey']);
+/**
+ * Request fields that are not read from the signed body (see above). `proof` is the proof itself where it is an
+ * owner's proof (payments.events.v1.OwnerProof, holding ActionAuth); `partnerId` and `dashboardSession` are the
+ * TimelineService's other ways to name its viewer, never read when an owner's proof is present.
+ */
+export const UNBOUND_FIELDS: ReadonlySet<string> = new Set(['merchantId', 'auth', 'envelope', 'idempotencyKey', 'proof', 'partnerId', 'dashboardSession']);
 
 const text = (parameter: string): FieldBinding => ({ kind: 'text', parameter });
 const amount = (parameter: string, currency = 'currency'): FieldBinding => ({ kind: 'amount', parameter, currency });
 const integer = (parameter: string, absent: number): FieldBinding => ({ kind: 'integer', parameter, absent });
+const seq = (parameter: string): FieldBinding => ({ kind: 'seq', parameter });
 
 const USER_FIELDS = {
   phoneNumber: text('phone_number'),
@@ -410,6 +417,16 @@ export const SIGNED_BODY_BINDINGS: Readonly<Record<string, SignedAction>> = {
     service: 'tokenize_visa_master',
     fields: { userId: text('user_id'), holderName: text('holder_name'), sourceOfFunds: text('sourceOfFunds') },
   },
+  // Read-only services whose proof travels as an owner's proof (payments.events.v1.OwnerProof `area_c`): the events
+  // page's query (ListEventsRequest.query) and the timeline's request, with the documented defaults the façade sends.
+  'payments.events.v1.EventsQuery': {
+    service: 'list_events',
+    fields: { after: seq('after'), limit: integer('limit', 100), type: text('type'), subject: text('subject') },
+  },
+  'payments.timeline.v1.GetPaymentTimelineRequest': {
+    service: 'list_timeline',
+    fields: { reference: text('reference'), maxPerSource: integer('max_per_source', 0) },
+  },
 };
 
 /** Never equal to a typed value: the body holds something no reader turns into one. */
@@ -431,6 +448,11 @@ function expected(binding: FieldBinding, body: Record<string, unknown>): string 
       if (absent(value)) return binding.absent;
       const digits = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
       return /^-?\d{1,9}$/.test(digits) ? Number(digits) : UNREADABLE;
+    }
+    case 'seq': {
+      if (absent(value)) return 0n;
+      const digits = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
+      return /^\d{1,19}$/.test(digits) ? BigInt(digits) : UNREADABLE;
     }
     case 'amount': {
       if (absent(value)) return 0n;

@@ -11,6 +11,7 @@ import { REFUND_SERVICE_REASONS } from '../flows/refund/reasons';
 import { TRANSFER_SERVICE_REASONS } from '../flows/pre-transfer/reasons';
 import { WALLET_SERVICE_REASONS } from '../flows/wallet/reasons';
 import { INSTRUMENT_SERVICE_REASONS } from '../instruments/service-reasons';
+import { MERCHANT_AUTH_REASONS } from '../merchant-auth/reasons';
 import { TIMELINE_SERVICE_REASONS } from '../timeline/reasons';
 import type { PlatformServiceName } from './services';
 
@@ -21,8 +22,9 @@ export const REASONS_BY_SERVICE = {
   deposit: DEPOSIT_SERVICE_REASONS,
   instrument: INSTRUMENT_SERVICE_REASONS,
   // The EventsService answers its own VALIDATION_FAILED and the refusals of the owner proofs it checks: Area B's API
-  // key, checked by the PayinService's authentication (a subset of the PayinService's reasons).
-  events: PAYIN_SERVICE_REASONS,
+  // key, checked by the PayinService's authentication (a subset of the PayinService's reasons), and Area C's signed
+  // /do-action, checked by merchant authentication.
+  events: { ...PAYIN_SERVICE_REASONS, ...MERCHANT_AUTH_REASONS },
   // The TimelineService: PAYMENT_NOT_FOUND and the same owner proofs as the EventsService.
   timeline: TIMELINE_SERVICE_REASONS,
   refund: REFUND_SERVICE_REASONS,

@@ -1,7 +1,8 @@
 /**
  * TimelineService (proto/payments/timeline/v1, docs/timeline.md): one payment's timeline, for whom may see it. The
  * viewer is decided here, in this order: the owner's own proof (`proof`: Area B's API key, checked by the verifier
- * the composition root hands in, the PayinService's; or a live merchant dashboard session); else a merchant or partner named with a credential bound to it
+ * the composition root hands in, the PayinService's; Area C's signed /do-action `list_timeline`, checked as every
+ * Area C action; or a live merchant dashboard session); else a merchant or partner named with a credential bound to it
  * (`mayActFor`); else an operator (the `admin` scope: any payment, failure messages included). Anyone else is refused
  * PERMISSION_DENIED. A reference unknown or not the viewer's answers PAYMENT_NOT_FOUND, one answer for both.
  */
@@ -9,6 +10,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { findDashboardSession } from '../dashboard/sessions';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import type { EventOwner } from '../events';
+import type { OwnerProofs } from '../events/service';
 import { problem } from '../field-problems';
 import type { GetPaymentTimelineRequest, TimelineService } from '../gen/payments/timeline/v1/timeline_pb';
 import type { PlatformDeps } from '../platform-deps';
@@ -17,10 +19,7 @@ import { paymentTimeline, TIMELINE_REFERENCE_MAX_LENGTH, type PaymentTimeline, t
 import { TIMELINE_REASONS } from './reasons';
 
 /** The owner proofs the TimelineService checks (the EventsService's, from the composition root). */
-export interface TimelineProofs {
-  /** @throws DomainError UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED */
-  apiKey(api_key: string, context: HandlerContext): Promise<EventOwner>;
-}
+export type TimelineProofs = OwnerProofs;
 
 /**
  * Who is asking, from the request's proof or the caller's credential.
@@ -29,10 +28,12 @@ export interface TimelineProofs {
 export async function viewerOf(
   deps: Pick<PlatformDeps, 'database' | 'abuse'>,
   proofs: TimelineProofs,
-  request: Pick<GetPaymentTimelineRequest, 'proof' | 'merchantId' | 'partnerId' | 'dashboardSession'>,
+  request: GetPaymentTimelineRequest,
   context: HandlerContext,
 ): Promise<TimelineViewer> {
   if (request.proof?.proof.case === 'apiKey') return { kind: 'owner', owner: await proofs.apiKey(request.proof.proof.value, context) };
+  // Area C's signed list_timeline: the merchant it proves, its signed body bound to this request (reference).
+  if (request.proof?.proof.case === 'areaC') return { kind: 'owner', owner: await proofs.areaC(request.proof.proof.value, request, context) };
   if (request.dashboardSession) {
     const session = await findDashboardSession(deps.database, request.dashboardSession);
     if (!session) throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'no live dashboard session');

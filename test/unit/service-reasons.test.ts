@@ -9,17 +9,29 @@ import { reasonError } from '../../src/errors';
 import { AREA_A_ERRORS, areaAErrorOf, SYSTEM_ERROR } from '../../src/flows/pre-transfer/area-a';
 import { LEDGER_REASONS } from '../../src/ledger/reasons';
 import { ONBOARDING_REASONS } from '../../src/onboarding/reasons';
+import { TIMELINE_REASONS } from '../../src/timeline/reasons';
 import { readRpcFailure, toConnectError } from '../../src/rpc/errors';
 import { REASONS_BY_SERVICE } from '../../src/rpc/service-reasons';
 
 describe('reasons by service', () => {
   it('each area answers every reason of every service it calls', () => {
     expect(Object.keys(AREA_A_ERRORS).sort()).toEqual(Object.keys(REASONS_BY_SERVICE.transfer).sort());
-    const areaC = new Set([...Object.keys(REASONS_BY_SERVICE.wallet), ...Object.keys(REASONS_BY_SERVICE.deposit), ...Object.keys(REASONS_BY_SERVICE.instrument)]);
+    const areaC = new Set(
+      (['wallet', 'deposit', 'instrument', 'events', 'timeline'] as const).flatMap((service) => Object.keys(REASONS_BY_SERVICE[service])),
+    );
     expect(Object.keys(AREA_C_REASON_ERRORS).sort()).toEqual([...areaC].sort());
     for (const reason of Object.keys(REASONS_BY_SERVICE.payin) as Array<keyof typeof REASONS_BY_SERVICE.payin>) {
       expect(payinErrorFor('payins', reason, {}).status).toBeGreaterThanOrEqual(400);
     }
+  });
+
+  it('answers list_timeline\'s not-found in Area C words, the same for every reference it does not show', () => {
+    const notFound = toConnectError(reasonError(TIMELINE_REASONS, 'PAYMENT_NOT_FOUND', 'no payment TRF1 for merchant 7'));
+    expect(answerForError(notFound)).toEqual({
+      status: 400,
+      body: { success: false, code: 400, message: 'Bad Request', error: { reference: ['The selected reference is invalid.'] } },
+      isFault: false,
+    });
   });
 
   it('reads a failure with its reason typed by the service called; a reason outside its table is INTERNAL', () => {

@@ -5,11 +5,20 @@
  */
 import { create, type DescMessage } from '@bufbuild/protobuf';
 import { DepositService } from '../../src/gen/payments/deposit/v1/deposit_pb';
+import { EventsQuerySchema } from '../../src/gen/payments/events/v1/events_pb';
+import { GetPaymentTimelineRequestSchema } from '../../src/gen/payments/timeline/v1/timeline_pb';
 import { InstrumentService } from '../../src/gen/payments/instrument/v1/instrument_pb';
 import { LoginRequestSchema, TransferRequestSchema, ListBanksRequestSchema, WalletService } from '../../src/gen/payments/wallet/v1/wallet_pb';
 import { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields } from '../../src/merchant-auth';
 import { parseJsonLossless } from '../../src/money';
 import { readListBanks, readLogin, readTransfer } from '../../rest-facade/merchant/wallet-services';
+import { readListEvents, readListTimeline } from '../../rest-facade/merchant/history-services';
+
+/**
+ * The requests whose merchant proof travels as an owner's proof (payments.events.v1.OwnerProof `area_c`): the events
+ * page's query and the timeline's request.
+ */
+const OWNER_PROOF_REQUESTS: DescMessage[] = [EventsQuerySchema, GetPaymentTimelineRequestSchema];
 
 /** The input messages of every method whose request carries the merchant's proof (ActionAuth or SignedEnvelope). */
 function signedInputs(): DescMessage[] {
@@ -22,8 +31,8 @@ const body = (json: string) => parseJsonLossless(json) as Record<string, unknown
 
 describe('SIGNED_BODY_BINDINGS', () => {
   it('has an entry for every RPC carrying the merchant proof, naming each of its typed fields, and no other', () => {
-    const inputs = signedInputs();
-    expect(inputs.length).toBe(17);
+    const inputs = [...signedInputs(), ...OWNER_PROOF_REQUESTS];
+    expect(inputs.length).toBe(19);
     expect(Object.keys(SIGNED_BODY_BINDINGS).sort()).toEqual(inputs.map((input) => input.typeName).sort());
     for (const input of inputs) {
       const bound = Object.keys(SIGNED_BODY_BINDINGS[input.typeName]!.fields).sort();
@@ -71,6 +80,24 @@ describe('unboundFields', () => {
   it('treats blank text as absent, as the readers do', () => {
     const blank = body('{"service":"deposit_by_local_card","token":"tok_x","amount":1,"currency":"USD","pre_order_token":"   "}');
     expect(unboundFields({ $typeName: 'payments.deposit.v1.DepositByLocalCardRequest', token: 'tok_x', amountUnits: 100n, currency: 'USD', preOrderToken: '', userId: '' } as never, blank)).toEqual([]);
+  });
+
+  it('binds list_events and list_timeline to what their readers read, defaults included', () => {
+    const events = body('{"service":"list_events","after":"12","limit":5,"type":"wallet_transfer.completed","subject":"TRF1"}');
+    const query = (fields: Record<string, unknown>) => create(EventsQuerySchema, { ...readListEvents(events), ...fields });
+    expect(unboundFields(query({}), events)).toEqual([]);
+    expect(unboundFields(query({ after: 0n, subject: 'TRF2' }), events)).toEqual(['after', 'subject']);
+    const bare = body('{"service":"list_events"}');
+    expect(unboundFields(create(EventsQuerySchema, readListEvents(bare)), bare)).toEqual([]);
+    // A seq past 2^53 is read exactly on both sides.
+    const far = body('{"service":"list_events","after":9007199254740993}');
+    expect(unboundFields(create(EventsQuerySchema, readListEvents(far)), far)).toEqual([]);
+    expect(unboundFields(create(EventsQuerySchema, { ...readListEvents(far), after: 9007199254740992n }), far)).toEqual(['after']);
+    const timeline = body('{"service":"list_timeline","reference":"TRF1"}');
+    const typed = create(GetPaymentTimelineRequestSchema, readListTimeline(timeline));
+    expect(unboundFields(typed, timeline)).toEqual([]);
+    expect(unboundFields(create(GetPaymentTimelineRequestSchema, { ...readListTimeline(timeline), reference: 'TRF2' }), timeline)).toEqual(['reference']);
+    expect(unboundFields(typed, { ...timeline, service: 'list_events' })).toEqual(['service']);
   });
 
   it('throws for a request type without a binding (a programming error, never a merchant answer)', () => {

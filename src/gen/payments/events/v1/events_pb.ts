@@ -5,13 +5,15 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb";
+import type { ActionAuth } from "../../wallet/v1/wallet_pb";
+import { file_payments_wallet_v1_wallet } from "../../wallet/v1/wallet_pb";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file payments/events/v1/events.proto.
  */
 export const file_payments_events_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50cy9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJwYXltZW50cy5ldmVudHMudjEiPgoKT3duZXJQcm9vZhIbCgdhcGlfa2V5GAEgASgJQgi6SAVyAxiAAkgAQgcKBXByb29mSgQIAhADSgQIAxAEImkKC0V2ZW50c1F1ZXJ5Eg0KBWFmdGVyGAEgASgEEhkKBWxpbWl0GAIgASgFQgq6SAcaBRj0AygBEhUKBHR5cGUYAyABKAlCB7pIBHICGEASGQoHc3ViamVjdBgEIAEoCUIIukgFcgMYgAEiggEKEUxpc3RFdmVudHNSZXF1ZXN0EjUKBXByb29mGAEgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyUHJvb2ZCBrpIA8gBARI2CgVxdWVyeRgCIAEoCzIfLnBheW1lbnRzLmV2ZW50cy52MS5FdmVudHNRdWVyeUIGukgDyAEBIlMKBU93bmVyEiAKC21lcmNoYW50X2lkGAEgASgJQgm6SAZyBBABGEBIABIfCgpwYXJ0bmVyX2lkGAIgASgJQgm6SAZyBBABGEBIAEIHCgVvd25lciKCAQoWTGlzdE93bmVyRXZlbnRzUmVxdWVzdBIwCgVvd25lchgBIAEoCzIZLnBheW1lbnRzLmV2ZW50cy52MS5Pd25lckIGukgDyAEBEjYKBXF1ZXJ5GAIgASgLMh8ucGF5bWVudHMuZXZlbnRzLnYxLkV2ZW50c1F1ZXJ5Qga6SAPIAQEieQoFRXZlbnQSCwoDc2VxGAEgASgEEg8KB3N1YmplY3QYAiABKAkSDAoEdHlwZRgDIAEoCRIRCglkYXRhX2pzb24YBCABKAkSHQoVbGVkZ2VyX3RyYW5zYWN0aW9uX2lkGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAkiXQoKRXZlbnRzUGFnZRIpCgZldmVudHMYASADKAsyGS5wYXltZW50cy5ldmVudHMudjEuRXZlbnQSEAoIaGFzX21vcmUYAiABKAgSEgoKbmV4dF9hZnRlchgDIAEoBCJCChJMaXN0RXZlbnRzUmVzcG9uc2USLAoEcGFnZRgBIAEoCzIeLnBheW1lbnRzLmV2ZW50cy52MS5FdmVudHNQYWdlIkcKF0xpc3RPd25lckV2ZW50c1Jlc3BvbnNlEiwKBHBhZ2UYASABKAsyHi5wYXltZW50cy5ldmVudHMudjEuRXZlbnRzUGFnZSJHChZSZWRlbGl2ZXJFdmVudHNSZXF1ZXN0Eh4KC21lcmNoYW50X2lkGAEgASgJQgm6SAZyBBABGEASDQoFYWZ0ZXIYAiABKAQiVAoXUmVkZWxpdmVyRXZlbnRzUmVzcG9uc2USEwoLd2ViaG9va19pZHMYASADKAkSEAoIaGFzX21vcmUYAiABKAgSEgoKbmV4dF9hZnRlchgDIAEoBDLKAgoNRXZlbnRzU2VydmljZRJdCgpMaXN0RXZlbnRzEiUucGF5bWVudHMuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiYucGF5bWVudHMuZXZlbnRzLnYxLkxpc3RFdmVudHNSZXNwb25zZSIAEmwKD0xpc3RPd25lckV2ZW50cxIqLnBheW1lbnRzLmV2ZW50cy52MS5MaXN0T3duZXJFdmVudHNSZXF1ZXN0GisucGF5bWVudHMuZXZlbnRzLnYxLkxpc3RPd25lckV2ZW50c1Jlc3BvbnNlIgASbAoPUmVkZWxpdmVyRXZlbnRzEioucGF5bWVudHMuZXZlbnRzLnYxLlJlZGVsaXZlckV2ZW50c1JlcXVlc3QaKy5wYXltZW50cy5ldmVudHMudjEuUmVkZWxpdmVyRXZlbnRzUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate]);
+  fileDesc("Ch9wYXltZW50cy9ldmVudHMvdjEvZXZlbnRzLnByb3RvEhJwYXltZW50cy5ldmVudHMudjEiagoKT3duZXJQcm9vZhIbCgdhcGlfa2V5GAEgASgJQgi6SAVyAxiAAkgAEjAKBmFyZWFfYxgCIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoSABCBwoFcHJvb2ZKBAgDEAQiaQoLRXZlbnRzUXVlcnkSDQoFYWZ0ZXIYASABKAQSGQoFbGltaXQYAiABKAVCCrpIBxoFGPQDKAESFQoEdHlwZRgDIAEoCUIHukgEcgIYQBIZCgdzdWJqZWN0GAQgASgJQgi6SAVyAxiAASKCAQoRTGlzdEV2ZW50c1JlcXVlc3QSNQoFcHJvb2YYASABKAsyHi5wYXltZW50cy5ldmVudHMudjEuT3duZXJQcm9vZkIGukgDyAEBEjYKBXF1ZXJ5GAIgASgLMh8ucGF5bWVudHMuZXZlbnRzLnYxLkV2ZW50c1F1ZXJ5Qga6SAPIAQEiUwoFT3duZXISIAoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQEgAEh8KCnBhcnRuZXJfaWQYAiABKAlCCbpIBnIEEAEYQEgAQgcKBW93bmVyIoIBChZMaXN0T3duZXJFdmVudHNSZXF1ZXN0EjAKBW93bmVyGAEgASgLMhkucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyQga6SAPIAQESNgoFcXVlcnkYAiABKAsyHy5wYXltZW50cy5ldmVudHMudjEuRXZlbnRzUXVlcnlCBrpIA8gBASJ5CgVFdmVudBILCgNzZXEYASABKAQSDwoHc3ViamVjdBgCIAEoCRIMCgR0eXBlGAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRIdChVsZWRnZXJfdHJhbnNhY3Rpb25faWQYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCSJdCgpFdmVudHNQYWdlEikKBmV2ZW50cxgBIAMoCzIZLnBheW1lbnRzLmV2ZW50cy52MS5FdmVudBIQCghoYXNfbW9yZRgCIAEoCBISCgpuZXh0X2FmdGVyGAMgASgEIkIKEkxpc3RFdmVudHNSZXNwb25zZRIsCgRwYWdlGAEgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLkV2ZW50c1BhZ2UiRwoXTGlzdE93bmVyRXZlbnRzUmVzcG9uc2USLAoEcGFnZRgBIAEoCzIeLnBheW1lbnRzLmV2ZW50cy52MS5FdmVudHNQYWdlIkcKFlJlZGVsaXZlckV2ZW50c1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBINCgVhZnRlchgCIAEoBCJUChdSZWRlbGl2ZXJFdmVudHNSZXNwb25zZRITCgt3ZWJob29rX2lkcxgBIAMoCRIQCghoYXNfbW9yZRgCIAEoCBISCgpuZXh0X2FmdGVyGAMgASgEMsoCCg1FdmVudHNTZXJ2aWNlEl0KCkxpc3RFdmVudHMSJS5wYXltZW50cy5ldmVudHMudjEuTGlzdEV2ZW50c1JlcXVlc3QaJi5wYXltZW50cy5ldmVudHMudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgASbAoPTGlzdE93bmVyRXZlbnRzEioucGF5bWVudHMuZXZlbnRzLnYxLkxpc3RPd25lckV2ZW50c1JlcXVlc3QaKy5wYXltZW50cy5ldmVudHMudjEuTGlzdE93bmVyRXZlbnRzUmVzcG9uc2UiABJsCg9SZWRlbGl2ZXJFdmVudHMSKi5wYXltZW50cy5ldmVudHMudjEuUmVkZWxpdmVyRXZlbnRzUmVxdWVzdBorLnBheW1lbnRzLmV2ZW50cy52MS5SZWRlbGl2ZXJFdmVudHNSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate, file_payments_wallet_v1_wallet]);
 
 /**
  * OwnerProof is what proves who the owner is; exactly one (none: UNAUTHENTICATED).
@@ -30,6 +32,15 @@ export type OwnerProof = Message<"payments.events.v1.OwnerProof"> & {
      */
     value: string;
     case: "apiKey";
+  } | {
+    /**
+     * Area C: the merchant's signed /do-action call (headers, session token, signed body), verified as every Area C
+     * action is (src/merchant-auth); the typed query must equal what the signed body says.
+     *
+     * @generated from field: payments.wallet.v1.ActionAuth area_c = 2;
+     */
+    value: ActionAuth;
+    case: "areaC";
   } | { case: undefined; value?: undefined };
 };
 
@@ -340,11 +351,11 @@ export const RedeliverEventsResponseSchema: GenMessage<RedeliverEventsResponse> 
  * partner, numbered 1, 2, 3 … per owner (`seq`, gap-free, assigned in the transaction of the change), in seq order.
  *
  * The owner is never a field of an owner's call: ListEvents takes the owner's proof and answers the owner that proof
- * names. Today the proof is a merchant's Area B API key (the façade's GET /api/v1/events); the next proofs are
- * Area C's signed /do-action (`list_events`) and Area A's signed gateway service (`query.events`), added to
- * OwnerProof's oneof. Operators name the owner (ListOwnerEvents, RedeliverEvents: the admin scope).
+ * names: a merchant's Area B API key (the façade's GET /api/v1/events) or its Area C signed /do-action
+ * (`list_events`). Operators name the owner (ListOwnerEvents, RedeliverEvents: the admin scope).
  *
- * Reasons: UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED, VALIDATION_FAILED (after
+ * Reasons: UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED, the Area C proof's refusals
+ * (MERCHANT_UNAUTHENTICATED, SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED, INVALID_SIGNATURE), VALIDATION_FAILED (after
  * negative, limit outside 1..500, an unknown type, a subject over 128 characters; field problems on `after`,
  * `limit`, `type`, `subject`), and for operators VALIDATION_FAILED on `owner` / `merchant_id`.
  *

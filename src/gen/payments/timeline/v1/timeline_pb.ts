@@ -27,7 +27,8 @@ export type GetPaymentTimelineRequest = Message<"payments.timeline.v1.GetPayment
   reference: string;
 
   /**
-   * The owner's own proof (Area B: the API key). Without one, the caller's credential decides.
+   * The owner's own proof (Area B: the API key; Area C: the signed /do-action). Without one, the caller's credential
+   * decides.
    *
    * @generated from field: payments.events.v1.OwnerProof proof = 2;
    */
@@ -202,13 +203,15 @@ export const GetPaymentTimelineResponseSchema: GenMessage<GetPaymentTimelineResp
  * received, the workflow's history (Temporal), the provider's and acquirer's messages, the ledger postings, the
  * events and every webhook attempt.
  *
- * Who may read it: the payment's owner, proven by its own proof (`proof`: Area B's API key; `dashboard_session`: a
+ * Who may read it: the payment's owner, proven by its own proof (`proof`: Area B's API key or Area C's signed
+ * /do-action `list_timeline`, whose signed body must name this reference; `dashboard_session`: a
  * live merchant dashboard session), or by a service
  * credential bound to it (`merchant_id` / `partner_id` with an owner-bound credential); operators (the admin scope)
  * any payment, with failure messages. A reference that is unknown or another owner's answers PAYMENT_NOT_FOUND, the
  * same for both.
  *
- * Reasons: PAYMENT_NOT_FOUND, UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED (the proof's refusals),
+ * Reasons: PAYMENT_NOT_FOUND, UNAUTHENTICATED, MERCHANT_SUSPENDED, RATE_LIMITED, and Area C's MERCHANT_UNAUTHENTICATED,
+ * SESSION_MISSING | SESSION_INVALID | SESSION_EXPIRED, INVALID_SIGNATURE (the proof's refusals),
  * PERMISSION_DENIED (no proof and a credential neither bound to the named owner nor an operator's), VALIDATION_FAILED
  * (reference empty or over 128 characters; max_per_source over 1000).
  *
