@@ -16,14 +16,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { createLogger } from '../src/logger';
-import { freePort } from '../src/net';
 import { createMerchant } from '../src/onboarding';
-import { runRoles } from '../src/runtime';
-import { startSandboxUpstream } from '../src/sandbox/upstream';
-import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import type { BenchResult } from './run';
-import { measure, measureInterleaved, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { measureInterleaved, percentile, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { startPayinPortal } from './support/payin-portal';
 
 /** Merchants the seeded table is spread over (the reader's stream is one of them). */
 const SEEDED_OWNERS = 4;
@@ -33,46 +29,17 @@ export async function run(): Promise<BenchResult> {
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
   const tableSize = Number(process.env.BENCH_EVENTS_TABLE ?? 1_000_000);
   const environment = await startBenchEnvironment('events');
-  const stops: Array<() => Promise<void>> = [];
+  const portal = await startPayinPortal(environment, 'Bench events merchant', { WEBHOOK_RETRY_INITIAL_SECONDS: '1' }).catch(async (error) => {
+    await environment.close();
+    throw error;
+  });
   try {
-    const secret = randomBytes(16).toString('hex');
-    const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
-    stops.push(() => sandbox.close());
-    const receiver = await startMerchantReceiver();
-    stops.push(() => receiver.close());
-    const port = await freePort();
-    const config = environment.config({
-      HTTP_PORT: String(port),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      UPSTREAM_PAYIN_URL: sandbox.payinUrl,
-      UPSTREAM_API_KEY: 'bench-key',
-      UPSTREAM_WEBHOOK_SECRET: secret,
-      PAYIN_TTL_SECONDS: '3600',
-      WEBHOOK_RETRY_INITIAL_SECONDS: '1',
-      // The reader pages through one merchant's whole stream: no request-rate limit in the way.
-      REQUESTS_PER_CALLER_PER_MINUTE: '0',
-    });
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
-    stops.push(() => platform.stop());
-    const deps = platform.deps!;
-    const { credentials } = await createMerchant(deps, { name: 'Bench events merchant', callback_url: receiver.url });
-    receiver.configure({ hmac_secret: credentials.hmac_secret, signature_header: credentials.signature_header });
+    const { deps, receiver, sandbox } = portal;
+    const platform = { facadeUrl: portal.facadeUrl };
+    const runId = randomBytes(3).toString('hex');
 
     // ---- 1. settlement → webhook, events on and off, interleaved
-    const runId = randomBytes(3).toString('hex');
-    const invoices: string[] = [];
-    await measure(2 * perPhase + 20, concurrency, async (index) => {
-      const response = await request(`${platform.facadeUrl}/api/v1/payins`, {
-        method: 'POST',
-        body: `{"amount": 1.5, "out_trade_no": "E-${runId}-${index}"}`,
-        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key },
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`create ${response.statusCode}: ${text}`);
-      invoices.push(JSON.parse(text).data.invoice_reference);
-    });
-    // Every PayinWorkflow started before any settlement is timed.
-    while (Number((await deps.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    const invoices = (await portal.createPayins(2 * perPhase + 20, concurrency, 'E')).map((payin) => payin.invoice);
     const received = () => new Set(receiver.received.filter((item) => item.status === 200).map((item) => String(item.json.data.invoice_reference)));
     const settle = async (invoice: string) => {
       const answer = await sandbox.pay(invoice, '1.5');
@@ -182,7 +149,7 @@ export async function run(): Promise<BenchResult> {
       ],
     };
   } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await portal.stop();
     await environment.close();
   }
 }

@@ -10,70 +10,30 @@
  * Needs PostgreSQL and Temporal as every bench (bench/support/harness.ts). `BENCH_REFUNDS` (default 200) operations
  * per phase at `BENCH_CONCURRENCY` (default 32). Run: `npm run bench -- refunds`.
  */
-import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { createLogger } from '../src/logger';
-import { freePort } from '../src/net';
-import { createMerchant } from '../src/onboarding';
-import { runRoles } from '../src/runtime';
-import { startSandboxUpstream } from '../src/sandbox/upstream';
 import { SANDBOX_REFUND_ADDRESSES } from '../src/sandbox/upstream-refunds';
-import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import type { BenchResult } from './run';
 import { measure, measureInterleaved, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { startPayinPortal } from './support/payin-portal';
 
 export async function run(): Promise<BenchResult> {
   const perPhase = Number(process.env.BENCH_REFUNDS ?? 200);
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
   const environment = await startBenchEnvironment('refunds');
-  const stops: Array<() => Promise<void>> = [];
+  const portal = await startPayinPortal(environment, 'Bench refunds merchant', { WEBHOOK_RETRY_INITIAL_SECONDS: '1' }).catch(async (error) => {
+    await environment.close();
+    throw error;
+  });
   try {
-    const secret = randomBytes(16).toString('hex');
-    const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
-    stops.push(() => sandbox.close());
-    const receiver = await startMerchantReceiver();
-    stops.push(() => receiver.close());
-    const port = await freePort();
-    const config = environment.config({
-      HTTP_PORT: String(port),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      UPSTREAM_PAYIN_URL: sandbox.payinUrl,
-      UPSTREAM_API_KEY: 'bench-key',
-      UPSTREAM_WEBHOOK_SECRET: secret,
-      PAYIN_TTL_SECONDS: '3600',
-      WEBHOOK_RETRY_INITIAL_SECONDS: '1',
-      REQUESTS_PER_CALLER_PER_MINUTE: '0',
-    });
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
-    stops.push(() => platform.stop());
-    const deps = platform.deps!;
-    const { credentials } = await createMerchant(deps, { name: 'Bench refunds merchant', callback_url: receiver.url });
-    receiver.configure({ hmac_secret: credentials.hmac_secret, signature_header: credentials.signature_header });
-
-    const runId = randomBytes(3).toString('hex');
-    const invoices: string[] = [];
-    await measure(2 * perPhase + 20, concurrency, async (index) => {
-      const response = await request(`${platform.facadeUrl}/api/v1/payins`, {
-        method: 'POST',
-        body: `{"amount": 1.5, "out_trade_no": "R-${runId}-${index}"}`,
-        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key },
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`create ${response.statusCode}: ${text}`);
-      invoices.push(JSON.parse(text).data.invoice_reference);
-    });
-    while (Number((await deps.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    const { deps, receiver, settle } = portal;
+    const invoices = (await portal.createPayins(2 * perPhase + 20, concurrency, 'R')).map((payin) => payin.invoice);
     const delivered = (event: string) =>
       new Set(receiver.received.filter((item) => item.status === 200 && item.json?.event === event).map((item) => String(item.json.data.invoice_reference)));
-    const settle = async (invoice: string) => {
-      const answer = await sandbox.pay(invoice, '1.5');
-      if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
-    };
     const refund = async (invoice: string) => {
-      const response = await request(`${platform.facadeUrl}/api/v1/payins/refunds`, {
+      const response = await request(`${portal.facadeUrl}/api/v1/payins/refunds`, {
         method: 'POST',
         body: JSON.stringify({ invoice_reference: invoice, reason: 'bench', address: SANDBOX_REFUND_ADDRESSES.succeeds }),
-        headers: { 'content-type': 'application/json', 'x-api-key': credentials.api_key, 'idempotency-key': `bench-${invoice}` },
+        headers: { 'content-type': 'application/json', 'x-api-key': portal.apiKey, 'idempotency-key': `bench-${invoice}` },
       });
       const text = await response.body.text();
       if (response.statusCode !== 200) throw new Error(`refund ${response.statusCode}: ${text}`);
@@ -104,7 +64,7 @@ export async function run(): Promise<BenchResult> {
       };
     };
     const [settlements, refunds] = await measureInterleaved([phase('settle', settling.slice(0, perPhase)), phase('refund', refunding.slice(0, perPhase))], concurrency, 3);
-    const succeeded = Number((await deps.database('refunds').where({ merchant_id: credentials.merchant_id, status: 'succeeded' }).count('* as n').first())?.n ?? 0);
+    const succeeded = Number((await deps.database('refunds').where({ merchant_id: portal.merchantId, status: 'succeeded' }).count('* as n').first())?.n ?? 0);
     const check = await deps.ledger.check();
     return {
       name: 'refunds',
@@ -119,7 +79,7 @@ export async function run(): Promise<BenchResult> {
       ],
     };
   } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await portal.stop();
     await environment.close();
   }
 }

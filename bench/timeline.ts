@@ -8,16 +8,10 @@
  * attempts. Goal: p99 ≤ 300 ms (reported as 300 ÷ p99 ≥ 1); the ratio to the baseline is reported beside it.
  * Run: `npm run bench -- timeline`.
  */
-import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
-import { createLogger } from '../src/logger';
-import { freePort } from '../src/net';
-import { createMerchant } from '../src/onboarding';
-import { runRoles } from '../src/runtime';
-import { startSandboxUpstream } from '../src/sandbox/upstream';
-import { startMerchantReceiver } from '../test/support/merchant-receiver';
 import type { BenchResult } from './run';
-import { measure, measureInterleaved, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { measureInterleaved, round, runWhenMain, startBenchEnvironment } from './support/harness';
+import { startPayinPortal } from './support/payin-portal';
 
 /** The p99 a settled payin's timeline should stay under, milliseconds. */
 const P99_TARGET_MS = 300;
@@ -27,44 +21,17 @@ export async function run(): Promise<BenchResult> {
   const reads = Number(process.env.BENCH_TIMELINE_READS ?? 300);
   const concurrency = Number(process.env.BENCH_TIMELINE_CONCURRENCY ?? 4);
   const environment = await startBenchEnvironment('timeline');
-  const stops: Array<() => Promise<void>> = [];
+  const portal = await startPayinPortal(environment, 'Bench timeline merchant').catch(async (error) => {
+    await environment.close();
+    throw error;
+  });
   try {
-    const secret = randomBytes(16).toString('hex');
-    const sandbox = await startSandboxUpstream({ api_key: 'bench-key', webhook_secret: secret });
-    stops.push(() => sandbox.close());
-    const receiver = await startMerchantReceiver();
-    stops.push(() => receiver.close());
-    const port = await freePort();
-    const config = environment.config({
-      HTTP_PORT: String(port),
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      UPSTREAM_PAYIN_URL: sandbox.payinUrl,
-      UPSTREAM_API_KEY: 'bench-key',
-      UPSTREAM_WEBHOOK_SECRET: secret,
-      PAYIN_TTL_SECONDS: '3600',
-      REQUESTS_PER_CALLER_PER_MINUTE: '0',
-    });
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
-    stops.push(() => platform.stop());
-    const deps = platform.deps!;
-    const { credentials } = await createMerchant(deps, { name: 'Bench timeline merchant', callback_url: receiver.url });
-    receiver.configure({ hmac_secret: credentials.hmac_secret, signature_header: credentials.signature_header });
+    const { deps, receiver } = portal;
+    const credentials = { api_key: portal.apiKey };
+    const platform = { facadeUrl: portal.facadeUrl };
     const headers = { 'content-type': 'application/json', 'x-api-key': credentials.api_key };
-
-    const runId = randomBytes(3).toString('hex');
-    const settled: Array<{ invoice: string; order: string }> = [];
-    await measure(payins, Math.min(concurrency, payins), async (index) => {
-      const order = `T-${runId}-${index}`;
-      const response = await request(`${platform.facadeUrl}/api/v1/payins`, { method: 'POST', body: `{"amount": 1.5, "out_trade_no": "${order}"}`, headers });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`create ${response.statusCode}: ${text}`);
-      settled.push({ invoice: JSON.parse(text).data.invoice_reference as string, order });
-    });
-    while (Number((await deps.database('payin_workflow_outbox').count('* as count').first())?.count ?? 0) > 0) await new Promise((resolve) => setTimeout(resolve, 100));
-    for (const { invoice } of settled) {
-      const answer = await sandbox.pay(invoice, '1.5');
-      if (answer.status !== 200) throw new Error(`notification ${answer.status}: ${answer.body}`);
-    }
+    const settled = await portal.createPayins(payins, Math.min(concurrency, payins), 'T');
+    for (const { invoice } of settled) await portal.settle(invoice);
     const delivered = () => new Set(receiver.received.filter((item) => item.status === 200).map((item) => String(item.json.data.invoice_reference)));
     await receiver.waitFor(() => settled.every(({ invoice }) => delivered().has(invoice)), 120_000);
 
@@ -110,7 +77,7 @@ export async function run(): Promise<BenchResult> {
       ],
     };
   } finally {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await portal.stop();
     await environment.close();
   }
 }
