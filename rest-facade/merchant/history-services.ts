@@ -8,6 +8,7 @@
  */
 import { integer, present, refuse, type FieldRule } from '../../src/field-rules';
 import { isLosslessNumber, parseJsonLossless } from '../../src/money';
+import { timelineJson } from '../timeline-json';
 import { readAreaC, string, type MerchantServiceTable } from './contract';
 
 /** Events per page: at most, and when `limit` is absent (docs/events.md, as Area B's GET /api/v1/events). */
@@ -81,18 +82,6 @@ export const historyMerchantServices: MerchantServiceTable = {
   async list_timeline({ body, caller, clients, callOptions }) {
     const fields = readListTimeline(body);
     const answer = await clients.timeline.getPaymentTimeline({ ...fields, proof: { proof: { case: 'areaC', value: caller.auth } } }, callOptions);
-    return {
-      reference: answer.reference,
-      entries: answer.entries.map((entry) => ({
-        at: entry.at,
-        source: entry.source,
-        kind: entry.kind,
-        summary: entry.summary,
-        details: parseJsonLossless(entry.detailsJson),
-        link: entry.link || null,
-      })),
-      sources: answer.sources.map((status) => ({ source: status.source, state: status.state, reason: status.reason })),
-      truncated: answer.truncated,
-    };
+    return timelineJson(answer);
   },
 };

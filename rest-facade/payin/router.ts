@@ -8,6 +8,7 @@
  * error table.
  */
 import Router from '@koa/router';
+import { timelineJson } from '../timeline-json';
 import { amountJson, formatAmount, isCurrency, parseJsonLossless, stringifyJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../context';
@@ -186,19 +187,7 @@ async function paymentTimeline(ctx: FacadeContext): Promise<void> {
     sendJson(ctx, 200, {
       success: true,
       code: 200,
-      data: {
-        reference: answer.reference,
-        entries: answer.entries.map((entry) => ({
-          at: entry.at,
-          source: entry.source,
-          kind: entry.kind,
-          summary: entry.summary,
-          details: parseJsonLossless(entry.detailsJson),
-          link: entry.link || null,
-        })),
-        sources: answer.sources.map((status) => ({ source: status.source, state: status.state, reason: status.reason })),
-        truncated: answer.truncated,
-      },
+      data: timelineJson(answer),
     });
   } catch (error) {
     sendFailure(ctx, 'timeline', error);
