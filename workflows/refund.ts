@@ -1,4 +1,5 @@
 import { ActivityFailure, ApplicationFailure, condition, log, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 import { decidedSignal, type RefundActivities, type RefundStatus, type RefundStep, type RefundWorkflowInput, type RefundWorkflowResult } from '../src/flows/refund/contract';
 
 // Local activities, as the payin's: short transactions and one provider call bounded by UPSTREAM_TIMEOUT_SECONDS,
@@ -84,6 +85,8 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
     if (!decided(run.status)) take(run, await requestRefund({ refund_reference: input.refund_reference }));
     await awaitDecision(run);
   }
+  // PaymentStatus in the Web UI: the decision (started as the row's status, `held`).
+  upsertPaymentStatus('refund', run.status);
   if (run.webhook_ids.length > 0) await startRefundWebhooks({ webhook_ids: run.webhook_ids });
   return { status: run.status, webhook_ids: run.webhook_ids };
 }

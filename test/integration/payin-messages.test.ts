@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { settledSignal } from '../../src/flows/payin/contract';
+import { signalPayin } from '../../src/flows/payin/outbox';
 import { payinWorkflow } from '../../workflows/payin';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { startWorker, type RunningWorker } from '../../src/worker';
@@ -117,6 +118,24 @@ describe('PayinWorkflow messages', () => {
     expect(await payin(invoice_reference)).toMatchObject({ status: 'expired', paid_amount_units: null });
     expect(await walletUnits()).toBe(before);
     expect((await harness.platform.deps.ledger.check()).ok).toBe(true);
+  }, 40_000);
+
+  it('starts a run from a re-driven signal with the payin’s search attributes, as the outbox does', async () => {
+    const invoice_reference = await create('4');
+    await eventually(async () => (await payin(invoice_reference))?.status === 'expired', 20_000);
+    const handle = harness.platform.deps.temporal.client.workflow.getHandle(invoice_reference);
+    await handle.result();
+    const row = (await payin(invoice_reference))!;
+    // The completed run is followed by a new one (signal-with-start): it must be as findable in the Web UI.
+    await signalPayin(harness.platform.deps, row, { status: 'close', amount_units: 0n, trx_ref: 'TRX-REDRIVEN' });
+    const described = await harness.platform.deps.temporal.client.workflow.getHandle(invoice_reference).describe();
+    expect(Object.fromEntries(['PaymentOwnerId', 'PaymentKind', 'PaymentAmountUnits', 'PaymentCurrency'].map((name) => [name, described.searchAttributes[name]?.[0]]))).toEqual({
+      PaymentOwnerId: `merchant:${merchant.merchant_id}`,
+      PaymentKind: 'payin',
+      PaymentAmountUnits: 4_000_000,
+      PaymentCurrency: 'USDT',
+    });
+    await harness.platform.deps.temporal.client.workflow.getHandle(invoice_reference).result();
   }, 40_000);
 
   it('re-drives the signal of an applied notification when its repeat arrives and the payin does not show it', async () => {

@@ -90,6 +90,15 @@ describe('refunds of settled payins', () => {
     expect(events.map((event: { type: string }) => event.type)).toEqual(['payin.created', 'payin.success', 'refund.created', 'refund.succeeded']);
     const keys = (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund.refund_reference}:%`)).map((row: { idempotency_key: string }) => row.idempotency_key);
     expect(keys).toEqual([`${refund.refund_reference}:post`]);
+    // The operator finds it in the Web UI by owner, kind, amount, currency and its decided status.
+    const described = await deps().temporal.client.workflow.getHandle(refund.refund_reference).describe();
+    expect(Object.fromEntries(['PaymentOwnerId', 'PaymentKind', 'PaymentAmountUnits', 'PaymentCurrency', 'PaymentStatus'].map((name) => [name, described.searchAttributes[name]?.[0]]))).toEqual({
+      PaymentOwnerId: `merchant:${merchant.merchant_id}`,
+      PaymentKind: 'refund',
+      PaymentAmountUnits: 4_950_000,
+      PaymentCurrency: 'USDT',
+      PaymentStatus: 'succeeded',
+    });
     await ledgerBalances();
   });
 

@@ -83,10 +83,16 @@ export function payinWorkflowInputOf(
  */
 export async function signalPayin(
   deps: Pick<PlatformDeps, 'config' | 'temporal'>,
-  payin: { invoice_reference: string; expires_at?: Date | null },
+  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string },
   notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
 ): Promise<void> {
-  const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
+  // A run this starts carries the same search attributes as one the outbox starts.
+  const workflow = {
+    taskQueue: deps.temporal.taskQueue,
+    workflowId: payin.invoice_reference,
+    args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput],
+    ...payinSearchAttributes(payin),
+  };
   if (notification.status === 'success') {
     await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
       ...workflow,
@@ -170,7 +176,7 @@ async function dispatchHandoffs(sweeper: Sweeper): Promise<[number, boolean]> {
   const { deps } = sweeper;
   const due = await claimDueHandoffs(deps.database, sweeper.batchSize, sweeper.leaseSeconds);
   const { through, rest } = await callEach(sweeper, due, async (handoff: DueHandoff) => {
-    await signalPayin(deps, handoff, { status: handoff.status, amount_units: handoff.amount_units ?? 0n, trx_ref: handoff.trx_ref ?? '' });
+    await signalPayin(deps, { invoice_reference: handoff.invoice_reference, expires_at: handoff.expires_at, ...handoff.payin }, { status: handoff.status, amount_units: handoff.amount_units ?? 0n, trx_ref: handoff.trx_ref ?? '' });
     await markNotificationHanded(deps.database, handoff.idempotency_key);
   });
   await releaseHandoffs(deps.database, rest.map((handoff) => handoff.idempotency_key));

@@ -274,6 +274,8 @@ export interface DueHandoff {
   amount_units: bigint | null;
   trx_ref: string | null;
   expires_at: Date | null;
+  /** The payin's merchant, amount (USDT minor units) and currency: its workflow's search attributes. */
+  payin: { merchant_id: string; amount_units: bigint; currency: string };
 }
 
 /**
@@ -288,12 +290,15 @@ export async function claimDueHandoffs(database: Knex, limit: number, lease_seco
      UPDATE upstream_notifications AS n SET handoff_due_at = now() + make_interval(secs => ?)
        FROM due, payins
       WHERE n.id = due.id AND payins.invoice_reference = n.invoice_reference
-     RETURNING n.idempotency_key, n.invoice_reference, n.status, n.amount_units, n.trx_ref, payins.expires_at`,
+     RETURNING n.idempotency_key, n.invoice_reference, n.status, n.amount_units, n.trx_ref, payins.expires_at,
+               payins.merchant_id, payins.amount_units AS payin_amount_units, payins.currency`,
     [limit, lease_seconds],
   );
-  return (claimed.rows as Array<DueHandoff & { amount_units: string | null }>).map((row) => ({
+  type ClaimedRow = Omit<DueHandoff, 'amount_units' | 'payin'> & { amount_units: string | null; merchant_id: string; payin_amount_units: string; currency: string };
+  return (claimed.rows as ClaimedRow[]).map(({ merchant_id, payin_amount_units, currency, ...row }) => ({
     ...row,
     amount_units: row.amount_units === null ? null : BigInt(row.amount_units),
+    payin: { merchant_id, amount_units: BigInt(payin_amount_units), currency },
   }));
 }
 

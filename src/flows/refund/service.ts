@@ -17,6 +17,7 @@ import { problem } from '../../field-problems';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { hasControlCharacters } from '../../text';
 import { refundWorkflow } from '../../../workflows/refund';
 import { placeRefundHold, refundEventData } from './activities';
@@ -70,12 +71,17 @@ export function refundWorkflowInput(deps: PlatformDeps, refund_reference: string
  * @throws what the Temporal client throws (the refund stays held; reconciliation starts it again)
  */
 export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: string): Promise<void> {
+  // The search attributes an operator filters the Web UI by (owner, kind, amount, currency, status), from the row.
+  const refund = await findRefund(deps.database, refund_reference);
   try {
     await startWorkflow(deps.temporal, refundWorkflow, {
       taskQueue: deps.temporal.taskQueue,
       workflowId: refund_reference,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       args: [refundWorkflowInput(deps, refund_reference)],
+      ...(refund
+        ? paymentSearchAttributes({ owner: { merchant_id: refund.merchant_id }, kind: 'refund', amount_units: refund.amount_units, currency: refund.currency, status: refund.status })
+        : {}),
     });
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
