@@ -586,7 +586,7 @@ async function areaB(credentials, receiver) {
   equal(endUnits - startUnits, credited, 'the merchant was credited exactly the paid amounts less fees');
 
   step('Refund: 2.5 USDT of the exact payin back to the payer (docs/refunds.md)');
-  const refund = await payins.refund({ out_trade_no: `DEMOB-${RUN}-exact`, amount: 2.5, reason: 'demo partial refund', address: 'TYc5kF5MQbAravbQy1ULgaP5Wt9PHN64jG' });
+  const refund = await payins.refund({ out_trade_no: `DEMOB-${RUN}-exact`, amount: 2.5, reason: 'demo partial refund', address: 'TYc5kF5MQbAravbQy1ULgaP5Wt9PHN64jG' }, { idempotencyKey: `refund-DEMOB-${RUN}-exact-1` });
   must(refund.status === 200 && refund.body?.data?.status === 'held', 'refund accepted and held on the wallet');
   const refundReference = refund.body.data.refund_reference;
   const refunded = await receiver.waitFor((w) => w.body?.data?.refund_reference === refundReference, 30_000);

@@ -168,9 +168,10 @@ export class PayinMerchant {
     this.options = options;
   }
 
-  async #call(method, path, body, { apiKey = this.options.apiKey } = {}) {
+  async #call(method, path, body, { apiKey = this.options.apiKey, idempotencyKey } = {}) {
     const headers = { accept: 'application/json' };
     if (apiKey !== null) headers['x-api-key'] = apiKey;
+    if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetch(`${this.options.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
@@ -198,9 +199,11 @@ export class PayinMerchant {
   /**
    * A refund of a settled payin to the payer's address (docs/refunds.md): `{out_trade_no | invoice_reference, amount?,
    * reason?, address}`; answered `held`, decided by the `refund.succeeded` or `refund.failed` webhook.
+   * `idempotencyKey` is required: the same key again (a retry) answers the first refund, never a second one, so make it
+   * from your own refund record, not at random per attempt.
    */
-  refund(body, options) {
-    return this.#call('POST', '/api/v1/payins/refunds', body, options);
+  refund(body, { idempotencyKey, ...options }) {
+    return this.#call('POST', '/api/v1/payins/refunds', body, { ...options, idempotencyKey });
   }
 
   /** B3: available balances, `data.wallets[]` of {currency, balance, balance_units, decimals}. */

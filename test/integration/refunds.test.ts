@@ -194,8 +194,20 @@ describe('refunds of settled payins', () => {
   });
   describe('POST /api/v1/payins/refunds and /refunds/status', () => {
     const refundsUrl = '/api/v1/payins/refunds';
+    let keys = 0;
     const send = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      post(harness.platform.facadeUrl, path, JSON.stringify(body), { 'X-API-Key': merchant.api_key, ...headers });
+      post(harness.platform.facadeUrl, path, JSON.stringify(body), { 'X-API-Key': merchant.api_key, 'Idempotency-Key': `key-${Date.now()}-${(keys += 1)}`, ...headers });
+
+    it('refuses a refund without an Idempotency-Key, holding nothing: a retried request must never refund twice', async () => {
+      const { out_trade_no, invoice_reference } = await settledPayin('2');
+      const before = await walletAvailable();
+      const body = JSON.stringify({ out_trade_no, amount: 1, address: SANDBOX_REFUND_ADDRESSES.succeeds });
+      const unkeyed = await post(harness.platform.facadeUrl, refundsUrl, body, { 'X-API-Key': merchant.api_key });
+      expect(unkeyed.status).toBe(422);
+      expect(unkeyed.json).toEqual({ success: false, message: 'Validation errors', errors: { 'Idempotency-Key': ['The idempotency key must be 1 to 255 visible ASCII characters.'] } });
+      expect(await deps().database('refunds').where({ invoice_reference })).toHaveLength(0);
+      expect(await walletAvailable()).toBe(before);
+    });
 
     it('refunds partially under an Idempotency-Key: the first refund again for the same body, 409 for another, 422 above the refundable amount', async () => {
       const { out_trade_no, invoice_reference } = await settledPayin('6');

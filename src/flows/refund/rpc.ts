@@ -54,7 +54,8 @@ export function createRefundService(deps: PlatformDeps, authenticate: RefundApiK
   return {
     async createRefund(request, context) {
       const merchant = await authenticate(request.apiKey, context);
-      if (request.idempotencyKey && !IDEMPOTENCY_KEY.test(request.idempotencyKey)) {
+      // Required, not optional: a refund moves money, and a client's retry without a key would refund twice.
+      if (!IDEMPOTENCY_KEY.test(request.idempotencyKey)) {
         throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_INVALID', 'the Idempotency-Key must be 1 to 255 visible ASCII characters');
       }
       const refund = await createRefund(

@@ -149,7 +149,7 @@ export type CreateRefundRequest = Message<"payments.refund.v1.CreateRefundReques
   address: string;
 
   /**
-   * Idempotency-Key; empty: none.
+   * Idempotency-Key, required (1 to 255 visible ASCII characters): a retry with it answers the first refund.
    *
    * @generated from field: string idempotency_key = 7;
    */
