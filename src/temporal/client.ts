@@ -1,5 +1,15 @@
 /** Temporal client connection for services (start workflows, send updates and signals). */
-import { Client, Connection, type ClientInterceptors, type ConnectionLike, type WorkflowHandleWithStartDetails, type WorkflowStartOptions } from '@temporalio/client';
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+  type ClientInterceptors,
+  type ConnectionLike,
+  type WorkflowHandleWithStartDetails,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import type { TemporalConnectionOptions } from './connection-options';
 
@@ -38,12 +48,68 @@ export async function connectTemporal(
   security: TemporalConnectionOptions = {},
   interceptors?: ClientInterceptors,
 ): Promise<TemporalHandle> {
-  const connection = await Connection.connect({ address, connectTimeout: '10s', ...security });
+  const calls = callsInFlight();
+  // The client's own retry interceptor, inside the count: a call waiting out a retry's backoff is still in flight.
+  const connection = await Connection.connect({ address, connectTimeout: '10s', ...security, interceptors: [calls.interceptor, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
   // promise hook for every promise the process creates from then on: about a tenth of the api role's CPU (bench
   // `wallet`). Only a request that waits on Temporal switches it on again (withRequestDeadline's withDeadline,
   // src/temporal/deadline.ts), so a process serving no such request (Area C money movements, say) never pays it.
   connection.callContextStorage.disable();
   const client = new Client({ connection, namespace, interceptors });
-  return { client, connection, taskQueue, close: () => connection.close() };
+  return {
+    client,
+    connection,
+    taskQueue,
+    close: async () => {
+      await calls.settled(CLOSE_DRAIN_MS);
+      await connection.close();
+    },
+  };
+}
+
+/** Longest a close waits for the calls in flight to end, milliseconds (a request's calls carry their own deadline). */
+const CLOSE_DRAIN_MS = 5_000;
+
+/**
+ * Counts the gRPC calls in flight on a connection. Closing a connection does not cancel the retry timers of its
+ * calls: a retry firing after the close throws "Channel has been shut down" from a timer, where no caller can catch
+ * it, and takes the process down on its way out. So a close first waits for the calls in flight to end (bounded).
+ */
+function callsInFlight(): { interceptor: Interceptor; settled(timeout_ms: number): Promise<void> } {
+  let count = 0;
+  let idle: Array<() => void> = [];
+  const ended = () => {
+    count -= 1;
+    if (count > 0) return;
+    for (const resolve of idle) resolve();
+    idle = [];
+  };
+  const interceptor: Interceptor = (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        count += 1;
+        let done = false;
+        next(metadata, {
+          onReceiveStatus(status, nextStatus) {
+            if (!done) {
+              done = true;
+              ended();
+            }
+            nextStatus(status);
+          },
+        });
+      },
+    });
+  const settled = (timeout_ms: number) =>
+    count === 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, timeout_ms);
+          idle.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+  return { interceptor, settled };
 }
