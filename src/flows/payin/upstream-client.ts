@@ -4,7 +4,7 @@
  * A 200 answer must be `{"qrcode": {"content": string, "image"?: string}, "trx_ref"?: string}`; anything else,
  * a timeout (`UPSTREAM_TIMEOUT_SECONDS`) or a refused connection is `UpstreamUnavailableError`.
  */
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 
 export class UpstreamUnavailableError extends Error {
   constructor(detail: string) {
@@ -28,6 +28,28 @@ export interface UpstreamPayinAnswer {
 export const upstreamAgent = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
 
 /**
+ * POSTs a JSON `body` to the upstream over `upstreamAgent`, with `Authorization: Bearer {api_key}` when one is set,
+ * `headers` beside it, and `timeout_seconds` (UPSTREAM_TIMEOUT_SECONDS) on the headers, the body and the whole call.
+ * Shared by payin forwarding and refund requests. @throws undici's error when no answer came (refused, timed out)
+ */
+export function postToUpstream(
+  url: string,
+  body: string | Uint8Array,
+  options: { api_key?: string; timeout_seconds: number; headers: Record<string, string> },
+): Promise<Dispatcher.ResponseData> {
+  const timeoutMs = Math.round(options.timeout_seconds * 1000);
+  return request(url, {
+    method: 'POST',
+    body,
+    dispatcher: upstreamAgent,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    signal: AbortSignal.timeout(timeoutMs),
+    headers: { 'content-type': 'application/json', ...(options.api_key ? { authorization: `Bearer ${options.api_key}` } : {}), ...options.headers },
+  });
+}
+
+/**
  * POSTs `body` (the raw bytes) to `url`.
  * @param options.timeout_seconds header and body timeout (UPSTREAM_TIMEOUT_SECONDS)
  * @throws UpstreamUnavailableError for any answer but a well-formed 200, a timeout or a network error
@@ -37,22 +59,12 @@ export async function forwardPayin(
   body: Uint8Array,
   options: { api_key?: string; invoice_reference: string; notify_url: string; timeout_seconds: number },
 ): Promise<UpstreamPayinAnswer> {
-  const timeoutMs = Math.round(options.timeout_seconds * 1000);
   let response;
   try {
-    response = await request(url, {
-      method: 'POST',
-      body,
-      dispatcher: upstreamAgent,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: {
-        'content-type': 'application/json',
-        ...(options.api_key ? { authorization: `Bearer ${options.api_key}` } : {}),
-        'x-invoice-reference': options.invoice_reference,
-        'x-notify-url': options.notify_url,
-      },
+    response = await postToUpstream(url, body, {
+      api_key: options.api_key,
+      timeout_seconds: options.timeout_seconds,
+      headers: { 'x-invoice-reference': options.invoice_reference, 'x-notify-url': options.notify_url },
     });
   } catch (error) {
     throw new UpstreamUnavailableError((error as Error).message);

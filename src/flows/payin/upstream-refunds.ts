@@ -16,7 +16,6 @@
  * "refund_failed", "amount", "currency": "USDT", "trx_ref"?, "refund_trx_ref"?, "failure_reason"?}`; every other body
  * is a payin notification. The statuses of the two kinds are disjoint as well.
  */
-import { request } from 'undici';
 import type { Config } from '../../config';
 import { upstreamRefundUrl } from '../../config';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
@@ -24,7 +23,7 @@ import { invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../../money';
 import { exceedsJsonDepth, hasControlCharacters } from '../../text';
 import { PAYIN_REASONS } from './contract';
-import { upstreamAgent } from './upstream-client';
+import { postToUpstream } from './upstream-client';
 
 /** Field limits of a refund request, its answer and its notification (characters). */
 export const REFUND_LIMITS = {
@@ -229,22 +228,12 @@ export async function requestUpstreamRefund(
     address: input.address,
     reason: input.reason,
   });
-  const timeoutMs = Math.round(options.timeout_seconds * 1000);
   let response;
   try {
-    response = await request(url, {
-      method: 'POST',
-      body,
-      dispatcher: upstreamAgent,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: {
-        'content-type': 'application/json',
-        ...(options.api_key ? { authorization: `Bearer ${options.api_key}` } : {}),
-        'idempotency-key': idempotency_key,
-        'x-notify-url': options.notify_url,
-      },
+    response = await postToUpstream(url, body, {
+      api_key: options.api_key,
+      timeout_seconds: options.timeout_seconds,
+      headers: { 'idempotency-key': idempotency_key, 'x-notify-url': options.notify_url },
     });
   } catch (error) {
     throw new UpstreamRefundError('unreachable', describe(error));
