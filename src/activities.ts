@@ -8,6 +8,7 @@ import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './flows/deposit/activities';
+import { createDepositRefundActivities } from './flows/deposit/refund-activities';
 import { createReconciliationActivities } from './flows/reconciliation/activities';
 import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
@@ -47,6 +48,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
     ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
+    ...createDepositRefundActivities(deps),
   };
 }
 
