@@ -19,6 +19,9 @@ import { DEPOSIT_REASONS, depositRefundAcquirerKey, depositRefundIdempotencyKey,
 import { approvedAuthorization, findDepositRefund, moveCaptureState, updateDepositRefund, type DepositRefundRow } from './refund-store';
 import { getDeposit, type Deposit } from './store';
 
+/** The failure_reason of a card refund whose deposit recorded no authorization (never expected: a fault's trace). */
+const NO_AUTHORIZATION = 'no recorded authorization';
+
 /** The decision a refund ends with. */
 type Decision = { status: 'succeeded'; acquirer_refund_id: string | null } | { status: 'failed'; failure_reason: string };
 
@@ -124,7 +127,7 @@ async function refundAtAcquirer(deps: PlatformDeps, acquirer: Acquirer, refund: 
   // The capture is running: wait for it (the activity's retry policy backs off), then refund what it captured.
   if (deposit.capture_state !== 'captured') throw ApplicationFailure.retryable(`deposit ${deposit.reference} is ${deposit.capture_state ?? 'not captured'}`, 'DEPOSIT_CAPTURE_RUNNING');
   const authorization_id = await approvedAuthorization(deps.database, deposit.reference);
-  if (!authorization_id) return { status: 'failed', message: 'The deposit has no recorded authorization.' };
+  if (!authorization_id) return { status: 'failed', message: NO_AUTHORIZATION };
   return acquirer.refund({ instrument: 'visa_master', authorization_id, ...request });
 }
 
@@ -137,7 +140,7 @@ async function settleDepositRefund(deps: PlatformDeps, refund_reference: string)
   const deposit = (await getDeposit(deps.database, refund.deposit_reference))!;
   if (refund.method === 'reversal') {
     const authorization_id = await approvedAuthorization(deps.database, deposit.reference);
-    const reversal = authorization_id ? await deps.acquirer.reverse({ authorization_id }) : { status: 'failed' as const, message: 'The deposit has no recorded authorization.' };
+    const reversal = authorization_id ? await deps.acquirer.reverse({ authorization_id }) : { status: 'failed' as const, message: NO_AUTHORIZATION };
     if (reversal.status === 'failed') deps.logger.error({ refund_reference, reference: deposit.reference }, 'reversal refused by the acquirer: the refund fails and the deposit is left to its capture');
     return decide(deps, refund_reference, reversal.status === 'reversed' ? { status: 'succeeded', acquirer_refund_id: null } : { status: 'failed', failure_reason: reversal.message });
   }
