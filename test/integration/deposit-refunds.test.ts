@@ -153,6 +153,21 @@ describe('refund_deposit', () => {
     expect(keys).toEqual([`${reference}:refund:${row.refund_reference}:post`]);
     const hold = await db()('ledger_pending_transfers').where({ idempotency_key: `${reference}:refund:${row.refund_reference}:hold` }).first();
     expect(hold).toMatchObject({ state: 'posted', amount_units: 725n });
+    const timeline = await merchant.action('list_timeline', { reference });
+    const kinds = (timeline.body.data.entries as Array<{ kind: string }>).map((entry) => entry.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['refund.created', 'refund.succeeded', 'request.area-c.refund_deposit']));
+  });
+
+  it('waits while the capture is running (`capturing`), then refunds what it captured', async () => {
+    const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 3);
+    // As the capture activity leaves the row between its two steps (moved to `capturing`, the acquirer not answered).
+    await db()('deposits').where({ reference }).update({ capture_state: 'capturing' });
+    const refund = await merchant.action('refund_deposit', { reference, amount: 1 });
+    expect(refund.body.data).toMatchObject({ status: 'held', method: 'refund' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await db()('deposit_refunds').where({ refund_reference: refund.body.data.refund_reference }).first('status')).toEqual({ status: 'held' });
+    await db()('deposits').where({ reference }).update({ capture_state: 'captured' });
+    expect(await decided(refund.body.data.refund_reference)).toMatchObject({ status: 'succeeded' });
   });
 
   it('refunds a captured card deposit partly and then the rest, never above it (refused with nothing held)', async () => {

@@ -11,7 +11,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Knex } from 'knex';
-import { DomainError, invalidFields, reasonError } from '../../errors';
+import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { recordEvent } from '../../events';
 import { problem } from '../../field-problems';
 import { referenceFromKey } from '../../idempotency';
@@ -145,7 +145,9 @@ async function recordRefund(deps: PlatformDeps, merchantId: string, refund_refer
 
 /**
  * Starts the refund's workflow (id = its reference) unless one exists or existed, within the request's Temporal
- * deadline. A failure is logged: the refund stays held, and a repeat of the request starts it.
+ * deadline.
+ * @throws DomainError UNAVAILABLE when it did not start: the refund stays held, and the same request again (its
+ *   idempotency key is not completed by an UNAVAILABLE answer) finds the refund by its derived reference and starts it
  */
 export async function startDepositRefundWorkflow(deps: PlatformDeps, refund: DepositRefundRow): Promise<void> {
   try {
@@ -161,6 +163,7 @@ export async function startDepositRefundWorkflow(deps: PlatformDeps, refund: Dep
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return;
     deps.logger.warn({ refund_reference: refund.refund_reference, err: (error as Error).message }, 'deposit refund workflow not started; the refund stays held');
+    throw reasonError(COMMON_REASONS, 'UNAVAILABLE', 'the refund is held but its workflow did not start: send the same request again');
   }
 }
 
@@ -171,7 +174,8 @@ export async function startDepositRefundWorkflow(deps: PlatformDeps, refund: Dep
  * @throws DomainError VALIDATION_FAILED (reason, amount), DEPOSIT_NOT_FOUND (unknown or another merchant's),
  *   DEPOSIT_REFUND_NOT_COMPLETED, DEPOSIT_REFUND_NOT_SUPPORTED (bank account), DEPOSIT_REFUND_AMOUNT_EXCEEDS_REFUNDABLE,
  *   DEPOSIT_REFUND_PREORDER_WHOLE_ONLY, DEPOSIT_REFUND_PARTIAL_BEFORE_CAPTURE, DEPOSIT_REFUND_INSUFFICIENT_BALANCE;
- *   nothing is held or recorded for any of them
+ *   nothing is held or recorded for any of them. UNAVAILABLE when the refund is held but its workflow did not start
+ *   (the same request again starts it)
  */
 export async function refundDeposit(deps: PlatformDeps, merchantId: string, request: DepositRefundRequest, ownKey?: string): Promise<DepositRefundRow> {
   checkRequest(request);
