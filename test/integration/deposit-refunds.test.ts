@@ -262,7 +262,8 @@ describe('refund_deposit', () => {
   });
 
   it('refunds a preorder paid by deposit whole: the seller debited the amount less commission, fee_revenue the commission', async () => {
-    const preorder = await newPreorder(merchant, { seller_code: seller.wallet_ref, amount: 20, commission_rate: 2.5 });
+    const callBack = 'http://127.0.0.1:9/preorder-call-back';
+    const preorder = await newPreorder(merchant, { seller_code: seller.wallet_ref, amount: 20, commission_rate: 2.5, call_back_url: callBack });
     const [payerBefore, sellerBefore, revenueBefore, settlementBefore] = [
       await userBalance(platform, payer.id),
       await userBalance(platform, seller.id),
@@ -281,5 +282,9 @@ describe('refund_deposit', () => {
     expect(await platformBalance(platform, 'fee_revenue')).toBe(revenueBefore);
     expect(await platformBalance(platform, 'settlement')).toBe(settlementBefore);
     expect(await userBalance(platform, payer.id)).toBe(payerBefore);
+    // The preorder's call_back_url gets the decision, signed and durable like its preorder.paid.
+    const webhook = await db()('webhook_events').where({ id: `WH-${reference}-REFUND-${refund.body.data.refund_reference}-SUCCEEDED` }).first();
+    expect(webhook).toMatchObject({ event: 'refund.succeeded', callback_url: callBack, invoice_reference: reference });
+    expect(JSON.parse(webhook.body)).toMatchObject({ event: 'refund.succeeded', reference, pre_order_token: preorder.pre_order_token, amount: 20, status: 'succeeded' });
   });
 });
