@@ -10,6 +10,7 @@
  * and the capture state moves to `reversing` in the same transaction so that the capture never happens.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { recordEvent } from '../../events';
@@ -76,8 +77,9 @@ async function resolve(deps: PlatformDeps, merchantId: string, reference: string
   let credited: string;
   try {
     credited = await creditAccountId(deps, deposit, preorder);
-  } catch {
-    // The seller or user it credited is gone: there is no account to take the refund from.
+  } catch (error) {
+    // The seller or user it credited is gone (a refusal, not a fault): there is no account to take the refund from.
+    if (!(error instanceof DomainError || error instanceof ApplicationFailure)) throw error;
     throw refuse('DEPOSIT_REFUND_INSUFFICIENT_BALANCE', 'the credited account no longer exists');
   }
   const settlement = (await deps.ledger.platformAccount('settlement', deposit.currency)).id;
