@@ -158,6 +158,21 @@ describe('refund_deposit', () => {
     expect(kinds).toEqual(expect.arrayContaining(['refund.created', 'refund.succeeded', 'request.area-c.refund_deposit']));
   });
 
+  it('fails the refund when the acquirer refuses the reversal, and the deposit is then captured as usual', async () => {
+    const walletBefore = await userBalance(platform, payer.id);
+    const { reference, authorization_id } = await cardDeposit(SANDBOX_CARDS.approved, 2);
+    // An authorization the acquirer does not know: its reversal is refused ("Unknown authorization.").
+    await db()('deposit_confirmations').where({ deposit_reference: reference, outcome: 'approved' }).update({ authorization_id: 'UNKNOWN-AUTHORIZATION' });
+    const refund = await merchant.action('refund_deposit', { reference });
+    expect(refund.body.data).toMatchObject({ method: 'reversal', status: 'held' });
+    expect(await decided(refund.body.data.refund_reference)).toMatchObject({ status: 'failed', failure_reason: 'Unknown authorization.' });
+    expect(await userBalance(platform, payer.id)).toBe(walletBefore + 200n);
+    expect(await heldUnits(payer.id)).toBe(0n);
+    // The workflow captures its own authorization after the window.
+    await until('the capture', async () => ((await db()('deposits').where({ reference }).first('capture_state'))?.capture_state === 'captured' ? true : undefined));
+    expect(captured(authorization_id)).toBe(true);
+  });
+
   it('waits while the capture is running (`capturing`), then refunds what it captured', async () => {
     const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 3);
     // As the capture activity leaves the row between its two steps (moved to `capturing`, the acquirer not answered).

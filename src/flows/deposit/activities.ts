@@ -12,7 +12,7 @@
  * recorded decisions. Anything else is refused non-retryably (CONFIRMATION_NOT_RECORDED) and moves nothing.
  */
 import { Context } from '@temporalio/activity';
-import type { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
@@ -147,8 +147,11 @@ async function authorizeDepositCard(deps: PlatformDeps, input: Input<'authorizeD
 
 /**
  * Captures an approved authorization after a completion, else reverses it (idempotent at the acquirer). A capture
- * first moves the deposit's capture state to `capturing` under its row lock, and is skipped when a refund reversed
- * the authorization meanwhile (`reversing` / `reversed`: docs/refunds.md "Area C"); once captured, `captured`.
+ * first moves the deposit's capture state to `capturing` under its row lock; it is skipped when a refund reversed the
+ * authorization (`reversed`), and waits while a refund's reversal runs (`reversing`: retried until the reversal is
+ * decided, since a refused reversal puts the state back to `authorized`); once captured, `captured`
+ * (docs/refunds.md "Area C").
+ * @throws ApplicationFailure DEPOSIT_REVERSAL_RUNNING (retryable) while a refund's reversal runs
  */
 async function settleDepositCard(deps: PlatformDeps, input: Input<'settleDepositCard'>): Output<'settleDepositCard'> {
   const acquirer = requireAcquirer(deps);
@@ -159,6 +162,8 @@ async function settleDepositCard(deps: PlatformDeps, input: Input<'settleDeposit
   }
   // A retry after the capture (`capturing` left by a crash, or `captured`) captures again: a no-op at the acquirer.
   if (!(await moveCaptureState(deps.database, input.reference, [null, 'authorized', 'capturing', 'captured'], 'capturing'))) {
+    const { capture_state } = await requireDeposit(deps, input.reference);
+    if (capture_state === 'reversing') throw ApplicationFailure.retryable(`deposit ${input.reference}: a refund's reversal is running`, 'DEPOSIT_REVERSAL_RUNNING');
     deps.logger.info({ reference: input.reference }, 'card capture skipped: a refund reversed the authorization');
     return;
   }

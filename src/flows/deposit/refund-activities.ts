@@ -141,7 +141,7 @@ async function settleDepositRefund(deps: PlatformDeps, refund_reference: string)
   if (refund.method === 'reversal') {
     const authorization_id = await approvedAuthorization(deps.database, deposit.reference);
     const reversal = authorization_id ? await deps.acquirer.reverse({ authorization_id }) : { status: 'failed' as const, message: NO_AUTHORIZATION };
-    if (reversal.status === 'failed') deps.logger.error({ refund_reference, reference: deposit.reference }, 'reversal refused by the acquirer: the refund fails and the deposit is left to its capture');
+    if (reversal.status === 'failed') deps.logger.error({ refund_reference, reference: deposit.reference }, 'reversal refused by the acquirer: the refund fails and the deposit is captured as usual');
     return decide(deps, refund_reference, reversal.status === 'reversed' ? { status: 'succeeded', acquirer_refund_id: null } : { status: 'failed', failure_reason: reversal.message });
   }
   const outcome = await refundAtAcquirer(deps, deps.acquirer, refund, deposit);
