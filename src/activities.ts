@@ -9,6 +9,7 @@ import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './flows/deposit/activities';
 import { createDepositRefundActivities } from './flows/deposit/refund-activities';
+import { restartDepositRefund } from './flows/deposit/refund';
 import { createReconciliationActivities } from './flows/reconciliation/activities';
 import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
@@ -36,6 +37,7 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
       await notifyPayin(deps, await payin(invoice_reference), payment);
     },
     startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
+    startDepositRefund: (refund_reference) => restartDepositRefund(deps, refund_reference),
   };
 }
 

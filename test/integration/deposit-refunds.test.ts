@@ -6,6 +6,10 @@
  * `stop()` checks the ledger's invariants; each test checks the balances it moved.
  */
 import type { Acquirer } from '../../src/acquirers';
+import { createReconciliationRepairs } from '../../src/activities';
+import { refundDeposit } from '../../src/flows/deposit/refund';
+import { reconcile } from '../../src/flows/reconciliation/activities';
+import type { PlatformDeps } from '../../src/platform-deps';
 import { REFUND_DECLINED_MESSAGE, SANDBOX_CARDS, type SandboxSettlements } from '../../src/sandbox/acquirer';
 import { REFUND_MESSAGES } from '../../rest-facade/merchant/contract';
 import {
@@ -171,6 +175,25 @@ describe('refund_deposit', () => {
     // The workflow captures its own authorization after the window.
     await until('the capture', async () => ((await db()('deposits').where({ reference }).first('capture_state'))?.capture_state === 'captured' ? true : undefined));
     expect(captured(authorization_id)).toBe(true);
+  });
+
+  it('answers UNAVAILABLE when its workflow cannot start (the refund held); reconciliation starts it', async () => {
+    const walletBefore = await userBalance(platform, payer.id);
+    const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 3);
+    const down = async () => {
+      throw new Error('Temporal unreachable');
+    };
+    const temporal = { ...platform.deps.temporal, colocated: undefined, client: { workflow: { start: down } } };
+    const broken = { ...platform.deps, temporal } as unknown as PlatformDeps;
+    await expect(refundDeposit(broken, merchant.options.merchantId, { reference, amountUnits: 100n, reason: '' }, `own-${reference}`)).rejects.toMatchObject({ reason: 'UNAVAILABLE' });
+    const [held] = await db()('deposit_refunds').where({ deposit_reference: reference });
+    expect(held).toMatchObject({ status: 'held', amount_units: 100n });
+    expect(await heldUnits(payer.id)).toBe(100n);
+
+    const report = await reconcile(platform.deps, createReconciliationRepairs(platform.deps), { repair: true, grace_seconds: 0 });
+    expect(report.findings).toContainEqual({ kind: 'deposit_refund_held', id: held.refund_reference, action: 'repaired', detail: 'deposit refund held with no workflow' });
+    expect(await decided(held.refund_reference)).toMatchObject({ status: 'succeeded' });
+    expect(await userBalance(platform, payer.id)).toBe(walletBefore + 200n);
   });
 
   it('waits while the capture is running (`capturing`), then refunds what it captured', async () => {

@@ -170,6 +170,15 @@ export async function startDepositRefundWorkflow(deps: PlatformDeps, refund: Dep
 }
 
 /**
+ * Reconciliation's repair of a deposit refund held with no workflow: starts it (a no-op for a decided refund).
+ * @throws DomainError UNAVAILABLE when Temporal does not take the start (the next run tries again)
+ */
+export async function restartDepositRefund(deps: PlatformDeps, refund_reference: string): Promise<void> {
+  const refund = await findDepositRefund(deps.database, refund_reference);
+  if (refund?.status === 'held') await startDepositRefundWorkflow(deps, refund);
+}
+
+/**
  * refund_deposit: refunds (part of) the merchant's completed deposit. `ownKey` (the request's idempotency key, see
  * src/idempotency) derives the refund reference, so a re-run after a crash finds the refund it recorded.
  * @returns the refund (status `held` when new)
