@@ -8,6 +8,8 @@ import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks/activities';
 import { createDepositActivities } from './flows/deposit/activities';
+import { createDepositRefundActivities } from './flows/deposit/refund-activities';
+import { restartDepositRefund } from './flows/deposit/refund';
 import { createReconciliationActivities } from './flows/reconciliation/activities';
 import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
@@ -35,6 +37,7 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
       await notifyPayin(deps, await payin(invoice_reference), payment);
     },
     startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
+    startDepositRefund: (refund_reference) => restartDepositRefund(deps, refund_reference),
   };
 }
 
@@ -47,6 +50,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
     ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
+    ...createDepositRefundActivities(deps),
   };
 }
 

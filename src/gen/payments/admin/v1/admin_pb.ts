@@ -843,7 +843,8 @@ export const ReconcileRequestSchema: GenMessage<ReconcileRequest> = /*@__PURE__*
 export type ReconcileFinding = Message<"payments.admin.v1.ReconcileFinding"> & {
   /**
    * notification_not_credited, close_not_applied, notification_undecided, hold_past_expiry, deposit_past_expiry,
-   * deposit_not_credited, webhook_stalled, outbox_lag, ledger_imbalance, refund_undecided, refund_outcome_unknown.
+   * deposit_not_credited, webhook_stalled, outbox_lag, ledger_imbalance, refund_undecided, refund_outcome_unknown,
+   * deposit_refund_held.
    *
    * @generated from field: string kind = 1;
    */
