@@ -29,6 +29,7 @@ describe('PayinWorkflow', () => {
       expirePayin: async ({ invoice_reference }) => ({ webhook_id: expired(invoice_reference) }),
       closePayin: async ({ invoice_reference }) => ({ webhook_id: closed(invoice_reference) }),
       startWebhookDeliveries: async () => undefined,
+      startRefunds: async () => undefined,
     });
   });
   afterAll(() => bed.stop());
