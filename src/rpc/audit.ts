@@ -37,6 +37,7 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.admin.v1.AdminService/RevokeServiceCredential',
   'payments.admin.v1.AdminService/RotateDataKey',
   'payments.admin.v1.AdminService/Reconcile',
+  'payments.admin.v1.AdminService/SetMerchantOutcomePolicy',
   'payments.ledger.v1.LedgerService/Transfer',
   'payments.ledger.v1.LedgerService/CreatePendingTransfer',
   'payments.ledger.v1.LedgerService/PostPendingTransfer',
