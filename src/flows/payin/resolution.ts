@@ -175,7 +175,7 @@ export function resolutionData(resolution: Resolution): Record<string, unknown> 
 /**
  * Records a resolution in `trx`: its `payin.resolution` event (once per payment: a replayed additional payment finds
  * it) and the refund it decided (row, hold, `refund.created`; once per reference).
- * @returns the refund references to start after the commit (a refund still held)
+ * @returns the refund references to start after the commit (recorded now, or still held)
  */
 export async function recordResolution(
   trx: Knex.Transaction,
@@ -184,10 +184,10 @@ export async function recordResolution(
   payment: ResolvedPayment,
   resolution: Resolution,
 ): Promise<string[]> {
-  const recorded = (await eventsOfSubject(trx, payin.invoice_reference)).some(
+  const decided = (await eventsOfSubject(trx, payin.invoice_reference)).some(
     (event) => event.type === 'payin.resolution' && (event.data as { ledger_key?: unknown }).ledger_key === payment.ledger_key,
   );
-  if (!recorded) {
+  if (!decided) {
     await recordEvent(trx, {
       owner: { type: 'merchant', id: payin.merchant_id },
       subject: payin.invoice_reference,
@@ -196,7 +196,7 @@ export async function recordResolution(
     });
   }
   if (!resolution.refund_reference || !refunds) return [];
-  await refunds.hold(trx, {
+  const recorded = await refunds.hold(trx, {
     refund_reference: resolution.refund_reference,
     merchant_id: payin.merchant_id,
     invoice_reference: payin.invoice_reference,
@@ -207,7 +207,8 @@ export async function recordResolution(
     address: resolution.payer_address!,
     reason: `outcome policy: ${resolution.rule} (${resolution.decision})`,
   });
-  return [resolution.refund_reference];
+  // A replay whose refund was decided meanwhile has nothing to start.
+  return recorded || (await refunds.status(trx, resolution.refund_reference)) === 'held' ? [resolution.refund_reference] : [];
 }
 
 /** The policy refund of a payment already settled (a replayed settlement), when it is still held: to start again. */
