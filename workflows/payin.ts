@@ -134,7 +134,7 @@ async function settleNext(run: PayinRun): Promise<void> {
     recordWebhook(run, settled.webhook_id);
     for (const reference of settled.refund_references ?? []) if (!run.refund_references.includes(reference)) run.refund_references.push(reference);
     if (settled.webhook_id) run.outcome = 'success';
-    run.settled[index] = settled;
+    run.settled[index] = { webhook_id: settled.webhook_id };
   } catch (error) {
     // A settlement without its recorded notification (a forged or replayed message): nothing moved; keep going.
     const refused = refusalOf(error);

@@ -61,6 +61,42 @@ describe('PayinWorkflow', () => {
     });
   });
 
+  describe('outcome-policy refunds', () => {
+    it('starts the refunds a settlement recorded after its webhook was handed over, each once', async () => {
+      const gate = deferred();
+      const { invoice_reference, handle, calls } = await start({
+        // A repeat of the payment answers the same refund again (the activity's idempotent answer): started once.
+        settlePayin: async ({ invoice_reference: reference, trx_ref }) => {
+          await gate.promise;
+          return { webhook_id: paid(reference, trx_ref), refund_references: ['RFD-TRX-1'] };
+        },
+      });
+      await handle.signal(settledSignal, { amount_units: '3000000', trx_ref: 'TRX-1' });
+      await handle.signal(settledSignal, { amount_units: '3000000', trx_ref: 'TRX-1' });
+      gate.resolve();
+      expect(await handle.result()).toEqual({ outcome: 'success', webhook_ids: [paid(invoice_reference, 'TRX-1')] });
+      const started = calls.filter((call) => call.name === 'startRefunds').map((call) => call.input);
+      expect(started).toEqual([{ refund_references: ['RFD-TRX-1'] }]);
+      expect(names(calls).indexOf('startRefunds')).toBeGreaterThan(names(calls).indexOf('startWebhookDeliveries'));
+    });
+
+    it('retries startRefunds until it succeeds (the refunds stay held meanwhile)', async () => {
+      let failures = 1;
+      const { handle, calls } = await start({
+        settlePayin: async ({ invoice_reference: reference, trx_ref }) => ({ webhook_id: paid(reference, trx_ref), refund_references: ['RFD-A', 'RFD-B'] }),
+        startRefunds: async () => {
+          if (failures-- > 0) throw new Error('temporal unreachable');
+        },
+      });
+      await handle.executeUpdate(notifyUpdate, { args: [success('TRX-1')] });
+      expect((await handle.result()).outcome).toBe('success');
+      expect(calls.filter((call) => call.name === 'startRefunds').map((call) => call.input)).toEqual([
+        { refund_references: ['RFD-A', 'RFD-B'] },
+        { refund_references: ['RFD-A', 'RFD-B'] },
+      ]);
+    });
+  });
+
   describe('notify Update', () => {
     it('settles a success and answers once its webhook was handed over; the message wins against the timer', async () => {
       const { invoice_reference, handle, calls } = await start();
