@@ -44,6 +44,7 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.ledger.v1.LedgerService/VoidPendingTransfer',
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
+  'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
   'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 
