@@ -173,9 +173,9 @@ export function resolutionData(resolution: Resolution): Record<string, unknown> 
 }
 
 /**
- * Records a resolution in `trx`: its `payin.resolution` event (once per payment: a replayed additional payment finds
- * it) and the refund it decided (row, hold, `refund.created`; once per reference).
- * @returns the refund references to start after the commit (recorded now, or still held)
+ * Records a resolution in `trx`: its `payin.resolution` event and the refund it decided (row, hold, `refund.created`),
+ * once per payment: a replayed additional payment finds its event and records nothing (the first decision stands).
+ * @returns the refund references to start after the commit (recorded now, or a replay's still held)
  */
 export async function recordResolution(
   trx: Knex.Transaction,
@@ -187,16 +187,16 @@ export async function recordResolution(
   const decided = (await eventsOfSubject(trx, payin.invoice_reference)).some(
     (event) => event.type === 'payin.resolution' && (event.data as { ledger_key?: unknown }).ledger_key === payment.ledger_key,
   );
-  if (!decided) {
-    await recordEvent(trx, {
-      owner: { type: 'merchant', id: payin.merchant_id },
-      subject: payin.invoice_reference,
-      type: 'payin.resolution',
-      data: { invoice_reference: payin.invoice_reference, out_trade_no: payin.out_trade_no, trx_ref: payment.trx_ref || null, ledger_key: payment.ledger_key, currency: payin.currency, ...resolutionData(resolution) },
-    });
-  }
+  // A replay: the first decision stands (the policy may have changed since); its refund, if still held, is started.
+  if (decided) return heldPolicyRefunds(trx, refunds, payment.ledger_key);
+  await recordEvent(trx, {
+    owner: { type: 'merchant', id: payin.merchant_id },
+    subject: payin.invoice_reference,
+    type: 'payin.resolution',
+    data: { invoice_reference: payin.invoice_reference, out_trade_no: payin.out_trade_no, trx_ref: payment.trx_ref || null, ledger_key: payment.ledger_key, currency: payin.currency, ...resolutionData(resolution) },
+  });
   if (!resolution.refund_reference || !refunds) return [];
-  const recorded = await refunds.hold(trx, {
+  await refunds.hold(trx, {
     refund_reference: resolution.refund_reference,
     merchant_id: payin.merchant_id,
     invoice_reference: payin.invoice_reference,
@@ -207,8 +207,7 @@ export async function recordResolution(
     address: resolution.payer_address!,
     reason: `outcome policy: ${resolution.rule} (${resolution.decision})`,
   });
-  // A replay whose refund was decided meanwhile has nothing to start.
-  return recorded || (await refunds.status(trx, resolution.refund_reference)) === 'held' ? [resolution.refund_reference] : [];
+  return [resolution.refund_reference];
 }
 
 /** The policy refund of a payment already settled (a replayed settlement), when it is still held: to start again. */
