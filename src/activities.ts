@@ -17,6 +17,18 @@ import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
 import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
+import type { ResolutionRefunds } from './flows/payin/resolution';
+import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
+
+/** The refund flow as the payin settlement's outcome policies reach it (src/flows/payin/resolution.ts). */
+export function createResolutionRefunds(deps: PlatformDeps): ResolutionRefunds {
+  return {
+    configured: () => policyRefundsConfigured(deps),
+    hold: (trx, refund) => holdPolicyRefund(deps, trx, refund),
+    status: policyRefundStatus,
+    start: (refund_reference) => startRefundWorkflow(deps, refund_reference),
+  };
+}
 
 /** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
 export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationRepairs {
@@ -45,7 +57,7 @@ export function createActivities(deps: PlatformDeps) {
   return {
     ...createDiagnosticsActivities(deps),
     ...createPreTransferActivities(deps),
-    ...createPayinActivities(deps),
+    ...createPayinActivities(deps, createResolutionRefunds(deps)),
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),

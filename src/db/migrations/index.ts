@@ -30,6 +30,7 @@ import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered
 import * as paymentRequests from './033_payment_requests';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
+import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -64,6 +65,7 @@ const migrations: Array<[string, Migration]> = [
   ['033_payment_requests', paymentRequests],
   ['035_refunds', refunds],
   ['036_deposit_refunds', depositRefunds],
+  ['037_merchant_outcome_policies', merchantOutcomePolicies],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

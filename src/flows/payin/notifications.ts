@@ -18,6 +18,7 @@ import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
 import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './outbox';
+import { PAYER_ADDRESS } from './resolution';
 import { openRefundNotification, upstreamNotificationKind, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
@@ -52,6 +53,11 @@ const NOTIFICATION = {
   }) as FieldRule<bigint>,
   currency: ((value) => (value === undefined || value === 'USDT' ? 'USDT' : refuseField('invalid'))) as FieldRule<'USDT'>,
   trx_ref: notificationText(NOTIFICATION_LIMITS.trx_ref, 'code_points'),
+  // Optional: the payer's TRON address, where an outcome policy's refund goes (docs/payins.md "Settlement").
+  payer_address: ((value) =>
+    value === undefined || value === null ? undefined : typeof value === 'string' && PAYER_ADDRESS.test(value) ? value : refuseField('invalid')) as FieldRule<
+    string | undefined
+  >,
 };
 
 /**
