@@ -89,6 +89,7 @@ export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string
  * settlement account (where a payin's money came from), as a ledger pending transfer under `<ref>:hold`.
  * @param join how the hold joins `trx` (types.ts LedgerJoin): `direct` (two statements fewer while the wallet is
  *   locked) only for a caller whose transaction rolls back on any error of this call
+ * @param pending_transfer_id the hold's id when the caller chose it (a uuid it recorded before, in the refund's row)
  * @returns the pending transfer's id
  * @throws DomainError INSUFFICIENT_FUNDS when the wallet has less available (the caller's transaction rolls back)
  */
@@ -97,6 +98,7 @@ export async function placeRefundHold(
   trx: Knex.Transaction,
   refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference'>,
   join: LedgerJoin = 'savepoint',
+  pending_transfer_id?: string,
 ): Promise<string> {
   // The wallet exists once a payin credited the merchant: found with one read, opened only when missing.
   const address = { owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' } as const;
@@ -110,6 +112,7 @@ export async function placeRefundHold(
       amount_units: refund.amount_units,
       description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held`,
       metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
+      ...(pending_transfer_id ? { id: pending_transfer_id } : {}),
     },
     trx,
     join,

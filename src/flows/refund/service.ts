@@ -8,7 +8,7 @@
  * it, and a refund debits the wallet by the refunded amount only.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { upstreamRefundUrl } from '../../config';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
@@ -115,9 +115,10 @@ async function replayed(deps: PlatformDeps, merchant_id: string, key: string, fi
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
 
 /**
- * Records a refund, holds it and announces it, in one transaction: the hold first, so that the refund's row is
- * written once, with its hold, and read back by the same statement; the event last (it locks the merchant's sequence
- * until the commit). @returns the refund as recorded
+ * Records a refund, holds it and announces it, in one transaction. Every payment of the merchant waits on its
+ * wallet's lock, which the hold takes until the commit: so the refund's row is written first, naming the hold's id
+ * chosen beforehand, and only the event (the transaction's last write: it locks the merchant's sequence) follows the
+ * hold. @returns the refund as recorded
  */
 async function recordRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key: string | null, fingerprint: string): Promise<RefundRow> {
   const refund_reference = newRefundReference();
@@ -144,17 +145,18 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
       request_fingerprint: request_key ? fingerprint : null,
       decision_due_at: new Date(Date.now() + deps.config.REFUND_DECISION_TIMEOUT_SECONDS * 1000),
     };
-    let pending_transfer_id: string;
+    const created = await insertRefund(trx, { ...row, pending_transfer_id: randomUUID() });
     try {
       // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
-      pending_transfer_id = await placeRefundHold(deps, trx, row, 'direct');
+      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!);
+      // A fresh reference's key: never a replay of another hold (which would name another id).
+      if (held !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held} is not the one recorded`);
     } catch (error) {
       if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
         throw reasonError(REFUND_REASONS, 'REFUND_INSUFFICIENT_BALANCE', 'the wallet has less available than the refund');
       }
       throw error;
     }
-    const created = await insertRefund(trx, { ...row, pending_transfer_id });
     await recordEvent(trx, { owner: { type: 'merchant', id: merchant_id }, subject: payin.invoice_reference, type: 'refund.created', data: refundEventData(created) });
     return created;
   });
