@@ -86,7 +86,7 @@ export async function run(): Promise<BenchResult> {
       notes: [
         'phases interleaved in 3 slices each in one process; a slice ends when the receiver has the webhook of every operation it sent; per_second counts request (or notification) to webhook received',
         `refunds succeeded: ${succeeded} (each a full refund of a settled 1.5 USDT payin, 1.485 after its fee); ledger ok: ${check.ok}`,
-        'a refund takes the merchant wallet\'s lock twice (its hold with the request, its post with the provider\'s answer), a settlement once: both paths are bound by that lock\'s hold time (one merchant here), so a refund keeps its statements few and its locked transactions short: the hold and the post joined to their transactions directly (no savepoint), the refund row written once with its hold, and one local activity (ask, post, webhook\'s first attempt) in the run\'s only workflow task',
+        'a refund takes the merchant wallet\'s lock twice (its hold with the request, its post with the provider\'s answer), a settlement once: both paths are bound by that lock\'s hold time (one merchant here), so a refund keeps its statements few and its locked transactions short: the hold and the post joined to their transactions directly (no savepoint), the refund row written once, before the hold, naming the hold\'s id chosen beforehand (only the event follows the hold), and one local activity (ask, post, webhook\'s first attempt) in the run\'s only workflow task',
       ],
     };
   } finally {
