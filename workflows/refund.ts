@@ -2,10 +2,11 @@ import { ActivityFailure, ApplicationFailure, condition, log, proxyLocalActiviti
 import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 import { decidedSignal, type RefundActivities, type RefundStatus, type RefundStep, type RefundWorkflowInput, type RefundWorkflowResult } from '../src/flows/refund/contract';
 
-// Local activities, as the payin's: short transactions and one provider call bounded by UPSTREAM_TIMEOUT_SECONDS,
-// recorded with the workflow task (a refund's steps cost no extra Temporal round trips). The provider call backs off
-// on failures without an outcome (no answer, 5xx, malformed): its key makes a retry safe.
-const { holdRefund, requestRefund, applyRefundDecision, startRefundWebhooks } = proxyLocalActivities<RefundActivities>({
+// Local activities, as the payin's: short transactions, one provider call bounded by UPSTREAM_TIMEOUT_SECONDS and a
+// webhook's first attempt (WEBHOOK_INLINE_TIMEOUT_SECONDS), recorded with the workflow task (a refund's steps cost no
+// extra Temporal round trips). The provider call backs off on failures without an outcome (no answer, 5xx,
+// malformed): its key makes a retry safe.
+const { requestRefund, applyRefundDecision } = proxyLocalActivities<RefundActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -65,12 +66,13 @@ async function awaitDecision(run: RefundRun): Promise<void> {
 }
 
 /**
- * RefundWorkflow (docs/refunds.md), id = the refund reference. Holds the refund on the merchant's wallet (already
- * held by the service: a no-op then), asks the provider under the refund's idempotency key, waits for a pending
- * refund's decision (signed notification → `decided` signal, or asking again after REFUND_DECISION_TIMEOUT_SECONDS),
- * and delivers the resulting webhook. The activities post the hold on success and void it on failure, each with its
- * event, exactly once (ledger keys `<ref>:post` / `<ref>:void`). No message is authority: the decision is read from
- * the notification the authenticated route recorded.
+ * RefundWorkflow (docs/refunds.md), id = the refund reference. Asks the provider under the refund's idempotency key
+ * (the hold placed by the service with the refund; the activity places a missing one before asking), waits for a
+ * pending refund's decision (signed notification → `decided` signal, or asking again after
+ * REFUND_DECISION_TIMEOUT_SECONDS). The deciding activity posts the hold on success and voids it on failure, each
+ * with its event, exactly once (ledger keys `<ref>:post` / `<ref>:void`), and delivers the webhook after its commit:
+ * a refund the provider answers at once is one local activity in the run's first workflow task. No message is
+ * authority: the decision is read from the notification the authenticated route recorded.
  */
 export async function refundWorkflow(input: RefundWorkflowInput): Promise<RefundWorkflowResult> {
   const run: RefundRun = { input, status: 'held', decisions: 0, webhook_ids: [] };
@@ -78,15 +80,11 @@ export async function refundWorkflow(input: RefundWorkflowInput): Promise<Refund
     if (message?.status === 'refund_succeeded' || message?.status === 'refund_failed') run.decisions += 1;
     else log.warn('refund decided signal ignored: malformed', { refund_reference: input.refund_reference });
   });
-  take(run, await holdRefund({ refund_reference: input.refund_reference }));
-  if (!decided(run.status)) {
-    // A notification may have arrived before the answer (or the run restarted): look at it first.
-    if (run.decisions > 0) await applyDecision(run);
-    if (!decided(run.status)) take(run, await requestRefund({ refund_reference: input.refund_reference }));
-    await awaitDecision(run);
-  }
+  // A notification may have arrived before the run's first task (or the run restarted): its record is looked at first.
+  if (run.decisions > 0) await applyDecision(run);
+  if (!decided(run.status)) take(run, await requestRefund({ refund_reference: input.refund_reference }));
+  await awaitDecision(run);
   // PaymentStatus in the Web UI: the decision (started as the row's status, `held`).
   upsertPaymentStatus('refund', run.status);
-  if (run.webhook_ids.length > 0) await startRefundWebhooks({ webhook_ids: run.webhook_ids });
   return { status: run.status, webhook_ids: run.webhook_ids };
 }

@@ -11,13 +11,15 @@ import { currencyMismatch, insufficientFunds } from './refusals';
 import { toPending, type AccountRow } from './rows';
 import type { KeyClaim, LedgerStore, NewPending } from './store';
 import type { Ledger, PendingTransfer } from './types';
-import { accountIdOf, amountUnitsOf, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
+import { accountIdOf, amountUnitsOf, isUuid, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
 
 type CreatePendingInput = Parameters<Ledger['createPendingTransfer']>[0];
 
 /** A hold's input once checked (before any lock), with the key it claims. */
 interface CreatePendingRequest extends Omit<NewPending, 'id' | 'currency'> {
   claim: KeyClaim;
+  /** The caller's id for the hold (lower case), if it chose one. */
+  id?: string;
 }
 
 interface CreatePendingPlan extends Plan {
@@ -34,6 +36,7 @@ export function createPendingRequest(input: CreatePendingInput): CreatePendingRe
   const debit_account_id = accountIdOf(input.debit_account_id);
   const credit_account_id = accountIdOf(input.credit_account_id);
   if (debit_account_id === credit_account_id) throw invalidFields({ credit_account_id: ['must differ from debit_account_id'] });
+  if (input.id !== undefined && !isUuid(input.id)) throw invalidFields({ id: ['must be a uuid'] });
   // The fingerprint's names are those of the keys already stored: renaming one would turn their replays into
   // conflicts.
   const request = { debitId: debit_account_id, creditId: credit_account_id, amount: amount_units, timeout: timeout_seconds, description, metadata };
@@ -45,16 +48,17 @@ export function createPendingRequest(input: CreatePendingInput): CreatePendingRe
     timeout_seconds,
     description,
     metadata,
+    ...(input.id !== undefined ? { id: input.id.toLowerCase() } : {}),
   };
 }
 
 export async function createPendingTransfer(store: LedgerStore, input: CreatePendingInput, target: WriteTarget): Promise<PendingTransfer> {
-  const { claim, ...request } = createPendingRequest(input);
+  const { claim, id, ...request } = createPendingRequest(input);
   return runWrite(store, target, {
     claim,
     prepare: (tx) => prepareHold(tx, request),
     write: async (tx, plan) => {
-      const pending = { ...request, id: randomUUID(), currency: plan.debit.currency };
+      const pending = { ...request, id: id ?? randomUUID(), currency: plan.debit.currency };
       return mapOutcome(await tx.writeCreatePending(claim, pending, plan.changes), toPending);
     },
     replay: (tx, key) => loadPending(tx, key),

@@ -163,8 +163,10 @@ export interface Ledger {
 
   /**
    * Places a hold of `amount_units` on the debit account (reduces its available balance); `timeout_seconds` sets
-   * `expires_at`.
-   * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account.
+   * `expires_at`. `id`: the pending transfer's id, chosen by a caller that records it in its own row before the hold
+   * (so that nothing is left to write while the accounts are locked); absent, the ledger picks one. A repeat of the
+   * key answers the first hold, whatever id it names (the id is not part of the request's fingerprint).
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account; id not a uuid.
    * @throws {DomainError} INVALID_AMOUNT amount_units not a bigint, not above 0, or above 10^15.
    * @throws {DomainError} ACCOUNT_NOT_FOUND the debit or credit account does not exist.
    * @throws {DomainError} CURRENCY_MISMATCH the two accounts hold different currencies.
@@ -180,6 +182,7 @@ export interface Ledger {
       timeout_seconds?: number;
       description: string;
       metadata?: Record<string, unknown>;
+      id?: string;
     },
     trx?: Knex.Transaction,
     join?: LedgerJoin,

@@ -370,6 +370,19 @@ describe('pending transfers', () => {
     return { debit, credit, pending };
   }
 
+  it('takes the id its caller chose for a hold; a repeat of the key answers the first hold whatever id it names', async () => {
+    const debit = await wallet();
+    const credit = await wallet();
+    await fund(debit, 1000n);
+    const chosen = randomUUID();
+    const request = { idempotency_key: key('hold'), debit_account_id: debit.id, credit_account_id: credit.id, amount_units: 100n, description: 'hold' };
+    const pending = await ledger.createPendingTransfer({ ...request, id: chosen.toUpperCase() });
+    expect(pending.id).toBe(chosen);
+    expect((await ledger.getPendingTransfer(chosen)).amount_units).toBe(100n);
+    expect((await ledger.createPendingTransfer({ ...request, id: randomUUID() })).id).toBe(chosen);
+    expect(await balance(debit)).toEqual({ posted: 1000n, held: 100n, available: 900n });
+  });
+
   it('holds on create, moves the money on post (exactly once) and repeats the result for the same key', async () => {
     const { debit, credit, pending } = await held(300n);
     expect(pending).toMatchObject({ state: 'pending', amount_units: 300n, currency: 'USD', expires_at: null, posted_transaction_id: null });
@@ -464,6 +477,7 @@ describe('pending transfers', () => {
       'VALIDATION_FAILED',
     );
     await expectRefused(() => ledger.createPendingTransfer({ ...base, idempotency_key: key(), timeout_seconds: 0 }), 'invalid_argument', 'VALIDATION_FAILED');
+    await expectRefused(() => ledger.createPendingTransfer({ ...base, idempotency_key: key(), id: 'not-a-uuid' }), 'invalid_argument', 'VALIDATION_FAILED');
     await expectRefused(
       () => ledger.createPendingTransfer({ ...base, idempotency_key: key(), credit_account_id: randomUUID() }),
       'not_found',

@@ -3,6 +3,7 @@
  * RefundWorkflow with its real activities, the provider's answers by test address, the signed late decision through
  * the platform's own notification route, and the ledger after each (CheckLedger).
  */
+import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { createReconciliationRepairs } from '../../src/activities';
@@ -10,7 +11,9 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import { reconcile } from '../../src/flows/reconciliation/activities';
 import { decidedSignal } from '../../src/flows/refund/contract';
-import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
+import { createRefund, newRefundReference, startRefundWorkflow, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
+import { insertRefund } from '../../src/flows/refund/store';
+import { refundWorkflow } from '../../workflows/refund';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
@@ -164,6 +167,62 @@ describe('refunds of settled payins', () => {
     const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.late_failure }));
     expect(await decided(refund.refund_reference)).toMatchObject({ status: 'failed', failure_reason: 'The refund transfer was not confirmed on chain.' });
     expect(await walletAvailable()).toBe(before);
+    await ledgerBalances();
+  });
+
+  /** A refund recorded as another path may record it: its row only, without its hold, and its workflow started. */
+  async function recordedWithoutHold(amount_units: bigint): Promise<string> {
+    const { invoice_reference, out_trade_no } = await settledPayin('2');
+    const payin = await deps().database('payins').where({ invoice_reference }).first();
+    const refund_reference = newRefundReference();
+    await deps().database.transaction((trx) =>
+      insertRefund(trx, {
+        refund_reference,
+        merchant_id: merchant.merchant_id,
+        invoice_reference,
+        out_trade_no,
+        trx_ref: payin.trx_ref ?? invoice_reference,
+        amount_units,
+        currency: 'USDT',
+        address: SANDBOX_REFUND_ADDRESSES.succeeds,
+        reason: 'recorded elsewhere',
+        request_key: null,
+        request_fingerprint: null,
+        pending_transfer_id: null,
+        decision_due_at: new Date(Date.now() + 3_600_000),
+      }),
+    );
+    await startRefundWorkflow(deps(), refund_reference);
+    return refund_reference;
+  }
+
+  it('holds a refund recorded without its hold before the provider is asked, and never asks while it cannot be held', async () => {
+    // More than the wallet has: the hold is refused, so the provider must never hear of it.
+    const unheld = await recordedWithoutHold(10n ** 15n);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(harness.sandbox.refunds.has(unheld)).toBe(false);
+    expect(await deps().database('refunds').where({ refund_reference: unheld }).first()).toMatchObject({ status: 'held', pending_transfer_id: null });
+    await deps().temporal.client.workflow.getHandle(unheld).terminate('test: a refund that cannot be held');
+    await deps().database('refunds').where({ refund_reference: unheld }).delete();
+    // Within the wallet: held, asked, posted, announced once (its payin credits 1.98 first).
+    const before = await walletAvailable();
+    const held = await recordedWithoutHold(1_000_000n);
+    expect(await decided(held)).toMatchObject({ status: 'succeeded', pending_transfer_id: expect.any(String) });
+    expect(harness.sandbox.refunds.get(held)?.status).toBe('succeeded');
+    await harness.receiver.waitFor(() => refundWebhooks(held).length >= 1);
+    await ledgerBalances();
+    // A second run of the decided refund (an operator's restart) decides nothing again and hands over the same webhook.
+    const rerun = await deps().temporal.client.workflow.start(refundWorkflow, {
+      taskQueue: deps().temporal.taskQueue,
+      workflowId: held,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      args: [{ refund_reference: held, decision_timeout_seconds: 3 }],
+    });
+    expect(await rerun.result()).toEqual({ status: 'succeeded', webhook_ids: [expect.stringMatching(/-SUCCEEDED$/)] });
+    expect(refundWebhooks(held)).toHaveLength(1);
+    const keys = (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${held}:%`)).map((row: { idempotency_key: string }) => row.idempotency_key);
+    expect(keys).toEqual([`${held}:post`]);
+    expect(await walletAvailable()).toBe(before + 1_980_000n - 1_000_000n);
     await ledgerBalances();
   });
 

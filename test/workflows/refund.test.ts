@@ -1,24 +1,21 @@
 /**
- * RefundWorkflow with mocked activities on a real Temporal dev server (test/workflows/bed.ts): the hold, the
- * provider's answer (succeeded, failed, pending), the decision message applied from its record (a message without one
- * changes nothing), asking again after the decision timeout, and a decision that arrives before the answer.
+ * RefundWorkflow with mocked activities on a real Temporal dev server (test/workflows/bed.ts): the provider's answer
+ * (succeeded, failed, pending) in one activity that also delivers its webhook, the decision message applied from its
+ * record (a message without one changes nothing), asking again after the decision timeout, and a decision that
+ * arrives before the run's first task.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { decidedSignal, type RefundActivities, type RefundStep } from '../../src/flows/refund/contract';
+import { decidedSignal, type RefundActivities } from '../../src/flows/refund/contract';
 import { refundWorkflow } from '../../workflows/refund';
 import { eventually, startWorkflowBed, type WorkflowBed } from './bed';
-
-const held: RefundStep = { status: 'held', webhook_id: null };
 
 describe('RefundWorkflow', () => {
   let bed: WorkflowBed<RefundActivities>;
 
   beforeAll(async () => {
     bed = await startWorkflowBed<RefundActivities>({
-      holdRefund: async () => held,
       requestRefund: async () => ({ status: 'succeeded', webhook_id: 'WH-S' }),
       applyRefundDecision: async () => ({ status: 'succeeded', webhook_id: 'WH-S' }),
-      startRefundWebhooks: async () => undefined,
     });
   });
   afterAll(() => bed.stop());
@@ -29,14 +26,13 @@ describe('RefundWorkflow', () => {
     return { handle, calls, workflowId };
   }
 
-  it('holds, asks the provider, and delivers the webhook of its answer', async () => {
+  it('asks the provider and ends with its answer in one activity (which delivers the webhook)', async () => {
     const { handle, calls, workflowId } = await start();
     expect(await handle.result()).toEqual({ status: 'succeeded', webhook_ids: ['WH-S'] });
-    expect(calls.map((call) => [call.name, call.input])).toEqual([
-      ['holdRefund', { refund_reference: workflowId }],
-      ['requestRefund', { refund_reference: workflowId }],
-      ['startRefundWebhooks', { webhook_ids: ['WH-S'] }],
-    ]);
+    expect(calls.map((call) => [call.name, call.input])).toEqual([['requestRefund', { refund_reference: workflowId }]]);
+    // One workflow task: the start's, with the activity's marker recorded in it.
+    const history = await handle.fetchHistory();
+    expect(history.events!.filter((event) => event.workflowTaskCompletedEventAttributes)).toHaveLength(1);
   });
 
   it('ends failed when the provider fails it', async () => {
@@ -101,9 +97,39 @@ describe('RefundWorkflow', () => {
     expect(calls.filter((call) => call.name === 'applyRefundDecision')).toHaveLength(0);
   });
 
-  it('ends at once for a refund already decided (a restarted run)', async () => {
-    const { handle, calls } = await start({ holdRefund: async () => ({ status: 'failed', webhook_id: null }) });
-    expect(await handle.result()).toEqual({ status: 'failed', webhook_ids: [] });
-    expect(calls.map((call) => call.name)).toEqual(['holdRefund']);
+  it('ends at once for a refund already decided (a restarted run), with the webhook its decision recorded', async () => {
+    const { handle, calls } = await start({ requestRefund: async () => ({ status: 'failed', webhook_id: 'WH-F' }) });
+    expect(await handle.result()).toEqual({ status: 'failed', webhook_ids: ['WH-F'] });
+    expect(calls.map((call) => call.name)).toEqual(['requestRefund']);
+  });
+
+  it('applies a decision message that came before its first task from its record, and never asks the provider', async () => {
+    const { workflowId, calls } = bed.workflow('RFD', { applyRefundDecision: async () => ({ status: 'failed', webhook_id: 'WH-F' }) });
+    const handle = await bed.client.workflow.signalWithStart(refundWorkflow, {
+      taskQueue: bed.taskQueue,
+      workflowId,
+      args: [{ refund_reference: workflowId, decision_timeout_seconds: 30 }],
+      signal: decidedSignal,
+      signalArgs: [{ status: 'refund_failed' }],
+    });
+    expect(await handle.result()).toEqual({ status: 'failed', webhook_ids: ['WH-F'] });
+    expect(calls.map((call) => call.name)).toEqual(['applyRefundDecision']);
+  });
+
+  it('asks the provider when a decision message before its first task has no record', async () => {
+    const { workflowId, calls } = bed.workflow('RFD', {
+      applyRefundDecision: async () => {
+        throw ApplicationFailure.nonRetryable('no recorded notification', 'REFUND_DECISION_NOT_AUTHORIZED');
+      },
+    });
+    const handle = await bed.client.workflow.signalWithStart(refundWorkflow, {
+      taskQueue: bed.taskQueue,
+      workflowId,
+      args: [{ refund_reference: workflowId, decision_timeout_seconds: 30 }],
+      signal: decidedSignal,
+      signalArgs: [{ status: 'refund_succeeded' }],
+    });
+    expect(await handle.result()).toEqual({ status: 'succeeded', webhook_ids: ['WH-S'] });
+    expect(calls.map((call) => call.name)).toEqual(['applyRefundDecision', 'requestRefund']);
   });
 });

@@ -8,6 +8,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from '../../db/knex';
+import type { LedgerJoin } from '../../ledger/types';
 import { amountJson, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { reasonFailure } from '../../temporal/failures';
@@ -86,6 +87,9 @@ export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string
 /**
  * Places the refund's hold: `amount_units` moved out of the merchant wallet's available balance towards the
  * settlement account (where a payin's money came from), as a ledger pending transfer under `<ref>:hold`.
+ * @param join how the hold joins `trx` (types.ts LedgerJoin): `direct` (two statements fewer while the wallet is
+ *   locked) only for a caller whose transaction rolls back on any error of this call
+ * @param pending_transfer_id the hold's id when the caller chose it (a uuid it recorded before, in the refund's row)
  * @returns the pending transfer's id
  * @throws DomainError INSUFFICIENT_FUNDS when the wallet has less available (the caller's transaction rolls back)
  */
@@ -93,8 +97,12 @@ export async function placeRefundHold(
   deps: Pick<PlatformDeps, 'ledger'>,
   trx: Knex.Transaction,
   refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference'>,
+  join: LedgerJoin = 'savepoint',
+  pending_transfer_id?: string,
 ): Promise<string> {
-  const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' }, trx);
+  // The wallet exists once a payin credited the merchant: found with one read, opened only when missing.
+  const address = { owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' } as const;
+  const wallet = (await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx));
   const settlement = await deps.ledger.platformAccount('settlement', refund.currency, trx);
   const hold = await deps.ledger.createPendingTransfer(
     {
@@ -104,13 +112,20 @@ export async function placeRefundHold(
       amount_units: refund.amount_units,
       description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held`,
       metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
+      ...(pending_transfer_id ? { id: pending_transfer_id } : {}),
     },
     trx,
+    join,
   );
   return hold.id;
 }
 
-function decided(refund: RefundRow): boolean {
+/** The event a decided refund announced. */
+function decisionEvent(status: 'succeeded' | 'failed'): Exclude<RefundEvent, 'refund.created'> {
+  return status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
+}
+
+function decided(refund: RefundRow): refund is RefundRow & { status: 'succeeded' | 'failed' } {
   return refund.status === 'succeeded' || refund.status === 'failed';
 }
 
@@ -123,7 +138,7 @@ async function decide(deps: PlatformDeps, refund_reference: string, decision: De
   return deps.database.transaction(async (trx) => {
     const refund = await lockRefund(trx, refund_reference);
     if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
-    const event: Exclude<RefundEvent, 'refund.created'> = decision.status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
+    const event = decisionEvent(decision.status);
     if (decided(refund)) {
       if (refund.status !== decision.status) deps.logger.error({ refund_reference, kept: refund.status }, 'refund decided twice, differently; the first decision stands');
       return { status: refund.status, webhook_id: refund.status === decision.status ? refundWebhookId(refund, event) : null };
@@ -131,7 +146,9 @@ async function decide(deps: PlatformDeps, refund_reference: string, decision: De
     if (!refund.pending_transfer_id) throw new Error(`refund ${refund_reference} has no hold`);
     const step = decision.status === 'succeeded' ? 'post' : 'void';
     const transfer = { pending_transfer_id: refund.pending_transfer_id, idempotency_key: refundIdempotencyKey(refund_reference, step) };
-    const settled = step === 'post' ? await deps.ledger.postPendingTransfer(transfer, trx) : await deps.ledger.voidPendingTransfer(transfer, trx);
+    // `direct`: any error rolls this whole transaction back, and the two statements fewer are taken while the
+    // merchant's wallet is locked (every payment of the merchant waits on that lock).
+    const settled = step === 'post' ? await deps.ledger.postPendingTransfer(transfer, trx, 'direct') : await deps.ledger.voidPendingTransfer(transfer, trx, 'direct');
     const after: RefundRow = {
       ...refund,
       status: decision.status,
@@ -180,11 +197,25 @@ async function markPending(deps: PlatformDeps, refund_reference: string): Promis
   });
 }
 
+/**
+ * Delivers the webhook a step recorded, after its transaction committed: its first attempt right here when its turn
+ * has come, else (or when that attempt fails) its WebhookDeliveryWorkflow (src/webhooks `deliverWebhooks`, as the
+ * payin's settlement does). In the same local activity as the decision, so a refund costs no further workflow step;
+ * a retried activity finds the refund decided and hands the same webhook over again (a delivered one is skipped).
+ */
+async function announce(deps: PlatformDeps, step: RefundStep): Promise<RefundStep> {
+  if (step.webhook_id) await deliverWebhooks(deps, [step.webhook_id]);
+  return step;
+}
+
 async function requestRefund(deps: PlatformDeps, provider: RefundProvider | undefined, refund_reference: string): Promise<RefundStep> {
   const refund = await readRefund(deps, refund_reference);
-  if (decided(refund)) return { status: refund.status, webhook_id: null };
+  // Decided (a restarted run, or a retry after the decision committed): its webhook, recorded with the decision.
+  if (decided(refund)) return announce(deps, { status: refund.status, webhook_id: refundWebhookId(refund, decisionEvent(refund.status)) });
   // Retryable: a provider configured later (or a process with its settings) takes the refund on.
   if (!provider) throw ApplicationFailure.retryable('no refund provider configured', 'REFUND_PROVIDER_NOT_CONFIGURED');
+  // The hold before the provider is asked: the service placed it with the refund; one recorded without it gets it now.
+  if (!refund.pending_transfer_id) await holdRefund(deps, refund_reference);
   let outcome: RefundProviderOutcome;
   try {
     outcome = await provider.refund(
@@ -201,40 +232,41 @@ async function requestRefund(deps: PlatformDeps, provider: RefundProvider | unde
     );
   } catch (error) {
     // Refused for good (a 4xx that is not "not now"): nothing was sent, the hold is released.
-    if ((error as { retryable?: unknown }).retryable === false) return decide(deps, refund_reference, { status: 'failed', failure_reason: 'refused by the provider' });
+    if ((error as { retryable?: unknown }).retryable === false) return announce(deps, await decide(deps, refund_reference, { status: 'failed', failure_reason: 'refused by the provider' }));
     throw error;
   }
   if (outcome.status === 'pending') return markPending(deps, refund_reference);
-  return decide(deps, refund_reference, outcome);
+  return announce(deps, await decide(deps, refund_reference, outcome));
 }
 
 async function applyRefundDecision(deps: PlatformDeps, refund_reference: string): Promise<RefundStep> {
   const notification = await firstRefundNotification(deps.database, refund_reference);
   if (!notification) throw reasonFailure(REFUND_REASONS, 'REFUND_DECISION_NOT_AUTHORIZED', `no recorded notification for ${refund_reference}`);
-  return decide(
+  // A decision that came before the run's first request (a refund recorded without its hold): held first.
+  await holdRefund(deps, refund_reference);
+  const step = await decide(
     deps,
     refund_reference,
     notification.status === 'refund_succeeded'
       ? { status: 'succeeded', refund_trx_ref: notification.refund_trx_ref ?? '' }
       : { status: 'failed', failure_reason: notification.failure_reason || 'refused by the provider' },
   );
+  return announce(deps, step);
 }
 
-async function holdRefund(deps: PlatformDeps, refund_reference: string): Promise<RefundStep> {
-  return deps.database.transaction(async (trx) => {
+/** Places the refund's hold unless it has one (or is decided); in a transaction of its own, on the refund's lock. */
+async function holdRefund(deps: PlatformDeps, refund_reference: string): Promise<void> {
+  await deps.database.transaction(async (trx) => {
     const refund = await lockRefund(trx, refund_reference);
     if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
-    if (!refund.pending_transfer_id) await updateRefund(trx, refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, refund) });
-    return { status: refund.status, webhook_id: null };
+    if (!refund.pending_transfer_id && !decided(refund)) await updateRefund(trx, refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, refund) });
   });
 }
 
 /** @param provider the refund provider port (undefined: none configured; requests are retried until one is) */
 export function createRefundActivities(deps: PlatformDeps, provider: RefundProvider | undefined): RefundActivities {
   return {
-    holdRefund: (input) => holdRefund(deps, input.refund_reference),
     requestRefund: (input) => requestRefund(deps, provider, input.refund_reference),
     applyRefundDecision: (input) => applyRefundDecision(deps, input.refund_reference),
-    startRefundWebhooks: (input) => deliverWebhooks(deps, input.webhook_ids),
   };
 }

@@ -79,24 +79,23 @@ export function refundProviderKey(refund_reference: string): string {
   return refund_reference;
 }
 
-/** The RefundWorkflow's activities (src/flows/refund/activities.ts). */
+/**
+ * The RefundWorkflow's activities (src/flows/refund/activities.ts). Each that decides the refund delivers the
+ * decision's webhook after its commit, in the same activity (its first attempt inline, else its delivery workflow).
+ */
 export interface RefundActivities {
   /**
-   * Places the refund's hold when it is not placed yet (the service placed it with the refund; a repeat is a no-op
-   * by the ledger key `<ref>:hold`). @returns the refund's status
-   */
-  holdRefund(input: { refund_reference: string }): Promise<RefundStep>;
-  /**
    * Asks the provider under the refund's key and applies its answer: succeeded posts the hold, failed (or a
-   * refusal for good) voids it, each with its event and webhook; pending marks the refund pending.
+   * refusal for good) voids it, each with its event and webhook, then delivers the webhook; pending marks the refund
+   * pending. A refund recorded without its hold gets it first, committed before the provider is asked; a refund
+   * already decided answers its decision (and hands its webhook over again). @returns the refund's status and webhook
    * @throws Error retryably when the provider gave no outcome (the activity's retry policy backs off)
    */
   requestRefund(input: { refund_reference: string }): Promise<RefundStep>;
   /**
-   * Applies the provider's recorded signed notification of the refund (the decision's only authority).
+   * Applies the provider's recorded signed notification of the refund (the decision's only authority), then delivers
+   * its webhook.
    * @throws ApplicationFailure REFUND_DECISION_NOT_AUTHORIZED (non-retryable) when none is recorded
    */
   applyRefundDecision(input: { refund_reference: string }): Promise<RefundStep>;
-  /** Delivers the refund's webhooks (first attempt, then their delivery workflows). */
-  startRefundWebhooks(input: { webhook_ids: string[] }): Promise<void>;
 }

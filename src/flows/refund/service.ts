@@ -8,7 +8,7 @@
  * it, and a refund debits the wallet by the refunded amount only.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { upstreamRefundUrl } from '../../config';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
@@ -22,17 +22,7 @@ import { hasControlCharacters } from '../../text';
 import { refundWorkflow } from '../../../workflows/refund';
 import { placeRefundHold, refundEventData } from './activities';
 import { decidedSignal, REFUND_REASONS, type RefundWorkflowInput } from './contract';
-import {
-  committedRefundUnits,
-  creditedUnits,
-  findRefund,
-  findRefundByKey,
-  insertRefund,
-  insertRefundNotification,
-  lockMerchantPayin,
-  updateRefund,
-  type RefundRow,
-} from './store';
+import { findRefund, findRefundByKey, insertRefund, insertRefundNotification, lockMerchantPayin, refundableUnits, type RefundRow } from './store';
 
 export { createRefundActivities, type RefundProvider, type RefundProviderOutcome } from './activities';
 export { listRefunds, overdueRefunds, orphanRefundNotifications, findRefund, type RefundRow, type RefundNotificationRow } from './store';
@@ -68,11 +58,12 @@ export function refundWorkflowInput(deps: PlatformDeps, refund_reference: string
 
 /**
  * Starts the refund's workflow (id = its reference) unless one exists or existed. Outside any transaction.
+ * @param recorded the refund's row when the caller has it as committed (spares reading it again)
  * @throws what the Temporal client throws (the refund stays held; reconciliation starts it again)
  */
-export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: string): Promise<void> {
+export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: string, recorded?: RefundRow): Promise<void> {
   // The search attributes an operator filters the Web UI by (owner, kind, amount, currency, status), from the row.
-  const refund = await findRefund(deps.database, refund_reference);
+  const refund = recorded?.refund_reference === refund_reference ? recorded : await findRefund(deps.database, refund_reference);
   try {
     await startWorkflow(deps.temporal, refundWorkflow, {
       taskQueue: deps.temporal.taskQueue,
@@ -89,9 +80,10 @@ export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: 
 }
 
 /** startRefundWorkflow after a commit: a failure is logged (the refund stays held, reconciliation reports it). */
-async function startAfterCommit(deps: PlatformDeps, refund_reference: string): Promise<void> {
+async function startAfterCommit(deps: PlatformDeps, refund: RefundRow): Promise<void> {
+  const { refund_reference } = refund;
   try {
-    await startRefundWorkflow(deps, refund_reference);
+    await startRefundWorkflow(deps, refund_reference, refund);
   } catch (error) {
     deps.logger.warn({ refund_reference, err: (error as Error).message }, 'refund workflow not started; the refund stays held');
   }
@@ -122,14 +114,19 @@ async function replayed(deps: PlatformDeps, merchant_id: string, key: string, fi
 
 const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === '23505';
 
-/** Records a refund, holds it and announces it, in one transaction. @returns the refund as recorded */
+/**
+ * Records a refund, holds it and announces it, in one transaction. Every payment of the merchant waits on its
+ * wallet's lock, which the hold takes until the commit: so the refund's row is written first, naming the hold's id
+ * chosen beforehand, and only the event (the transaction's last write: it locks the merchant's sequence) follows the
+ * hold. @returns the refund as recorded
+ */
 async function recordRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key: string | null, fingerprint: string): Promise<RefundRow> {
   const refund_reference = newRefundReference();
-  await deps.database.transaction(async (trx) => {
+  return deps.database.transaction(async (trx) => {
     const payin = await lockMerchantPayin(trx, merchant_id, request);
     if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
     if (payin.status !== 'success') throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_SETTLED', 'the payin is not settled');
-    const refundable = (await creditedUnits(trx, payin.invoice_reference)) - (await committedRefundUnits(trx, payin.invoice_reference));
+    const refundable = await refundableUnits(trx, payin.invoice_reference);
     const amount_units = request.amount_units ?? refundable;
     if (amount_units <= 0n || amount_units > refundable) {
       throw reasonError(REFUND_REASONS, 'REFUND_AMOUNT_EXCEEDS_REFUNDABLE', `at most ${refundable > 0n ? refundable : 0n} minor units are refundable`);
@@ -146,24 +143,23 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
       reason: request.reason ?? '',
       request_key,
       request_fingerprint: request_key ? fingerprint : null,
-      pending_transfer_id: null,
       decision_due_at: new Date(Date.now() + deps.config.REFUND_DECISION_TIMEOUT_SECONDS * 1000),
     };
-    await insertRefund(trx, row);
-    let pending_transfer_id: string;
+    const created = await insertRefund(trx, { ...row, pending_transfer_id: randomUUID() });
     try {
-      pending_transfer_id = await placeRefundHold(deps, trx, row);
+      // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
+      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!);
+      // A fresh reference's key: never a replay of another hold (which would name another id).
+      if (held !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held} is not the one recorded`);
     } catch (error) {
       if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
         throw reasonError(REFUND_REASONS, 'REFUND_INSUFFICIENT_BALANCE', 'the wallet has less available than the refund');
       }
       throw error;
     }
-    await updateRefund(trx, refund_reference, { pending_transfer_id });
-    const created = (await findRefund(trx, refund_reference))!;
     await recordEvent(trx, { owner: { type: 'merchant', id: merchant_id }, subject: payin.invoice_reference, type: 'refund.created', data: refundEventData(created) });
+    return created;
   });
-  return (await findRefund(deps.database, refund_reference))!;
 }
 
 /**
@@ -191,7 +187,7 @@ export async function createRefund(deps: PlatformDeps, merchant_id: string, requ
     }
   }
   // A replay starts a workflow that did not start the first time (a no-op when it did).
-  if (refund.status === 'held') await startAfterCommit(deps, refund.refund_reference);
+  if (refund.status === 'held') await startAfterCommit(deps, refund);
   return refund;
 }
 

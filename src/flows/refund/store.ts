@@ -71,8 +71,11 @@ export async function lockMerchantPayin(
   name: { invoice_reference?: string; out_trade_no?: string },
 ): Promise<RefundablePayin | undefined> {
   const query = trx<RefundablePayin>('payins').select(PAYIN_COLUMNS).where({ merchant_id }).whereNot({ status: 'failed' });
-  if (name.invoice_reference) query.where({ invoice_reference: name.invoice_reference });
-  else query.where({ out_trade_no: name.out_trade_no ?? '' }).orderBy('created_at', 'desc');
+  // Named exactly: found and locked in one statement (a row that turns `failed` while we wait is not returned).
+  if (name.invoice_reference) return query.where({ invoice_reference: name.invoice_reference }).forUpdate().first() as Promise<RefundablePayin | undefined>;
+  // By out_trade_no, the latest first, then locked by its reference: `ORDER BY … LIMIT 1 FOR UPDATE` would answer
+  // nothing, not the payin, when the row it picked changed while it waited for the lock.
+  query.where({ out_trade_no: name.out_trade_no ?? '' }).orderBy('created_at', 'desc');
   const found = (await query.first()) as RefundablePayin | undefined;
   if (!found) return undefined;
   return trx<RefundablePayin>('payins').select(PAYIN_COLUMNS).where({ invoice_reference: found.invoice_reference }).forUpdate().first() as Promise<
@@ -80,34 +83,60 @@ export async function lockMerchantPayin(
   >;
 }
 
+/** The SQL of what a payin credited (its `<ref>:settle` and `<ref>:additional:…` transactions) and its parameters. */
+function creditedQuery(invoice_reference: string): { sql: string; bindings: string[] } {
+  const escaped = invoice_reference.replace(/[\\%_]/g, (character) => `\\${character}`);
+  return {
+    sql: `SELECT coalesce(sum((metadata->>'paid_units')::numeric - coalesce((metadata->>'fee_units')::numeric, 0)), 0)
+            FROM ledger_transactions
+           WHERE idempotency_key = ? OR idempotency_key LIKE ? ESCAPE '\\'`,
+    bindings: [`${invoice_reference}:settle`, `${escaped}:additional:%`],
+  };
+}
+
+/** The statuses of refunds that count against what their payin credited: succeeded, or held (held and pending). */
+const COMMITTED_STATUSES = ['held', 'pending', 'succeeded'] as const;
+
 /**
  * What the payin credited to its merchant, minor units: its settlement and every additional payment, each its paid
  * amount less the payin fee taken from it (the ledger transactions `<ref>:settle` and `<ref>:additional:…`). The fee
  * is the platform's: a refund never returns it.
  */
 export async function creditedUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
-  const escaped = invoice_reference.replace(/[\\%_]/g, (character) => `\\${character}`);
-  const result = await conn.raw(
-    `SELECT coalesce(sum((metadata->>'paid_units')::numeric - coalesce((metadata->>'fee_units')::numeric, 0)), 0)::text AS credited
-       FROM ledger_transactions
-      WHERE idempotency_key = ? OR idempotency_key LIKE ? ESCAPE '\\'`,
-    [`${invoice_reference}:settle`, `${escaped}:additional:%`],
-  );
+  const credited = creditedQuery(invoice_reference);
+  const result = await conn.raw(`SELECT (${credited.sql})::text AS credited`, credited.bindings);
   return BigInt((result.rows as Array<{ credited: string }>)[0]?.credited ?? '0');
+}
+
+/**
+ * What is still refundable of the payin, minor units: creditedUnits less committedRefundUnits, in one statement (a
+ * refund's request reads it under the payin's lock). Negative when refunds exceed what was credited: callers clamp.
+ */
+export async function refundableUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
+  const credited = creditedQuery(invoice_reference);
+  const result = await conn.raw(
+    `SELECT ((${credited.sql}) - (SELECT coalesce(sum(amount_units), 0) FROM refunds WHERE invoice_reference = ? AND status = ANY(?::text[])))::text AS refundable`,
+    [...credited.bindings, invoice_reference, [...COMMITTED_STATUSES]],
+  );
+  return BigInt((result.rows as Array<{ refundable: string }>)[0]?.refundable ?? '0');
 }
 
 /** Refunds of the payin that count against what it credited: succeeded, or held (held and pending). */
 export async function committedRefundUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
   const row = (await conn('refunds')
     .where({ invoice_reference })
-    .whereIn('status', ['held', 'pending', 'succeeded'])
+    .whereIn('status', [...COMMITTED_STATUSES])
     .sum({ total: 'amount_units' })
     .first()) as { total: string | bigint | null } | undefined;
   return BigInt(row?.total ?? 0);
 }
 
-export async function insertRefund(trx: Knex.Transaction, row: NewRefundRow): Promise<void> {
-  await trx('refunds').insert({ ...row, status: 'held' });
+/** Records a new refund (`held`). @returns the row as stored (its defaults filled in) */
+export async function insertRefund(trx: Knex.Transaction, row: NewRefundRow): Promise<RefundRow> {
+  const [stored] = (await trx('refunds')
+    .insert({ ...row, status: 'held' })
+    .returning('*')) as RefundRow[];
+  return stored!;
 }
 
 export function findRefund(conn: Conn, refund_reference: string): Promise<RefundRow | undefined> {
