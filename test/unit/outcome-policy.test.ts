@@ -5,7 +5,7 @@
  */
 import { DomainError } from '../../src/errors';
 import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, withinTolerance, type OutcomePolicy } from '../../src/flows/payin/policy';
-import { decideOutcome, policyRefundReference } from '../../src/flows/payin/resolution';
+import { decideOutcome, heldPolicyRefunds, policyRefundReference, type ResolutionRefunds } from '../../src/flows/payin/resolution';
 
 const strict: OutcomePolicy = { underpaid: 'refund', overpaid: 'refund_excess', late: 'refund', tolerance_percent: '2' };
 const payment = (paid: bigint, extra: Partial<{ late: boolean; additional: boolean; fee: bigint }> = {}) => ({
@@ -81,5 +81,22 @@ describe('checkPolicyChange', () => {
     expect(Object.keys(refusal.fields ?? {}).sort()).toEqual(['late', 'overpaid', 'tolerance_percent', 'underpaid']);
     for (const bad of ['-1', '1.234', '1e2', '101', ' 1', '1.', '.5', '0x10']) expect(() => checkPolicyChange({ tolerance_percent: bad })).toThrow();
     for (const good of ['0', '0.5', '2', '99.99', '100', '100.0', '100.00']) expect(checkPolicyChange({ tolerance_percent: good })).toEqual({ tolerance_percent: good });
+  });
+});
+
+describe('heldPolicyRefunds (a replayed settlement)', () => {
+  const port = (status: string | undefined): ResolutionRefunds => ({
+    configured: () => true,
+    hold: async () => false,
+    status: async () => status,
+    start: async () => undefined,
+  });
+  const key = 'PAYIN-ABC:settle';
+
+  it('hands back the refund still held, to be started again; nothing for a refund the provider took or decided', async () => {
+    const conn = undefined as never;
+    expect(await heldPolicyRefunds(conn, port('held'), key)).toEqual([policyRefundReference(key)]);
+    for (const status of ['pending', 'succeeded', 'failed', undefined]) expect(await heldPolicyRefunds(conn, port(status), key)).toEqual([]);
+    expect(await heldPolicyRefunds(conn, undefined, key)).toEqual([]);
   });
 });
