@@ -2,8 +2,9 @@
  * The upstream's payin notifications (platform decisions §4; docs/payins.md "Workflow start and notification
  * hand-over"): B4 verifies `X-Upstream-Signature`, reads the notification with its field rules, records it once,
  * decides whether it applies, and hands it to the payin's workflow (Update-with-Start, within the upstream's
- * patience); what did not get through is handed over by the dispatcher (./outbox.ts). Reconciliation decides a
- * recorded notification whose process died with `applyRecordedNotification`.
+ * patience; the run's start input and its signal-with-start are built here, and the dispatcher uses them too);
+ * what did not get through is handed over by the dispatcher (./outbox.ts). Reconciliation decides a recorded
+ * notification whose process died with `applyRecordedNotification`.
  */
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
@@ -14,10 +15,10 @@ import type { ApplyUpstreamNotificationRequest } from '../../gen/payments/payin/
 import { isLosslessNumber, parseJsonLossless } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { withRequestDeadline } from '../../temporal/deadline';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
-import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './outbox';
+import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { openRefundNotification, upstreamNotificationKind, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
@@ -98,6 +99,51 @@ const NOTIFICATION_SIGNAL_SECONDS = 2;
  * that decided it has answered (or its process died).
  */
 const NOTIFICATION_HANDOFF_AFTER_SECONDS = NOTIFICATION_TEMPORAL_SECONDS + 4;
+
+/** A payin's search attributes from its workflow's start: owner, kind, amount, currency, status `waiting`. */
+export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string }) {
+  return paymentSearchAttributes({ owner: { merchant_id: payin.merchant_id }, kind: 'payin', amount_units: BigInt(payin.amount_units), currency: payin.currency, status: 'waiting' });
+}
+
+/** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
+export function payinWorkflowInputOf(
+  deps: Pick<PlatformDeps, 'config'>,
+  row: { invoice_reference: string; expires_at?: Date | null },
+): PayinWorkflowInput {
+  return {
+    invoice_reference: row.invoice_reference,
+    ttl_seconds: deps.config.PAYIN_TTL_SECONDS,
+    ...(row.expires_at ? { expires_at: row.expires_at.toISOString() } : {}),
+  };
+}
+
+/**
+ * Queues a recorded notification in its payin's workflow as a signal (`settled` or `closed`; signal-with-start, so
+ * a payin whose run completed gets a new run). Amount in minor units. Call it within a deadline.
+ * @throws the Temporal client's error
+ */
+export async function signalPayin(
+  deps: Pick<PlatformDeps, 'config' | 'temporal'>,
+  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string },
+  notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
+): Promise<void> {
+  // A run this starts carries the same search attributes as one the outbox starts.
+  const workflow = {
+    taskQueue: deps.temporal.taskQueue,
+    workflowId: payin.invoice_reference,
+    args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput],
+    ...payinSearchAttributes(payin),
+  };
+  if (notification.status === 'success') {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+      ...workflow,
+      signal: settledSignal,
+      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+    });
+  } else {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+  }
+}
 
 /**
  * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,
