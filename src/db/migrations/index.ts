@@ -29,6 +29,7 @@ import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
 import * as refunds from './035_refunds';
+import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -62,6 +63,7 @@ const migrations: Array<[string, Migration]> = [
   ['032_business_keys_and_ordered_webhooks', businessKeysAndOrderedWebhooks],
   ['033_payment_requests', paymentRequests],
   ['035_refunds', refunds],
+  ['038_payin_settlement_accounts', payinSettlementAccounts],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
