@@ -249,8 +249,9 @@ async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: 
     await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
     return { state: 'completed' as const };
   });
-  // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed.
-  await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
+  // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed. A deposit
+  // without a preorder has no call-back.
+  if (webhookId) await startWebhookDeliveriesAfterCommit(deps, [webhookId]);
   return outcome;
 }
 

@@ -9,7 +9,7 @@ import { randomToken, sha256Hex } from '../../crypto/secrets';
 import { recordEvent } from '../../events';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
-import { newReference } from '../../references';
+import { newReference } from '../../idempotency';
 import { problem } from '../../field-problems';
 import type { ConfirmationOutcome } from './contract';
 

@@ -18,7 +18,7 @@ import { findPreorder, payPreorder, PREORDER_REASONS, sellerAccountId, type Preo
 import { WALLET_REASONS, walletMovementIdempotencyKey } from './contract';
 import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from './store';
 import { merchantUser, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
-import { newReference } from '../../references';
+import { newReference } from '../../idempotency';
 import { problem } from '../../field-problems';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { recordEvent, recordEventOnce } from '../../events';
