@@ -19,7 +19,7 @@ import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { openRefundNotification, upstreamNotificationKind, type RefundNotificationReceiver } from './upstream-refunds';
+import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
   findPayin,
@@ -55,19 +55,34 @@ const NOTIFICATION = {
   trx_ref: notificationText(NOTIFICATION_LIMITS.trx_ref, 'code_points'),
 };
 
+/** The JSON object of an upstream body (numbers read losslessly, depth bounded), else undefined. */
+function bodyObject(signed_body: Uint8Array): Record<string, unknown> | undefined {
+  try {
+    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) return parsed as Record<string, unknown>;
+  } catch {
+    // Not JSON (or a duplicated member, which lossless-json refuses): no kind, no fields.
+  }
+  return undefined;
+}
+
+/**
+ * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`
+ * member (whatever its value; read by ./upstream-refunds.ts `openRefundNotification`), else `payin` (which
+ * `readNotification` then accepts or refuses). The route decides it before reading either kind.
+ */
+export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
+  const body = bodyObject(signed_body);
+  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
+}
+
 /**
  * A notification's fields, read from verified bytes, before anything is recorded: a validly signed body is still
  * checked against §4's shape.
  * @throws DomainError VALIDATION_FAILED naming each refused field's problem (Area B renders them)
  */
 function readNotification(signed_body: Uint8Array) {
-  let body: Record<string, unknown> | undefined;
-  try {
-    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) body = parsed as Record<string, unknown>;
-  } catch {
-    body = undefined;
-  }
+  const body = bodyObject(signed_body);
   if (!body) throw invalidFields({ body: [problem('json_object')] });
   const { values, problems } = readFields(NOTIFICATION, body);
   if (Object.keys(problems).length > 0) throw invalidFields(problems);

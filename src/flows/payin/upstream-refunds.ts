@@ -14,7 +14,8 @@
  * Notification (the same route, `X-Upstream-Signature` and secret as the payin's, platform decisions §4): a body with
  * a `refund_reference` member is a refund notification, `{"refund_reference", "status": "refund_succeeded" |
  * "refund_failed", "amount", "currency": "USDT", "trx_ref"?, "refund_trx_ref"?, "failure_reason"?}`; every other body
- * is a payin notification. The statuses of the two kinds are disjoint as well.
+ * is a payin notification (the route tells them apart: ./notifications.ts `upstreamNotificationKind`). The statuses
+ * of the two kinds are disjoint as well.
  */
 import type { Config } from '../../config';
 import { upstreamRefundUrl } from '../../config';
@@ -295,15 +296,6 @@ function parseObject(signed_body: Uint8Array): Record<string, unknown> | undefin
     // Not JSON (or a duplicated member, which lossless-json refuses): no kind, no fields.
   }
   return undefined;
-}
-
-/**
- * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`
- * member (whatever its value), else `payin` (which the payin's own reading then accepts or refuses).
- */
-export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
-  const body = parseObject(signed_body);
-  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
 }
 
 /** Checks an optional reference field; records its problem in `fields`. */
