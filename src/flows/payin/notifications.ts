@@ -12,11 +12,10 @@ import { DomainError, invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { amount, present, Problem, readFields, refuse as refuseField, text, type FieldRule } from '../../field-rules';
 import type { ApplyUpstreamNotificationRequest } from '../../gen/payments/payin/v1/payin_pb';
-import { isLosslessNumber, parseJsonLossless } from '../../money';
+import { isLosslessNumber, parseJsonObject } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
-import { exceedsJsonDepth } from '../../text';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
@@ -56,15 +55,7 @@ const NOTIFICATION = {
 };
 
 /** The JSON object of an upstream body (numbers read losslessly, depth bounded), else undefined. */
-function bodyObject(signed_body: Uint8Array): Record<string, unknown> | undefined {
-  try {
-    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // Not JSON (or a duplicated member, which lossless-json refuses): no kind, no fields.
-  }
-  return undefined;
-}
+const bodyObject = (signed_body: Uint8Array) => parseJsonObject(Buffer.from(signed_body).toString('utf8'));
 
 /**
  * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`

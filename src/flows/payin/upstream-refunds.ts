@@ -21,8 +21,8 @@ import type { Config } from '../../config';
 import { upstreamRefundUrl } from '../../config';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { invalidFields, reasonError, type FieldViolations } from '../../errors';
-import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../../money';
-import { exceedsJsonDepth, hasControlCharacters } from '../../text';
+import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, parseJsonObject, readAmount, stringifyJson } from '../../money';
+import { hasControlCharacters } from '../../text';
 import { PAYIN_REASONS } from './contract';
 import { postToUpstream } from './upstream-client';
 
@@ -289,13 +289,7 @@ export interface UpstreamRefundNotification {
 }
 
 function parseObject(signed_body: Uint8Array): Record<string, unknown> | undefined {
-  try {
-    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // Not JSON (or a duplicated member, which lossless-json refuses): no kind, no fields.
-  }
-  return undefined;
+  return parseJsonObject(Buffer.from(signed_body).toString('utf8'));
 }
 
 /** Checks an optional reference field; records its problem in `fields`. */
