@@ -16,10 +16,11 @@ const INFRASTRUCTURE_FILES = ['config', 'logger', 'metrics', 'tracing', 'net', '
 /** The composition root at the top of src/ (src/cli is the rest of it): builds every dependency once per process. */
 const COMPOSITION_FILES = ['platform', 'runtime', 'worker', 'activities'];
 /**
- * The workflows owned by a folder outside src/flows/ (`workflows/<flow>.ts` belongs to `src/flows/<flow>`): the owner
- * starts it by reference and its contract.ts is the workflow's.
+ * The workflows owned by a folder outside src/flows/ (`workflows/<flow>.ts` belongs to `src/flows/<flow>`), or a
+ * second workflow of a flow (the deposit's refunds): the owner starts it by reference and its contract.ts is the
+ * workflow's.
  */
-const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health' };
+const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit' };
 /** The façade's npm modules (Node's own modules are allowed): no knex, pg or @temporalio/*. */
 const FACADE_MODULES = ['koa', '@koa/router', 'raw-body', 'escape-html', '@connectrpc/connect', '@bufbuild/protobuf', '@opentelemetry/api'];
 

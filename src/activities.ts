@@ -8,6 +8,8 @@ import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
 import { createWebhookActivities } from './webhooks';
 import { createDepositActivities } from './flows/deposit/activities';
+import { createDepositRefundActivities } from './flows/deposit/refund-activities';
+import { restartDepositRefund } from './flows/deposit/refund';
 import { createReconciliationActivities } from './flows/reconciliation/activities';
 import type { ReconciliationRepairs } from './flows/reconciliation/contract';
 import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
@@ -15,6 +17,18 @@ import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
 import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
+import type { ResolutionRefunds } from './flows/payin/resolution';
+import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
+
+/** The refund flow as the payin settlement's outcome policies reach it (src/flows/payin/resolution.ts). */
+export function createResolutionRefunds(deps: PlatformDeps): ResolutionRefunds {
+  return {
+    configured: () => policyRefundsConfigured(deps),
+    hold: (trx, refund) => holdPolicyRefund(deps, trx, refund),
+    status: policyRefundStatus,
+    start: (refund_reference) => startRefundWorkflow(deps, refund_reference),
+  };
+}
 
 /** Reconciliation's repairs, each through its flow's own idempotent path (src/flows/reconciliation/contract.ts). */
 export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationRepairs {
@@ -35,6 +49,7 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
       await notifyPayin(deps, await payin(invoice_reference), payment);
     },
     startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
+    startDepositRefund: (refund_reference) => restartDepositRefund(deps, refund_reference),
   };
 }
 
@@ -42,11 +57,12 @@ export function createActivities(deps: PlatformDeps) {
   return {
     ...createDiagnosticsActivities(deps),
     ...createPreTransferActivities(deps),
-    ...createPayinActivities(deps),
+    ...createPayinActivities(deps, createResolutionRefunds(deps)),
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
     ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
+    ...createDepositRefundActivities(deps),
   };
 }
 

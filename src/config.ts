@@ -126,6 +126,11 @@ const schema = z.object({
   DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  /**
+   * Seconds between a Visa/Master deposit's completion and its capture: a refund_deposit within them reverses the
+   * authorization instead of refunding (docs/refunds.md "Area C"). 0: captured right after the completion.
+   */
+  DEPOSIT_CAPTURE_DELAY_SECONDS: z.coerce.number().int().min(0).max(604_800).default(0),
   WEBHOOK_RETRY_INITIAL_SECONDS: z.coerce.number().positive().max(86_400).default(5),
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),

@@ -44,6 +44,8 @@ interface DepositRun {
   timedOut: boolean;
   busy: boolean;
   wrongPasswords: number;
+  /** An approved authorization to capture once the capture delay has passed (capture_delay_seconds > 0). */
+  captureLater?: string;
 }
 
 /** The refusal of a confirmation that arrives once the deposit ended. */
@@ -139,7 +141,10 @@ async function submitCardConfirmation(run: DepositRun, { confirmation_id }: Conf
     return { outcome: 'declined', attempts_left: attemptsLeft(run) };
   }
   const confirmation = await complete(run, confirmation_id);
-  if (authorization_id) await settleDepositCard({ reference: run.input.reference, authorization_id, capture: confirmation.outcome === 'completed' });
+  const capture = confirmation.outcome === 'completed';
+  // With a capture delay the payer is answered now and the run captures after it (a refund meanwhile reverses).
+  if (authorization_id && capture && (run.input.capture_delay_seconds ?? 0) > 0) run.captureLater = authorization_id;
+  else if (authorization_id) await settleDepositCard({ reference: run.input.reference, authorization_id, capture });
   return confirmation;
 }
 
@@ -155,6 +160,8 @@ async function submitCardConfirmation(run: DepositRun, { confirmation_id }: Conf
  *     key = reference), the deposit row and the preorder's paid flag; a preorder paid meanwhile fails the deposit.
  *   timer: an unconfirmed deposit expires (activity closeDeposit) at `expires_at` (else after ttl_seconds); a
  *     confirmation already running finishes first.
+ *   capture: an approved card's authorization is captured right after the completion, or with
+ *     `capture_delay_seconds` once they passed (the activity skips it when a refund reversed it meanwhile).
  *
  * An Update carries no authority: each names the confirmation the api recorded before sending it
  * (`confirmation_id`), and the activities re-read that record (docs/security.md "Temporal messages"), so an Update
@@ -188,5 +195,10 @@ export async function depositWorkflow(input: DepositWorkflowInput): Promise<{ st
   // The deposit's one state change: pending to its end state, recorded once the step that ended it is done.
   upsertPaymentStatus('deposit', run.state);
   await condition(allHandlersFinished);
+  if (run.captureLater) {
+    // The capture window (DEPOSIT_CAPTURE_DELAY_SECONDS): the activity skips a deposit a refund reversed meanwhile.
+    await sleep((run.input.capture_delay_seconds ?? 0) * 1000);
+    await settleDepositCard({ reference: input.reference, authorization_id: run.captureLater, capture: true });
+  }
   return { state: run.state };
 }

@@ -6,3 +6,4 @@ export { webhookDeliveryWorkflow } from './webhook-delivery';
 export { depositWorkflow } from './deposit';
 export { reconciliationWorkflow } from './reconciliation';
 export { refundWorkflow } from './refund';
+export { depositRefundWorkflow } from './deposit-refund';

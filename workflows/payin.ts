@@ -15,7 +15,7 @@ import {
 import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
-const { settlePayin, expirePayin, closePayin, startWebhookDeliveries } = proxyLocalActivities<PayinActivities>({
+const { settlePayin, expirePayin, closePayin, startWebhookDeliveries, startRefunds } = proxyLocalActivities<PayinActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
@@ -38,6 +38,9 @@ interface PayinRun {
   /** Every webhook event of the run, in order; the first `deliveriesStarted` were handed to startWebhookDeliveries. */
   readonly webhook_ids: string[];
   deliveriesStarted: number;
+  /** Refunds the settlements' outcome policy recorded, in order; the first `refundsStarted` were handed to startRefunds. */
+  readonly refund_references: string[];
+  refundsStarted: number;
   outcome: PayinOutcome;
 }
 
@@ -129,8 +132,9 @@ async function settleNext(run: PayinRun): Promise<void> {
   try {
     const settled = await settlePayin({ invoice_reference: run.input.invoice_reference, ...run.settlements[index]! });
     recordWebhook(run, settled.webhook_id);
+    for (const reference of settled.refund_references ?? []) if (!run.refund_references.includes(reference)) run.refund_references.push(reference);
     if (settled.webhook_id) run.outcome = 'success';
-    run.settled[index] = settled;
+    run.settled[index] = { webhook_id: settled.webhook_id };
   } catch (error) {
     // A settlement without its recorded notification (a forged or replayed message): nothing moved; keep going.
     const refused = refusalOf(error);
@@ -166,6 +170,13 @@ async function deliverNew(run: PayinRun): Promise<void> {
   run.deliveriesStarted += batch.length;
 }
 
+/** Hands every policy refund recorded since the last call to startRefunds (their RefundWorkflows start). */
+async function startNewRefunds(run: PayinRun): Promise<void> {
+  const batch = run.refund_references.slice(run.refundsStarted);
+  await startRefunds({ refund_references: batch });
+  run.refundsStarted += batch.length;
+}
+
 /** Waits for a message or the expiry; at the expiry, the payin expires. */
 async function waitForMessageOrExpiry(run: PayinRun): Promise<void> {
   // At least 1 ms: a run started after the deadline (late start, or a late success with-Start) still takes the
@@ -178,12 +189,14 @@ async function waitForMessageOrExpiry(run: PayinRun): Promise<void> {
 
 /**
  * Takes the run's next step: the oldest settlement, then the oldest close, then the new webhooks' deliveries, then
- * the wait while the payin is waiting. @returns true once the run is over and quiescent (every Update answered)
+ * the policy refunds' starts, then the wait while the payin is waiting.
+ * @returns true once the run is over and quiescent (every Update answered)
  */
 async function step(run: PayinRun): Promise<boolean> {
   if (run.settlementsHandled < run.settlements.length) await settleNext(run);
   else if (run.closesHandled < run.closes.length) await closeNext(run);
   else if (run.deliveriesStarted < run.webhook_ids.length) await deliverNew(run);
+  else if (run.refundsStarted < run.refund_references.length) await startNewRefunds(run);
   else if (run.outcome === 'waiting') await waitForMessageOrExpiry(run);
   else if (allHandlersFinished()) return true;
   // An Update still waits for its answer: a message may arrive meanwhile, and is handled before the run completes.
@@ -222,6 +235,8 @@ export async function payinWorkflow(input: PayinWorkflowInput): Promise<PayinWor
     closeAccepted: false,
     webhook_ids: [],
     deliveriesStarted: 0,
+    refund_references: [],
+    refundsStarted: 0,
     outcome: 'waiting',
   };
   takeMessages(run);

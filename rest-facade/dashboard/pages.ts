@@ -13,6 +13,7 @@ import { rpcCallOptions } from '../rpc-call';
 import { balancesContent, deliveriesContent, endpointContent, type NavigationEntry } from '../views/dashboard';
 import { eventsContent, paymentsContent } from '../views/dashboard-lists';
 import type { SafeHtml } from '../views/html';
+import { policyContent, POLICY_PATH } from '../views/dashboard-policy';
 
 export interface DashboardPage extends NavigationEntry {
   /** Reads the page's facts for the session of `sessionToken` and renders its main content. @throws the RPC's error */
@@ -119,6 +120,15 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     label: 'Endpoint',
     async render(ctx, sessionToken) {
       return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)));
+    },
+  },
+  {
+    path: POLICY_PATH,
+    title: 'Payment policy',
+    label: 'Policy',
+    async render(ctx, sessionToken, session) {
+      const { policy } = await ctx.state.clients.dashboard.getOutcomePolicy({ sessionToken }, rpcCallOptions(ctx));
+      return policyContent({ policy: policy!, csrfToken: session.csrfToken, saved: queryText(ctx, 'saved') === '1' });
     },
   },
 ];

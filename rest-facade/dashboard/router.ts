@@ -13,6 +13,9 @@
  *   POST /dashboard/sign-out                         csrf_token → session ended, cookie cleared, 303 to sign-in
  *   GET  /dashboard<page>                            each page of ./pages.ts (no session: 303 to sign-in)
  *   POST /dashboard/webhooks/:webhookId/redeliver    csrf_token → 303 to the deliveries with a notice
+ *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent → 303
+ *                                                    to the policy page with a notice; 400 the page again naming
+ *                                                    each refused field (nothing changed)
  *   GET  /dashboard/payments/:reference              one payment's postings and timeline (TimelineService; 404 for
  *                                                    an unknown reference and another merchant's alike)
  *
@@ -27,6 +30,7 @@ import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
 import { paymentContent } from '../views/dashboard-payment';
+import { POLICY_FIELD_TEXTS, policyContent, POLICY_PATH } from '../views/dashboard-policy';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
 import { DASHBOARD_PAGES, type DashboardPage } from './pages';
@@ -181,6 +185,30 @@ async function changingForm(ctx: FacadeContext, change: (sessionToken: string, c
   }
 }
 
+/**
+ * The policy form: sets the merchant's policy (the service checks the session, the CSRF token and every value), then
+ * 303 to the page with a notice; a refused value answers 400 with the page (the policy as stored) naming each field.
+ */
+async function savePolicy(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const form = formOf(ctx);
+  const field = (name: string) => form.get(name) ?? '';
+  try {
+    await ctx.state.clients.dashboard.setOutcomePolicy(
+      { sessionToken, csrfToken, underpaid: field('underpaid'), overpaid: field('overpaid'), late: field('late'), tolerancePercent: field('tolerance_percent').trim() },
+      rpcCallOptions(ctx),
+    );
+    seeOther(ctx, `${POLICY_PATH}?saved=1`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason !== 'VALIDATION_FAILED') throw error;
+    const problems = Object.keys(failure.fields).map((name) => POLICY_FIELD_TEXTS[name] ?? `${name} is not valid.`);
+    const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+    const { policy } = await ctx.state.clients.dashboard.getOutcomePolicy({ sessionToken }, rpcCallOptions(ctx));
+    const content = policyContent({ policy: policy!, csrfToken: session!.csrfToken, problems });
+    sendPage(ctx, 400, dashboardDocument({ title: 'Payment policy', content, signedIn: session!, navigation: DASHBOARD_PAGES, current: POLICY_PATH }));
+  }
+}
+
 async function showPage(ctx: FacadeContext, page: DashboardPage): Promise<void> {
   const sessionToken = cookieOf(ctx, SESSION_COOKIE);
   if (!sessionToken) return seeOther(ctx, SIGN_IN);
@@ -243,6 +271,7 @@ export function dashboardRouter(): Router<FacadeState> {
       seeOther(ctx, `/webhooks?redelivered=${encodeURIComponent(webhookId)}`);
     }),
   );
+  router.post(`${DASHBOARD_BASE}${POLICY_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => savePolicy(ctx, sessionToken, csrfToken)));
   for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
   return router;

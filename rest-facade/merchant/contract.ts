@@ -159,6 +159,16 @@ export const DEPOSIT_MESSAGES = {
   cardExpired: 'The card has expired.',
 } as const;
 
+/** refund_deposit (a platform extension, docs/refunds.md "Area C"). */
+export const REFUND_MESSAGES = {
+  notCompleted: 'Only a completed deposit can be refunded.',
+  notSupported: 'Bank-account deposits cannot be refunded.',
+  exceedsRefundable: 'The amount exceeds the refundable amount of the deposit.',
+  partialBeforeCapture: 'The deposit is not captured yet: only its whole amount can be refunded (reversed) now.',
+  preorderWholeOnly: 'A deposit that paid a preorder can only be refunded whole.',
+  insufficientBalance: 'The credited wallet has less available than the refund.',
+} as const;
+
 /** Card and account number rules (platform decisions §7). */
 export const CARD_MESSAGES = {
   number: 'The card number is invalid.',
@@ -446,6 +456,14 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   PENDING_TRANSFER_ALREADY_VOIDED: FAULT,
   PENDING_TRANSFER_EXPIRED: FAULT,
   ACQUIRER_NOT_CONFIGURED: BAD_REQUEST('token'),
+  // refund_deposit and refund_deposit_status (docs/refunds.md "Area C"); nothing is held for any of them.
+  DEPOSIT_REFUND_NOT_COMPLETED: { ...BAD_REQUEST('reference'), text: REFUND_MESSAGES.notCompleted },
+  DEPOSIT_REFUND_NOT_SUPPORTED: { ...BAD_REQUEST('reference'), text: REFUND_MESSAGES.notSupported },
+  DEPOSIT_REFUND_AMOUNT_EXCEEDS_REFUNDABLE: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.exceedsRefundable },
+  DEPOSIT_REFUND_PARTIAL_BEFORE_CAPTURE: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.partialBeforeCapture },
+  DEPOSIT_REFUND_PREORDER_WHOLE_ONLY: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.preorderWholeOnly },
+  DEPOSIT_REFUND_INSUFFICIENT_BALANCE: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.insufficientBalance },
+  DEPOSIT_REFUND_NOT_FOUND: { ...BAD_REQUEST('refund_reference'), text: MESSAGES.userNotFound('refund_reference') },
   // Only a confirmation step sent straight to Temporal meets it: never the merchant's doing.
   CONFIRMATION_NOT_RECORDED: FAULT,
   IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),

@@ -1,5 +1,6 @@
 /**
- * The DepositService's part of Area C (docs/area-c.md "Deposits and confirmations"): the /do-action deposit services
+ * The DepositService's part of Area C (docs/area-c.md "Deposits and confirmations"; refund_deposit and
+ * refund_deposit_status: docs/refunds.md "Area C"): the /do-action deposit services
  * (each reads its fields, calls one DepositService RPC with the call's ActionAuth and shapes `data`, the
  * Visa/Master confirmation page included), their field rules, and the browser pages of deposits. For a page,
  * DepositService answers a typed page view; it is rendered (rest-facade/views/deposit-pages.ts) with its status, or
@@ -15,8 +16,8 @@
  */
 import type Router from '@koa/router';
 import { id } from '../../src/field-rules';
-import type { DepositPage, StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
-import type { Currency } from '../../src/money';
+import type { DepositPage, DepositRefund, StartedDeposit } from '../../src/gen/payments/deposit/v1/deposit_pb';
+import { amountJson, type Currency } from '../../src/money';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
@@ -74,6 +75,32 @@ export function readConfirmPayments(body: Record<string, unknown>): { userId: st
   return requestFields(readAreaC(CONFIRM_PAYMENTS, body));
 }
 
+/**
+ * refund_deposit (a platform extension, docs/refunds.md "Area C"): reference (the deposit's DEP…), amount (O, default
+ * everything still refundable), reason (O, at most 255).
+ */
+const REFUND_DEPOSIT = {
+  reference: string({ required: true, max: MAX_LENGTH.token }),
+  amount: amount({ required: false }),
+  reason: string({ max: 255 }),
+};
+
+export function readRefundDeposit(body: Record<string, unknown>): { reference: string; amountUnits: bigint; reason: string } {
+  const fields = requestFields(readAreaC(REFUND_DEPOSIT, body));
+  return { reference: fields.reference, amountUnits: fields.amountUnits ?? 0n, reason: fields.reason ?? '' };
+}
+
+/** refund_deposit_status: refund_reference (one refund) or reference (the deposit's refunds). */
+const REFUND_DEPOSIT_STATUS = {
+  refund_reference: string({ max: MAX_LENGTH.token }),
+  reference: string({ max: MAX_LENGTH.token }),
+};
+
+export function readRefundDepositStatus(body: Record<string, unknown>): { refundReference: string; reference: string } {
+  const fields = requestFields(readAreaC(REFUND_DEPOSIT_STATUS, body));
+  return { refundReference: fields.refundReference ?? '', reference: fields.reference ?? '' };
+}
+
 /** The card form of the hosted preorder page (application/x-www-form-urlencoded fields, all text). */
 export interface CardFormFields {
   holderName: string;
@@ -108,6 +135,22 @@ function startedDepositJson(deposit: StartedDeposit | undefined, pageBaseUrl: st
   };
 }
 
+/** `data` of refund_deposit and each refund of refund_deposit_status. */
+function depositRefundJson(refund: DepositRefund | undefined): Record<string, unknown> {
+  const currency = (refund?.currency ?? 'USD') as Currency;
+  return {
+    refund_reference: refund?.refundReference ?? '',
+    reference: refund?.reference ?? '',
+    status: refund?.status ?? '',
+    method: refund?.method ?? '',
+    amount: amountJson(refund?.amountUnits ?? 0n, currency),
+    currency,
+    reason: refund?.reason ?? '',
+    failure_reason: refund?.failureReason || null,
+    created_at: refund?.createdAt ?? '',
+  };
+}
+
 export const depositMerchantServices: MerchantServiceTable = {
   async deposit_by_local_card({ body, caller, clients, callOptions, idempotencyKey, pageBaseUrl }) {
     const fields = readDeposit(body);
@@ -131,6 +174,19 @@ export const depositMerchantServices: MerchantServiceTable = {
     const fields = readConfirmPayments(body);
     await clients.deposit.confirmPayment({ ...caller, ...fields, idempotencyKey }, callOptions);
     return [];
+  },
+
+  async refund_deposit({ body, caller, clients, callOptions, idempotencyKey }) {
+    const fields = readRefundDeposit(body);
+    const answer = await clients.deposit.refundDeposit({ ...caller, ...fields, idempotencyKey }, callOptions);
+    return depositRefundJson(answer.refund);
+  },
+
+  async refund_deposit_status({ body, caller, clients, callOptions }) {
+    const fields = readRefundDepositStatus(body);
+    const answer = await clients.deposit.listDepositRefunds({ ...caller, ...fields }, callOptions);
+    const currency = (answer.currency || 'USD') as Currency;
+    return { refunds: answer.refunds.map(depositRefundJson), refundable_amount: amountJson(answer.refundableUnits, currency), currency };
   },
 };
 

@@ -18,6 +18,7 @@ import { ONBOARDING_REASONS } from '../onboarding/reasons';
 import { createMerchant, getMerchant, setMerchantStatus } from '../onboarding/merchants';
 import { createPartner, getPartner, setPartnerStatus } from '../onboarding/partners';
 import { createUser, getUser } from '../onboarding/users';
+import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, findOutcomePolicy, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
 
 interface ResolvedOwner {
   owner_type: AccountOwnerType;
@@ -71,6 +72,21 @@ function walletBalance(account: Account) {
 /** The id of the credential that made this call (its audit record and ledger metadata name it). */
 function credentialOf(context: HandlerContext): string {
   return callerOf(context)?.id ?? 'unknown';
+}
+
+/** A merchant's outcome policy as the RPC answers it (the default, `stored` false, without a row). */
+function outcomePolicyMessage(merchant_id: string, row: OutcomePolicyRow | undefined) {
+  const policy = row ?? DEFAULT_OUTCOME_POLICY;
+  return {
+    merchantId: merchant_id,
+    underpaid: policy.underpaid,
+    overpaid: policy.overpaid,
+    late: policy.late,
+    tolerancePercent: policy.tolerance_percent,
+    stored: row !== undefined,
+    updatedAt: row ? new Date(row.updated_at).toISOString() : '',
+    updatedBy: row?.updated_by ?? '',
+  };
 }
 
 /** Most audit records one call answers, and the default. */
@@ -285,6 +301,27 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
           outcome: row.outcome,
         })),
       };
+    },
+
+    /** @throws DomainError MERCHANT_NOT_FOUND */
+    async getMerchantOutcomePolicy(request) {
+      const merchant = await getMerchant(deps.database, request.merchantId);
+      if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+      return { policy: outcomePolicyMessage(merchant.id, await findOutcomePolicy(deps.database, merchant.id)) };
+    },
+
+    /**
+     * Audited (src/rpc/audit.ts). Changes only the fields given; `updated_by` is the calling credential.
+     * @throws DomainError VALIDATION_FAILED (underpaid, overpaid, late, tolerance_percent), MERCHANT_NOT_FOUND;
+     *   nothing is changed for either
+     */
+    async setMerchantOutcomePolicy(request, context) {
+      const change = checkPolicyChange({ underpaid: request.underpaid, overpaid: request.overpaid, late: request.late, tolerance_percent: request.tolerancePercent });
+      const merchant = await getMerchant(deps.database, request.merchantId);
+      if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+      const row = await saveOutcomePolicy(deps.database, merchant.id, change, credentialOf(context));
+      deps.logger.info({ merchant_id: merchant.id, policy: change, by: credentialOf(context) }, 'merchant outcome policy set');
+      return { policy: outcomePolicyMessage(merchant.id, row) };
     },
 
     async listServiceCredentials() {

@@ -17,6 +17,7 @@ import { registerAdminCommands } from './admin';
 import { registerEventCommands } from './admin-events';
 import { registerTimelineCommand } from './admin-timeline';
 import { registerRefundCommands } from './admin-refunds';
+import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
 import { stopOnSignals } from './signals';
 
@@ -205,6 +206,7 @@ registerWebhookCommands(program);
 registerEventCommands(program);
 registerTimelineCommand(program);
 registerRefundCommands(program);
+registerPolicyCommands(program);
 
 program
   .command('sandbox-upstream')

@@ -18,6 +18,9 @@
  *   ListPayments           the merchant's payments, one per reference, from its event stream (src/events
  *                          `listPayments`): filters kind, status, reference, creation days; keyset paging by seq
  *   ListEvents             the merchant's own event stream after a seq (src/events `listEvents`), by type, subject
+ *   GetOutcomePolicy       the merchant's payment-outcome policy (src/flows/payin/policy.ts), the default without one
+ *   SetOutcomePolicy       session + CSRF token; sets the merchant's own policy (every field checked, nothing changed
+ *                          on a refusal); `updated_by` is `dashboard:<merchant id>`; audited (src/rpc/audit.ts)
  *
  * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
  */
@@ -34,6 +37,7 @@ import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
 import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';
 import { retryScheduleOf } from './next-retry';
+import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, findOutcomePolicy, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
 
@@ -45,6 +49,20 @@ export const DEFAULT_PAGE_SIZE = 20;
  * the merchant's signature header (src/webhooks/index.ts sends them).
  */
 export const WEBHOOK_HEADERS = ['x-webhook-id', 'x-webhook-event', 'x-webhook-attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+/** A merchant's outcome policy as the dashboard's RPC answers it (the default, `stored` false, without a row). */
+function outcomePolicyMessage(row: OutcomePolicyRow | undefined) {
+  const policy = row ?? DEFAULT_OUTCOME_POLICY;
+  return {
+    underpaid: policy.underpaid,
+    overpaid: policy.overpaid,
+    late: policy.late,
+    tolerancePercent: policy.tolerance_percent,
+    stored: row !== undefined,
+    updatedAt: row ? new Date(row.updated_at).toISOString() : '',
+    updatedBy: row?.updated_by ?? '',
+  };
+}
 
 /** No merchant has this id ("-" is no character of theirs): an unknown name's password is checked against none. */
 const NO_MERCHANT = '-';
@@ -264,6 +282,25 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       await redeliverWebhook(deps, event.id);
       const [delivery] = await deliveriesOf([(await findWebhookEvent(database, event.id))!]);
       return { delivery };
+    },
+
+    /** @throws DomainError SESSION_INVALID */
+    async getOutcomePolicy(request) {
+      const session = await requireSession(request.sessionToken);
+      return { policy: outcomePolicyMessage(await findOutcomePolicy(database, session.merchant_id)) };
+    },
+
+    /**
+     * Sets every field of the session's merchant's policy (the form sends them all).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (underpaid, overpaid, late,
+     *   tolerance_percent; nothing changed)
+     */
+    async setOutcomePolicy(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const change = checkPolicyChange({ underpaid: request.underpaid, overpaid: request.overpaid, late: request.late, tolerance_percent: request.tolerancePercent });
+      const row = await saveOutcomePolicy(database, session.merchant_id, change, `dashboard:${session.merchant_id}`);
+      deps.logger.info({ merchant_id: session.merchant_id, policy: change }, 'merchant outcome policy set on the dashboard');
+      return { policy: outcomePolicyMessage(row) };
     },
 
     /** @throws DomainError SESSION_INVALID */

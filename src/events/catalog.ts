@@ -10,6 +10,8 @@ export const EVENT_TYPES = [
   'payin.expired',
   'payin.closed',
   'payin.additional_payment',
+  // The merchant's outcome policy's decision on a payment (docs/refunds.md "Outcome policies"); no status change.
+  'payin.resolution',
   // Area B: refunds of a merchant's payins (subject: the payin's invoice_reference; the refund reference in data).
   'refund.created',
   'refund.succeeded',

@@ -20,7 +20,7 @@ export const PAYMENT_KINDS = ['payin', 'pre_transfer', 'deposit', 'wallet_transf
 export type PaymentKind = (typeof PAYMENT_KINDS)[number];
 
 /** Event types that are no change of a payment's status. */
-const NOT_STATUS: ReadonlySet<string> = new Set(['payin.additional_payment']);
+const NOT_STATUS: ReadonlySet<string> = new Set(['payin.additional_payment', 'payin.resolution']);
 
 /** Every status event type, in catalog order. */
 export const PAYMENT_STATUS_TYPES: readonly string[] = EVENT_TYPES.filter(

@@ -405,6 +405,9 @@ export const SIGNED_BODY_BINDINGS: Readonly<Record<string, SignedAction>> = {
     service: 'confirm_payments',
     fields: { userId: text('user_id'), token: text('token'), password: text('password') },
   },
+  // A platform extension (docs/refunds.md "Area C"); amount absent is 0 (everything still refundable).
+  'payments.deposit.v1.RefundDepositRequest': { service: 'refund_deposit', fields: { reference: text('reference'), amountUnits: amount('amount'), reason: text('reason') } },
+  'payments.deposit.v1.ListDepositRefundsRequest': { service: 'refund_deposit_status', fields: { refundReference: text('refund_reference'), reference: text('reference') } },
   'payments.instrument.v1.TokenizeLocalCardRequest': {
     service: 'tokenize_local_card',
     fields: { userId: text('user_id'), holderName: text('holder_name'), bankId: text('bank_id'), bankCode: text('bank_code') },

@@ -37,12 +37,14 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.admin.v1.AdminService/RevokeServiceCredential',
   'payments.admin.v1.AdminService/RotateDataKey',
   'payments.admin.v1.AdminService/Reconcile',
+  'payments.admin.v1.AdminService/SetMerchantOutcomePolicy',
   'payments.ledger.v1.LedgerService/Transfer',
   'payments.ledger.v1.LedgerService/CreatePendingTransfer',
   'payments.ledger.v1.LedgerService/PostPendingTransfer',
   'payments.ledger.v1.LedgerService/VoidPendingTransfer',
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
+  'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
   'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 

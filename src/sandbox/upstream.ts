@@ -6,7 +6,9 @@
  *                                                 configured, X-Invoice-Reference, X-Notify-Url) → 200
  *                                                 {"qrcode": {"content": "tron:<address>?amount=…&token=<USDT TRC-20>"},
  *                                                 "trx_ref": …} (no image: the portal renders the PNG)
- *   POST /sandbox/payins/{invoice_reference}/pay  {"amount": n} → notifies the portal `status: success` with n
+ *   POST /sandbox/payins/{invoice_reference}/pay  {"amount": n, "payer_address": "T…" | null} → notifies the portal
+ *                                                 `status: success` with n and the payer's address (absent: a
+ *                                                 sandbox payer's own per payin; null: none is sent)
  *   POST /sandbox/payins/{invoice_reference}/close              → notifies the portal `status: close`
  *   POST /payins/refunds                          a refund (docs/refunds.md "Providers"; Authorization as above,
  *                                                 Idempotency-Key, X-Notify-Url) → 200 its outcome, decided by the
@@ -46,6 +48,8 @@ interface SandboxPayin {
   amount: string;
   /** USDT units this sandbox notified as paid (every success it sent), the bound of the payin's refunds. */
   paid_units: bigint;
+  /** The sandbox payer's TRON address, sent as `payer_address` with each success unless a payment names another. */
+  payer_address: string;
 }
 
 export interface SandboxUpstream {
@@ -55,8 +59,11 @@ export interface SandboxUpstream {
   payinUrl: string;
   /** Forwarded requests as received (raw body and headers), newest last. */
   received: Array<{ body: string; headers: http.IncomingHttpHeaders }>;
-  /** Notifies the portal of a payment of `amount` (decimal text); returns the portal's answer. */
-  pay(invoice_reference: string, amount: string): Promise<{ status: number; body: string }>;
+  /**
+   * Notifies the portal of a payment of `amount` (decimal text), from `payer_address` (default: the payin's sandbox
+   * payer; null: no address sent); returns the portal's answer.
+   */
+  pay(invoice_reference: string, amount: string, payer_address?: string | null): Promise<{ status: number; body: string }>;
   /** Notifies the portal that the payin was closed. */
   closePayin(invoice_reference: string): Promise<{ status: number; body: string }>;
   /** Where the portal requests refunds (UPSTREAM_REFUND_URL; the default `<payinUrl>/refunds`). */
@@ -108,12 +115,13 @@ export async function startSandboxUpstream(options: {
   });
   const authorized = (req: http.IncomingMessage) => !options.api_key || constantTimeEqual(String(req.headers.authorization ?? ''), `Bearer ${options.api_key}`);
 
-  const notify = async (invoice_reference: string, status: 'success' | 'close', amount?: string) => {
+  const notify = async (invoice_reference: string, status: 'success' | 'close', amount?: string, payer_address?: string | null) => {
     const payin = payins.get(invoice_reference);
     if (!payin) return { status: 404, body: JSON.stringify({ error: 'unknown invoice_reference' }) };
     const trx_ref = randomBytes(32).toString('hex');
     const paid = amount ?? payin.amount;
-    const body = `{"invoice_reference":${JSON.stringify(invoice_reference)},"status":"${status}","amount":${paid},"currency":"USDT","trx_ref":"${trx_ref}"}`;
+    const payer = status === 'success' && payer_address !== null ? `,"payer_address":${JSON.stringify(payer_address ?? payin.payer_address)}` : '';
+    const body = `{"invoice_reference":${JSON.stringify(invoice_reference)},"status":"${status}","amount":${paid},"currency":"USDT","trx_ref":"${trx_ref}"${payer}}`;
     // The money arrived at the provider whatever the portal answers: it bounds the payin's refunds.
     if (status === 'success') payin.paid_units += unitsOf(paid);
     const response = await request(payin.notify_url, {
@@ -146,7 +154,7 @@ export async function startSandboxUpstream(options: {
         }
         if (!invoice_reference || !notify_url) return send(400, { error: 'X-Invoice-Reference and X-Notify-Url are required' });
         const address = fakeTronAddress();
-        payins.set(invoice_reference, { invoice_reference, notify_url, address, amount, paid_units: 0n });
+        payins.set(invoice_reference, { invoice_reference, notify_url, address, amount, paid_units: 0n, payer_address: fakeTronAddress() });
         return send(
           200,
           stringifyJson({
@@ -173,14 +181,16 @@ export async function startSandboxUpstream(options: {
           return send(answer.status, answer.body);
         }
         let amount: string | undefined;
+        let payer_address: string | null | undefined;
         try {
-          const parsed = parseJsonLossless(body || '{}') as { amount?: unknown };
+          const parsed = parseJsonLossless(body || '{}') as { amount?: unknown; payer_address?: unknown };
           if (parsed.amount !== undefined) amount = String(parsed.amount);
+          if (parsed.payer_address === null || typeof parsed.payer_address === 'string') payer_address = parsed.payer_address;
         } catch {
           return send(400, { error: 'body is not JSON' });
         }
         if (amount !== undefined && !/^\d+(\.\d+)?$/.test(amount)) return send(400, { error: 'amount must be a number' });
-        const answer = await notify(invoice_reference, 'success', amount);
+        const answer = await notify(invoice_reference, 'success', amount, payer_address);
         return send(answer.status, answer.body);
       }
       return send(404, { error: 'not found' });
@@ -198,7 +208,7 @@ export async function startSandboxUpstream(options: {
     url,
     payinUrl: `${url}/payins`,
     received,
-    pay: (invoice_reference, amount) => notify(invoice_reference, 'success', amount),
+    pay: (invoice_reference, amount, payer_address) => notify(invoice_reference, 'success', amount, payer_address),
     closePayin: (invoice_reference) => notify(invoice_reference, 'close'),
     refundUrl: `${url}/payins/refunds`,
     refunds: refunds.refunds,

@@ -87,7 +87,7 @@ let tradeCounter = 0;
 /** generate_pre_order_token → { pre_order_token, pre_order_url }. */
 export async function newPreorder(
   client: MerchantClient,
-  fields: { seller_code: string; amount: number | string; description?: string; commission_rate?: number; redirect_url?: string },
+  fields: { seller_code: string; amount: number | string; description?: string; commission_rate?: number; redirect_url?: string; call_back_url?: string },
 ): Promise<{ pre_order_token: string; pre_order_url: string }> {
   tradeCounter += 1;
   const response = await client.action('generate_pre_order_token', {

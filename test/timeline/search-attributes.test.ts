@@ -142,6 +142,7 @@ describe('the workflows carry PaymentKind and PaymentStatus', () => {
       expirePayin: async ({ invoice_reference }) => ({ webhook_id: `${invoice_reference}:expired` }),
       closePayin: async ({ invoice_reference }) => ({ webhook_id: `${invoice_reference}:closed` }),
       startWebhookDeliveries: async () => undefined,
+      startRefunds: async () => undefined,
       verifyDepositPassword: async ({ sealed_password }) => ({ valid: sealed_password === 'sealed-right' }),
       authorizeDepositCard: async () => ({ approved: true, authorization_id: 'AUTH-1' }),
       settleDepositCard: async () => undefined,

@@ -130,6 +130,25 @@ describe('DepositWorkflow', () => {
       ]);
     });
 
+    it('with a capture delay, answers the payer at the completion and captures once the delay passed', async () => {
+      const { reference, handle, calls } = await start('card_form', {}, { capture_delay_seconds: 1 });
+      expect(await handle.executeUpdate(submitCardConfirmationUpdate, card('dcf_1'))).toEqual({ outcome: 'completed', attempts_left: 3 });
+      // Answered before the capture: the window in which a refund reverses the authorization instead.
+      expect(names(calls)).toEqual(['authorizeDepositCard', 'completeDeposit']);
+      expect(await handle.query(depositStateQuery)).toEqual({ state: 'completed', wrong_passwords: 0 });
+      const started = Date.now();
+      expect(await handle.result()).toEqual({ state: 'completed' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+      expect(calls.at(-1)).toEqual(expect.objectContaining({ name: 'settleDepositCard', input: { reference, authorization_id: 'AUTH-1', capture: true } }));
+    });
+
+    it('with a capture delay, still reverses at once when the completion failed', async () => {
+      const { handle, calls } = await start('card_form', { completeDeposit: async () => ({ state: 'failed' }) }, { capture_delay_seconds: 3600 });
+      expect(await handle.executeUpdate(submitCardConfirmationUpdate, card('dcf_1'))).toEqual({ outcome: 'failed', attempts_left: 3 });
+      expect(await handle.result()).toEqual({ state: 'failed' });
+      expect(calls.at(-1)).toMatchObject({ name: 'settleDepositCard', input: { authorization_id: 'AUTH-1', capture: false } });
+    });
+
     it('reverses the authorization when the completion failed (a preorder paid meanwhile)', async () => {
       const { handle, calls } = await start('card_form', { completeDeposit: async () => ({ state: 'failed' }) });
       expect(await handle.executeUpdate(submitCardConfirmationUpdate, card('dcf_1'))).toEqual({ outcome: 'failed', attempts_left: 3 });

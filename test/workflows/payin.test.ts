@@ -29,6 +29,7 @@ describe('PayinWorkflow', () => {
       expirePayin: async ({ invoice_reference }) => ({ webhook_id: expired(invoice_reference) }),
       closePayin: async ({ invoice_reference }) => ({ webhook_id: closed(invoice_reference) }),
       startWebhookDeliveries: async () => undefined,
+      startRefunds: async () => undefined,
     });
   });
   afterAll(() => bed.stop());
@@ -57,6 +58,42 @@ describe('PayinWorkflow', () => {
     it('expires after ttl_seconds when its input has no expires_at', async () => {
       const { invoice_reference, handle } = await start({}, { expires_at: undefined, ttl_seconds: 0.3 });
       expect(await handle.result()).toEqual({ outcome: 'expired', webhook_ids: [expired(invoice_reference)] });
+    });
+  });
+
+  describe('outcome-policy refunds', () => {
+    it('starts the refunds a settlement recorded after its webhook was handed over, each once', async () => {
+      const gate = deferred();
+      const { invoice_reference, handle, calls } = await start({
+        // A repeat of the payment answers the same refund again (the activity's idempotent answer): started once.
+        settlePayin: async ({ invoice_reference: reference, trx_ref }) => {
+          await gate.promise;
+          return { webhook_id: paid(reference, trx_ref), refund_references: ['RFD-TRX-1'] };
+        },
+      });
+      await handle.signal(settledSignal, { amount_units: '3000000', trx_ref: 'TRX-1' });
+      await handle.signal(settledSignal, { amount_units: '3000000', trx_ref: 'TRX-1' });
+      gate.resolve();
+      expect(await handle.result()).toEqual({ outcome: 'success', webhook_ids: [paid(invoice_reference, 'TRX-1')] });
+      const started = calls.filter((call) => call.name === 'startRefunds').map((call) => call.input);
+      expect(started).toEqual([{ refund_references: ['RFD-TRX-1'] }]);
+      expect(names(calls).indexOf('startRefunds')).toBeGreaterThan(names(calls).indexOf('startWebhookDeliveries'));
+    });
+
+    it('retries startRefunds until it succeeds (the refunds stay held meanwhile)', async () => {
+      let failures = 1;
+      const { handle, calls } = await start({
+        settlePayin: async ({ invoice_reference: reference, trx_ref }) => ({ webhook_id: paid(reference, trx_ref), refund_references: ['RFD-A', 'RFD-B'] }),
+        startRefunds: async () => {
+          if (failures-- > 0) throw new Error('temporal unreachable');
+        },
+      });
+      await handle.executeUpdate(notifyUpdate, { args: [success('TRX-1')] });
+      expect((await handle.result()).outcome).toBe('success');
+      expect(calls.filter((call) => call.name === 'startRefunds').map((call) => call.input)).toEqual([
+        { refund_references: ['RFD-A', 'RFD-B'] },
+        { refund_references: ['RFD-A', 'RFD-B'] },
+      ]);
     });
   });
 

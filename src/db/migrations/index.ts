@@ -29,6 +29,8 @@ import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
 import * as refunds from './035_refunds';
+import * as depositRefunds from './036_deposit_refunds';
+import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 
 interface Migration {
@@ -63,6 +65,8 @@ const migrations: Array<[string, Migration]> = [
   ['032_business_keys_and_ordered_webhooks', businessKeysAndOrderedWebhooks],
   ['033_payment_requests', paymentRequests],
   ['035_refunds', refunds],
+  ['036_deposit_refunds', depositRefunds],
+  ['037_merchant_outcome_policies', merchantOutcomePolicies],
   ['038_payin_settlement_accounts', payinSettlementAccounts],
 ];
 

@@ -12,7 +12,7 @@
  * recorded decisions. Anything else is refused non-retryably (CONFIRMATION_NOT_RECORDED) and moves nothing.
  */
 import { Context } from '@temporalio/activity';
-import type { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import type { Acquirer } from '../../acquirers';
 import { DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
@@ -30,6 +30,7 @@ import {
   findConfirmation,
   finishDeposit,
   getDeposit,
+  moveCaptureState,
   takeConfirmation,
   TOKEN_TYPE,
   type ConfirmationMethod,
@@ -44,7 +45,7 @@ async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: s
 }
 
 /** The account a completed deposit credits: the preorder's seller, else the depositing user's wallet. */
-async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
+export async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
   if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
   const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
   if (!user) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_USER_NOT_FOUND', `deposit ${deposit.reference} has no user`);
@@ -144,14 +145,30 @@ async function authorizeDepositCard(deps: PlatformDeps, input: Input<'authorizeD
   return { approved: authorization.approved, authorization_id: authorization.authorization_id };
 }
 
-/** Captures an approved authorization after a completion, else reverses it (idempotent at the acquirer). */
+/**
+ * Captures an approved authorization after a completion, else reverses it (idempotent at the acquirer). A capture
+ * first moves the deposit's capture state to `capturing` under its row lock; it is skipped when a refund reversed the
+ * authorization (`reversed`), and waits while a refund's reversal runs (`reversing`: retried until the reversal is
+ * decided, since a refused reversal puts the state back to `authorized`); once captured, `captured`
+ * (docs/refunds.md "Area C").
+ * @throws ApplicationFailure DEPOSIT_REVERSAL_RUNNING (retryable) while a refund's reversal runs
+ */
 async function settleDepositCard(deps: PlatformDeps, input: Input<'settleDepositCard'>): Output<'settleDepositCard'> {
   const acquirer = requireAcquirer(deps);
-  if (input.capture) await acquirer.capture({ authorization_id: input.authorization_id });
-  else {
+  if (!input.capture) {
     await acquirer.reverse({ authorization_id: input.authorization_id });
     deps.logger.info({ reference: input.reference }, 'card authorization reversed: the deposit did not complete');
+    return;
   }
+  // A retry after the capture (`capturing` left by a crash, or `captured`) captures again: a no-op at the acquirer.
+  if (!(await moveCaptureState(deps.database, input.reference, [null, 'authorized', 'capturing', 'captured'], 'capturing'))) {
+    const { capture_state } = await requireDeposit(deps, input.reference);
+    if (capture_state === 'reversing') throw ApplicationFailure.retryable(`deposit ${input.reference}: a refund's reversal is running`, 'DEPOSIT_REVERSAL_RUNNING');
+    deps.logger.info({ reference: input.reference }, 'card capture skipped: a refund reversed the authorization');
+    return;
+  }
+  await acquirer.capture({ authorization_id: input.authorization_id });
+  await moveCaptureState(deps.database, input.reference, ['capturing'], 'captured');
 }
 
 /**
@@ -246,6 +263,9 @@ async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: 
       );
       transactionId = posted.id;
     }
+    // A card's authorization is captured after the completion (DEPOSIT_CAPTURE_DELAY_SECONDS): until then a refund
+    // reverses it instead (docs/refunds.md "Area C").
+    if (methodOf(deposit) === 'card_form') await moveCaptureState(trx, deposit.reference, [null], 'authorized');
     await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
     return { state: 'completed' as const };
   });

@@ -31,6 +31,20 @@ export const DEPOSIT_REASONS = {
    * (docs/security.md "Temporal messages"). Never the caller's doing when it reaches a service.
    */
   CONFIRMATION_NOT_RECORDED: 'permission_denied',
+  /** refund_deposit: the deposit is not completed (nothing was credited), so there is nothing to refund. */
+  DEPOSIT_REFUND_NOT_COMPLETED: 'failed_precondition',
+  /** refund_deposit: a bank-account deposit; the acquirer cannot refund it (nothing held). */
+  DEPOSIT_REFUND_NOT_SUPPORTED: 'failed_precondition',
+  /** refund_deposit: the amount exceeds what is still refundable (amount less refunds succeeded or held). */
+  DEPOSIT_REFUND_AMOUNT_EXCEEDS_REFUNDABLE: 'failed_precondition',
+  /** refund_deposit: part of a Visa/Master deposit not captured yet (before capture only the whole is reversed). */
+  DEPOSIT_REFUND_PARTIAL_BEFORE_CAPTURE: 'failed_precondition',
+  /** refund_deposit: part of a deposit that paid a preorder (a preorder's refund is whole only). */
+  DEPOSIT_REFUND_PREORDER_WHOLE_ONLY: 'failed_precondition',
+  /** refund_deposit: the credited account (the user's wallet, a preorder's seller) has less available than it. */
+  DEPOSIT_REFUND_INSUFFICIENT_BALANCE: 'failed_precondition',
+  /** refund_deposit_status: no refund of the caller with this reference. */
+  DEPOSIT_REFUND_NOT_FOUND: 'not_found',
 } as const;
 export type DepositReason = keyof typeof DEPOSIT_REASONS;
 
@@ -60,6 +74,11 @@ export interface DepositWorkflowInput {
   expires_at?: string;
   /** Wrong passwords accepted before the deposit is cancelled (DEPOSIT_MAX_OTP_ATTEMPTS at creation). */
   max_password_attempts: number;
+  /**
+   * Seconds between a Visa/Master deposit's completion and its capture (DEPOSIT_CAPTURE_DELAY_SECONDS at creation):
+   * a refund within them reverses the authorization instead. Absent or 0: captured right after the completion.
+   */
+  capture_delay_seconds?: number;
 }
 
 /** What a confirmation did. `attempts_left` counts the wrong passwords still allowed. */
@@ -138,4 +157,64 @@ export interface DepositActivities {
    * passwords reached the deposit's limit) or expired; moves no money.
    */
   closeDeposit(input: { reference: string; state: 'declined' | 'cancelled' | 'expired'; confirmation_id?: string }): Promise<void>;
+}
+
+// ---- Refunds of deposits (docs/refunds.md "Area C"): the DepositRefundWorkflow (workflows/deposit-refund.ts) ----
+
+/**
+ * A deposit refund's states: `held` (recorded, the amount held on the credited account, the acquirer not answered
+ * yet), `succeeded` (the holds posted: the money left), `failed` (the holds voided: nothing left).
+ */
+export type DepositRefundStatus = 'held' | 'succeeded' | 'failed';
+
+/**
+ * How the payer's money goes back: `reversal` (the authorization of a Visa/Master deposit not captured yet is
+ * released, whole; its capture never happens) or `refund` (the acquirer refunds a captured or OTP deposit).
+ */
+export type DepositRefundMethod = 'reversal' | 'refund';
+
+/** The DepositRefundWorkflow's input; its id is the refund reference. */
+export interface DepositRefundWorkflowInput {
+  refund_reference: string;
+}
+
+export interface DepositRefundWorkflowResult {
+  status: DepositRefundStatus;
+  webhook_ids: string[];
+}
+
+/** What the acquirer step left the refund as: its status and the webhook of its decision, if one was produced. */
+export interface DepositRefundStep {
+  status: DepositRefundStatus;
+  webhook_id: string | null;
+}
+
+/**
+ * The ledger idempotency key of one step of a deposit's refund: `<deposit reference>:refund:<refund reference>:<step>`,
+ * under the deposit's reference so that the deposit's timeline (ledgerKeysOf) shows its refunds' holds and postings.
+ * The `-commission` steps are a preorder refund's hold on fee_revenue.
+ */
+export function depositRefundIdempotencyKey(
+  deposit_reference: string,
+  refund_reference: string,
+  step: 'hold' | 'post' | 'void' | 'hold-commission' | 'post-commission' | 'void-commission',
+): string {
+  return `${deposit_reference}:refund:${refund_reference}:${step}`;
+}
+
+/** The key the acquirer is asked to refund under: the refund reference (one refund, whatever the retries). */
+export function depositRefundAcquirerKey(refund_reference: string): string {
+  return refund_reference;
+}
+
+/** The DepositRefundWorkflow's activities (src/flows/deposit/refund-activities.ts). */
+export interface DepositRefundActivities {
+  /**
+   * Asks the acquirer (reverses the authorization, or refunds under the refund's key) and applies its answer:
+   * succeeded posts the holds, failed voids them, each with its event (and webhook) in one transaction.
+   * @throws Error retryably while the deposit's capture is running (`capturing`) or the acquirer gave no answer
+   */
+  settleDepositRefund(input: { refund_reference: string }): Promise<DepositRefundStep>;
+  /** Delivers the refund's webhooks (first attempt, then their delivery workflows). */
+  startDepositRefundWebhooks(input: { webhook_ids: string[] }): Promise<void>;
 }

@@ -5,14 +5,18 @@
  * hosted preorder page (./pages.ts); the SQL is in ./store.ts. Merchant calls are verified with `requireMerchant` like
  * WalletService, and every money-moving call answers a repeat with its first answer (src/idempotency).
  *
- * confirm_payments: ./confirm.ts.
+ * confirm_payments: ./confirm.ts. refund_deposit and refund_deposit_status (RefundDeposit, ListDepositRefunds; a
+ * platform extension, docs/refunds.md "Area C"): ./refund.ts, carried out by workflows/deposit-refund.ts.
  */
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import {
   ConfirmPaymentResponseSchema,
   DepositByBankAccountResponseSchema,
   DepositByLocalCardResponseSchema,
   DepositByVisaMasterResponseSchema,
+  RefundDepositResponseSchema,
+  type DepositRefundSchema,
   type DepositService,
 } from '../../gen/payments/deposit/v1/deposit_pb';
 import { journaled, type RequestOrigin } from '../../events';
@@ -22,6 +26,23 @@ import { clientAddressOf } from '../../rpc/client-address';
 import { confirmPayment } from './confirm';
 import { payPreOrderByCard, preorderPage, submitVisaMasterConfirmation, visaMasterConfirmationPage } from './pages';
 import { startDeposit, startRequest, type StartInput } from './start';
+import { depositRefunds, refundDeposit } from './refund';
+import type { DepositRefundRow } from './refund-store';
+
+/** A deposit refund as the RPC answers it. */
+function refundMessage(refund: DepositRefundRow): MessageInitShape<typeof DepositRefundSchema> {
+  return {
+    refundReference: refund.refund_reference,
+    reference: refund.deposit_reference,
+    status: refund.status,
+    method: refund.method,
+    amountUnits: refund.amount_units,
+    currency: refund.currency,
+    reason: refund.reason,
+    failureReason: refund.failure_reason ?? '',
+    createdAt: new Date(refund.created_at).toISOString(),
+  };
+}
 
 /** The request journal's origin of a merchant's deposit call (src/events/requests.ts). */
 function origin(action: string, merchantId: string, idempotencyKey: string, context: HandlerContext): RequestOrigin & { reference?: string } {
@@ -80,6 +101,33 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
           () => confirmPayment(deps, act.merchantId, request, context, journal),
         ),
       );
+    },
+
+    /**
+     * refund_deposit (docs/refunds.md "Area C"): the same signed body, or the same Idempotency-Key with the same
+     * fields, answers the first refund; the key with other fields IDEMPOTENCY_KEY_REUSED.
+     */
+    async refundDeposit(request, context) {
+      const act = await requireMerchant(request, context);
+      const fields = { reference: request.reference, amountUnits: request.amountUnits, reason: request.reason };
+      return journaled(
+        deps,
+        origin('area-c.refund_deposit', act.merchantId, request.idempotencyKey, context),
+        () =>
+          answerIdempotently(
+            deps.idempotency,
+            movementRequest(act, request.idempotencyKey, 'area-c.refund_deposit', [fields.reference, fields.amountUnits, fields.reason]),
+            RefundDepositResponseSchema,
+            async (ownKey) => ({ refund: refundMessage(await refundDeposit(deps, act.merchantId, fields, ownKey)) }),
+          ),
+        (answer) => answer.refund?.reference,
+      );
+    },
+
+    async listDepositRefunds(request, context) {
+      const act = await requireMerchant(request, context);
+      const found = await depositRefunds(deps, act.merchantId, { refund_reference: request.refundReference, reference: request.reference });
+      return { refunds: found.refunds.map(refundMessage), refundableUnits: found.refundable_units, currency: found.currency };
     },
 
     getVisaMasterConfirmation: (request) => visaMasterConfirmationPage(deps, request.depositToken),

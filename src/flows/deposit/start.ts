@@ -118,6 +118,8 @@ export function depositWorkflowInput(deps: PlatformDeps, deposit: Deposit): Depo
     ttl_seconds: deps.config.DEPOSIT_TTL_SECONDS,
     expires_at: deposit.expires_at.toISOString(),
     max_password_attempts: deposit.max_password_attempts ?? deps.config.DEPOSIT_MAX_OTP_ATTEMPTS,
+    // Absent when 0, so a run's input reads as before the capture delay existed.
+    ...(deps.config.DEPOSIT_CAPTURE_DELAY_SECONDS > 0 ? { capture_delay_seconds: deps.config.DEPOSIT_CAPTURE_DELAY_SECONDS } : {}),
   };
 }
 

@@ -16,6 +16,26 @@ import type { ConfirmationOutcome } from './contract';
 /** pending → completed | declined | failed | cancelled | expired (every end state is final). */
 export type DepositState = 'pending' | 'completed' | 'declined' | 'failed' | 'cancelled' | 'expired';
 
+/**
+ * Where a Visa/Master deposit's capture and a refund's reversal meet, under the deposit's row lock (migration 036):
+ * `authorized` (completed, not captured yet) → `capturing` → `captured`, or `authorized` → `reversing` → `reversed`
+ * (a refund before capture: the capture never happens). Null for OTP deposits and deposits not completed.
+ */
+export type CaptureState = 'authorized' | 'capturing' | 'captured' | 'reversing' | 'reversed';
+
+/** Moves the deposit's capture state to `to` when it is one of `from` (see CaptureState). @returns true when moved */
+export async function moveCaptureState(db: Knex | Knex.Transaction, reference: string, from: Array<CaptureState | null>, to: CaptureState): Promise<boolean> {
+  const states = from.filter((state): state is CaptureState => state !== null);
+  const moved = await db('deposits')
+    .where({ reference })
+    .andWhere((query) => {
+      if (states.length > 0) void query.whereIn('capture_state', states);
+      if (from.includes(null)) void query.orWhereNull('capture_state');
+    })
+    .update({ capture_state: to });
+  return moved > 0;
+}
+
 /** token_type of the interface: 1 = OTP, 2 = card confirmation form (html_confirm_payment). */
 export const TOKEN_TYPE = { otp: 1, cardForm: 2 } as const;
 
@@ -36,6 +56,8 @@ export interface Deposit {
   expires_at: Date;
   /** Wrong passwords allowed, fixed at creation; null on deposits created before it was recorded. */
   max_password_attempts: number | null;
+  /** Visa/Master deposits once completed (see CaptureState); null otherwise. */
+  capture_state: CaptureState | null;
 }
 
 interface DepositRow extends Omit<Deposit, 'user_id' | 'amount_units'> {
@@ -78,7 +100,7 @@ function depositEventData(deposit: Deposit): Record<string, unknown> {
  */
 export async function insertDeposit(
   db: Knex | Knex.Transaction,
-  input: Omit<Deposit, 'state' | 'failure_message' | 'ledger_transaction_id' | 'expires_at'> & { token: string; ttl_seconds: number },
+  input: Omit<Deposit, 'state' | 'failure_message' | 'ledger_transaction_id' | 'expires_at' | 'capture_state'> & { token: string; ttl_seconds: number },
 ): Promise<Deposit> {
   const { token, ttl_seconds, ...fields } = input;
   return inTransaction(db, async (trx) => {

@@ -13,6 +13,7 @@ import { reasonFailure } from '../../temporal/failures';
 import { createHash } from 'node:crypto';
 import { additionalPaymentIdempotencyKey, PAYIN_REASONS, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
 import { hasAppliedClose, hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
+import { heldPolicyRefunds, recordResolution, resolutionData, resolvePayment, type Resolution, type ResolutionRefunds, type ResolvedPayment } from './resolution';
 
 /** The events that announce a change of the payin's status. */
 type PayinStatusEvent = Exclude<PayinEvent, 'payin.additional_payment'>;
@@ -32,7 +33,7 @@ export function additionalPaymentWebhookId(invoice_reference: string, payment: {
  * The body announcing an additional payment: the payin as settled, with `amount`, `fee` and `trx_ref` of this
  * payment (minor units formatted in the currency).
  */
-export function additionalPaymentBody(payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }): string {
+export function additionalPaymentBody(payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }, resolution?: Resolution): string {
   return stringifyJson({
     success: true,
     code: 200,
@@ -45,6 +46,7 @@ export function additionalPaymentBody(payin: PayinRow, payment: { trx_ref: strin
       invoice_reference: payin.invoice_reference,
       out_trade_no: payin.out_trade_no,
       status: payin.status,
+      ...(resolution ? { resolution: resolutionData(resolution) } : {}),
     },
   });
 }
@@ -54,7 +56,7 @@ export function additionalPaymentBody(payin: PayinRow, payment: { trx_ref: strin
  * in the interface's order. For expired/closed payins nothing was received: amount and fee are 0 and
  * original_amount is the requested amount.
  */
-export function webhookBody(payin: PayinRow, event: PayinStatusEvent): string {
+export function webhookBody(payin: PayinRow, event: PayinStatusEvent, resolution?: Resolution): string {
   const paid = payin.status === 'success' ? (payin.paid_amount_units ?? 0n) : 0n;
   const data: Record<string, unknown> = {
     trx_ref: payin.trx_ref,
@@ -67,6 +69,8 @@ export function webhookBody(payin: PayinRow, event: PayinStatusEvent): string {
   };
   if (paid !== payin.amount_units) data.original_amount = amountJson(payin.amount_units, payin.currency);
   if (payin.status === 'success' && payin.payment_match_status) data.payment_match_status = payin.payment_match_status;
+  // The merchant's outcome policy decided this payment (docs/refunds.md "Outcome policies"); absent without a policy.
+  if (resolution) data.resolution = resolutionData(resolution);
   return stringifyJson({ success: true, code: 200, event, data });
 }
 
@@ -95,6 +99,7 @@ function recordPayinEvent(
   payin: PayinRow,
   event: PayinStatusEvent,
   ledger_transaction_id: string | null = null,
+  resolution?: Resolution,
 ): Promise<string> {
   return recordWebhookEvent(
     trx,
@@ -103,7 +108,7 @@ function recordPayinEvent(
       merchant_id: payin.merchant_id,
       subject_reference: payin.invoice_reference,
       event,
-      body: webhookBody(payin, event),
+      body: webhookBody(payin, event, resolution),
       data: payinEventData(payin),
       ledger_transaction_id,
     },
@@ -170,22 +175,25 @@ function transition(
 }
 
 /** Money received for a payin already settled: credited and announced (payin.additional_payment), never dropped (§4). */
-async function creditAdditionalPayment(deps: PlatformDeps, trx: Knex.Transaction, payin: PayinRow, payment: { trx_ref: string; amount_units: bigint; fee_units: bigint }) {
-  const ledger_transaction_id = await postSettlement(
-    deps,
-    trx,
-    payin,
-    payment.amount_units,
-    payment.fee_units,
-    additionalPaymentIdempotencyKey(payin.invoice_reference, payment),
-  );
+async function creditAdditionalPayment(
+  deps: PlatformDeps,
+  refunds: ResolutionRefunds | undefined,
+  trx: Knex.Transaction,
+  payin: PayinRow,
+  payment: { trx_ref: string; amount_units: bigint; fee_units: bigint },
+): Promise<PayinTransition> {
+  const ledger_key = additionalPaymentIdempotencyKey(payin.invoice_reference, payment);
+  const ledger_transaction_id = await postSettlement(deps, trx, payin, payment.amount_units, payment.fee_units, ledger_key);
+  // The merchant's outcome policy (a second payment follows `overpaid`); a repeat finds its decision and refund.
+  const resolved: ResolvedPayment = { ledger_key, trx_ref: payment.trx_ref, paid_units: payment.amount_units, fee_units: payment.fee_units, late: false, additional: true };
+  const resolution = await resolvePayment(trx, refunds, payin, resolved);
   // A repeat of this payment replays its ledger write and finds its webhook recorded: nothing is announced twice.
-  return recordWebhookEvent(trx, {
+  const webhook_id = await recordWebhookEvent(trx, {
     id: additionalPaymentWebhookId(payin.invoice_reference, payment),
     merchant_id: payin.merchant_id,
     subject_reference: payin.invoice_reference,
     event: 'payin.additional_payment',
-    body: additionalPaymentBody(payin, payment),
+    body: additionalPaymentBody(payin, payment, resolution),
     data: {
       invoice_reference: payin.invoice_reference,
       out_trade_no: payin.out_trade_no,
@@ -196,6 +204,7 @@ async function creditAdditionalPayment(deps: PlatformDeps, trx: Knex.Transaction
     },
     ledger_transaction_id,
   });
+  return { webhook_id, refund_references: resolution ? await recordResolution(trx, refunds, payin, resolved, resolution) : [] };
 }
 
 /**
@@ -205,19 +214,24 @@ async function creditAdditionalPayment(deps: PlatformDeps, trx: Knex.Transaction
  * Repeats return the same webhook.
  * @throws ApplicationFailure SETTLEMENT_NOT_AUTHORIZED (non-retryable) without such a notification
  */
-function settlePayin(deps: PlatformDeps, input: Parameters<PayinActivities['settlePayin']>[0]): Promise<PayinTransition> {
+function settlePayin(deps: PlatformDeps, refunds: ResolutionRefunds | undefined, input: Parameters<PayinActivities['settlePayin']>[0]): Promise<PayinTransition> {
   return deps.database.transaction(async (trx) => {
     const payin = await lockPayin(trx, input.invoice_reference);
     if (!payin || payin.status === 'failed') return { webhook_id: null };
     const paid = BigInt(input.amount_units);
     const payment = { trx_ref: input.trx_ref, amount_units: paid };
-    if (settledBy(payin, payment)) return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success') };
+    if (settledBy(payin, payment)) {
+      // A replay after the commit: the same webhook, and the policy refund again when its workflow may not have started.
+      const refund_references = await heldPolicyRefunds(trx, refunds, payinSettlementIdempotencyKey(payin.invoice_reference));
+      return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success'), refund_references };
+    }
     if (!(await hasAppliedSettlement(trx, payin.invoice_reference, payment))) {
       throw reasonFailure(PAYIN_REASONS, 'SETTLEMENT_NOT_AUTHORIZED', `no applied notification of ${paid} for ${payin.invoice_reference}`);
     }
     const fee = percentOf(paid, payin.payin_fee_percent);
-    if (payin.status === 'success') return { webhook_id: await creditAdditionalPayment(deps, trx, payin, { ...payment, fee_units: fee }) };
-    const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, payinSettlementIdempotencyKey(payin.invoice_reference));
+    if (payin.status === 'success') return creditAdditionalPayment(deps, refunds, trx, payin, { ...payment, fee_units: fee });
+    const ledger_key = payinSettlementIdempotencyKey(payin.invoice_reference);
+    const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, ledger_key);
     const settled: PayinRow = {
       ...payin,
       status: 'success',
@@ -228,17 +242,27 @@ function settlePayin(deps: PlatformDeps, input: Parameters<PayinActivities['sett
       trx_ref: input.trx_ref || payin.trx_ref,
     };
     await markSettled(trx, settled, ledger_transaction_id);
-    return { webhook_id: await recordPayinEvent(deps, trx, settled, 'payin.success', ledger_transaction_id) };
+    const resolved: ResolvedPayment = { ledger_key, trx_ref: input.trx_ref, paid_units: paid, fee_units: fee, late: settled.late, additional: false };
+    const resolution = await resolvePayment(trx, refunds, payin, resolved);
+    const webhook_id = await recordPayinEvent(deps, trx, settled, 'payin.success', ledger_transaction_id, resolution);
+    return { webhook_id, refund_references: resolution ? await recordResolution(trx, refunds, settled, resolved, resolution) : [] };
   });
 }
 
-export function createPayinActivities(deps: PlatformDeps): PayinActivities {
+/**
+ * @param refunds the refund flow's port (src/activities.ts): without it an outcome policy cannot refund (its payments
+ *   are credited with decision `refund_impossible_no_provider`)
+ */
+export function createPayinActivities(deps: PlatformDeps, refunds?: ResolutionRefunds): PayinActivities {
   return {
-    settlePayin: (input) => settlePayin(deps, input),
+    settlePayin: (input) => settlePayin(deps, refunds, input),
     expirePayin: (input) => transition(deps, input.invoice_reference, 'expired', 'payin.expired'),
     // The message's word is not authority: the applied upstream close notification recorded by the service is.
     closePayin: (input) =>
       transition(deps, input.invoice_reference, 'close', 'payin.closed', (trx) => hasAppliedClose(trx, input.invoice_reference, input.trx_ref)),
     startWebhookDeliveries: (input) => deliverWebhooks(deps, input.webhook_ids),
+    startRefunds: async (input) => {
+      for (const reference of input.refund_references) await refunds?.start(reference);
+    },
   };
 }

@@ -126,6 +126,11 @@ export function additionalPaymentIdempotencyKey(invoice_reference: string, payme
 /** Result of a payin transition: the webhook event to deliver, or null when nothing changed. */
 export interface PayinTransition {
   webhook_id: string | null;
+  /**
+   * Refunds the merchant's outcome policy recorded with a settlement (held; docs/refunds.md "Outcome policies"),
+   * whose RefundWorkflows the run starts (`startRefunds`) once the transaction committed. Absent: none.
+   */
+  refund_references?: string[];
 }
 
 /** The PayinWorkflow's activities (src/flows/payin/activities.ts); local activities, short database transactions. */
@@ -149,4 +154,9 @@ export interface PayinActivities {
    * (once per event, ever) only for an event whose first attempt failed (src/webhooks `deliverWebhooks`).
    */
   startWebhookDeliveries(input: { webhook_ids: string[] }): Promise<void>;
+  /**
+   * Starts the RefundWorkflow of each refund an outcome policy recorded (by reference; one already started or
+   * decided is left alone). Reconciliation starts a held refund left without a workflow too.
+   */
+  startRefunds(input: { refund_references: string[] }): Promise<void>;
 }

@@ -18,6 +18,7 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
+import { PAYER_ADDRESS } from './resolution';
 import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
@@ -52,6 +53,11 @@ const NOTIFICATION = {
   }) as FieldRule<bigint>,
   currency: ((value) => (value === undefined || value === 'USDT' ? 'USDT' : refuseField('invalid'))) as FieldRule<'USDT'>,
   trx_ref: notificationText(NOTIFICATION_LIMITS.trx_ref, 'code_points'),
+  // Optional: the payer's TRON address, where an outcome policy's refund goes (docs/payins.md "Settlement").
+  payer_address: ((value) =>
+    value === undefined || value === null ? undefined : typeof value === 'string' && PAYER_ADDRESS.test(value) ? value : refuseField('invalid')) as FieldRule<
+    string | undefined
+  >,
 };
 
 /** The JSON object of an upstream body (numbers read losslessly, depth bounded), else undefined. */

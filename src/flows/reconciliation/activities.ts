@@ -12,6 +12,8 @@
  *                                                  existed); a refund whose workflow runs is reported: it stays
  *                                                  held until the provider decides
  *   refund_outcome_unknown                         reported: a provider decision for no refund of the platform
+ *   deposit_refund_held                            a deposit's refund held with no workflow: start it (a running
+ *                                                  one is reported: it waits for the acquirer or the capture)
  *   deposit_not_credited, ledger_imbalance         reported for an operator, never repaired blindly
  *
  * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
@@ -37,6 +39,7 @@ import {
 } from './contract';
 import {
   depositsPastExpiry,
+  heldDepositRefunds,
   holdsPastExpiry,
   notificationCandidates,
   outboxLag,
@@ -114,6 +117,10 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
     const detail = `refund ${refund.status} past its decision timeout (due ${refund.decision_due_at.toISOString()})`;
     if (await isRunning(deps, refund.refund_reference)) await act('refund_undecided', refund.refund_reference, `${detail}; its workflow waits for the provider`);
     else await act('refund_undecided', refund.refund_reference, `${detail}; no workflow`, () => repairs.startRefund(refund.refund_reference));
+  }
+  for (const refund_reference of await heldDepositRefunds(deps.database, cutoff)) {
+    if (await isRunning(deps, refund_reference)) await act('deposit_refund_held', refund_reference, 'deposit refund held; its workflow waits for the acquirer or the capture');
+    else await act('deposit_refund_held', refund_reference, 'deposit refund held with no workflow', () => repairs.startDepositRefund(refund_reference));
   }
   for (const outcome of await refundOutcomesWithoutRefund(deps.database)) {
     await act('refund_outcome_unknown', outcome.refund_reference, `provider notified ${outcome.status} for no refund`);

@@ -31,7 +31,9 @@ export type FindingKind =
   /** A refund still held (undecided) past its decision timeout. */
   | 'refund_undecided'
   /** A signed provider refund decision recorded for no refund of the platform. */
-  | 'refund_outcome_unknown';
+  | 'refund_outcome_unknown'
+  /** A deposit's refund still held past the grace period (docs/refunds.md "Area C"). */
+  | 'deposit_refund_held';
 
 export interface Finding {
   kind: FindingKind;
@@ -98,6 +100,8 @@ export interface ReconciliationRepairs {
   renotifyPayin(invoice_reference: string, payment: RecordedPayment): Promise<void>;
   /** Starts a refund's workflow when it was never started (a no-op for one that exists or existed). */
   startRefund(refund_reference: string): Promise<void>;
+  /** Starts a deposit refund's workflow when it was never started (a no-op for one that exists or existed). */
+  startDepositRefund(refund_reference: string): Promise<void>;
 }
 
 export interface ReconciliationWorkflowInput {

@@ -113,6 +113,11 @@ export async function undecidedRefunds(database: Knex, cutoff: Date): Promise<Ar
     .select('refund_reference', 'status', 'decision_due_at');
 }
 
+/** Deposit refunds still held, recorded before `cutoff` (their workflow decides within seconds when it runs). */
+export async function heldDepositRefunds(database: Knex, cutoff: Date): Promise<string[]> {
+  return database('deposit_refunds').where({ status: 'held' }).where('created_at', '<', cutoff).orderBy('created_at').limit(FINDINGS_LIMIT).pluck('refund_reference');
+}
+
 /** Signed provider refund decisions recorded for a refund_reference no refund has. */
 export async function refundOutcomesWithoutRefund(database: Knex): Promise<Array<{ refund_reference: string; status: string }>> {
   return database('refund_notifications as n')

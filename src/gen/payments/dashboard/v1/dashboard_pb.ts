@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/dashboard/v1/dashboard.proto.
  */
 export const file_payments_dashboard_v1_dashboard: GenFile = /*@__PURE__*/
-  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEiSAoNU2lnbkluUmVxdWVzdBIbCgl1c2VyX25hbWUYASABKAlCCLpIBXIDGIACEhoKCHBhc3N3b3JkGAIgASgJQgi6SAVyAxiAAiJ0Cg5TaWduSW5SZXNwb25zZRIVCg1zZXNzaW9uX3Rva2VuGAEgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgCIAEoAxIvCgdzZXNzaW9uGAMgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iXQoHU2Vzc2lvbhITCgttZXJjaGFudF9pZBgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhIKCmNzcmZfdG9rZW4YAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCSJPCg5TaWduT3V0UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIRCg9TaWduT3V0UmVzcG9uc2UiNAoRR2V0U2Vzc2lvblJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2Vzc2lvbiI1ChJHZXRCYWxhbmNlc1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIicAoGV2FsbGV0EhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSFwoPYXZhaWxhYmxlX3VuaXRzGAQgASgDEhIKCmhlbGRfdW5pdHMYBSABKAMiRQoTR2V0QmFsYW5jZXNSZXNwb25zZRIuCgd3YWxsZXRzGAEgAygLMh0ucGF5bWVudHMuZGFzaGJvYXJkLnYxLldhbGxldCJ7ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgCIAEoBUIJukgGGgQYZCgAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIABIm8KDldlYmhvb2tBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAkipQIKD1dlYmhvb2tEZWxpdmVyeRISCgp3ZWJob29rX2lkGAEgASgJEhkKEXN1YmplY3RfcmVmZXJlbmNlGAIgASgJEg0KBWV2ZW50GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIUCgxjYWxsYmFja191cmwYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIUCgxkZWxpdmVyZWRfYXQYByABKAkSNwoIYXR0ZW1wdHMYCCADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuV2ViaG9va0F0dGVtcHQSFQoNbmV4dF9yZXRyeV9hdBgJIAEoCRI0CgpuZXh0X3JldHJ5GAogASgOMiAucGF5bWVudHMuZGFzaGJvYXJkLnYxLk5leHRSZXRyeSJ0Ch1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidgoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISHAoKd2ViaG9va19pZBgDIAEoCUIIukgFcgMYgAEiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeSI8ChlHZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIowBChpHZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZRIUCgxjYWxsYmFja191cmwYASABKAkSGAoQc2lnbmF0dXJlX2hlYWRlchgCIAEoCRIPCgdoZWFkZXJzGAMgAygJEhMKC3NlY3JldF9uYW1lGAQgASgJEhgKEHNlY3JldF9pc3N1ZWRfYXQYBSABKAkilAIKE0xpc3RQYXltZW50c1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISFgoEa2luZBgCIAEoCUIIukgFcgMYgAISGAoGc3RhdHVzGAMgASgJQgi6SAVyAxiAAhIbCglyZWZlcmVuY2UYBCABKAlCCLpIBXIDGIACEh4KDGNyZWF0ZWRfZnJvbRgFIAEoCUIIukgFcgMYgAISHAoKY3JlYXRlZF90bxgGIAEoCUIIukgFcgMYgAISGAoGYmVmb3JlGAcgASgJQgi6SAVyAxiAAhIXCgVhZnRlchgIIAEoCUIIukgFcgMYgAISHAoJcGFnZV9zaXplGAkgASgFQgm6SAYaBBhkKAAisAEKDlBheW1lbnRTdW1tYXJ5EhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSEAoIZGVjaW1hbHMYBiABKAUSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEgsKA3NlcRgJIAEoAyKaAQoUTGlzdFBheW1lbnRzUmVzcG9uc2USNwoIcGF5bWVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuUGF5bWVudFN1bW1hcnkSEwoLbmV4dF9iZWZvcmUYAiABKAMSEwoLbmV3ZXJfYWZ0ZXIYAyABKAMSDQoFa2luZHMYBCADKAkSEAoIc3RhdHVzZXMYBSADKAkingEKEUxpc3RFdmVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBHR5cGUYAiABKAlCCLpIBXIDGIACEhkKB3N1YmplY3QYAyABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAQgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYBSABKAVCCbpIBhoEGGQoACJjCg5EYXNoYm9hcmRFdmVudBILCgNzZXEYASABKAMSDAoEdHlwZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJIoABChJMaXN0RXZlbnRzUmVzcG9uc2USNQoGZXZlbnRzGAEgAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkRhc2hib2FyZEV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhIKCm5leHRfYWZ0ZXIYAyABKAMSDQoFdHlwZXMYBCADKAkqqAEKCU5leHRSZXRyeRIaChZORVhUX1JFVFJZX1VOU1BFQ0lGSUVEEAASEwoPTkVYVF9SRVRSWV9OT05FEAESGAoUTkVYVF9SRVRSWV9TQ0hFRFVMRUQQAhIaChZORVhUX1JFVFJZX0lOX1BST0dSRVNTEAMSHAoYTkVYVF9SRVRSWV9OT1RfU0NIRURVTEVEEAQSFgoSTkVYVF9SRVRSWV9VTktOT1dOEAUy3wcKEERhc2hib2FyZFNlcnZpY2USVwoGU2lnbkluEiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25JblJlcXVlc3QaJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVzcG9uc2UiABJaCgdTaWduT3V0EiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXF1ZXN0GiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXNwb25zZSIAEmMKCkdldFNlc3Npb24SKC5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlc3BvbnNlIgASZgoLR2V0QmFsYW5jZXMSKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldEJhbGFuY2VzUmVzcG9uc2UiABKEAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjMucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaNC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiABJ1ChBSZWRlbGl2ZXJXZWJob29rEi4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZSIAEnsKEkdldFdlYmhvb2tFbmRwb2ludBIwLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjEucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIgASaQoMTGlzdFBheW1lbnRzEioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaKy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiABJjCgpMaXN0RXZlbnRzEigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate]);
+  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEiSAoNU2lnbkluUmVxdWVzdBIbCgl1c2VyX25hbWUYASABKAlCCLpIBXIDGIACEhoKCHBhc3N3b3JkGAIgASgJQgi6SAVyAxiAAiJ0Cg5TaWduSW5SZXNwb25zZRIVCg1zZXNzaW9uX3Rva2VuGAEgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgCIAEoAxIvCgdzZXNzaW9uGAMgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iXQoHU2Vzc2lvbhITCgttZXJjaGFudF9pZBgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhIKCmNzcmZfdG9rZW4YAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCSJPCg5TaWduT3V0UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIRCg9TaWduT3V0UmVzcG9uc2UiNAoRR2V0U2Vzc2lvblJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2Vzc2lvbiI1ChJHZXRCYWxhbmNlc1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIicAoGV2FsbGV0EhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSFwoPYXZhaWxhYmxlX3VuaXRzGAQgASgDEhIKCmhlbGRfdW5pdHMYBSABKAMiRQoTR2V0QmFsYW5jZXNSZXNwb25zZRIuCgd3YWxsZXRzGAEgAygLMh0ucGF5bWVudHMuZGFzaGJvYXJkLnYxLldhbGxldCJ7ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgCIAEoBUIJukgGGgQYZCgAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIABIm8KDldlYmhvb2tBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAkipQIKD1dlYmhvb2tEZWxpdmVyeRISCgp3ZWJob29rX2lkGAEgASgJEhkKEXN1YmplY3RfcmVmZXJlbmNlGAIgASgJEg0KBWV2ZW50GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIUCgxjYWxsYmFja191cmwYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIUCgxkZWxpdmVyZWRfYXQYByABKAkSNwoIYXR0ZW1wdHMYCCADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuV2ViaG9va0F0dGVtcHQSFQoNbmV4dF9yZXRyeV9hdBgJIAEoCRI0CgpuZXh0X3JldHJ5GAogASgOMiAucGF5bWVudHMuZGFzaGJvYXJkLnYxLk5leHRSZXRyeSJ0Ch1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidgoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISHAoKd2ViaG9va19pZBgDIAEoCUIIukgFcgMYgAEiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeSI8ChlHZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIowBChpHZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZRIUCgxjYWxsYmFja191cmwYASABKAkSGAoQc2lnbmF0dXJlX2hlYWRlchgCIAEoCRIPCgdoZWFkZXJzGAMgAygJEhMKC3NlY3JldF9uYW1lGAQgASgJEhgKEHNlY3JldF9pc3N1ZWRfYXQYBSABKAkilAIKE0xpc3RQYXltZW50c1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISFgoEa2luZBgCIAEoCUIIukgFcgMYgAISGAoGc3RhdHVzGAMgASgJQgi6SAVyAxiAAhIbCglyZWZlcmVuY2UYBCABKAlCCLpIBXIDGIACEh4KDGNyZWF0ZWRfZnJvbRgFIAEoCUIIukgFcgMYgAISHAoKY3JlYXRlZF90bxgGIAEoCUIIukgFcgMYgAISGAoGYmVmb3JlGAcgASgJQgi6SAVyAxiAAhIXCgVhZnRlchgIIAEoCUIIukgFcgMYgAISHAoJcGFnZV9zaXplGAkgASgFQgm6SAYaBBhkKAAisAEKDlBheW1lbnRTdW1tYXJ5EhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSEAoIZGVjaW1hbHMYBiABKAUSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEgsKA3NlcRgJIAEoAyKaAQoUTGlzdFBheW1lbnRzUmVzcG9uc2USNwoIcGF5bWVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuUGF5bWVudFN1bW1hcnkSEwoLbmV4dF9iZWZvcmUYAiABKAMSEwoLbmV3ZXJfYWZ0ZXIYAyABKAMSDQoFa2luZHMYBCADKAkSEAoIc3RhdHVzZXMYBSADKAkingEKEUxpc3RFdmVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBHR5cGUYAiABKAlCCLpIBXIDGIACEhkKB3N1YmplY3QYAyABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAQgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYBSABKAVCCbpIBhoEGGQoACJjCg5EYXNoYm9hcmRFdmVudBILCgNzZXEYASABKAMSDAoEdHlwZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJIoABChJMaXN0RXZlbnRzUmVzcG9uc2USNQoGZXZlbnRzGAEgAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkRhc2hib2FyZEV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhIKCm5leHRfYWZ0ZXIYAyABKAMSDQoFdHlwZXMYBCADKAkilQEKDU91dGNvbWVQb2xpY3kSEQoJdW5kZXJwYWlkGAEgASgJEhAKCG92ZXJwYWlkGAIgASgJEgwKBGxhdGUYAyABKAkSGQoRdG9sZXJhbmNlX3BlcmNlbnQYBCABKAkSDgoGc3RvcmVkGAUgASgIEhIKCnVwZGF0ZWRfYXQYBiABKAkSEgoKdXBkYXRlZF9ieRgHIAEoCSI6ChdHZXRPdXRjb21lUG9saWN5UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAiJQChhHZXRPdXRjb21lUG9saWN5UmVzcG9uc2USNAoGcG9saWN5GAEgASgLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLk91dGNvbWVQb2xpY3kiygEKF1NldE91dGNvbWVQb2xpY3lSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCmNzcmZfdG9rZW4YAiABKAlCCLpIBXIDGIACEhoKCXVuZGVycGFpZBgDIAEoCUIHukgEcgIYIBIZCghvdmVycGFpZBgEIAEoCUIHukgEcgIYIBIVCgRsYXRlGAUgASgJQge6SARyAhggEiIKEXRvbGVyYW5jZV9wZXJjZW50GAYgASgJQge6SARyAhgQIlAKGFNldE91dGNvbWVQb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5wYXltZW50cy5kYXNoYm9hcmQudjEuT3V0Y29tZVBvbGljeSqoAQoJTmV4dFJldHJ5EhoKFk5FWFRfUkVUUllfVU5TUEVDSUZJRUQQABITCg9ORVhUX1JFVFJZX05PTkUQARIYChRORVhUX1JFVFJZX1NDSEVEVUxFRBACEhoKFk5FWFRfUkVUUllfSU5fUFJPR1JFU1MQAxIcChhORVhUX1JFVFJZX05PVF9TQ0hFRFVMRUQQBBIWChJORVhUX1JFVFJZX1VOS05PV04QBTLNCQoQRGFzaGJvYXJkU2VydmljZRJXCgZTaWduSW4SJC5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVxdWVzdBolLnBheW1lbnRzLmRhc2hib2FyZC52MS5TaWduSW5SZXNwb25zZSIAEloKB1NpZ25PdXQSJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbk91dFJlcXVlc3QaJi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbk91dFJlc3BvbnNlIgASYwoKR2V0U2Vzc2lvbhIoLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRTZXNzaW9uUmVxdWVzdBopLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRTZXNzaW9uUmVzcG9uc2UiABJmCgtHZXRCYWxhbmNlcxIpLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRCYWxhbmNlc1JlcXVlc3QaKi5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXNwb25zZSIAEoQBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBo0LnBheW1lbnRzLmRhc2hib2FyZC52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZSIAEnUKEFJlZGVsaXZlcldlYmhvb2sSLi5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaLy5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlIgASewoSR2V0V2ViaG9va0VuZHBvaW50EjAucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlcXVlc3QaMS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0V2ViaG9va0VuZHBvaW50UmVzcG9uc2UiABJpCgxMaXN0UGF5bWVudHMSKi5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVxdWVzdBorLnBheW1lbnRzLmRhc2hib2FyZC52MS5MaXN0UGF5bWVudHNSZXNwb25zZSIAEmMKCkxpc3RFdmVudHMSKC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdEV2ZW50c1JlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgASdQoQR2V0T3V0Y29tZVBvbGljeRIuLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRPdXRjb21lUG9saWN5UmVxdWVzdBovLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRPdXRjb21lUG9saWN5UmVzcG9uc2UiABJ1ChBTZXRPdXRjb21lUG9saWN5Ei4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNldE91dGNvbWVQb2xpY3lSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNldE91dGNvbWVQb2xpY3lSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate]);
 
 /**
  * @generated from message payments.dashboard.v1.SignInRequest
@@ -877,6 +877,162 @@ export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PUR
   messageDesc(file_payments_dashboard_v1_dashboard, 23);
 
 /**
+ * OutcomePolicy is what the payin settlement does with a payment that does not match its invoice.
+ *
+ * @generated from message payments.dashboard.v1.OutcomePolicy
+ */
+export type OutcomePolicy = Message<"payments.dashboard.v1.OutcomePolicy"> & {
+  /**
+   * "credit" or "refund".
+   *
+   * @generated from field: string underpaid = 1;
+   */
+  underpaid: string;
+
+  /**
+   * "credit" or "refund_excess".
+   *
+   * @generated from field: string overpaid = 2;
+   */
+  overpaid: string;
+
+  /**
+   * "credit" or "refund".
+   *
+   * @generated from field: string late = 3;
+   */
+  late: string;
+
+  /**
+   * Percent of the invoice, 0–100, at most 2 decimals.
+   *
+   * @generated from field: string tolerance_percent = 4;
+   */
+  tolerancePercent: string;
+
+  /**
+   * False: none stored, the default applies.
+   *
+   * @generated from field: bool stored = 5;
+   */
+  stored: boolean;
+
+  /**
+   * ISO 8601; empty when not stored.
+   *
+   * @generated from field: string updated_at = 6;
+   */
+  updatedAt: string;
+
+  /**
+   * Who last set it: an operator's credential, or "dashboard:<merchant id>"; empty when not stored.
+   *
+   * @generated from field: string updated_by = 7;
+   */
+  updatedBy: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.OutcomePolicy.
+ * Use `create(OutcomePolicySchema)` to create a new message.
+ */
+export const OutcomePolicySchema: GenMessage<OutcomePolicy> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 24);
+
+/**
+ * @generated from message payments.dashboard.v1.GetOutcomePolicyRequest
+ */
+export type GetOutcomePolicyRequest = Message<"payments.dashboard.v1.GetOutcomePolicyRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.GetOutcomePolicyRequest.
+ * Use `create(GetOutcomePolicyRequestSchema)` to create a new message.
+ */
+export const GetOutcomePolicyRequestSchema: GenMessage<GetOutcomePolicyRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 25);
+
+/**
+ * @generated from message payments.dashboard.v1.GetOutcomePolicyResponse
+ */
+export type GetOutcomePolicyResponse = Message<"payments.dashboard.v1.GetOutcomePolicyResponse"> & {
+  /**
+   * @generated from field: payments.dashboard.v1.OutcomePolicy policy = 1;
+   */
+  policy?: OutcomePolicy | undefined;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.GetOutcomePolicyResponse.
+ * Use `create(GetOutcomePolicyResponseSchema)` to create a new message.
+ */
+export const GetOutcomePolicyResponseSchema: GenMessage<GetOutcomePolicyResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 26);
+
+/**
+ * @generated from message payments.dashboard.v1.SetOutcomePolicyRequest
+ */
+export type SetOutcomePolicyRequest = Message<"payments.dashboard.v1.SetOutcomePolicyRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: string underpaid = 3;
+   */
+  underpaid: string;
+
+  /**
+   * @generated from field: string overpaid = 4;
+   */
+  overpaid: string;
+
+  /**
+   * @generated from field: string late = 5;
+   */
+  late: string;
+
+  /**
+   * @generated from field: string tolerance_percent = 6;
+   */
+  tolerancePercent: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.SetOutcomePolicyRequest.
+ * Use `create(SetOutcomePolicyRequestSchema)` to create a new message.
+ */
+export const SetOutcomePolicyRequestSchema: GenMessage<SetOutcomePolicyRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 27);
+
+/**
+ * @generated from message payments.dashboard.v1.SetOutcomePolicyResponse
+ */
+export type SetOutcomePolicyResponse = Message<"payments.dashboard.v1.SetOutcomePolicyResponse"> & {
+  /**
+   * @generated from field: payments.dashboard.v1.OutcomePolicy policy = 1;
+   */
+  policy?: OutcomePolicy | undefined;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.SetOutcomePolicyResponse.
+ * Use `create(SetOutcomePolicyResponseSchema)` to create a new message.
+ */
+export const SetOutcomePolicyResponseSchema: GenMessage<SetOutcomePolicyResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 28);
+
+/**
  * NextRetry says what comes next for a delivery.
  *
  * @generated from enum payments.dashboard.v1.NextRetry
@@ -1037,6 +1193,28 @@ export const DashboardService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * GetOutcomePolicy answers the merchant's payment-outcome policy (docs/refunds.md "Outcome policies"); the default
+   * (credit everything, `stored` false) when none is set.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.GetOutcomePolicy
+   */
+  getOutcomePolicy: {
+    methodKind: "unary";
+    input: typeof GetOutcomePolicyRequestSchema;
+    output: typeof GetOutcomePolicyResponseSchema;
+  },
+  /**
+   * SetOutcomePolicy sets the merchant's own policy (every field; CSRF token required). Audited. A bad value is
+   * refused (VALIDATION_FAILED naming the field: underpaid, overpaid, late, tolerance_percent), nothing changed.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.SetOutcomePolicy
+   */
+  setOutcomePolicy: {
+    methodKind: "unary";
+    input: typeof SetOutcomePolicyRequestSchema;
+    output: typeof SetOutcomePolicyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_dashboard_v1_dashboard, 0);

@@ -14,7 +14,211 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/deposit/v1/deposit.proto.
  */
 export const file_payments_deposit_v1_deposit: GenFile = /*@__PURE__*/
-  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEi2AEKGURlcG9zaXRCeUxvY2FsQ2FyZFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAki2gEKG0RlcG9zaXRCeUJhbmtBY2NvdW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIXCg9wcmVfb3JkZXJfdG9rZW4YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSLwAQoaRGVwb3NpdEJ5VmlzYU1hc3RlclJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEhUKDXNlY3VyaXR5X2NvZGUYByABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSK4AQoOU3RhcnRlZERlcG9zaXQSEQoJcmVmZXJlbmNlGAEgASgJEg0KBXRva2VuGAIgASgJEhIKCnRva2VuX3R5cGUYAyABKAUSFwoPbmVlZF92ZXJpZnlfdHJ4GAQgASgIEjsKDGNvbmZpcm1hdGlvbhgGIAEoCzIlLnBheW1lbnRzLmRlcG9zaXQudjEuQ2FyZENvbmZpcm1hdGlvbkoECAUQBlIUaHRtbF9jb25maXJtX3BheW1lbnQiwwEKEENhcmRDb25maXJtYXRpb24SFQoNZGVwb3NpdF90b2tlbhgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRINCgVicmFuZBgGIAEoCRINCgVsYXN0NBgHIAEoCRITCgtob2xkZXJfbmFtZRgIIAEoCRIRCglyZWZlcmVuY2UYCSABKAkiRAoNRGVwb3NpdFJlc3VsdBIRCglyZWZlcmVuY2UYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIPCgdwcm9ibGVtGAMgASgJIvsBCgxQcmVvcmRlclBhZ2USFwoPcHJlX29yZGVyX3Rva2VuGAEgASgJEhMKC3NlbGxlcl9uYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIMCgRwYWlkGAYgASgIEjIKBmVycm9ycxgHIAMoCzIiLnBheW1lbnRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbhITCgtob2xkZXJfbmFtZRgIIAEoCRIUCgxleHBpcnlfbW9udGgYCSABKAkSEwoLZXhwaXJ5X3llYXIYCiABKAkiDgoMUGFnZU5vdEZvdW5kIvkBCgtEZXBvc2l0UGFnZRI2Cglub3RfZm91bmQYASABKAsyIS5wYXltZW50cy5kZXBvc2l0LnYxLlBhZ2VOb3RGb3VuZEgAEj0KDGNvbmZpcm1hdGlvbhgCIAEoCzIlLnBheW1lbnRzLmRlcG9zaXQudjEuQ2FyZENvbmZpcm1hdGlvbkgAEjQKBnJlc3VsdBgDIAEoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlc3VsdEgAEjUKCHByZW9yZGVyGAQgASgLMiEucGF5bWVudHMuZGVwb3NpdC52MS5QcmVvcmRlclBhZ2VIAEIGCgR2aWV3IlIKGkRlcG9zaXRCeUxvY2FsQ2FyZFJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IlQKHERlcG9zaXRCeUJhbmtBY2NvdW50UmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQiUwobRGVwb3NpdEJ5VmlzYU1hc3RlclJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IqUBChVDb25maXJtUGF5bWVudFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b2tlbhgDIAEoCRIQCghwYXNzd29yZBgEIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIhgKFkNvbmZpcm1QYXltZW50UmVzcG9uc2UiOQogR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QSFQoNZGVwb3NpdF90b2tlbhgBIAEoCSJZCiFHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2USLgoEcGFnZRgCIAEoCzIgLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFBhZ2VKBAgBEAIiPAojU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QSFQoNZGVwb3NpdF90b2tlbhgBIAEoCSJ4CiRTdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2USLgoEcGFnZRgDIAEoCzIgLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFBhZ2USFAoMcmVkaXJlY3RfdXJsGAQgASgJSgQIARACSgQIAhADIjEKFkdldFByZU9yZGVyUGFnZVJlcXVlc3QSFwoPcHJlX29yZGVyX3Rva2VuGAEgASgJIk8KF0dldFByZU9yZGVyUGFnZVJlc3BvbnNlEi4KBHBhZ2UYAiABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlSgQIARACIp8BChhQYXlQcmVPcmRlckJ5Q2FyZFJlcXVlc3QSFwoPcHJlX29yZGVyX3Rva2VuGAEgASgJEhMKC2hvbGRlcl9uYW1lGAIgASgJEhMKC2NhcmRfbnVtYmVyGAMgASgJEhQKDGV4cGlyeV9tb250aBgEIAEoCRITCgtleHBpcnlfeWVhchgFIAEoCRIVCg1zZWN1cml0eV9jb2RlGAYgASgJIlEKGVBheVByZU9yZGVyQnlDYXJkUmVzcG9uc2USLgoEcGFnZRgCIAEoCzIgLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFBhZ2VKBAgBEAIy/gcKDkRlcG9zaXRTZXJ2aWNlEncKEkRlcG9zaXRCeUxvY2FsQ2FyZBIuLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5TG9jYWxDYXJkUmVxdWVzdBovLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5TG9jYWxDYXJkUmVzcG9uc2UiABJ9ChREZXBvc2l0QnlCYW5rQWNjb3VudBIwLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5QmFua0FjY291bnRSZXF1ZXN0GjEucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlCYW5rQWNjb3VudFJlc3BvbnNlIgASegoTRGVwb3NpdEJ5VmlzYU1hc3RlchIvLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5VmlzYU1hc3RlclJlcXVlc3QaMC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeVZpc2FNYXN0ZXJSZXNwb25zZSIAEmsKDkNvbmZpcm1QYXltZW50EioucGF5bWVudHMuZGVwb3NpdC52MS5Db25maXJtUGF5bWVudFJlcXVlc3QaKy5wYXltZW50cy5kZXBvc2l0LnYxLkNvbmZpcm1QYXltZW50UmVzcG9uc2UiABKMAQoZR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvbhI1LnBheW1lbnRzLmRlcG9zaXQudjEuR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QaNi5wYXltZW50cy5kZXBvc2l0LnYxLkdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZSIAEpUBChxTdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uEjgucGF5bWVudHMuZGVwb3NpdC52MS5TdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBo5LnBheW1lbnRzLmRlcG9zaXQudjEuU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlIgASbgoPR2V0UHJlT3JkZXJQYWdlEisucGF5bWVudHMuZGVwb3NpdC52MS5HZXRQcmVPcmRlclBhZ2VSZXF1ZXN0GiwucGF5bWVudHMuZGVwb3NpdC52MS5HZXRQcmVPcmRlclBhZ2VSZXNwb25zZSIAEnQKEVBheVByZU9yZGVyQnlDYXJkEi0ucGF5bWVudHMuZGVwb3NpdC52MS5QYXlQcmVPcmRlckJ5Q2FyZFJlcXVlc3QaLi5wYXltZW50cy5kZXBvc2l0LnYxLlBheVByZU9yZGVyQnlDYXJkUmVzcG9uc2UiAGIGcHJvdG8z", [file_payments_common_v1_errors, file_payments_wallet_v1_wallet]);
+  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEiqwEKFFJlZnVuZERlcG9zaXRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhEKCXJlZmVyZW5jZRgCIAEoCRIUCgxhbW91bnRfdW5pdHMYAyABKAMSDgoGcmVhc29uGAQgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkiwAEKDURlcG9zaXRSZWZ1bmQSGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIRCglyZWZlcmVuY2UYAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSDgoGcmVhc29uGAcgASgJEhYKDmZhaWx1cmVfcmVhc29uGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAkiSwoVUmVmdW5kRGVwb3NpdFJlc3BvbnNlEjIKBnJlZnVuZBgBIAEoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlZnVuZCKLAQoZTGlzdERlcG9zaXRSZWZ1bmRzUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIYChByZWZ1bmRfcmVmZXJlbmNlGAIgASgJEhEKCXJlZmVyZW5jZRgDIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgifQoaTGlzdERlcG9zaXRSZWZ1bmRzUmVzcG9uc2USMwoHcmVmdW5kcxgBIAMoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlZnVuZBIYChByZWZ1bmRhYmxlX3VuaXRzGAIgASgDEhAKCGN1cnJlbmN5GAMgASgJItgBChlEZXBvc2l0QnlMb2NhbENhcmRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD3ByZV9vcmRlcl90b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJItoBChtEZXBvc2l0QnlCYW5rQWNjb3VudFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAki8AEKGkRlcG9zaXRCeVZpc2FNYXN0ZXJSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD3ByZV9vcmRlcl90b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIVCg1zZWN1cml0eV9jb2RlGAcgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkiuAEKDlN0YXJ0ZWREZXBvc2l0EhEKCXJlZmVyZW5jZRgBIAEoCRINCgV0b2tlbhgCIAEoCRISCgp0b2tlbl90eXBlGAMgASgFEhcKD25lZWRfdmVyaWZ5X3RyeBgEIAEoCBI7Cgxjb25maXJtYXRpb24YBiABKAsyJS5wYXltZW50cy5kZXBvc2l0LnYxLkNhcmRDb25maXJtYXRpb25KBAgFEAZSFGh0bWxfY29uZmlybV9wYXltZW50IsMBChBDYXJkQ29uZmlybWF0aW9uEhUKDWRlcG9zaXRfdG9rZW4YASABKAkSFQoNbWVyY2hhbnRfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDQoFYnJhbmQYBiABKAkSDQoFbGFzdDQYByABKAkSEwoLaG9sZGVyX25hbWUYCCABKAkSEQoJcmVmZXJlbmNlGAkgASgJIkQKDURlcG9zaXRSZXN1bHQSEQoJcmVmZXJlbmNlGAEgASgJEg8KB3N1Y2Nlc3MYAiABKAgSDwoHcHJvYmxlbRgDIAEoCSL7AQoMUHJlb3JkZXJQYWdlEhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCRITCgtzZWxsZXJfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDAoEcGFpZBgGIAEoCBIyCgZlcnJvcnMYByADKAsyIi5wYXltZW50cy5jb21tb24udjEuRmllbGRWaW9sYXRpb24SEwoLaG9sZGVyX25hbWUYCCABKAkSFAoMZXhwaXJ5X21vbnRoGAkgASgJEhMKC2V4cGlyeV95ZWFyGAogASgJIg4KDFBhZ2VOb3RGb3VuZCL5AQoLRGVwb3NpdFBhZ2USNgoJbm90X2ZvdW5kGAEgASgLMiEucGF5bWVudHMuZGVwb3NpdC52MS5QYWdlTm90Rm91bmRIABI9Cgxjb25maXJtYXRpb24YAiABKAsyJS5wYXltZW50cy5kZXBvc2l0LnYxLkNhcmRDb25maXJtYXRpb25IABI0CgZyZXN1bHQYAyABKAsyIi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRSZXN1bHRIABI1CghwcmVvcmRlchgEIAEoCzIhLnBheW1lbnRzLmRlcG9zaXQudjEuUHJlb3JkZXJQYWdlSABCBgoEdmlldyJSChpEZXBvc2l0QnlMb2NhbENhcmRSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCJUChxEZXBvc2l0QnlCYW5rQWNjb3VudFJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IlMKG0RlcG9zaXRCeVZpc2FNYXN0ZXJSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCKlAQoVQ29uZmlybVBheW1lbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFdG9rZW4YAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSIYChZDb25maXJtUGF5bWVudFJlc3BvbnNlIjkKIEdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0EhUKDWRlcG9zaXRfdG9rZW4YASABKAkiWQohR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlEi4KBHBhZ2UYAiABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlSgQIARACIjwKI1N1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0EhUKDWRlcG9zaXRfdG9rZW4YASABKAkieAokU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlEi4KBHBhZ2UYAyABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlEhQKDHJlZGlyZWN0X3VybBgEIAEoCUoECAEQAkoECAIQAyIxChZHZXRQcmVPcmRlclBhZ2VSZXF1ZXN0EhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCSJPChdHZXRQcmVPcmRlclBhZ2VSZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAiKfAQoYUGF5UHJlT3JkZXJCeUNhcmRSZXF1ZXN0EhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCRITCgtob2xkZXJfbmFtZRgCIAEoCRITCgtjYXJkX251bWJlchgDIAEoCRIUCgxleHBpcnlfbW9udGgYBCABKAkSEwoLZXhwaXJ5X3llYXIYBSABKAkSFQoNc2VjdXJpdHlfY29kZRgGIAEoCSJRChlQYXlQcmVPcmRlckJ5Q2FyZFJlc3BvbnNlEi4KBHBhZ2UYAiABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlSgQIARACMuEJCg5EZXBvc2l0U2VydmljZRJ3ChJEZXBvc2l0QnlMb2NhbENhcmQSLi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUxvY2FsQ2FyZFJlcXVlc3QaLy5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUxvY2FsQ2FyZFJlc3BvbnNlIgASfQoURGVwb3NpdEJ5QmFua0FjY291bnQSMC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUJhbmtBY2NvdW50UmVxdWVzdBoxLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5QmFua0FjY291bnRSZXNwb25zZSIAEnoKE0RlcG9zaXRCeVZpc2FNYXN0ZXISLy5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeVZpc2FNYXN0ZXJSZXF1ZXN0GjAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlWaXNhTWFzdGVyUmVzcG9uc2UiABJrCg5Db25maXJtUGF5bWVudBIqLnBheW1lbnRzLmRlcG9zaXQudjEuQ29uZmlybVBheW1lbnRSZXF1ZXN0GisucGF5bWVudHMuZGVwb3NpdC52MS5Db25maXJtUGF5bWVudFJlc3BvbnNlIgASjAEKGUdldFZpc2FNYXN0ZXJDb25maXJtYXRpb24SNS5wYXltZW50cy5kZXBvc2l0LnYxLkdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0GjYucGF5bWVudHMuZGVwb3NpdC52MS5HZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2UiABKVAQocU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvbhI4LnBheW1lbnRzLmRlcG9zaXQudjEuU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QaOS5wYXltZW50cy5kZXBvc2l0LnYxLlN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZSIAEm4KD0dldFByZU9yZGVyUGFnZRIrLnBheW1lbnRzLmRlcG9zaXQudjEuR2V0UHJlT3JkZXJQYWdlUmVxdWVzdBosLnBheW1lbnRzLmRlcG9zaXQudjEuR2V0UHJlT3JkZXJQYWdlUmVzcG9uc2UiABJ0ChFQYXlQcmVPcmRlckJ5Q2FyZBItLnBheW1lbnRzLmRlcG9zaXQudjEuUGF5UHJlT3JkZXJCeUNhcmRSZXF1ZXN0Gi4ucGF5bWVudHMuZGVwb3NpdC52MS5QYXlQcmVPcmRlckJ5Q2FyZFJlc3BvbnNlIgASaAoNUmVmdW5kRGVwb3NpdBIpLnBheW1lbnRzLmRlcG9zaXQudjEuUmVmdW5kRGVwb3NpdFJlcXVlc3QaKi5wYXltZW50cy5kZXBvc2l0LnYxLlJlZnVuZERlcG9zaXRSZXNwb25zZSIAEncKEkxpc3REZXBvc2l0UmVmdW5kcxIuLnBheW1lbnRzLmRlcG9zaXQudjEuTGlzdERlcG9zaXRSZWZ1bmRzUmVxdWVzdBovLnBheW1lbnRzLmRlcG9zaXQudjEuTGlzdERlcG9zaXRSZWZ1bmRzUmVzcG9uc2UiAGIGcHJvdG8z", [file_payments_common_v1_errors, file_payments_wallet_v1_wallet]);
+
+/**
+ * @generated from message payments.deposit.v1.RefundDepositRequest
+ */
+export type RefundDepositRequest = Message<"payments.deposit.v1.RefundDepositRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * The deposit's reference (DEP…).
+   *
+   * @generated from field: string reference = 2;
+   */
+  reference: string;
+
+  /**
+   * Minor units of the deposit's currency; 0: everything still refundable.
+   *
+   * @generated from field: int64 amount_units = 3;
+   */
+  amountUnits: bigint;
+
+  /**
+   * Why (at most 255 characters; may be empty).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
+   */
+  auth?: ActionAuth | undefined;
+
+  /**
+   * The client's Idempotency-Key header (empty when none). The same signed body answers the first refund whatever
+   * this key; the key only narrows (docs/idempotency.md).
+   *
+   * @generated from field: string idempotency_key = 21;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.RefundDepositRequest.
+ * Use `create(RefundDepositRequestSchema)` to create a new message.
+ */
+export const RefundDepositRequestSchema: GenMessage<RefundDepositRequest> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 0);
+
+/**
+ * One refund of a deposit.
+ *
+ * @generated from message payments.deposit.v1.DepositRefund
+ */
+export type DepositRefund = Message<"payments.deposit.v1.DepositRefund"> & {
+  /**
+   * DRF…; also the DepositRefundWorkflow id.
+   *
+   * @generated from field: string refund_reference = 1;
+   */
+  refundReference: string;
+
+  /**
+   * The deposit's reference (DEP…).
+   *
+   * @generated from field: string reference = 2;
+   */
+  reference: string;
+
+  /**
+   * held, succeeded or failed.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * reversal (before capture) or refund.
+   *
+   * @generated from field: string method = 4;
+   */
+  method: string;
+
+  /**
+   * @generated from field: int64 amount_units = 5;
+   */
+  amountUnits: bigint;
+
+  /**
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * The acquirer's message when failed; empty otherwise.
+   *
+   * @generated from field: string failure_reason = 8;
+   */
+  failureReason: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string created_at = 9;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.DepositRefund.
+ * Use `create(DepositRefundSchema)` to create a new message.
+ */
+export const DepositRefundSchema: GenMessage<DepositRefund> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 1);
+
+/**
+ * @generated from message payments.deposit.v1.RefundDepositResponse
+ */
+export type RefundDepositResponse = Message<"payments.deposit.v1.RefundDepositResponse"> & {
+  /**
+   * @generated from field: payments.deposit.v1.DepositRefund refund = 1;
+   */
+  refund?: DepositRefund | undefined;
+};
+
+/**
+ * Describes the message payments.deposit.v1.RefundDepositResponse.
+ * Use `create(RefundDepositResponseSchema)` to create a new message.
+ */
+export const RefundDepositResponseSchema: GenMessage<RefundDepositResponse> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 2);
+
+/**
+ * @generated from message payments.deposit.v1.ListDepositRefundsRequest
+ */
+export type ListDepositRefundsRequest = Message<"payments.deposit.v1.ListDepositRefundsRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * One refund by its reference (DRF…) …
+   *
+   * @generated from field: string refund_reference = 2;
+   */
+  refundReference: string;
+
+  /**
+   * … or every refund of this deposit (DEP…), newest first.
+   *
+   * @generated from field: string reference = 3;
+   */
+  reference: string;
+
+  /**
+   * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
+   */
+  auth?: ActionAuth | undefined;
+};
+
+/**
+ * Describes the message payments.deposit.v1.ListDepositRefundsRequest.
+ * Use `create(ListDepositRefundsRequestSchema)` to create a new message.
+ */
+export const ListDepositRefundsRequestSchema: GenMessage<ListDepositRefundsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 3);
+
+/**
+ * @generated from message payments.deposit.v1.ListDepositRefundsResponse
+ */
+export type ListDepositRefundsResponse = Message<"payments.deposit.v1.ListDepositRefundsResponse"> & {
+  /**
+   * @generated from field: repeated payments.deposit.v1.DepositRefund refunds = 1;
+   */
+  refunds: DepositRefund[];
+
+  /**
+   * What is still refundable of the deposit (minor units of its currency).
+   *
+   * @generated from field: int64 refundable_units = 2;
+   */
+  refundableUnits: bigint;
+
+  /**
+   * @generated from field: string currency = 3;
+   */
+  currency: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.ListDepositRefundsResponse.
+ * Use `create(ListDepositRefundsResponseSchema)` to create a new message.
+ */
+export const ListDepositRefundsResponseSchema: GenMessage<ListDepositRefundsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 4);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardRequest
@@ -79,7 +283,7 @@ export type DepositByLocalCardRequest = Message<"payments.deposit.v1.DepositByLo
  * Use `create(DepositByLocalCardRequestSchema)` to create a new message.
  */
 export const DepositByLocalCardRequestSchema: GenMessage<DepositByLocalCardRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 0);
+  messageDesc(file_payments_deposit_v1_deposit, 5);
 
 /**
  * @generated from message payments.deposit.v1.DepositByBankAccountRequest
@@ -137,7 +341,7 @@ export type DepositByBankAccountRequest = Message<"payments.deposit.v1.DepositBy
  * Use `create(DepositByBankAccountRequestSchema)` to create a new message.
  */
 export const DepositByBankAccountRequestSchema: GenMessage<DepositByBankAccountRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 1);
+  messageDesc(file_payments_deposit_v1_deposit, 6);
 
 /**
  * @generated from message payments.deposit.v1.DepositByVisaMasterRequest
@@ -202,7 +406,7 @@ export type DepositByVisaMasterRequest = Message<"payments.deposit.v1.DepositByV
  * Use `create(DepositByVisaMasterRequestSchema)` to create a new message.
  */
 export const DepositByVisaMasterRequestSchema: GenMessage<DepositByVisaMasterRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 2);
+  messageDesc(file_payments_deposit_v1_deposit, 7);
 
 /**
  * What every deposit service answers.
@@ -249,7 +453,7 @@ export type StartedDeposit = Message<"payments.deposit.v1.StartedDeposit"> & {
  * Use `create(StartedDepositSchema)` to create a new message.
  */
 export const StartedDepositSchema: GenMessage<StartedDeposit> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 3);
+  messageDesc(file_payments_deposit_v1_deposit, 8);
 
 /**
  * What the Visa/Master confirmation page shows and where its form posts.
@@ -314,7 +518,7 @@ export type CardConfirmation = Message<"payments.deposit.v1.CardConfirmation"> &
  * Use `create(CardConfirmationSchema)` to create a new message.
  */
 export const CardConfirmationSchema: GenMessage<CardConfirmation> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 4);
+  messageDesc(file_payments_deposit_v1_deposit, 9);
 
 /**
  * A deposit that is no longer pending, as the result object reports it.
@@ -345,7 +549,7 @@ export type DepositResult = Message<"payments.deposit.v1.DepositResult"> & {
  * Use `create(DepositResultSchema)` to create a new message.
  */
 export const DepositResultSchema: GenMessage<DepositResult> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 5);
+  messageDesc(file_payments_deposit_v1_deposit, 10);
 
 /**
  * The hosted preorder page: its summary, and after a refused submission the failing fields and what was typed
@@ -414,7 +618,7 @@ export type PreorderPage = Message<"payments.deposit.v1.PreorderPage"> & {
  * Use `create(PreorderPageSchema)` to create a new message.
  */
 export const PreorderPageSchema: GenMessage<PreorderPage> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 6);
+  messageDesc(file_payments_deposit_v1_deposit, 11);
 
 /**
  * The token names no page.
@@ -429,7 +633,7 @@ export type PageNotFound = Message<"payments.deposit.v1.PageNotFound"> & {
  * Use `create(PageNotFoundSchema)` to create a new message.
  */
 export const PageNotFoundSchema: GenMessage<PageNotFound> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 7);
+  messageDesc(file_payments_deposit_v1_deposit, 12);
 
 /**
  * One deposit page as a view.
@@ -472,7 +676,7 @@ export type DepositPage = Message<"payments.deposit.v1.DepositPage"> & {
  * Use `create(DepositPageSchema)` to create a new message.
  */
 export const DepositPageSchema: GenMessage<DepositPage> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 8);
+  messageDesc(file_payments_deposit_v1_deposit, 13);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardResponse
@@ -489,7 +693,7 @@ export type DepositByLocalCardResponse = Message<"payments.deposit.v1.DepositByL
  * Use `create(DepositByLocalCardResponseSchema)` to create a new message.
  */
 export const DepositByLocalCardResponseSchema: GenMessage<DepositByLocalCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 9);
+  messageDesc(file_payments_deposit_v1_deposit, 14);
 
 /**
  * @generated from message payments.deposit.v1.DepositByBankAccountResponse
@@ -506,7 +710,7 @@ export type DepositByBankAccountResponse = Message<"payments.deposit.v1.DepositB
  * Use `create(DepositByBankAccountResponseSchema)` to create a new message.
  */
 export const DepositByBankAccountResponseSchema: GenMessage<DepositByBankAccountResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 10);
+  messageDesc(file_payments_deposit_v1_deposit, 15);
 
 /**
  * @generated from message payments.deposit.v1.DepositByVisaMasterResponse
@@ -523,7 +727,7 @@ export type DepositByVisaMasterResponse = Message<"payments.deposit.v1.DepositBy
  * Use `create(DepositByVisaMasterResponseSchema)` to create a new message.
  */
 export const DepositByVisaMasterResponseSchema: GenMessage<DepositByVisaMasterResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 11);
+  messageDesc(file_payments_deposit_v1_deposit, 16);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentRequest
@@ -574,7 +778,7 @@ export type ConfirmPaymentRequest = Message<"payments.deposit.v1.ConfirmPaymentR
  * Use `create(ConfirmPaymentRequestSchema)` to create a new message.
  */
 export const ConfirmPaymentRequestSchema: GenMessage<ConfirmPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 12);
+  messageDesc(file_payments_deposit_v1_deposit, 17);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentResponse
@@ -587,7 +791,7 @@ export type ConfirmPaymentResponse = Message<"payments.deposit.v1.ConfirmPayment
  * Use `create(ConfirmPaymentResponseSchema)` to create a new message.
  */
 export const ConfirmPaymentResponseSchema: GenMessage<ConfirmPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 13);
+  messageDesc(file_payments_deposit_v1_deposit, 18);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationRequest
@@ -604,7 +808,7 @@ export type GetVisaMasterConfirmationRequest = Message<"payments.deposit.v1.GetV
  * Use `create(GetVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationRequestSchema: GenMessage<GetVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 14);
+  messageDesc(file_payments_deposit_v1_deposit, 19);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationResponse
@@ -623,7 +827,7 @@ export type GetVisaMasterConfirmationResponse = Message<"payments.deposit.v1.Get
  * Use `create(GetVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationResponseSchema: GenMessage<GetVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 15);
+  messageDesc(file_payments_deposit_v1_deposit, 20);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationRequest
@@ -640,7 +844,7 @@ export type SubmitVisaMasterConfirmationRequest = Message<"payments.deposit.v1.S
  * Use `create(SubmitVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationRequestSchema: GenMessage<SubmitVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 16);
+  messageDesc(file_payments_deposit_v1_deposit, 21);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationResponse
@@ -666,7 +870,7 @@ export type SubmitVisaMasterConfirmationResponse = Message<"payments.deposit.v1.
  * Use `create(SubmitVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationResponseSchema: GenMessage<SubmitVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 17);
+  messageDesc(file_payments_deposit_v1_deposit, 22);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageRequest
@@ -683,7 +887,7 @@ export type GetPreOrderPageRequest = Message<"payments.deposit.v1.GetPreOrderPag
  * Use `create(GetPreOrderPageRequestSchema)` to create a new message.
  */
 export const GetPreOrderPageRequestSchema: GenMessage<GetPreOrderPageRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 18);
+  messageDesc(file_payments_deposit_v1_deposit, 23);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageResponse
@@ -702,7 +906,7 @@ export type GetPreOrderPageResponse = Message<"payments.deposit.v1.GetPreOrderPa
  * Use `create(GetPreOrderPageResponseSchema)` to create a new message.
  */
 export const GetPreOrderPageResponseSchema: GenMessage<GetPreOrderPageResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 19);
+  messageDesc(file_payments_deposit_v1_deposit, 24);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardRequest
@@ -746,7 +950,7 @@ export type PayPreOrderByCardRequest = Message<"payments.deposit.v1.PayPreOrderB
  * Use `create(PayPreOrderByCardRequestSchema)` to create a new message.
  */
 export const PayPreOrderByCardRequestSchema: GenMessage<PayPreOrderByCardRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 20);
+  messageDesc(file_payments_deposit_v1_deposit, 25);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardResponse
@@ -765,7 +969,7 @@ export type PayPreOrderByCardResponse = Message<"payments.deposit.v1.PayPreOrder
  * Use `create(PayPreOrderByCardResponseSchema)` to create a new message.
  */
 export const PayPreOrderByCardResponseSchema: GenMessage<PayPreOrderByCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 21);
+  messageDesc(file_payments_deposit_v1_deposit, 26);
 
 /**
  * DepositService carries the Area C deposits (docs/area-c.md "Deposits and confirmations"): a deposit
@@ -862,6 +1066,28 @@ export const DepositService: GenService<{
     methodKind: "unary";
     input: typeof PayPreOrderByCardRequestSchema;
     output: typeof PayPreOrderByCardResponseSchema;
+  },
+  /**
+   * RefundDeposit refunds (part of) a completed deposit of the caller (docs/refunds.md "Area C", a platform
+   * extension): held on the credited account, then the acquirer reverses the authorization (before capture) or
+   * refunds it, in a DepositRefundWorkflow (id = the refund reference). The same signed body answers the first refund.
+   *
+   * @generated from rpc payments.deposit.v1.DepositService.RefundDeposit
+   */
+  refundDeposit: {
+    methodKind: "unary";
+    input: typeof RefundDepositRequestSchema;
+    output: typeof RefundDepositResponseSchema;
+  },
+  /**
+   * ListDepositRefunds answers one refund of the caller (refund_reference), or a deposit's refunds (reference).
+   *
+   * @generated from rpc payments.deposit.v1.DepositService.ListDepositRefunds
+   */
+  listDepositRefunds: {
+    methodKind: "unary";
+    input: typeof ListDepositRefundsRequestSchema;
+    output: typeof ListDepositRefundsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_deposit_v1_deposit, 0);

@@ -1,0 +1,63 @@
+/**
+ * Refunds the platform makes on a merchant's outcome policy (docs/refunds.md "Outcome policies"), inside the payin
+ * settlement's own transaction: the refund row, its hold on the merchant's wallet (`<ref>:hold`) and its
+ * `refund.created` event, exactly as a merchant's refund (./service.ts `recordRefund`), under a reference the caller
+ * derives from the payin and the payment, so a retried settlement finds its refund instead of making a second one.
+ * The RefundWorkflow is started after the commit (`startRefundWorkflow`, the payin workflow's `startRefunds`).
+ */
+import { recordEvent } from '../../events';
+import type { Knex } from '../../db/knex';
+import type { PlatformDeps } from '../../platform-deps';
+import { upstreamRefundUrl } from '../../config';
+import { placeRefundHold, refundEventData } from './activities';
+import { findRefund, insertRefund, updateRefund } from './store';
+
+/** A refund an outcome policy decided. Amount in minor units of `currency`. */
+export interface PolicyRefund {
+  /** `RFD-` + 20 uppercase letters and digits, derived by the caller from the payin and the payment. */
+  refund_reference: string;
+  merchant_id: string;
+  invoice_reference: string;
+  out_trade_no: string;
+  /** The refunded payment's upstream trx_ref. */
+  trx_ref: string;
+  amount_units: bigint;
+  currency: 'USDT';
+  /** The payer's TRON address the upstream reported with the payment. */
+  address: string;
+  /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
+  reason: string;
+}
+
+/** Whether a refund provider is configured: without one a policy cannot refund (the payment is credited). */
+export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boolean {
+  return upstreamRefundUrl(deps.config) !== undefined;
+}
+
+/**
+ * Records the refund held and announced (`refund.created`), in `trx`, unless a refund with its reference exists (a
+ * retried settlement): then nothing is written.
+ * @returns true when this call recorded it
+ * @throws DomainError INSUFFICIENT_FUNDS (from the ledger) when the wallet has less available than the refund; the
+ *   caller's transaction rolls back
+ */
+export async function holdPolicyRefund(deps: Pick<PlatformDeps, 'ledger' | 'config'>, trx: Knex.Transaction, refund: PolicyRefund): Promise<boolean> {
+  if (await findRefund(trx, refund.refund_reference)) return false;
+  const row = {
+    ...refund,
+    request_key: null,
+    request_fingerprint: null,
+    pending_transfer_id: null,
+    decision_due_at: new Date(Date.now() + deps.config.REFUND_DECISION_TIMEOUT_SECONDS * 1000),
+  };
+  await insertRefund(trx, row);
+  await updateRefund(trx, refund.refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, row) });
+  const created = (await findRefund(trx, refund.refund_reference))!;
+  await recordEvent(trx, { owner: { type: 'merchant', id: refund.merchant_id }, subject: refund.invoice_reference, type: 'refund.created', data: refundEventData(created) });
+  return true;
+}
+
+/** The refund's status, or undefined when there is no refund with this reference. */
+export async function policyRefundStatus(conn: Knex | Knex.Transaction, refund_reference: string): Promise<string | undefined> {
+  return (await findRefund(conn, refund_reference))?.status;
+}

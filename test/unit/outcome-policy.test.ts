@@ -1,0 +1,85 @@
+/**
+ * The outcome policy's pure parts (docs/refunds.md "Outcome policies"): the tolerance, the decision of each rule in
+ * its order, the refund's amount (never more than the payment credited: the fee is not returned), the deterministic
+ * refund reference, and the checks of a change.
+ */
+import { DomainError } from '../../src/errors';
+import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, withinTolerance, type OutcomePolicy } from '../../src/flows/payin/policy';
+import { decideOutcome, policyRefundReference } from '../../src/flows/payin/resolution';
+
+const strict: OutcomePolicy = { underpaid: 'refund', overpaid: 'refund_excess', late: 'refund', tolerance_percent: '2' };
+const payment = (paid: bigint, extra: Partial<{ late: boolean; additional: boolean; fee: bigint }> = {}) => ({
+  paid_units: paid,
+  fee_units: extra.fee ?? paid / 100n,
+  invoice_units: 10_000_000n,
+  late: extra.late ?? false,
+  additional: extra.additional ?? false,
+});
+
+describe('withinTolerance', () => {
+  it('compares exactly, both ways, in hundredths of a percent', () => {
+    expect(withinTolerance(9_800_000n, 10_000_000n, '2')).toBe(true);
+    expect(withinTolerance(9_799_999n, 10_000_000n, '2')).toBe(false);
+    expect(withinTolerance(10_200_000n, 10_000_000n, '2.00')).toBe(true);
+    expect(withinTolerance(10_200_001n, 10_000_000n, '2')).toBe(false);
+    expect(withinTolerance(10_005_000n, 10_000_000n, '0.05')).toBe(true);
+    expect(withinTolerance(10_005_001n, 10_000_000n, '0.05')).toBe(false);
+    expect(withinTolerance(10_000_000n, 10_000_000n, '0')).toBe(true);
+    expect(withinTolerance(10_000_001n, 10_000_000n, '0')).toBe(false);
+    expect(withinTolerance(0n, 10_000_000n, '100')).toBe(true);
+  });
+});
+
+describe('decideOutcome', () => {
+  it('credits everything under the default policy (only the tolerance 0 match is named)', () => {
+    expect(decideOutcome(DEFAULT_OUTCOME_POLICY, payment(5_000_000n))).toEqual({ rule: 'underpaid', decision: 'credit', refund_units: 0n });
+    expect(decideOutcome(DEFAULT_OUTCOME_POLICY, payment(12_000_000n))).toEqual({ rule: 'overpaid', decision: 'credit', refund_units: 0n });
+    expect(decideOutcome(DEFAULT_OUTCOME_POLICY, payment(10_000_000n, { late: true }))).toEqual({ rule: 'match', decision: 'within_tolerance', refund_units: 0n });
+    expect(decideOutcome(DEFAULT_OUTCOME_POLICY, payment(3_000_000n, { additional: true }))).toEqual({ rule: 'additional_payment', decision: 'credit', refund_units: 0n });
+  });
+
+  it('applies the rules in order: additional, late, tolerance, underpaid, overpaid', () => {
+    expect(decideOutcome(strict, payment(3_000_000n, { additional: true }))).toEqual({ rule: 'additional_payment', decision: 'refund_full', refund_units: 2_970_000n });
+    expect(decideOutcome(strict, payment(10_000_000n, { late: true }))).toEqual({ rule: 'late', decision: 'refund_full', refund_units: 9_900_000n });
+    expect(decideOutcome({ ...strict, late: 'credit' }, payment(5_000_000n, { late: true }))).toEqual({ rule: 'underpaid', decision: 'refund_full', refund_units: 4_950_000n });
+    expect(decideOutcome(strict, payment(9_900_000n))).toEqual({ rule: 'match', decision: 'within_tolerance', refund_units: 0n });
+    expect(decideOutcome(strict, payment(5_000_000n))).toEqual({ rule: 'underpaid', decision: 'refund_full', refund_units: 4_950_000n });
+    expect(decideOutcome(strict, payment(12_000_000n))).toEqual({ rule: 'overpaid', decision: 'refund_excess', refund_units: 2_000_000n });
+  });
+
+  it('never refunds more than the payment credited (paid − fee)', () => {
+    // 10 invoiced, 100 paid at a 95 % fee: the excess (90) is more than was credited (5).
+    expect(decideOutcome(strict, payment(100_000_000n, { fee: 95_000_000n }))).toEqual({ rule: 'overpaid', decision: 'refund_excess', refund_units: 5_000_000n });
+  });
+});
+
+describe('policyRefundReference', () => {
+  it('is a refund reference, the same for one payment and another for another', () => {
+    const settle = policyRefundReference('PAYIN-ABC:settle');
+    expect(settle).toMatch(/^RFD-[A-Z0-9]{20}$/);
+    expect(policyRefundReference('PAYIN-ABC:settle')).toBe(settle);
+    expect(policyRefundReference('PAYIN-ABC:additional:T1:3000000')).not.toBe(settle);
+  });
+});
+
+describe('checkPolicyChange', () => {
+  it('keeps only the fields given', () => {
+    expect(checkPolicyChange({ overpaid: 'refund_excess', tolerance_percent: '0.5' })).toEqual({ overpaid: 'refund_excess', tolerance_percent: '0.5' });
+    expect(checkPolicyChange({})).toEqual({});
+  });
+
+  it('names every refused field', () => {
+    const refusal = (() => {
+      try {
+        checkPolicyChange({ underpaid: 'refund_excess', overpaid: 'refund', late: '', tolerance_percent: '100.5' });
+      } catch (error) {
+        return error as DomainError;
+      }
+      throw new Error('not refused');
+    })();
+    expect(refusal.reason).toBe('VALIDATION_FAILED');
+    expect(Object.keys(refusal.fields ?? {}).sort()).toEqual(['late', 'overpaid', 'tolerance_percent', 'underpaid']);
+    for (const bad of ['-1', '1.234', '1e2', '101', ' 1', '1.', '.5', '0x10']) expect(() => checkPolicyChange({ tolerance_percent: bad })).toThrow();
+    for (const good of ['0', '0.5', '2', '99.99', '100', '100.0', '100.00']) expect(checkPolicyChange({ tolerance_percent: good })).toEqual({ tolerance_percent: good });
+  });
+});
