@@ -6,7 +6,7 @@ import type { PlatformDeps } from './platform-deps';
 import { createDiagnosticsActivities } from './health/activities';
 import { createPreTransferActivities } from './flows/pre-transfer/activities';
 import { createPayinActivities } from './flows/payin/activities';
-import { createWebhookActivities } from './webhooks/activities';
+import { createWebhookActivities } from './webhooks';
 import { createDepositActivities } from './flows/deposit/activities';
 import { createDepositRefundActivities } from './flows/deposit/refund-activities';
 import { restartDepositRefund } from './flows/deposit/refund';

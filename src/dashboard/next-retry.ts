@@ -13,7 +13,7 @@
  *   pending, next_retry_at long passed          NOT_SCHEDULED, at next_retry_at (nothing sent it: redeliver it)
  */
 import { NextRetry } from '../gen/payments/dashboard/v1/dashboard_pb';
-import type { WebhookAttemptRow, WebhookEventRow } from '../webhooks/store';
+import type { WebhookAttemptRow, WebhookEventRow } from '../webhooks';
 
 /** Past a due time by more than the attempt's timeout and this, a retry is taken as not coming, seconds. */
 export const OVERDUE_SLACK_SECONDS = 30;

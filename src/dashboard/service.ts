@@ -35,8 +35,7 @@ import { merchantIdOfApiUserName } from '../merchant-users';
 import { getMerchant, MERCHANT_WALLET_CURRENCIES, verifyMerchantApiLogin } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
-import { redeliverWebhook } from '../webhooks';
-import { attemptsOf, findWebhookEvent, merchantWebhooksPage, type WebhookEventRow } from '../webhooks/store';
+import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';
 import { retryScheduleOf } from './next-retry';
 import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, findOutcomePolicy, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
@@ -47,7 +46,7 @@ export const DEFAULT_PAGE_SIZE = 20;
 
 /**
  * The headers every webhook carries besides Content-Type, in the order docs/webhooks.md lists them; the first is
- * the merchant's signature header (src/webhooks/activities.ts sends them).
+ * the merchant's signature header (src/webhooks/index.ts sends them).
  */
 export const WEBHOOK_HEADERS = ['x-webhook-id', 'x-webhook-event', 'x-webhook-attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
 

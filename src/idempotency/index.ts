@@ -21,6 +21,7 @@
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
+import { randomAlphanumeric } from '../crypto/secrets';
 import { COMMON_REASONS, DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
 import { REASONS } from '../reasons';
 import type { MerchantAct } from '../merchant-auth/types';
@@ -100,8 +101,17 @@ export async function answerIdempotently<Desc extends DescMessage>(
 }
 
 /**
+ * A new public reference of a money movement (`TRF…`, `PAY…`, `BLK…`, `DEP…`): `prefix` + 18 random uppercase
+ * letters or digits. A movement whose request has an idempotency key takes `referenceFromKey` instead, so a re-run
+ * names it alike.
+ */
+export function newReference(prefix: string): string {
+  return `${prefix}${randomAlphanumeric(18)}`;
+}
+
+/**
  * A movement's public reference derived from its request's own key (`prefix` + 18 uppercase hex characters, the
- * form of src/references' new ones): a re-run after a crash builds the same reference, hence the same ledger
+ * form of `newReference`'s): a re-run after a crash builds the same reference, hence the same ledger
  * idempotency key, and moves nothing twice.
  */
 export function referenceFromKey(prefix: string, ownKey: string): string {

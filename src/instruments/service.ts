@@ -22,8 +22,22 @@ import { isHttpUrl } from '../web/url';
 import { merchantUser } from '../merchant-users';
 import { startWebhookDeliveriesAfterCommit } from '../webhooks';
 import { activationCode, activationCodeSha256, activationUrl, qrImageUrl, recordActivationCallBack } from './activation';
-import { cardBrand, isExpired, normalizeAccountNumber, normalizeCardNumber, parseExpiry, validSecurityCode, type Expiry } from './cards';
-import { checkHolderName, findBankAccountByToken, findByActivationCodeHash, insertInstrument, markActivated, newInstrumentToken, type Instrument } from './store';
+import {
+  cardBrand,
+  checkHolderName,
+  findBankAccountByToken,
+  findByActivationCodeHash,
+  insertInstrument,
+  isExpired,
+  markActivated,
+  newInstrumentToken,
+  normalizeAccountNumber,
+  normalizeCardNumber,
+  parseExpiry,
+  validSecurityCode,
+  type Expiry,
+  type Instrument,
+} from './store';
 
 
 function add(problems: FieldViolations, field: string, message: string): void {

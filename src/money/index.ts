@@ -6,6 +6,7 @@
  */
 import { isLosslessNumber, LosslessNumber, parse, stringify } from 'lossless-json';
 import { COMMON_REASONS, DomainError } from '../errors';
+import { exceedsJsonDepth } from '../text';
 
 export const CURRENCY_DECIMALS = { USD: 2, KHR: 2, USDT: 6 } as const;
 export type Currency = keyof typeof CURRENCY_DECIMALS;
@@ -144,6 +145,19 @@ export function percentOf(units: bigint, percent: string): bigint {
 /** Parses JSON text keeping every number as a LosslessNumber (no precision lost). @throws SyntaxError */
 export function parseJsonLossless(text: string): unknown {
   return parse(text);
+}
+
+/**
+ * The JSON object `text` holds, its numbers kept lossless, else undefined: not JSON (or a duplicated member, which
+ * lossless-json refuses), not an object, or nested deeper than `exceedsJsonDepth` allows.
+ */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed = parse(text);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Serializes JSON in which LosslessNumber and bigint values are written as exact numbers. */

@@ -18,14 +18,14 @@
  * Decisions are derived from their inputs (authorization ids from the idempotency key, the refund-failing card
  * marked in its authorization id), so another process's sandbox (a second worker, a restart) decides alike; what it
  * remembers (captures, reversals, amounts refunded, refund keys: the newest SANDBOX_MEMORY of each) only adds the
- * checks above for authorizations it saw. The expiry is checked when the card is vaulted (src/instruments/cards.ts).
+ * checks above for authorizations it saw. The expiry is checked when the card is vaulted (the card rules of src/instruments/store.ts).
  */
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Acquirer, AcquirerRefundOutcome, AcquirerRefundRequest, AcquirerReversal, CardAuthorization } from '../acquirers';
 import type { Config } from '../config';
 import { constantTimeEqual } from '../crypto/secrets';
-import { normalizeCardNumber } from '../instruments/cards';
+import { normalizeCardNumber } from '../instruments/store';
 
 /** Test card numbers with a fixed answer. */
 export const SANDBOX_CARDS = {

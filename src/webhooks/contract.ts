@@ -62,7 +62,7 @@ export function retryDelaySeconds(retry: WebhookRetrySettings, previous: number 
  */
 export const predecessorSettledSignal = defineSignal('predecessorSettled');
 
-/** The WebhookDeliveryWorkflow's activities (src/webhooks/activities.ts). */
+/** The WebhookDeliveryWorkflow's activities (src/webhooks/index.ts). */
 export interface WebhookDeliveryActivities {
   /**
    * The pending webhook delivered just before this one (same merchant and subject, the greatest lower event seq),

@@ -10,30 +10,33 @@
  * Order: for one merchant and subject, webhook N+1 is not delivered before webhook N was delivered or given up
  * (its run waits for its turn); different subjects never wait on each other. Operators list and redeliver webhooks,
  * one or every one of a merchant after an event seq.
+ *
+ * The whole service side of a webhook in one module, beside its contract (contract.ts) and its workflow
+ * (workflows/webhook-delivery.ts): recording and starting deliveries first, then one delivery attempt (the
+ * WebhookDeliveryWorkflow's activities), then the SQL of `webhook_events` (one row per webhook sent to a merchant,
+ * its signed body recorded once, migration 005; its event's seq: 032) and `webhook_delivery_attempts` (every POST,
+ * with when the next is due). A webhook's subject is its `invoice_reference` column (the name stays for
+ * compatibility: it holds any flow's reference, migration 017).
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { request } from 'undici';
+import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { eventRowOf, recordEvent, type EventType } from '../events';
-import { getMerchant } from '../onboarding/merchants';
+import { eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
+import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { withRequestDeadline } from '../temporal/deadline';
-import { attemptDelivery, webhookRetrySettings } from './activities';
-import { retryDelaySeconds, WEBHOOK_REASONS } from './contract';
+import { OutboundRefusedError } from '../web/outbound';
 import {
-  attemptsOf,
-  findEventForAttempt,
-  findWebhookEvent,
-  insertWebhookEvent,
-  listMerchantEvents,
-  insertWebhookWithEvent,
-  markEventPending,
-  merchantWebhooksAfter,
-  type WebhookEventRow,
-} from './store';
-
-export { EVENT_SEQ_HEADER } from './activities';
+  predecessorSettledSignal,
+  retryDelaySeconds,
+  WEBHOOK_REASONS,
+  type WebhookAttemptResult,
+  type WebhookDeliveryActivities,
+  type WebhookRetrySettings,
+} from './contract';
 
 /** The default signature header of a merchant that configured none (payment-services-interface.md "Area B"). */
 export const DEFAULT_SIGNATURE_HEADER = 'X-Signature';
@@ -263,4 +266,366 @@ export async function redeliverAfter(deps: PlatformDeps, merchant_id: string, af
   for (const row of chosen) if (row.status !== 'pending') await markEventPending(deps.database, row.id);
   for (const row of chosen) await startNewRun(deps, { ...row, status: row.status === 'pending' ? 'pending' : 'delivered' });
   return { webhook_ids: chosen.map((row) => row.id), last_seq: chosen.at(-1)?.event_seq ?? 0n, has_more: rows.length > chosen.length };
+}
+
+// One delivery attempt: the WebhookDeliveryWorkflow's activities.
+
+const MAX_ERROR_LENGTH = 500;
+
+/** The header carrying the `seq` of the event a webhook was produced from (docs/webhooks.md). */
+export const EVENT_SEQ_HEADER = 'webhook-event-seq';
+
+/** How an operator reads a failed attempt of each kind of event in the log. */
+function describe(event: string): string {
+  if (event === 'bank_account.activated') return 'bank account activation call_back';
+  if (event.startsWith('preorder.')) return 'preorder call_back';
+  return 'webhook';
+}
+
+/** The retry settings of every WebhookDeliveryWorkflow, seconds. */
+export function webhookRetrySettings(deps: Pick<PlatformDeps, 'config'>): WebhookRetrySettings {
+  return {
+    initial_seconds: deps.config.WEBHOOK_RETRY_INITIAL_SECONDS,
+    max_interval_seconds: deps.config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
+    window_seconds: deps.config.WEBHOOK_RETRY_WINDOW_SECONDS,
+  };
+}
+
+/**
+ * Tells the next pending webhook of `event`'s subject (or `successor`, when the caller found it) that its turn may
+ * have come (its run waits for this signal, and rechecks on a timer without it). A run not started yet checks when
+ * it starts; a failed signal is logged only.
+ */
+export async function nudgeSuccessor(
+  deps: PlatformDeps,
+  event: Pick<WebhookEventRow, 'merchant_id' | 'invoice_reference' | 'event_seq'>,
+  found?: string | null,
+): Promise<void> {
+  const successor = found === undefined ? await findPendingSuccessor(deps.database, event) : found;
+  if (!successor) return;
+  try {
+    await deps.temporal.client.workflow.getHandle(successor).signal(predecessorSettledSignal);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) deps.logger.warn({ webhook_id: successor, err: (error as Error).message }, 'webhook turn not signalled; its run rechecks');
+  }
+}
+
+/** The signed POST of one attempt: its status code and error (null when a 2xx came within the timeout). */
+async function post(deps: PlatformDeps, event: EventForAttempt, attempt: number, timeout_seconds: number): Promise<{ status_code: number | null; error: string | null }> {
+  const secret = await merchantHmacSecret(deps, event.merchant_id);
+  const timeoutMs = Math.round(timeout_seconds * 1000);
+  const timestamp_seconds = Math.floor(Date.now() / 1000);
+  let status_code: number | null = null;
+  let error: string | null = null;
+  const refusal = deps.outbound.checkUrl(event.callback_url);
+  try {
+    if (refusal) throw new OutboundRefusedError(refusal);
+    const response = await request(event.callback_url, {
+      dispatcher: deps.outbound.dispatcher,
+      method: 'POST',
+      body: event.body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: {
+        'content-type': 'application/json',
+        [event.signature_header]: hmacSha256Hex(secret, event.body),
+        'x-webhook-id': event.id,
+        'x-webhook-event': event.event,
+        'x-webhook-attempt': String(attempt),
+        // Standard Webhooks: the same secret, over id, timestamp and body, so replays and altered ids fail.
+        'webhook-id': event.id,
+        'webhook-timestamp': String(timestamp_seconds),
+        'webhook-signature': standardWebhookSignature(secret, event.id, timestamp_seconds, event.body),
+        // The event's place in its owner's stream (GET /api/v1/events), when the webhook was produced from one.
+        ...(event.event_seq === null ? {} : { [EVENT_SEQ_HEADER]: String(event.event_seq) }),
+      },
+    });
+    status_code = response.statusCode;
+    await response.body.dump();
+    if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
+  } catch (failure) {
+    error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
+  }
+  return { status_code, error };
+}
+
+/**
+ * One signed delivery attempt of a recorded event, recorded (time, status code, latency, error, and when the next
+ * is due: `next_retry_seconds` after it, unless null); any 2xx within `timeout_seconds` (default
+ * WEBHOOK_TIMEOUT_SECONDS) is delivered, and then the next pending webhook of its subject is told.
+ * `read`: the row as just read, when the caller has it.
+ * @throws Error when the event does not exist (a programming error)
+ */
+export async function attemptDelivery(
+  deps: PlatformDeps,
+  webhook_id: string,
+  options: { timeout_seconds?: number; next_retry_seconds: number | null; read?: EventForAttempt },
+): Promise<WebhookAttemptResult> {
+  const event = options.read ?? (await findEventForAttempt(deps.database, webhook_id));
+  if (!event) throw new Error(`webhook ${webhook_id} not found`);
+  const attempt = event.last_attempt + 1;
+  const attempted_at = new Date();
+  const started = performance.now();
+  const { status_code, error } = await post(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  const latency_ms = Math.round(performance.now() - started);
+  const delivered = error === null;
+  deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
+  if (!delivered) {
+    deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
+  }
+  const next_retry_at =
+    delivered || options.next_retry_seconds === null ? null : new Date(attempted_at.getTime() + latency_ms + Math.round(options.next_retry_seconds * 1000));
+  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at }, delivered);
+  if (delivered) await nudgeSuccessor(deps, event, successor);
+  return { delivered, attempt };
+}
+
+/**
+ * Gives a pending event up: marked failed with its `webhook.failed` event (owner: the merchant; subject: the
+ * webhook's), in one transaction; then the next pending webhook of its subject is told. A repeat changes nothing.
+ */
+export async function giveUp(deps: PlatformDeps, webhook_id: string): Promise<void> {
+  const failed = await deps.database.transaction(async (trx) => {
+    const row = await markEventFailed(trx, webhook_id);
+    if (!row) return undefined;
+    await recordEvent(trx, {
+      owner: { type: 'merchant', id: row.merchant_id },
+      subject: row.invoice_reference,
+      type: 'webhook.failed',
+      data: { webhook_id: row.id, event: row.event, event_seq: row.event_seq === null ? null : row.event_seq.toString(), attempts: row.attempt_count },
+    });
+    return row;
+  });
+  if (failed) await nudgeSuccessor(deps, failed);
+}
+
+export function createWebhookActivities(deps: PlatformDeps): WebhookDeliveryActivities {
+  return {
+    pendingPredecessor: async (input) => ({ webhook_id: await findPendingPredecessor(deps.database, input.webhook_id) }),
+    attemptWebhookDelivery: (input) => attemptDelivery(deps, input.webhook_id, { next_retry_seconds: input.next_retry_seconds }),
+    markWebhookFailed: (input) => giveUp(deps, input.webhook_id),
+  };
+}
+
+// The SQL: one copy of each query.
+
+type Conn = Knex | Knex.Transaction;
+
+/** A row of `webhook_events`; `status` is pending, delivered or failed. */
+export interface WebhookEventRow {
+  id: string;
+  merchant_id: string;
+  /** The subject: the reference of the payment (or record) the webhook is about. */
+  invoice_reference: string;
+  event: string;
+  body: string;
+  callback_url: string;
+  signature_header: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempt_count: number;
+  /** The `seq` of the event the webhook was produced from (null on rows written before events). */
+  event_seq: bigint | null;
+  created_at: Date;
+  delivered_at: Date | null;
+}
+
+export interface WebhookAttemptRow {
+  webhook_id: string;
+  attempt: number;
+  attempted_at: Date;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  /** When the next attempt is due after this failed one; null when delivered or none follows. */
+  next_retry_at?: Date | null;
+}
+
+export type NewWebhookEvent = Pick<
+  WebhookEventRow,
+  'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body' | 'callback_url' | 'signature_header'
+> & { event_seq: bigint | null };
+
+/** Records a webhook without an event (a repeat with the same id is ignored): the bench's floor only. */
+export async function insertWebhookEvent(trx: Conn, event: NewWebhookEvent): Promise<void> {
+  await trx('webhook_events')
+    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString() })
+    .onConflict('id')
+    .ignore();
+}
+
+/**
+ * Writes an event and the webhook produced from it, in one statement: unless a webhook with this id was recorded
+ * before (then neither, and no number is taken), the event with the merchant's next `seq`, and the webhook carrying
+ * it, to `url` (null: the merchant's callback_url) signed under the merchant's signature header (`default_header`
+ * when it has none). One statement keeps the merchant's sequence row locked for the commit only.
+ * @returns whether the merchant exists, and the event's seq (null when the webhook was recorded before)
+ */
+export async function insertWebhookWithEvent(
+  trx: Knex.Transaction,
+  event: NewEventRow,
+  webhook: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body'> & { url: string | null; default_header: string },
+): Promise<{ merchant_found: boolean; event_seq: bigint | null }> {
+  const write = eventWriteCtes(event, { sql: 'EXISTS (SELECT 1 FROM fresh)', bindings: [] });
+  const result = await trx.raw(
+    `WITH merchant AS (SELECT callback_url, signature_header FROM merchants WHERE id = ?),
+     fresh AS (SELECT 1 FROM merchant WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ?)),
+     ${write.sql},
+     webhook AS (
+       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_seq)
+       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.seq
+         FROM written_event, merchant
+       RETURNING event_seq
+     )
+     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, (SELECT event_seq FROM webhook) AS event_seq`,
+    [
+      webhook.merchant_id,
+      webhook.id,
+      ...write.bindings,
+      webhook.id,
+      webhook.merchant_id,
+      webhook.invoice_reference,
+      webhook.event,
+      webhook.body,
+      webhook.url,
+      webhook.default_header,
+    ],
+  );
+  const row = result.rows[0] as { merchant_found: boolean; event_seq: bigint | string | null };
+  return { merchant_found: row.merchant_found, event_seq: row.event_seq === null ? null : BigInt(row.event_seq) };
+}
+
+export function findWebhookEvent(database: Conn, id: string): Promise<WebhookEventRow | undefined> {
+  return database<WebhookEventRow>('webhook_events').where({ id }).first();
+}
+
+/**
+ * A pending webhook of the same merchant and subject with a lower event seq than the one named by `alias` (the
+ * greatest such: the one just before it), as a subquery.
+ */
+function pendingPredecessorOf(database: Conn, alias: string): Knex.QueryBuilder {
+  return database('webhook_events as p')
+    .select('p.id')
+    .where('p.status', 'pending')
+    .whereRaw(`p.merchant_id = ${alias}.merchant_id AND p.invoice_reference = ${alias}.invoice_reference AND p.event_seq < ${alias}.event_seq`)
+    .orderBy('p.event_seq', 'desc')
+    .limit(1);
+}
+
+/**
+ * An event with the number of its last recorded attempt (0 before the first) and the webhook before it still
+ * pending, if any (its turn has not come while one is).
+ */
+export type EventForAttempt = WebhookEventRow & { last_attempt: number; pending_predecessor: string | null };
+
+/** The event, its last attempt's number and its pending predecessor, in one query. */
+export async function findEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
+  const row = await database('webhook_events as e')
+    .where('e.id', id)
+    .first(
+      'e.*',
+      database('webhook_delivery_attempts').where('webhook_id', id).max('attempt').as('last_attempt'),
+      pendingPredecessorOf(database, 'e').as('pending_predecessor'),
+    );
+  return row ? { ...(row as WebhookEventRow), last_attempt: Number(row.last_attempt ?? 0), pending_predecessor: row.pending_predecessor ?? null } : undefined;
+}
+
+/** The pending webhook just before `id` in its subject's order, or null (also for an unknown id). */
+export async function findPendingPredecessor(database: Knex, id: string): Promise<string | null> {
+  const row = await database('webhook_events as e').where('e.id', id).first(pendingPredecessorOf(database, 'e').as('pending_predecessor'));
+  return row?.pending_predecessor ?? null;
+}
+
+/** The pending webhook just after `event` in its subject's order (the lowest greater event seq), or null. */
+export async function findPendingSuccessor(database: Knex, event: Pick<WebhookEventRow, 'merchant_id' | 'invoice_reference' | 'event_seq'>): Promise<string | null> {
+  if (event.event_seq === null) return null;
+  const row = await database('webhook_events')
+    .where({ merchant_id: event.merchant_id, invoice_reference: event.invoice_reference, status: 'pending' })
+    .where('event_seq', '>', event.event_seq.toString())
+    .orderBy('event_seq')
+    .first('id');
+  return row?.id ?? null;
+}
+
+/**
+ * Records one attempt and the event's counters in one statement (atomic on its own); a delivered one also answers
+ * the pending webhook just after it in its subject's order (`findPendingSuccessor`), whose turn may have come.
+ * @returns that successor's id, or null
+ */
+export async function recordAttempt(database: Knex, attempt: WebhookAttemptRow, delivered: boolean): Promise<string | null> {
+  const record = database('webhook_delivery_attempts').insert(attempt).onConflict(['webhook_id', 'attempt']).ignore();
+  const update = database('webhook_events')
+    .where({ id: attempt.webhook_id })
+    .update({
+      attempt_count: database.raw('greatest(attempt_count, ?)', [attempt.attempt]),
+      ...(delivered ? { status: 'delivered', delivered_at: database.fn.now() } : {}),
+    })
+    .returning(['merchant_id', 'invoice_reference', 'event_seq']);
+  if (!delivered) {
+    await database.raw('WITH recorded AS (?) ?', [record, update]);
+    return null;
+  }
+  const result = await database.raw(
+    `WITH recorded AS (?), updated AS (?)
+     SELECT (SELECT p.id FROM webhook_events p, updated u
+              WHERE p.merchant_id = u.merchant_id AND p.invoice_reference = u.invoice_reference AND p.status = 'pending'
+                AND p.event_seq > u.event_seq
+              ORDER BY p.event_seq LIMIT 1) AS successor`,
+    [record, update],
+  );
+  return (result.rows[0] as { successor: string | null } | undefined)?.successor ?? null;
+}
+
+/** Marks a pending event failed (given up). @returns the row when this call changed it, else undefined. */
+export async function markEventFailed(trx: Conn, id: string): Promise<WebhookEventRow | undefined> {
+  const [row] = (await trx('webhook_events').where({ id, status: 'pending' }).update({ status: 'failed' }).returning('*')) as WebhookEventRow[];
+  return row;
+}
+
+export async function markEventPending(database: Knex, id: string): Promise<void> {
+  await database('webhook_events').where({ id }).update({ status: 'pending' });
+}
+
+/** The merchant's newest events, at most `limit`. */
+export function listMerchantEvents(database: Knex, merchant_id: string, limit: number): Promise<WebhookEventRow[]> {
+  return database<WebhookEventRow>('webhook_events').where({ merchant_id }).orderBy('created_at', 'desc').limit(limit);
+}
+
+/** The longest cursor id looked up. */
+const MAX_WEBHOOK_ID_LENGTH = 256;
+
+/**
+ * One page of `merchantId`'s webhooks, newest first (created_at, then id, both descending), of at most `limit` rows,
+ * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030).
+ * An `afterId` that is not one of this merchant's webhooks yields an empty page, never another merchant's rows.
+ * `more` says whether a further page exists.
+ */
+export async function merchantWebhooksPage(database: Knex, merchantId: string, limit: number, afterId?: string): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
+  const query = database<WebhookEventRow>('webhook_events')
+    .where({ merchant_id: merchantId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit + 1);
+  if (afterId) {
+    if (afterId.length > MAX_WEBHOOK_ID_LENGTH) return { rows: [], more: false };
+    query.whereRaw('(created_at, id) < (SELECT created_at, id FROM webhook_events WHERE id = ? AND merchant_id = ?)', [afterId, merchantId]);
+  }
+  const rows = await query;
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
+/** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit`. */
+export function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
+  return database<WebhookEventRow>('webhook_events')
+    .where({ merchant_id })
+    .where('event_seq', '>', after_seq.toString())
+    .orderBy('event_seq')
+    .limit(limit);
+}
+
+export async function attemptsOf(database: Knex, webhook_ids: string[]): Promise<WebhookAttemptRow[]> {
+  if (webhook_ids.length === 0) return [];
+  return database<WebhookAttemptRow>('webhook_delivery_attempts').whereIn('webhook_id', webhook_ids).orderBy(['webhook_id', 'attempt']);
 }

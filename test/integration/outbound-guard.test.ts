@@ -12,7 +12,7 @@ import { Code } from '@connectrpc/connect';
 import { DomainError } from '../../src/errors';
 import { createMerchant } from '../../src/onboarding/merchants';
 import { readRpcFailure } from '../../src/rpc/errors';
-import { createWebhookActivities } from '../../src/webhooks/activities';
+import { createWebhookActivities } from '../../src/webhooks';
 import { createOutboundPolicy, outboundOptionsFromConfig } from '../../src/web/outbound';
 import { encryptField } from '../support/field-encryption';
 import { activateBankAccount } from '../support/instruments';

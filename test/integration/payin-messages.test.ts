@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { settledSignal } from '../../src/flows/payin/contract';
-import { signalPayin } from '../../src/flows/payin/outbox';
+import { signalPayin } from '../../src/flows/payin/notifications';
 import { payinWorkflow } from '../../workflows/payin';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { startWorker, type RunningWorker } from '../../src/worker';

@@ -134,6 +134,29 @@ describe('payin expiry, late success and the retry window', () => {
     }
   });
 
+  it('settles on the accounts a payin stored when it was created; one stored without them (before migration 038) resolves them', async () => {
+    const { database, ledger } = harness.platform.deps;
+    const walletBalance = async () =>
+      (await ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' }))!.available_units;
+    const stored = await create('3');
+    const wallet = await ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' });
+    const settlement = await ledger.platformAccount('settlement', 'USDT');
+    const revenue = await ledger.platformAccount('fee_revenue', 'USDT');
+    expect(await database('payins').where({ invoice_reference: stored.invoice_reference }).first('wallet_account_id', 'settlement_account_id', 'fee_revenue_account_id')).toEqual({
+      wallet_account_id: wallet!.id,
+      settlement_account_id: settlement.id,
+      fee_revenue_account_id: revenue.id,
+    });
+    const older = await create('2');
+    await database('payins').where({ invoice_reference: older.invoice_reference }).update({ wallet_account_id: null, settlement_account_id: null, fee_revenue_account_id: null });
+    for (const [payin, amount, credited] of [[stored, '3', 2_970_000n], [older, '2', 1_980_000n]] as const) {
+      const before = await walletBalance();
+      expect((await harness.sandbox.pay(payin.invoice_reference, amount)).status).toBe(200);
+      await harness.receiver.waitFor(() => webhooksOf(payin.invoice_reference).some((webhook) => webhook.json.event === 'payin.success'));
+      expect((await walletBalance()) - before).toBe(credited);
+    }
+  });
+
   it('leaves the ledger balanced', async () => {
     expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
   });

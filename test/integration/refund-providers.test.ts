@@ -15,13 +15,13 @@ import { DomainError } from '../../src/errors';
 import {
   openRefundNotification,
   requestUpstreamRefund,
-  upstreamNotificationKind,
   upstreamRefundsFromConfig,
   UpstreamRefundError,
   type UpstreamRefundNotification,
   type UpstreamRefundOptions,
   type UpstreamRefundRequest,
 } from '../../src/flows/payin/upstream-refunds';
+import { upstreamNotificationKind } from '../../src/flows/payin/notifications';
 import { startSandboxUpstream, type SandboxUpstream } from '../../src/sandbox/upstream';
 import { LATE_REFUND_FAILURE_REASON, OVER_REFUND_REASON, REFUND_FAILURE_REASON, SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 

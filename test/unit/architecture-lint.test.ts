@@ -100,14 +100,14 @@ const refused: Probe[] = [
   ...each('flow → the sandbox', FLOW, '../../sandbox/acquirer'),
   // The ledger knows no flow, capability or onboarding.
   ...each('ledger → a flow’s contract', 'src/ledger/{tag}.ts', '../flows/payin/contract'),
-  ...each('ledger → a flow’s activities', 'src/ledger/{tag}.ts', '../flows/wallet/activities'),
+  ...each('ledger → a flow’s activities', 'src/ledger/{tag}.ts', '../flows/pre-transfer/activities'),
   ...each('ledger → a capability', 'src/ledger/{tag}.ts', '../preorders'),
   ...each('ledger → onboarding', 'src/ledger/{tag}.ts', '../onboarding/merchants'),
   // Onboarding and the shared capabilities know no flow.
   ...each('onboarding → a flow’s store', 'src/onboarding/{tag}.ts', '../flows/deposit/store'),
   ...each('onboarding → a flow’s contract', 'src/onboarding/{tag}.ts', '../flows/payin/contract'),
   ...each('onboarding → a capability', 'src/onboarding/{tag}.ts', '../merchant-auth'),
-  ...each('capability → a flow’s activities', 'src/preorders/{tag}.ts', '../flows/wallet/activities'),
+  ...each('capability → a flow’s activities', 'src/preorders/{tag}.ts', '../flows/pre-transfer/activities'),
   ...each('capability → a flow’s contract', 'src/webhooks/{tag}.ts', '../flows/payin/contract'),
   ...each('capability → a flow’s workflow', 'src/webhooks/{tag}.ts', '../../workflows/deposit'),
   // Infrastructure knows no domain; the RPC layer knows no flow.

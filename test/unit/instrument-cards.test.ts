@@ -1,4 +1,4 @@
-/** src/instruments/cards.ts and src/sandbox/acquirer.ts: Luhn, brands, expiry, account numbers, sandbox. */
+/** The card rules of src/instruments/store.ts and src/sandbox/acquirer.ts: Luhn, brands, expiry, account numbers, sandbox. */
 import fc from 'fast-check';
 import {
   cardBrand,
@@ -9,7 +9,7 @@ import {
   normalizeCardNumber,
   parseExpiry,
   validSecurityCode,
-} from '../../src/instruments/cards';
+} from '../../src/instruments/store';
 import { authorizeCard, verifyOtp } from '../../src/sandbox/acquirer';
 
 /** Appends the Luhn check digit to `body`. */

@@ -6,7 +6,8 @@
 import { loadConfig, upstreamRefundUrl } from '../../src/config';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
-import { openRefundNotification, readRefundNotification, upstreamNotificationKind } from '../../src/flows/payin/upstream-refunds';
+import { upstreamNotificationKind } from '../../src/flows/payin/notifications';
+import { openRefundNotification, readRefundNotification } from '../../src/flows/payin/upstream-refunds';
 
 const bytes = (text: string) => Buffer.from(text, 'utf8');
 const SECRET = 'a-notification-secret-of-this-test';

@@ -31,6 +31,7 @@ import * as paymentRequests from './033_payment_requests';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
+import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -66,6 +67,7 @@ const migrations: Array<[string, Migration]> = [
   ['035_refunds', refunds],
   ['036_deposit_refunds', depositRefunds],
   ['037_merchant_outcome_policies', merchantOutcomePolicies],
+  ['038_payin_settlement_accounts', payinSettlementAccounts],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -24,13 +24,13 @@ import { reasonFailure } from '../../temporal/failures';
 import { DEPOSIT_REASONS, depositIdempotencyKey, type DepositActivities, type DepositRejection } from './contract';
 import { problem } from '../../field-problems';
 import { openDepositPassword } from './sealing';
-import { moveCaptureState } from './refund-store';
 import {
   countConfirmations,
   decideConfirmation,
   findConfirmation,
   finishDeposit,
   getDeposit,
+  moveCaptureState,
   takeConfirmation,
   TOKEN_TYPE,
   type ConfirmationMethod,
@@ -269,8 +269,9 @@ async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: 
     await finishDeposit(trx, deposit.reference, { state: 'completed', ledger_transaction_id: transactionId });
     return { state: 'completed' as const };
   });
-  // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed.
-  await startWebhookDeliveriesAfterCommit(deps, webhookId ? [webhookId] : []);
+  // The preorder's paid call-back was recorded with the payment; its delivery starts now that it committed. A deposit
+  // without a preorder has no call-back.
+  if (webhookId) await startWebhookDeliveriesAfterCommit(deps, [webhookId]);
   return outcome;
 }
 

@@ -10,8 +10,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import { DomainError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import type { DepositPageSchema, PayPreOrderByCardRequest, PreorderPage } from '../../gen/payments/deposit/v1/deposit_pb';
-import { normalizeCardNumber, validSecurityCode } from '../../instruments/cards';
-import { requireInstrument, vaultGuestCard, type Instrument } from '../../instruments/store';
+import { normalizeCardNumber, requireInstrument, validSecurityCode, vaultGuestCard, type Instrument } from '../../instruments/store';
 import { findMerchantUserByWalletRef, merchantApiUser } from '../../merchant-users';
 import { getMerchant } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';

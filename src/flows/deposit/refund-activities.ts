@@ -16,8 +16,8 @@ import { findPreorder, type Preorder } from '../../preorders';
 import { reasonFailure } from '../../temporal/failures';
 import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
 import { DEPOSIT_REASONS, depositRefundAcquirerKey, depositRefundIdempotencyKey, type DepositRefundActivities, type DepositRefundStep } from './contract';
-import { approvedAuthorization, findDepositRefund, moveCaptureState, updateDepositRefund, type DepositRefundRow } from './refund-store';
-import { getDeposit, type Deposit } from './store';
+import { approvedAuthorization, findDepositRefund, updateDepositRefund, type DepositRefundRow } from './refund-store';
+import { getDeposit, moveCaptureState, type Deposit } from './store';
 
 /** The failure_reason of a card refund whose deposit recorded no authorization (never expected: a fault's trace). */
 const NO_AUTHORIZATION = 'no recorded authorization';

@@ -1,11 +1,10 @@
 /**
- * The `deposit_refunds` table (migration 036; docs/refunds.md "Area C") and the capture state of a deposit
- * (`deposits.capture_state`, where a capture and a reversal meet under the deposit's row lock).
+ * The `deposit_refunds` table (migration 036; docs/refunds.md "Area C"). The deposit's capture state, where a capture
+ * and a reversal meet, is the deposit's own column and moves in ./store.ts (`moveCaptureState`).
  */
 import type { Knex } from 'knex';
 import type { Currency } from '../../money';
 import type { DepositRefundMethod, DepositRefundStatus } from './contract';
-import type { CaptureState } from './store';
 
 type Db = Knex | Knex.Transaction;
 
@@ -67,19 +66,6 @@ export async function committedRefundUnits(db: Db, deposit_reference: string): P
     | { total: string | null }
     | undefined;
   return BigInt(row?.total ?? 0);
-}
-
-/** Moves the deposit's capture state to `to` when it is one of `from`. @returns true when moved */
-export async function moveCaptureState(db: Db, reference: string, from: Array<CaptureState | null>, to: CaptureState): Promise<boolean> {
-  const states = from.filter((state): state is CaptureState => state !== null);
-  const moved = await db('deposits')
-    .where({ reference })
-    .andWhere((query) => {
-      if (states.length > 0) void query.whereIn('capture_state', states);
-      if (from.includes(null)) void query.orWhereNull('capture_state');
-    })
-    .update({ capture_state: to });
-  return moved > 0;
 }
 
 /** The authorization id the approved card-form confirmation of a deposit recorded, else undefined. */

@@ -15,10 +15,9 @@ import type { Knex } from 'knex';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { recordEvent } from '../../events';
 import { problem } from '../../field-problems';
-import { referenceFromKey } from '../../idempotency';
+import { newReference, referenceFromKey } from '../../idempotency';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, preorderCommission, type Preorder } from '../../preorders';
-import { newReference } from '../../references';
 import { startWorkflow } from '../../temporal/client';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
@@ -27,8 +26,8 @@ import { depositRefundWorkflow } from '../../../workflows/deposit-refund';
 import { creditAccountId } from './activities';
 import { DEPOSIT_REASONS, depositRefundIdempotencyKey, type DepositReason, type DepositRefundMethod } from './contract';
 import { depositRefundEventData } from './refund-activities';
-import { committedRefundUnits, findDepositRefund, insertDepositRefund, moveCaptureState, refundsOfDeposit, updateDepositRefund, type DepositRefundRow } from './refund-store';
-import { getDeposit, type Deposit } from './store';
+import { committedRefundUnits, findDepositRefund, insertDepositRefund, refundsOfDeposit, updateDepositRefund, type DepositRefundRow } from './refund-store';
+import { getDeposit, moveCaptureState, type Deposit } from './store';
 
 /** Longest reason a merchant may give, characters. */
 export const DEPOSIT_REFUND_REASON_MAX = 255;

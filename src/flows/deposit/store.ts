@@ -9,7 +9,7 @@ import { randomToken, sha256Hex } from '../../crypto/secrets';
 import { recordEvent } from '../../events';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
-import { newReference } from '../../references';
+import { newReference } from '../../idempotency';
 import { problem } from '../../field-problems';
 import type { ConfirmationOutcome } from './contract';
 
@@ -22,6 +22,19 @@ export type DepositState = 'pending' | 'completed' | 'declined' | 'failed' | 'ca
  * (a refund before capture: the capture never happens). Null for OTP deposits and deposits not completed.
  */
 export type CaptureState = 'authorized' | 'capturing' | 'captured' | 'reversing' | 'reversed';
+
+/** Moves the deposit's capture state to `to` when it is one of `from` (see CaptureState). @returns true when moved */
+export async function moveCaptureState(db: Knex | Knex.Transaction, reference: string, from: Array<CaptureState | null>, to: CaptureState): Promise<boolean> {
+  const states = from.filter((state): state is CaptureState => state !== null);
+  const moved = await db('deposits')
+    .where({ reference })
+    .andWhere((query) => {
+      if (states.length > 0) void query.whereIn('capture_state', states);
+      if (from.includes(null)) void query.orWhereNull('capture_state');
+    })
+    .update({ capture_state: to });
+  return moved > 0;
+}
 
 /** token_type of the interface: 1 = OTP, 2 = card confirmation form (html_confirm_payment). */
 export const TOKEN_TYPE = { otp: 1, cardForm: 2 } as const;

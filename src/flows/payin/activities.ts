@@ -125,16 +125,17 @@ async function postSettlement(
   fee: bigint,
   idempotency_key: string,
 ): Promise<string> {
-  const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: payin.merchant_id, currency: payin.currency, kind: 'wallet' }, trx);
-  const settlement = await deps.ledger.platformAccount('settlement', payin.currency, trx);
+  // The accounts were resolved when the payin was created (create.ts); a payin from before that resolves them here.
+  const wallet = payin.wallet_account_id ?? (await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: payin.merchant_id, currency: payin.currency, kind: 'wallet' }, trx)).id;
+  const settlement = payin.settlement_account_id ?? (await deps.ledger.platformAccount('settlement', payin.currency, trx)).id;
   // settlement → merchant wallet: the paid amount; merchant wallet → fee_revenue: the fee. One transaction.
   const postings = [
-    { account_id: settlement.id, amount_units: -paid },
-    { account_id: wallet.id, amount_units: paid },
+    { account_id: settlement, amount_units: -paid },
+    { account_id: wallet, amount_units: paid },
   ];
   if (fee > 0n) {
-    const revenue = await deps.ledger.platformAccount('fee_revenue', payin.currency, trx);
-    postings.push({ account_id: wallet.id, amount_units: -fee }, { account_id: revenue.id, amount_units: fee });
+    const revenue = payin.fee_revenue_account_id ?? (await deps.ledger.platformAccount('fee_revenue', payin.currency, trx)).id;
+    postings.push({ account_id: wallet, amount_units: -fee }, { account_id: revenue, amount_units: fee });
   }
   const transaction = await deps.ledger.transfer(
     {

@@ -56,6 +56,20 @@ type PayinAnswer = ReturnType<typeof payinAnswer>;
 type NewPayin = Pick<PayinRow, 'invoice_reference' | 'amount_units' | 'fee_units' | 'out_trade_no'>;
 
 /**
+ * The ledger accounts the payin's settlement posts to: the merchant's USDT wallet, the platform's settlement and
+ * fee_revenue accounts (opened when missing). Resolved once here and stored on the payin (migration 038), so the
+ * settlement, on the upstream's notification, posts with them without looking them up.
+ */
+async function settlementAccounts(deps: PlatformDeps, merchant_id: string) {
+  const [wallet, settlement, revenue] = await Promise.all([
+    deps.ledger.openAccount({ owner_type: 'merchant', owner_id: merchant_id, currency: 'USDT', kind: 'wallet' }),
+    deps.ledger.platformAccount('settlement', 'USDT'),
+    deps.ledger.platformAccount('fee_revenue', 'USDT'),
+  ]);
+  return { wallet_account_id: wallet.id, settlement_account_id: settlement.id, fee_revenue_account_id: revenue.id };
+}
+
+/**
  * Records the payin with its outbox row (they commit together: a committed payin always gets its PayinWorkflow).
  * When a live payin holds the out_trade_no: the answer of this same request's earlier run (same Idempotency-Key,
  * whose process died before the answer was kept), else the holder released if its forward was abandoned.
@@ -63,9 +77,11 @@ type NewPayin = Pick<PayinRow, 'invoice_reference' | 'amount_units' | 'fee_units
  * @throws DomainError OUT_TRADE_NO_TAKEN
  */
 async function recordPayin(deps: PlatformDeps, merchant: Merchant, payin: NewPayin, memo: string | null, ownKey: string | undefined): Promise<PayinAnswer | undefined> {
+  const accounts = await settlementAccounts(deps, merchant.id);
   const record = () =>
     insertPayinWithOutbox(deps.database, {
       ...payin,
+      ...accounts,
       merchant_id: merchant.id,
       payin_fee_percent: merchant.payin_fee_percent,
       currency: 'USDT',

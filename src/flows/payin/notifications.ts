@@ -2,8 +2,9 @@
  * The upstream's payin notifications (platform decisions §4; docs/payins.md "Workflow start and notification
  * hand-over"): B4 verifies `X-Upstream-Signature`, reads the notification with its field rules, records it once,
  * decides whether it applies, and hands it to the payin's workflow (Update-with-Start, within the upstream's
- * patience); what did not get through is handed over by the dispatcher (./outbox.ts). Reconciliation decides a
- * recorded notification whose process died with `applyRecordedNotification`.
+ * patience; the run's start input and its signal-with-start are built here, and the dispatcher uses them too);
+ * what did not get through is handed over by the dispatcher (./outbox.ts). Reconciliation decides a recorded
+ * notification whose process died with `applyRecordedNotification`.
  */
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
@@ -11,15 +12,14 @@ import { DomainError, invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { amount, present, Problem, readFields, refuse as refuseField, text, type FieldRule } from '../../field-rules';
 import type { ApplyUpstreamNotificationRequest } from '../../gen/payments/payin/v1/payin_pb';
-import { isLosslessNumber, parseJsonLossless } from '../../money';
+import { isLosslessNumber, parseJsonObject } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { withRequestDeadline } from '../../temporal/deadline';
-import { exceedsJsonDepth } from '../../text';
+import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
-import { NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './outbox';
+import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { PAYER_ADDRESS } from './resolution';
-import { openRefundNotification, upstreamNotificationKind, type RefundNotificationReceiver } from './upstream-refunds';
+import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,
   findPayin,
@@ -60,19 +60,26 @@ const NOTIFICATION = {
   >,
 };
 
+/** The JSON object of an upstream body (numbers read losslessly, depth bounded), else undefined. */
+const bodyObject = (signed_body: Uint8Array) => parseJsonObject(Buffer.from(signed_body).toString('utf8'));
+
+/**
+ * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`
+ * member (whatever its value; read by ./upstream-refunds.ts `openRefundNotification`), else `payin` (which
+ * `readNotification` then accepts or refuses). The route decides it before reading either kind.
+ */
+export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
+  const body = bodyObject(signed_body);
+  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
+}
+
 /**
  * A notification's fields, read from verified bytes, before anything is recorded: a validly signed body is still
  * checked against §4's shape.
  * @throws DomainError VALIDATION_FAILED naming each refused field's problem (Area B renders them)
  */
 function readNotification(signed_body: Uint8Array) {
-  let body: Record<string, unknown> | undefined;
-  try {
-    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) body = parsed as Record<string, unknown>;
-  } catch {
-    body = undefined;
-  }
+  const body = bodyObject(signed_body);
   if (!body) throw invalidFields({ body: [problem('json_object')] });
   const { values, problems } = readFields(NOTIFICATION, body);
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
@@ -104,6 +111,51 @@ const NOTIFICATION_SIGNAL_SECONDS = 2;
  * that decided it has answered (or its process died).
  */
 const NOTIFICATION_HANDOFF_AFTER_SECONDS = NOTIFICATION_TEMPORAL_SECONDS + 4;
+
+/** A payin's search attributes from its workflow's start: owner, kind, amount, currency, status `waiting`. */
+export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string }) {
+  return paymentSearchAttributes({ owner: { merchant_id: payin.merchant_id }, kind: 'payin', amount_units: BigInt(payin.amount_units), currency: payin.currency, status: 'waiting' });
+}
+
+/** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
+export function payinWorkflowInputOf(
+  deps: Pick<PlatformDeps, 'config'>,
+  row: { invoice_reference: string; expires_at?: Date | null },
+): PayinWorkflowInput {
+  return {
+    invoice_reference: row.invoice_reference,
+    ttl_seconds: deps.config.PAYIN_TTL_SECONDS,
+    ...(row.expires_at ? { expires_at: row.expires_at.toISOString() } : {}),
+  };
+}
+
+/**
+ * Queues a recorded notification in its payin's workflow as a signal (`settled` or `closed`; signal-with-start, so
+ * a payin whose run completed gets a new run). Amount in minor units. Call it within a deadline.
+ * @throws the Temporal client's error
+ */
+export async function signalPayin(
+  deps: Pick<PlatformDeps, 'config' | 'temporal'>,
+  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string },
+  notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
+): Promise<void> {
+  // A run this starts carries the same search attributes as one the outbox starts.
+  const workflow = {
+    taskQueue: deps.temporal.taskQueue,
+    workflowId: payin.invoice_reference,
+    args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput],
+    ...payinSearchAttributes(payin),
+  };
+  if (notification.status === 'success') {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
+      ...workflow,
+      signal: settledSignal,
+      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
+    });
+  } else {
+    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
+  }
+}
 
 /**
  * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,

@@ -24,9 +24,8 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@te
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
 import { requestDeadlineSeconds, withRequestDeadline } from '../../temporal/deadline';
-import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, settledSignal, type PayinWorkflowInput } from './contract';
+import { payinSearchAttributes, payinWorkflowInputOf, signalPayin } from './notifications';
 import {
   claimDueHandoffs,
   claimOutboxBatch,
@@ -58,51 +57,6 @@ export interface PayinOutboxDispatcher {
 
 /** Seconds a claim outlives the longest Temporal call it covers, so no other dispatcher takes a row still in flight. */
 const LEASE_MARGIN_SECONDS = 10;
-
-/** A payin's search attributes from its workflow's start: owner, kind, amount, currency, status `waiting`. */
-export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string }) {
-  return paymentSearchAttributes({ owner: { merchant_id: payin.merchant_id }, kind: 'payin', amount_units: BigInt(payin.amount_units), currency: payin.currency, status: 'waiting' });
-}
-
-/** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
-export function payinWorkflowInputOf(
-  deps: Pick<PlatformDeps, 'config'>,
-  row: { invoice_reference: string; expires_at?: Date | null },
-): PayinWorkflowInput {
-  return {
-    invoice_reference: row.invoice_reference,
-    ttl_seconds: deps.config.PAYIN_TTL_SECONDS,
-    ...(row.expires_at ? { expires_at: row.expires_at.toISOString() } : {}),
-  };
-}
-
-/**
- * Queues a recorded notification in its payin's workflow as a signal (`settled` or `closed`; signal-with-start, so
- * a payin whose run completed gets a new run). Amount in minor units. Call it within a deadline.
- * @throws the Temporal client's error
- */
-export async function signalPayin(
-  deps: Pick<PlatformDeps, 'config' | 'temporal'>,
-  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string },
-  notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
-): Promise<void> {
-  // A run this starts carries the same search attributes as one the outbox starts.
-  const workflow = {
-    taskQueue: deps.temporal.taskQueue,
-    workflowId: payin.invoice_reference,
-    args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput],
-    ...payinSearchAttributes(payin),
-  };
-  if (notification.status === 'success') {
-    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, {
-      ...workflow,
-      signal: settledSignal,
-      signalArgs: [{ amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref }],
-    });
-  } else {
-    await deps.temporal.client.workflow.signalWithStart(payinWorkflow, { ...workflow, signal: closedSignal, signalArgs: [{ trx_ref: notification.trx_ref }] });
-  }
-}
 
 /** What one dispatcher sweeps with. */
 interface Sweeper {

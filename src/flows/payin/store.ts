@@ -30,6 +30,10 @@ export interface PayinRow {
   qr_image?: string | null;
   /** created_at + PAYIN_TTL_SECONDS: where the PayinWorkflow's expiry timer ends. */
   expires_at?: Date | null;
+  /** The accounts the settlement posts to, resolved at creation (migration 038); null on older payins. */
+  wallet_account_id?: string | null;
+  settlement_account_id?: string | null;
+  fee_revenue_account_id?: string | null;
   created_at: Date;
 }
 
@@ -46,7 +50,7 @@ export function settledBy(payin: PayinRow, payment: { amount_units: bigint; trx_
 export type NewPayinRow = Pick<
   PayinRow,
   'invoice_reference' | 'merchant_id' | 'out_trade_no' | 'amount_units' | 'fee_units' | 'payin_fee_percent' | 'currency' | 'memo'
-> & { expires_at: Date; forwarding_until: Date; request_key: string | null };
+> & { expires_at: Date; forwarding_until: Date; request_key: string | null } & Partial<Pick<PayinRow, 'wallet_account_id' | 'settlement_account_id' | 'fee_revenue_account_id'>>;
 
 /**
  * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed

@@ -14,14 +14,15 @@
  * Notification (the same route, `X-Upstream-Signature` and secret as the payin's, platform decisions §4): a body with
  * a `refund_reference` member is a refund notification, `{"refund_reference", "status": "refund_succeeded" |
  * "refund_failed", "amount", "currency": "USDT", "trx_ref"?, "refund_trx_ref"?, "failure_reason"?}`; every other body
- * is a payin notification. The statuses of the two kinds are disjoint as well.
+ * is a payin notification (the route tells them apart: ./notifications.ts `upstreamNotificationKind`). The statuses
+ * of the two kinds are disjoint as well.
  */
 import type { Config } from '../../config';
 import { upstreamRefundUrl } from '../../config';
 import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { invalidFields, reasonError, type FieldViolations } from '../../errors';
-import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../../money';
-import { exceedsJsonDepth, hasControlCharacters } from '../../text';
+import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, parseJsonObject, readAmount, stringifyJson } from '../../money';
+import { hasControlCharacters } from '../../text';
 import { PAYIN_REASONS } from './contract';
 import { postToUpstream } from './upstream-client';
 
@@ -288,22 +289,7 @@ export interface UpstreamRefundNotification {
 }
 
 function parseObject(signed_body: Uint8Array): Record<string, unknown> | undefined {
-  try {
-    const parsed = parseJsonLossless(Buffer.from(signed_body).toString('utf8'));
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) && !exceedsJsonDepth(parsed)) return parsed as Record<string, unknown>;
-  } catch {
-    // Not JSON (or a duplicated member, which lossless-json refuses): no kind, no fields.
-  }
-  return undefined;
-}
-
-/**
- * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`
- * member (whatever its value), else `payin` (which the payin's own reading then accepts or refuses).
- */
-export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
-  const body = parseObject(signed_body);
-  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
+  return parseJsonObject(Buffer.from(signed_body).toString('utf8'));
 }
 
 /** Checks an optional reference field; records its problem in `fields`. */
