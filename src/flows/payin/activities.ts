@@ -12,7 +12,7 @@ import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
 import { reasonFailure } from '../../temporal/failures';
 import { createHash } from 'node:crypto';
 import { additionalPaymentIdempotencyKey, PAYIN_REASONS, payinSettlementIdempotencyKey, type PayinActivities, type PayinEvent, type PayinTransition } from './contract';
-import { hasAppliedClose, hasAppliedSettlement, lockPayin, markSettled, setPayinStatus, settledBy, type PayinRow } from './store';
+import { hasAppliedClose, hasAppliedSettlement, lockPayin, lockPayinForSettlement, markSettled, setPayinStatus, settledBy, type PayinRow, type SettlingPayin } from './store';
 import { heldPolicyRefunds, recordResolution, resolutionData, resolvePayment, type Resolution, type ResolutionRefunds, type ResolvedPayment } from './resolution';
 
 /** The events that announce a change of the payin's status. */
@@ -179,14 +179,14 @@ async function creditAdditionalPayment(
   deps: PlatformDeps,
   refunds: ResolutionRefunds | undefined,
   trx: Knex.Transaction,
-  payin: PayinRow,
+  payin: SettlingPayin,
   payment: { trx_ref: string; amount_units: bigint; fee_units: bigint },
 ): Promise<PayinTransition> {
   const ledger_key = additionalPaymentIdempotencyKey(payin.invoice_reference, payment);
   const ledger_transaction_id = await postSettlement(deps, trx, payin, payment.amount_units, payment.fee_units, ledger_key);
   // The merchant's outcome policy (a second payment follows `overpaid`); a repeat finds its decision and refund.
   const resolved: ResolvedPayment = { ledger_key, trx_ref: payment.trx_ref, paid_units: payment.amount_units, fee_units: payment.fee_units, late: false, additional: true };
-  const resolution = await resolvePayment(trx, refunds, payin, resolved);
+  const resolution = payin.outcome_policy ? await resolvePayment(trx, refunds, payin, resolved, payin.outcome_policy) : undefined;
   // A repeat of this payment replays its ledger write and finds its webhook recorded: nothing is announced twice.
   const webhook_id = await recordWebhookEvent(trx, {
     id: additionalPaymentWebhookId(payin.invoice_reference, payment),
@@ -216,13 +216,13 @@ async function creditAdditionalPayment(
  */
 function settlePayin(deps: PlatformDeps, refunds: ResolutionRefunds | undefined, input: Parameters<PayinActivities['settlePayin']>[0]): Promise<PayinTransition> {
   return deps.database.transaction(async (trx) => {
-    const payin = await lockPayin(trx, input.invoice_reference);
+    const payin = await lockPayinForSettlement(trx, input.invoice_reference);
     if (!payin || payin.status === 'failed') return { webhook_id: null };
     const paid = BigInt(input.amount_units);
     const payment = { trx_ref: input.trx_ref, amount_units: paid };
     if (settledBy(payin, payment)) {
       // A replay after the commit: the same webhook, and the policy refund again when its workflow may not have started.
-      const refund_references = await heldPolicyRefunds(trx, refunds, payinSettlementIdempotencyKey(payin.invoice_reference));
+      const refund_references = payin.outcome_policy ? await heldPolicyRefunds(trx, refunds, payinSettlementIdempotencyKey(payin.invoice_reference)) : [];
       return { webhook_id: webhookIdOf(payin.invoice_reference, 'payin.success'), refund_references };
     }
     if (!(await hasAppliedSettlement(trx, payin.invoice_reference, payment))) {
@@ -232,8 +232,9 @@ function settlePayin(deps: PlatformDeps, refunds: ResolutionRefunds | undefined,
     if (payin.status === 'success') return creditAdditionalPayment(deps, refunds, trx, payin, { ...payment, fee_units: fee });
     const ledger_key = payinSettlementIdempotencyKey(payin.invoice_reference);
     const ledger_transaction_id = await postSettlement(deps, trx, payin, paid, fee, ledger_key);
+    const { outcome_policy, ...locked } = payin;
     const settled: PayinRow = {
-      ...payin,
+      ...locked,
       status: 'success',
       late: payin.status !== 'waiting',
       paid_amount_units: paid,
@@ -243,7 +244,7 @@ function settlePayin(deps: PlatformDeps, refunds: ResolutionRefunds | undefined,
     };
     await markSettled(trx, settled, ledger_transaction_id);
     const resolved: ResolvedPayment = { ledger_key, trx_ref: input.trx_ref, paid_units: paid, fee_units: fee, late: settled.late, additional: false };
-    const resolution = await resolvePayment(trx, refunds, payin, resolved);
+    const resolution = outcome_policy ? await resolvePayment(trx, refunds, locked, resolved, outcome_policy) : undefined;
     const webhook_id = await recordPayinEvent(deps, trx, settled, 'payin.success', ledger_transaction_id, resolution);
     return { webhook_id, refund_references: resolution ? await recordResolution(trx, refunds, settled, resolved, resolution) : [] };
   });

@@ -42,6 +42,9 @@ export const PAYIN_REASONS = {
 } as const;
 export type PayinReason = keyof typeof PAYIN_REASONS;
 
+/** The payer's address an upstream success notification may report (`payer_address`): TRON, `T` and 33 base58 characters. */
+export const PAYER_ADDRESS = /^T[1-9A-HJ-NP-Za-km-z]{33}$/;
+
 /** Field limits of an upstream notification (platform decisions §4; the columns are at least this wide). */
 export const NOTIFICATION_LIMITS = {
   invoice_reference: 32,

@@ -17,8 +17,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
-import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { PAYER_ADDRESS } from './resolution';
+import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYER_ADDRESS, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
 import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
 import {
   findNotificationOutcome,

@@ -13,11 +13,9 @@ import { createHash } from 'node:crypto';
 import type { Knex } from '../../db/knex';
 import { eventsOfSubject, recordEvent } from '../../events';
 import { parseJsonLossless } from '../../money';
-import { findOutcomePolicy, withinTolerance, type OutcomePolicy } from './policy';
+import { withinTolerance, type OutcomePolicy } from './policy';
+import { PAYER_ADDRESS } from './contract';
 import type { PayinRow } from './store';
-
-/** A TRON address (USDT TRC-20): `T` and 33 base58 characters. */
-export const PAYER_ADDRESS = /^T[1-9A-HJ-NP-Za-km-z]{33}$/;
 
 /** The refund flow as the resolution uses it (src/flows/refund/policy-refunds.ts, wired by src/activities.ts). */
 export interface ResolutionRefunds {
@@ -127,19 +125,17 @@ async function payerAddressOf(trx: Knex.Transaction, invoice_reference: string, 
 }
 
 /**
- * Decides one credited payment on the merchant's policy (read in `trx`): the rule, the decision and, when it refunds,
- * the payer's address and the refund's reference. Writes nothing.
- * @returns undefined when the merchant has no policy (credited, nothing recorded)
+ * Decides one credited payment on the merchant's policy (read with the payin's lock: `lockPayinForSettlement`): the
+ * rule, the decision and, when it refunds, the payer's address (read in `trx`) and the refund's reference. Writes
+ * nothing. A merchant without a policy never gets here: its payments are credited and nothing is recorded.
  */
 export async function resolvePayment(
   trx: Knex.Transaction,
   refunds: ResolutionRefunds | undefined,
   payin: PayinRow,
   payment: ResolvedPayment,
-): Promise<Resolution | undefined> {
-  const stored = await findOutcomePolicy(trx, payin.merchant_id);
-  if (!stored) return undefined;
-  const policy: OutcomePolicy = { underpaid: stored.underpaid, overpaid: stored.overpaid, late: stored.late, tolerance_percent: stored.tolerance_percent };
+  policy: OutcomePolicy,
+): Promise<Resolution> {
   const decided = decideOutcome(policy, { ...payment, invoice_units: payin.amount_units });
   const resolution: Resolution = {
     ...decided,

@@ -5,6 +5,7 @@
 import type { Knex } from '../../db/knex';
 import { recordEvent } from '../../events';
 import type { PayinStatus } from './contract';
+import type { OutcomePolicy } from './policy';
 
 /** A row of `payins`. Amounts in minor units of `currency`. */
 export interface PayinRow {
@@ -140,6 +141,25 @@ export function findPayin(database: Knex, invoice_reference: string): Promise<Pa
 /** Locks the payin's row for the rest of `trx`: the transitions of one payin serialise on it. */
 export function lockPayin(trx: Knex.Transaction, invoice_reference: string): Promise<PayinRow | undefined> {
   return trx<PayinRow>('payins').where({ invoice_reference }).forUpdate().first();
+}
+
+/** A payin locked for its settlement, with its merchant's outcome policy (null: none, every payment credited). */
+export type SettlingPayin = PayinRow & { outcome_policy: OutcomePolicy | null };
+
+/**
+ * Locks the payin (not the policy) and reads its merchant's outcome policy in the same statement, so that a
+ * settlement without a policy reads nothing more and runs no policy code (src/flows/payin/resolution.ts).
+ */
+export async function lockPayinForSettlement(trx: Knex.Transaction, invoice_reference: string): Promise<SettlingPayin | undefined> {
+  const row = await trx('payins')
+    .leftJoin('merchant_outcome_policies as policy', 'policy.merchant_id', 'payins.merchant_id')
+    .where('payins.invoice_reference', invoice_reference)
+    .forUpdate('payins')
+    .first('payins.*', 'policy.underpaid as policy_underpaid', 'policy.overpaid as policy_overpaid', 'policy.late as policy_late', 'policy.tolerance_percent as policy_tolerance_percent');
+  if (!row) return undefined;
+  const { policy_underpaid, policy_overpaid, policy_late, policy_tolerance_percent, ...payin } = row;
+  const outcome_policy = policy_underpaid ? { underpaid: policy_underpaid, overpaid: policy_overpaid, late: policy_late, tolerance_percent: policy_tolerance_percent } : null;
+  return { ...(payin as PayinRow), outcome_policy };
 }
 
 export async function markSettled(trx: Knex.Transaction, settled: PayinRow, ledger_transaction_id: string): Promise<void> {
