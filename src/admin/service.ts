@@ -18,7 +18,7 @@ import { ONBOARDING_REASONS } from '../onboarding/reasons';
 import { createMerchant, getMerchant, setMerchantStatus } from '../onboarding/merchants';
 import { createPartner, getPartner, setPartnerStatus } from '../onboarding/partners';
 import { createUser, getUser } from '../onboarding/users';
-import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, findOutcomePolicy, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
+import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
 
 interface ResolvedOwner {
   owner_type: AccountOwnerType;
@@ -76,17 +76,7 @@ function credentialOf(context: HandlerContext): string {
 
 /** A merchant's outcome policy as the RPC answers it (the default, `stored` false, without a row). */
 function outcomePolicyMessage(merchant_id: string, row: OutcomePolicyRow | undefined) {
-  const policy = row ?? DEFAULT_OUTCOME_POLICY;
-  return {
-    merchantId: merchant_id,
-    underpaid: policy.underpaid,
-    overpaid: policy.overpaid,
-    late: policy.late,
-    tolerancePercent: policy.tolerance_percent,
-    stored: row !== undefined,
-    updatedAt: row ? new Date(row.updated_at).toISOString() : '',
-    updatedBy: row?.updated_by ?? '',
-  };
+  return { merchantId: merchant_id, ...outcomePolicyFields(row) };
 }
 
 /** Most audit records one call answers, and the default. */

@@ -37,7 +37,7 @@ import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
 import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';
 import { retryScheduleOf } from './next-retry';
-import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, findOutcomePolicy, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
+import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
 
@@ -49,20 +49,6 @@ export const DEFAULT_PAGE_SIZE = 20;
  * the merchant's signature header (src/webhooks/index.ts sends them).
  */
 export const WEBHOOK_HEADERS = ['x-webhook-id', 'x-webhook-event', 'x-webhook-attempt', 'webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
-
-/** A merchant's outcome policy as the dashboard's RPC answers it (the default, `stored` false, without a row). */
-function outcomePolicyMessage(row: OutcomePolicyRow | undefined) {
-  const policy = row ?? DEFAULT_OUTCOME_POLICY;
-  return {
-    underpaid: policy.underpaid,
-    overpaid: policy.overpaid,
-    late: policy.late,
-    tolerancePercent: policy.tolerance_percent,
-    stored: row !== undefined,
-    updatedAt: row ? new Date(row.updated_at).toISOString() : '',
-    updatedBy: row?.updated_by ?? '',
-  };
-}
 
 /** No merchant has this id ("-" is no character of theirs): an unknown name's password is checked against none. */
 const NO_MERCHANT = '-';
@@ -287,7 +273,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     /** @throws DomainError SESSION_INVALID */
     async getOutcomePolicy(request) {
       const session = await requireSession(request.sessionToken);
-      return { policy: outcomePolicyMessage(await findOutcomePolicy(database, session.merchant_id)) };
+      return { policy: outcomePolicyFields(await findOutcomePolicy(database, session.merchant_id)) };
     },
 
     /**
@@ -300,7 +286,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       const change = checkPolicyChange({ underpaid: request.underpaid, overpaid: request.overpaid, late: request.late, tolerance_percent: request.tolerancePercent });
       const row = await saveOutcomePolicy(database, session.merchant_id, change, `dashboard:${session.merchant_id}`);
       deps.logger.info({ merchant_id: session.merchant_id, policy: change }, 'merchant outcome policy set on the dashboard');
-      return { policy: outcomePolicyMessage(row) };
+      return { policy: outcomePolicyFields(row) };
     },
 
     /** @throws DomainError SESSION_INVALID */

@@ -89,3 +89,20 @@ export function withinTolerance(paid: bigint, invoice: bigint, tolerance_percent
   const difference = paid > invoice ? paid - invoice : invoice - paid;
   return difference * 10_000n <= invoice * hundredths;
 }
+
+/**
+ * A merchant's policy as the admin's and the dashboard's RPCs answer it (their messages' common fields): the default,
+ * `stored` false, without a row; `updatedAt` ISO 8601 ('' without a row).
+ */
+export function outcomePolicyFields(row: OutcomePolicyRow | undefined) {
+  const policy = row ?? DEFAULT_OUTCOME_POLICY;
+  return {
+    underpaid: policy.underpaid,
+    overpaid: policy.overpaid,
+    late: policy.late,
+    tolerancePercent: policy.tolerance_percent,
+    stored: row !== undefined,
+    updatedAt: row ? new Date(row.updated_at).toISOString() : '',
+    updatedBy: row?.updated_by ?? '',
+  };
+}

@@ -99,3 +99,20 @@ export interface RefundActivities {
    */
   applyRefundDecision(input: { refund_reference: string }): Promise<RefundStep>;
 }
+
+/** A refund an outcome policy decided. Amount in minor units of `currency`. */
+export interface PolicyRefund {
+  /** `RFD-` + 20 uppercase letters and digits, derived by the caller from the payin and the payment. */
+  refund_reference: string;
+  merchant_id: string;
+  invoice_reference: string;
+  out_trade_no: string;
+  /** The refunded payment's upstream trx_ref. */
+  trx_ref: string;
+  amount_units: bigint;
+  currency: 'USDT';
+  /** The payer's TRON address the upstream reported with the payment. */
+  address: string;
+  /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
+  reason: string;
+}

@@ -10,24 +10,8 @@ import type { Knex } from '../../db/knex';
 import type { PlatformDeps } from '../../platform-deps';
 import { upstreamRefundUrl } from '../../config';
 import { placeRefundHold, refundEventData } from './activities';
+import type { PolicyRefund } from './contract';
 import { findRefund, insertRefund, updateRefund } from './store';
-
-/** A refund an outcome policy decided. Amount in minor units of `currency`. */
-export interface PolicyRefund {
-  /** `RFD-` + 20 uppercase letters and digits, derived by the caller from the payin and the payment. */
-  refund_reference: string;
-  merchant_id: string;
-  invoice_reference: string;
-  out_trade_no: string;
-  /** The refunded payment's upstream trx_ref. */
-  trx_ref: string;
-  amount_units: bigint;
-  currency: 'USDT';
-  /** The payer's TRON address the upstream reported with the payment. */
-  address: string;
-  /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
-  reason: string;
-}
 
 /** Whether a refund provider is configured: without one a policy cannot refund (the payment is credited). */
 export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boolean {
