@@ -15,7 +15,7 @@ import { eventsOfSubject, recordEvent } from '../../events';
 import { parseJsonLossless } from '../../money';
 import { withinTolerance, type OutcomePolicy } from './policy';
 import { PAYER_ADDRESS } from './contract';
-import type { PolicyRefund } from '../refund/contract';
+import type { RefundFields } from '../refund/contract';
 import type { PayinRow } from './store';
 
 /** The refund flow as the resolution uses it (src/flows/refund/policy-refunds.ts, wired by src/activities.ts). */
@@ -23,7 +23,7 @@ export interface ResolutionRefunds {
   /** Whether a refund provider is configured. */
   configured(): boolean;
   /** Records the refund with its hold and `refund.created` in `trx`; a reference already recorded writes nothing. */
-  hold(trx: Knex.Transaction, refund: PolicyRefund): Promise<boolean>;
+  hold(trx: Knex.Transaction, refund: RefundFields): Promise<boolean>;
   /** The refund's status (undefined: none). */
   status(conn: Knex | Knex.Transaction, refund_reference: string): Promise<string | undefined>;
   /** Starts the refund's RefundWorkflow unless it exists or existed (after the commit). */

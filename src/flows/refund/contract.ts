@@ -100,9 +100,9 @@ export interface RefundActivities {
   applyRefundDecision(input: { refund_reference: string }): Promise<RefundStep>;
 }
 
-/** A refund an outcome policy decided. Amount in minor units of `currency`. */
-export interface PolicyRefund {
-  /** `RFD-` + 20 uppercase letters and digits, derived by the caller from the payin and the payment. */
+/** What a refund is made with: a merchant's request or an outcome policy's decision. Amount in minor units of `currency`. */
+export interface RefundFields {
+  /** `RFD-` + 20 uppercase letters and digits (a policy's is derived from the payin and the payment). */
   refund_reference: string;
   merchant_id: string;
   invoice_reference: string;
@@ -111,7 +111,7 @@ export interface PolicyRefund {
   trx_ref: string;
   amount_units: bigint;
   currency: 'USDT';
-  /** The payer's TRON address the upstream reported with the payment. */
+  /** The payer's TRON address the money goes back to (a policy's: the one the upstream reported with the payment). */
   address: string;
   /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
   reason: string;

@@ -10,7 +10,7 @@ import type { Knex } from '../../db/knex';
 import type { PlatformDeps } from '../../platform-deps';
 import { upstreamRefundUrl } from '../../config';
 import { placeRefundHold, refundEventData } from './activities';
-import type { PolicyRefund } from './contract';
+import type { RefundFields } from './contract';
 import { findRefund, insertRefund, updateRefund } from './store';
 
 /** Whether a refund provider is configured: without one a policy cannot refund (the payment is credited). */
@@ -25,7 +25,7 @@ export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boo
  * @throws DomainError INSUFFICIENT_FUNDS (from the ledger) when the wallet has less available than the refund; the
  *   caller's transaction rolls back
  */
-export async function holdPolicyRefund(deps: Pick<PlatformDeps, 'ledger' | 'config'>, trx: Knex.Transaction, refund: PolicyRefund): Promise<boolean> {
+export async function holdPolicyRefund(deps: Pick<PlatformDeps, 'ledger' | 'config'>, trx: Knex.Transaction, refund: RefundFields): Promise<boolean> {
   if (await findRefund(trx, refund.refund_reference)) return false;
   const row = {
     ...refund,

@@ -3,21 +3,12 @@
  * needs (`payins`, the ledger transactions its payments were credited by). One copy of each query and lock.
  */
 import type { Knex } from '../../db/knex';
-import type { RefundStatus } from './contract';
+import type { RefundFields, RefundStatus } from './contract';
 
 type Conn = Knex | Knex.Transaction;
 
-/** A row of `refunds`. Amounts in minor units of `currency`. */
-export interface RefundRow {
-  refund_reference: string;
-  merchant_id: string;
-  invoice_reference: string;
-  out_trade_no: string;
-  trx_ref: string;
-  amount_units: bigint;
-  currency: 'USDT';
-  address: string;
-  reason: string;
+/** A row of `refunds`: what it was made with (RefundFields), then its state. Amounts in minor units of `currency`. */
+export interface RefundRow extends RefundFields {
   status: RefundStatus;
   request_key: string | null;
   request_fingerprint: string | null;
