@@ -69,8 +69,11 @@ export interface RefundStep {
  */
 export const decidedSignal = defineSignal<[{ status: 'refund_succeeded' | 'refund_failed' }]>('decided');
 
-/** The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md). */
-export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void'): string {
+/**
+ * The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md); a refund
+ * that returns the payin fee's share holds, posts or voids it under `<reference>:hold-fee|post-fee|void-fee`.
+ */
+export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void' | 'hold-fee' | 'post-fee' | 'void-fee'): string {
   return `${refund_reference}:${step}`;
 }
 
@@ -115,4 +118,13 @@ export interface RefundFields {
   address: string;
   /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
   reason: string;
+  /** The merchant's refund fee setting when the refund is made (stored with it: a later change does not alter it). */
+  refund_fee: RefundFeeSetting;
 }
+
+/**
+ * Whether a refund returns the payin fee's share (docs/refunds.md "What can be refunded (fees)"): `kept` (default:
+ * the wallet is debited by the refund's amount, the platform keeps the fee) or `returned` (the fee share comes from
+ * fee_revenue, the rest from the wallet).
+ */
+export type RefundFeeSetting = 'kept' | 'returned';
