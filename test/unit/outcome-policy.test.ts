@@ -5,6 +5,7 @@
  */
 import { DomainError } from '../../src/errors';
 import { checkPolicyChange, DEFAULT_OUTCOME_POLICY, withinTolerance, type OutcomePolicy } from '../../src/flows/payin/policy';
+import { POLICY_FIELD_TEXTS, policyContent } from '../../rest-facade/views/dashboard-policy';
 import { feeShareOf, refundableOf } from '../../src/flows/refund/store';
 import { decideOutcome, heldPolicyRefunds, policyRefundReference, type ResolutionRefunds } from '../../src/flows/payin/resolution';
 
@@ -134,5 +135,15 @@ describe('heldPolicyRefunds (a replayed settlement)', () => {
     expect(await heldPolicyRefunds(conn, port('held'), key)).toEqual([policyRefundReference(key)]);
     for (const status of ['pending', 'succeeded', 'failed', undefined]) expect(await heldPolicyRefunds(conn, port(status), key)).toEqual([]);
     expect(await heldPolicyRefunds(conn, undefined, key)).toEqual([]);
+  });
+});
+
+describe('the dashboard policy page (refund_fee)', () => {
+  it('shows the setting and offers it in the form, the stored value selected', () => {
+    const policy = { underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerancePercent: '0', refundFee: 'returned', stored: true, updatedAt: '2026-01-01T00:00:00.000Z', updatedBy: 'cred_x' };
+    const page = policyContent({ policy: policy as Parameters<typeof policyContent>[0]['policy'], csrfToken: 't' }).toString();
+    expect(page).toContain('<dd id="policy-refund-fee">returned</dd>');
+    expect(page).toMatch(/<select id="refund_fee" name="refund_fee"><option value="kept">[^<]*<\/option><option value="returned" selected>/);
+    expect(POLICY_FIELD_TEXTS.refund_fee).toBeDefined();
   });
 });
