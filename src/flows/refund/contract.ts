@@ -8,7 +8,9 @@
  * provider under the refund's idempotency key; an answer decides it, a `pending` answer waits for the provider's
  * signed notification (the `decided` signal, whose authority the activity re-reads from the notification record) or
  * asks again after REFUND_DECISION_TIMEOUT_SECONDS. Succeeded: the hold is posted (`<ref>:post`); failed: voided
- * (`<ref>:void`); either with its event and webhook in the same transaction.
+ * (`<ref>:void`); either with its event and webhook in the same transaction. A refund made under the merchant's
+ * `refund_fee: returned` holds its share of the payin fee on fee_revenue too (`<ref>:hold-fee`, the wallet holding
+ * the rest), posted or voided with the wallet's (`<ref>:post-fee`, `<ref>:void-fee`).
  */
 import { defineSignal } from '@temporalio/workflow';
 
