@@ -13,9 +13,9 @@
  *   POST /dashboard/sign-out                         csrf_token → session ended, cookie cleared, 303 to sign-in
  *   GET  /dashboard<page>                            each page of ./pages.ts (no session: 303 to sign-in)
  *   POST /dashboard/webhooks/:webhookId/redeliver    csrf_token → 303 to the deliveries with a notice
- *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent → 303
- *                                                    to the policy page with a notice; 400 the page again naming
- *                                                    each refused field (nothing changed)
+ *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent,
+ *                                                    refund_fee → 303 to the policy page with a notice; 400 the
+ *                                                    page again naming each refused field (nothing changed)
  *   GET  /dashboard/payments/:reference              one payment's postings and timeline (TimelineService; 404 for
  *                                                    an unknown reference and another merchant's alike)
  *
@@ -194,7 +194,15 @@ async function savePolicy(ctx: FacadeContext, sessionToken: string, csrfToken: s
   const field = (name: string) => form.get(name) ?? '';
   try {
     await ctx.state.clients.dashboard.setOutcomePolicy(
-      { sessionToken, csrfToken, underpaid: field('underpaid'), overpaid: field('overpaid'), late: field('late'), tolerancePercent: field('tolerance_percent').trim() },
+      {
+        sessionToken,
+        csrfToken,
+        underpaid: field('underpaid'),
+        overpaid: field('overpaid'),
+        late: field('late'),
+        tolerancePercent: field('tolerance_percent').trim(),
+        refundFee: field('refund_fee'),
+      },
       rpcCallOptions(ctx),
     );
     seeOther(ctx, `${POLICY_PATH}?saved=1`);

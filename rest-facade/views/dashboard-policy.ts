@@ -24,9 +24,18 @@ const CHOICES = {
     ['credit', 'Credit what was paid'],
     ['refund', 'Refund the whole payment to the payer'],
   ],
+  refund_fee: [
+    ['kept', 'Kept by the platform: a refund is at most what was credited, all from your balance'],
+    ['returned', 'Returned: a refund may be what was paid; its share of the fee comes back from the platform'],
+  ],
 } as const;
 
-const LABELS = { underpaid: 'Underpaid', overpaid: 'Overpaid (and a second payment to a paid invoice)', late: 'Paid after the payin expired or closed' } as const;
+const LABELS = {
+  underpaid: 'Underpaid',
+  overpaid: 'Overpaid (and a second payment to a paid invoice)',
+  late: 'Paid after the payin expired or closed',
+  refund_fee: 'The payin fee on refunds (yours and the policy\'s)',
+} as const;
 
 /** What the page says of a refused field (the service's field names). */
 export const POLICY_FIELD_TEXTS: Record<string, string> = {
@@ -34,6 +43,7 @@ export const POLICY_FIELD_TEXTS: Record<string, string> = {
   overpaid: 'Overpaid must be one of the choices offered.',
   late: 'Paid late must be one of the choices offered.',
   tolerance_percent: 'Tolerance must be a percent from 0 to 100 with at most 2 decimals, such as 0.5.',
+  refund_fee: 'The payin fee on refunds must be one of the choices offered.',
 };
 
 function rule(name: keyof typeof CHOICES, current: string): SafeHtml {
@@ -54,7 +64,9 @@ export function policyContent(view: { policy: OutcomePolicy; csrfToken: string; 
   return html`${view.saved ? html`<p class="notice" id="notice" role="status">Your payment policy was saved. It applies to payments settled from now on.</p>` : ''}
 ${view.problems?.length ? html`<div class="error" id="problems" role="alert"><p>Nothing was changed:</p><ul>${view.problems.map((text) => html`<li>${text}</li>`)}</ul></div>` : ''}
 <p>What the platform does with a payment that does not match its invoice. A refund goes back to the payer's address
-the provider reported, less the payin fee (the fee is not returned); without an address the payment is credited.
+the provider reported, less the payin fee unless the fee is returned (below); without an address the payment is
+credited. The payin fee setting applies to every refund created after it is saved, yours too; a refund already
+created keeps the setting it was created with.
 You receive <code>payin.success</code> with the decision in <code>resolution</code>, then <code>refund.succeeded</code>
 or <code>refund.failed</code>.</p>
 ${status}
@@ -63,6 +75,7 @@ ${status}
 <dt>Overpaid</dt><dd id="policy-overpaid">${policy.overpaid}</dd>
 <dt>Paid late</dt><dd id="policy-late">${policy.late}</dd>
 <dt>Tolerance</dt><dd id="policy-tolerance">${policy.tolerancePercent} %</dd>
+<dt>Payin fee on refunds</dt><dd id="policy-refund-fee">${policy.refundFee}</dd>
 </dl>
 <h2>Change it</h2>
 <form method="post" action="${DASHBOARD_BASE}${POLICY_PATH}" id="policy-form">
@@ -72,6 +85,7 @@ ${rule('overpaid', policy.overpaid)}
 ${rule('late', policy.late)}
 <label for="tolerance_percent">Tolerance, percent of the invoice (a payment this close counts as matching)</label>
 <input type="text" id="tolerance_percent" name="tolerance_percent" inputmode="decimal" maxlength="16" required value="${policy.tolerancePercent}">
+${rule('refund_fee', policy.refundFee)}
 <p><button type="submit" id="save-policy">Save</button></p>
 </form>`;
 }

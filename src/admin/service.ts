@@ -302,11 +302,17 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
 
     /**
      * Audited (src/rpc/audit.ts). Changes only the fields given; `updated_by` is the calling credential.
-     * @throws DomainError VALIDATION_FAILED (underpaid, overpaid, late, tolerance_percent), MERCHANT_NOT_FOUND;
+     * @throws DomainError VALIDATION_FAILED (underpaid, overpaid, late, tolerance_percent, refund_fee), MERCHANT_NOT_FOUND;
      *   nothing is changed for either
      */
     async setMerchantOutcomePolicy(request, context) {
-      const change = checkPolicyChange({ underpaid: request.underpaid, overpaid: request.overpaid, late: request.late, tolerance_percent: request.tolerancePercent });
+      const change = checkPolicyChange({
+        underpaid: request.underpaid,
+        overpaid: request.overpaid,
+        late: request.late,
+        tolerance_percent: request.tolerancePercent,
+        refund_fee: request.refundFee,
+      });
       const merchant = await getMerchant(deps.database, request.merchantId);
       if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
       const row = await saveOutcomePolicy(deps.database, merchant.id, change, credentialOf(context));

@@ -3,7 +3,7 @@
  * the admin scope; a change is audited):
  *
  *   admin merchant policy --merchant-id ID [--underpaid credit|refund] [--overpaid credit|refund-excess]
- *     [--late credit|refund] [--tolerance-percent P] [--json]
+ *     [--late credit|refund] [--tolerance-percent P] [--refund-fee kept|returned] [--json]
  *
  * No option: shows the merchant's policy (the default, `stored: false`, when none is set). Any option: sets those
  * fields, keeps the others, and shows the policy as stored. A bad value is refused by the service (VALIDATION_FAILED
@@ -21,6 +21,7 @@ export function outcomePolicyJson(policy: MerchantOutcomePolicy) {
     overpaid: policy.overpaid,
     late: policy.late,
     tolerance_percent: policy.tolerancePercent,
+    refund_fee: policy.refundFee,
     stored: policy.stored,
     updated_at: policy.updatedAt || null,
     updated_by: policy.updatedBy || null,
@@ -33,6 +34,7 @@ interface PolicyOptions {
   overpaid?: string;
   late?: string;
   tolerancePercent?: string;
+  refundFee?: string;
   json?: boolean;
 }
 
@@ -48,6 +50,7 @@ export function registerPolicyCommands(program: Command): void {
     .option('--overpaid <rule>', 'credit | refund-excess (paid − invoice)')
     .option('--late <rule>', 'credit | refund (the whole late payment)')
     .option('--tolerance-percent <percent>', 'percent of the invoice counted as matching, 0 to 100, at most 2 decimals')
+    .option('--refund-fee <setting>', 'kept | returned (whether a refund returns the payin fee\'s share)')
     .option('--json', 'print one JSON object')
     .action((options: PolicyOptions) =>
       runAdminCall(async (clients) => {
@@ -57,6 +60,7 @@ export function registerPolicyCommands(program: Command): void {
           overpaid: options.overpaid === 'refund-excess' ? 'refund_excess' : options.overpaid,
           late: options.late,
           tolerancePercent: options.tolerancePercent,
+          refundFee: options.refundFee,
         };
         const changing = Object.values(change).some((value) => value !== undefined);
         const answer = changing

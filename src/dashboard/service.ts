@@ -277,13 +277,20 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     },
 
     /**
-     * Sets every field of the session's merchant's policy (the form sends them all).
+     * Sets every field of the session's merchant's policy (the form sends them all; an empty refund_fee is unchanged).
      * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (underpaid, overpaid, late,
-     *   tolerance_percent; nothing changed)
+     *   tolerance_percent, refund_fee; nothing changed)
      */
     async setOutcomePolicy(request) {
       const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
-      const change = checkPolicyChange({ underpaid: request.underpaid, overpaid: request.overpaid, late: request.late, tolerance_percent: request.tolerancePercent });
+      const change = checkPolicyChange({
+        underpaid: request.underpaid,
+        overpaid: request.overpaid,
+        late: request.late,
+        tolerance_percent: request.tolerancePercent,
+        // Empty: unchanged (a form without the field); any other value is checked.
+        refund_fee: request.refundFee || undefined,
+      });
       const row = await saveOutcomePolicy(database, session.merchant_id, change, `dashboard:${session.merchant_id}`);
       deps.logger.info({ merchant_id: session.merchant_id, policy: change }, 'merchant outcome policy set on the dashboard');
       return { policy: outcomePolicyFields(row) };

@@ -264,7 +264,7 @@ describe('outcome policies at settlement', () => {
     const shown = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', plain.merchant_id, '--json']);
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toEqual({
-      policy: { merchant_id: plain.merchant_id, underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0', stored: false, updated_at: null, updated_by: null },
+      policy: { merchant_id: plain.merchant_id, underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0', refund_fee: 'kept', stored: false, updated_at: null, updated_by: null },
     });
     const refused = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', plain.merchant_id, '--overpaid', 'refund', '--json']);
     expect(refused.code).toBe(1);

@@ -183,6 +183,8 @@ describe('refunds of settled payins', () => {
         out_trade_no,
         trx_ref: payin.trx_ref ?? invoice_reference,
         amount_units,
+        refund_fee: 'kept',
+        fee_units: 0n,
         currency: 'USDT',
         address: SANDBOX_REFUND_ADDRESSES.succeeds,
         reason: 'recorded elsewhere',

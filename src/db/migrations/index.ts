@@ -32,6 +32,7 @@ import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 import * as payinSettlementAccounts from './038_payin_settlement_accounts';
+import * as refundFee from './039_refund_fee';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -68,6 +69,7 @@ const migrations: Array<[string, Migration]> = [
   ['036_deposit_refunds', depositRefunds],
   ['037_merchant_outcome_policies', merchantOutcomePolicies],
   ['038_payin_settlement_accounts', payinSettlementAccounts],
+  ['039_refund_fee', refundFee],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -9,13 +9,21 @@ import { invalidFields, type FieldViolations } from '../../errors';
 
 type Conn = Knex | Knex.Transaction;
 
-/** A merchant's policy. `tolerance_percent`: decimal text, 0–100, at most 2 decimals ("0.5"). */
+/**
+ * A merchant's policy. `tolerance_percent`: decimal text, 0–100, at most 2 decimals ("0.5"). `refund_fee`: whether
+ * a refund (the merchant's or a policy's) returns the payin fee's share too (docs/refunds.md "What can be refunded
+ * (fees)"): `kept` (the platform keeps it) or `returned` (taken back from fee_revenue); migration 039.
+ */
 export interface OutcomePolicy {
   underpaid: 'credit' | 'refund';
   overpaid: 'credit' | 'refund_excess';
   late: 'credit' | 'refund';
   tolerance_percent: string;
+  refund_fee: RefundFeeSetting;
 }
+
+/** Whether a refund returns the payin fee's share: `kept` (the default) or `returned`. */
+export type RefundFeeSetting = 'kept' | 'returned';
 
 /** A stored policy, with when and by which credential it was last set. */
 export interface OutcomePolicyRow extends OutcomePolicy {
@@ -24,14 +32,15 @@ export interface OutcomePolicyRow extends OutcomePolicy {
   updated_by: string;
 }
 
-/** What applies to a merchant without a row: credit everything, no tolerance. */
-export const DEFAULT_OUTCOME_POLICY: OutcomePolicy = { underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0' };
+/** What applies to a merchant without a row: credit everything, no tolerance, the payin fee kept on refunds. */
+export const DEFAULT_OUTCOME_POLICY: OutcomePolicy = { underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0', refund_fee: 'kept' };
 
 /** The rule values each field accepts, in the words the CLI and the RPC use. */
 export const OUTCOME_POLICY_VALUES = {
   underpaid: ['credit', 'refund'],
   overpaid: ['credit', 'refund_excess'],
   late: ['credit', 'refund'],
+  refund_fee: ['kept', 'returned'],
 } as const;
 
 /** 0 to 100 with at most 2 decimals, no sign, no exponent ("0", "2.5", "100.00"). */
@@ -41,13 +50,14 @@ const TOLERANCE = /^(?:100(?:\.0{1,2})?|\d{1,2}(?:\.\d{1,2})?)$/;
 export type OutcomePolicyChange = Partial<Record<keyof OutcomePolicy, string>>;
 
 /**
- * Checks a change: every rule one of OUTCOME_POLICY_VALUES, the tolerance 0–100 with at most 2 decimals.
+ * Checks a change: every rule (and refund_fee) one of OUTCOME_POLICY_VALUES, the tolerance 0–100 with at most 2
+ * decimals.
  * @returns the change, typed
- * @throws DomainError VALIDATION_FAILED naming each bad field (underpaid, overpaid, late, tolerance_percent)
+ * @throws DomainError VALIDATION_FAILED naming each bad field (underpaid, overpaid, late, tolerance_percent, refund_fee)
  */
 export function checkPolicyChange(change: OutcomePolicyChange): Partial<OutcomePolicy> {
   const fields: FieldViolations = {};
-  for (const rule of ['underpaid', 'overpaid', 'late'] as const) {
+  for (const rule of ['underpaid', 'overpaid', 'late', 'refund_fee'] as const) {
     const value = change[rule];
     if (value !== undefined && !(OUTCOME_POLICY_VALUES[rule] as readonly string[]).includes(value)) {
       fields[rule] = [`must be one of ${OUTCOME_POLICY_VALUES[rule].join(', ')}`];
@@ -101,6 +111,7 @@ export function outcomePolicyFields(row: OutcomePolicyRow | undefined) {
     overpaid: policy.overpaid,
     late: policy.late,
     tolerancePercent: policy.tolerance_percent,
+    refundFee: policy.refund_fee,
     stored: row !== undefined,
     updatedAt: row ? new Date(row.updated_at).toISOString() : '',
     updatedBy: row?.updated_by ?? '',

@@ -76,21 +76,23 @@ export function policyRefundReference(ledger_key: string): string {
  * The rule and decision of `policy` for a payment, before any address is known, and the refund it asks for (minor
  * units; 0 when none). Late comes first: a late payment under `late: refund` is refunded whatever its amount; a second
  * payment to a settled invoice follows `overpaid` (refund_excess refunds all of it). The refund never exceeds what the
- * payment credited (paid − fee): the payin fee is not returned.
+ * payment credited (paid − fee) under `refund_fee: kept` (the payin fee is not returned), or what was paid under
+ * `returned` (the refund flow returns the fee's share from fee_revenue).
  */
 export function decideOutcome(
   policy: OutcomePolicy,
   payment: { paid_units: bigint; fee_units: bigint; invoice_units: bigint; late: boolean; additional: boolean },
 ): { rule: ResolutionRule; decision: 'credit' | 'within_tolerance' | 'refund_full' | 'refund_excess'; refund_units: bigint } {
   const credited = payment.paid_units - payment.fee_units;
-  const full = { decision: 'refund_full' as const, refund_units: credited };
+  const refundable = policy.refund_fee === 'returned' ? payment.paid_units : credited;
+  const full = { decision: 'refund_full' as const, refund_units: refundable };
   if (payment.additional) return { rule: 'additional_payment', ...(policy.overpaid === 'refund_excess' ? full : { decision: 'credit', refund_units: 0n }) };
   if (payment.late && policy.late === 'refund') return { rule: 'late', ...full };
   if (withinTolerance(payment.paid_units, payment.invoice_units, policy.tolerance_percent)) return { rule: 'match', decision: 'within_tolerance', refund_units: 0n };
   if (payment.paid_units < payment.invoice_units) return { rule: 'underpaid', ...(policy.underpaid === 'refund' ? full : { decision: 'credit', refund_units: 0n }) };
   if (policy.overpaid !== 'refund_excess') return { rule: 'overpaid', decision: 'credit', refund_units: 0n };
   const excess = payment.paid_units - payment.invoice_units;
-  return { rule: 'overpaid', decision: 'refund_excess', refund_units: excess < credited ? excess : credited };
+  return { rule: 'overpaid', decision: 'refund_excess', refund_units: excess < refundable ? excess : refundable };
 }
 
 /**
@@ -190,6 +192,7 @@ export async function recordResolution(
     currency: payin.currency,
     address: resolution.payer_address!,
     reason: `outcome policy: ${resolution.rule} (${resolution.decision})`,
+    refund_fee: resolution.policy.refund_fee,
   });
   return [resolution.refund_reference];
 }

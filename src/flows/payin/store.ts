@@ -155,10 +155,10 @@ export async function lockPayinForSettlement(trx: Knex.Transaction, invoice_refe
     .leftJoin('merchant_outcome_policies as policy', 'policy.merchant_id', 'payins.merchant_id')
     .where('payins.invoice_reference', invoice_reference)
     .forUpdate('payins')
-    .first('payins.*', 'policy.underpaid as policy_underpaid', 'policy.overpaid as policy_overpaid', 'policy.late as policy_late', 'policy.tolerance_percent as policy_tolerance_percent');
+    .first('payins.*', 'policy.underpaid as policy_underpaid', 'policy.overpaid as policy_overpaid', 'policy.late as policy_late', 'policy.tolerance_percent as policy_tolerance_percent', 'policy.refund_fee as policy_refund_fee');
   if (!row) return undefined;
-  const { policy_underpaid, policy_overpaid, policy_late, policy_tolerance_percent, ...payin } = row;
-  const outcome_policy = policy_underpaid ? { underpaid: policy_underpaid, overpaid: policy_overpaid, late: policy_late, tolerance_percent: policy_tolerance_percent } : null;
+  const { policy_underpaid, policy_overpaid, policy_late, policy_tolerance_percent, policy_refund_fee, ...payin } = row;
+  const outcome_policy = policy_underpaid ? { underpaid: policy_underpaid, overpaid: policy_overpaid, late: policy_late, tolerance_percent: policy_tolerance_percent, refund_fee: policy_refund_fee } : null;
   return { ...(payin as PayinRow), outcome_policy };
 }
 

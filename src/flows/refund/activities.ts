@@ -55,6 +55,8 @@ export function refundEventData(refund: RefundRow): Record<string, unknown> {
     out_trade_no: refund.out_trade_no,
     status: refund.status,
     amount_units: refund.amount_units.toString(),
+    refund_fee: refund.refund_fee,
+    fee_units: refund.fee_units.toString(),
     currency: refund.currency,
     address: refund.address,
     reason: refund.reason,
@@ -85,39 +87,45 @@ export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string
 }
 
 /**
- * Places the refund's hold: `amount_units` moved out of the merchant wallet's available balance towards the
- * settlement account (where a payin's money came from), as a ledger pending transfer under `<ref>:hold`.
- * @param join how the hold joins `trx` (types.ts LedgerJoin): `direct` (two statements fewer while the wallet is
- *   locked) only for a caller whose transaction rolls back on any error of this call
- * @param pending_transfer_id the hold's id when the caller chose it (a uuid it recorded before, in the refund's row)
- * @returns the pending transfer's id
- * @throws DomainError INSUFFICIENT_FUNDS when the wallet has less available (the caller's transaction rolls back)
+ * Places the refund's holds, each towards the settlement account (where a payin's money came from), as ledger pending
+ * transfers: `amount_units − fee_units` on the merchant's wallet (`<ref>:hold`) and, when the refund returns the
+ * payin fee's share, `fee_units` on the platform's fee_revenue (`<ref>:hold-fee`). Minor units.
+ * @param join how the holds join `trx` (types.ts LedgerJoin): `direct` (statements fewer while the wallet is locked)
+ *   only for a caller whose transaction rolls back on any error of this call
+ * @param pending_transfer_id the wallet hold's id when the caller chose it (a uuid it recorded before, in the row)
+ * @returns the pending transfers' ids (the fee's null when the refund returns no fee)
+ * @throws DomainError INSUFFICIENT_FUNDS when the wallet (or fee_revenue) has less available (the caller's transaction
+ *   rolls back)
  */
 export async function placeRefundHold(
   deps: Pick<PlatformDeps, 'ledger'>,
   trx: Knex.Transaction,
-  refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference'>,
+  refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference' | 'fee_units'>,
   join: LedgerJoin = 'savepoint',
   pending_transfer_id?: string,
-): Promise<string> {
+): Promise<{ pending_transfer_id: string; fee_pending_transfer_id: string | null }> {
   // The wallet exists once a payin credited the merchant: found with one read, opened only when missing.
   const address = { owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' } as const;
   const wallet = (await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx));
   const settlement = await deps.ledger.platformAccount('settlement', refund.currency, trx);
-  const hold = await deps.ledger.createPendingTransfer(
-    {
-      idempotency_key: refundIdempotencyKey(refund.refund_reference, 'hold'),
-      debit_account_id: wallet.id,
-      credit_account_id: settlement.id,
-      amount_units: refund.amount_units,
-      description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held`,
-      metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
-      ...(pending_transfer_id ? { id: pending_transfer_id } : {}),
-    },
-    trx,
-    join,
-  );
-  return hold.id;
+  const hold = (debit_account_id: string, amount_units: bigint, step: 'hold' | 'hold-fee', id?: string) =>
+    deps.ledger.createPendingTransfer(
+      {
+        idempotency_key: refundIdempotencyKey(refund.refund_reference, step),
+        debit_account_id,
+        credit_account_id: settlement.id,
+        amount_units,
+        description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held${step === 'hold-fee' ? ' (payin fee share)' : ''}`,
+        metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
+        ...(id ? { id } : {}),
+      },
+      trx,
+      join,
+    );
+  const walletHold = await hold(wallet.id, refund.amount_units - refund.fee_units, 'hold', pending_transfer_id);
+  if (refund.fee_units <= 0n) return { pending_transfer_id: walletHold.id, fee_pending_transfer_id: null };
+  const revenue = await deps.ledger.platformAccount('fee_revenue', refund.currency, trx);
+  return { pending_transfer_id: walletHold.id, fee_pending_transfer_id: (await hold(revenue.id, refund.fee_units, 'hold-fee')).id };
 }
 
 /** The event a decided refund announced. */
@@ -127,6 +135,24 @@ function decisionEvent(status: 'succeeded' | 'failed'): Exclude<RefundEvent, 're
 
 function decided(refund: RefundRow): refund is RefundRow & { status: 'succeeded' | 'failed' } {
   return refund.status === 'succeeded' || refund.status === 'failed';
+}
+
+/**
+ * Posts (or voids) the refund's holds: the wallet's under `<ref>:post|void` and the fee share's, when it has one, under
+ * `<ref>:post-fee|void-fee`, each idempotent under its own key. @returns the wallet hold's settlement
+ */
+async function settleHolds(deps: PlatformDeps, trx: Knex.Transaction, refund: RefundRow, step: 'post' | 'void') {
+  if (!refund.pending_transfer_id) throw new Error(`refund ${refund.refund_reference} has no hold`);
+  if (refund.fee_units > 0n && !refund.fee_pending_transfer_id) throw new Error(`refund ${refund.refund_reference} has no fee hold`);
+  const apply = (pending_transfer_id: string, key: 'post' | 'void' | 'post-fee' | 'void-fee') => {
+    const transfer = { pending_transfer_id, idempotency_key: refundIdempotencyKey(refund.refund_reference, key) };
+    // `direct`: any error rolls this whole transaction back, and the statements fewer are taken while the
+    // merchant's wallet is locked (every payment of the merchant waits on that lock).
+    return step === 'post' ? deps.ledger.postPendingTransfer(transfer, trx, 'direct') : deps.ledger.voidPendingTransfer(transfer, trx, 'direct');
+  };
+  const settled = await apply(refund.pending_transfer_id, step);
+  if (refund.fee_pending_transfer_id) await apply(refund.fee_pending_transfer_id, step === 'post' ? 'post-fee' : 'void-fee');
+  return settled;
 }
 
 /**
@@ -143,12 +169,7 @@ async function decide(deps: PlatformDeps, refund_reference: string, decision: De
       if (refund.status !== decision.status) deps.logger.error({ refund_reference, kept: refund.status }, 'refund decided twice, differently; the first decision stands');
       return { status: refund.status, webhook_id: refund.status === decision.status ? refundWebhookId(refund, event) : null };
     }
-    if (!refund.pending_transfer_id) throw new Error(`refund ${refund_reference} has no hold`);
-    const step = decision.status === 'succeeded' ? 'post' : 'void';
-    const transfer = { pending_transfer_id: refund.pending_transfer_id, idempotency_key: refundIdempotencyKey(refund_reference, step) };
-    // `direct`: any error rolls this whole transaction back, and the two statements fewer are taken while the
-    // merchant's wallet is locked (every payment of the merchant waits on that lock).
-    const settled = step === 'post' ? await deps.ledger.postPendingTransfer(transfer, trx, 'direct') : await deps.ledger.voidPendingTransfer(transfer, trx, 'direct');
+    const settled = await settleHolds(deps, trx, refund, decision.status === 'succeeded' ? 'post' : 'void');
     const after: RefundRow = {
       ...refund,
       status: decision.status,
@@ -259,7 +280,7 @@ async function holdRefund(deps: PlatformDeps, refund_reference: string): Promise
   await deps.database.transaction(async (trx) => {
     const refund = await lockRefund(trx, refund_reference);
     if (!refund) throw reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
-    if (!refund.pending_transfer_id && !decided(refund)) await updateRefund(trx, refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, refund) });
+    if (!refund.pending_transfer_id && !decided(refund)) await updateRefund(trx, refund_reference, await placeRefundHold(deps, trx, refund));
   });
 }
 

@@ -8,7 +8,9 @@
  * provider under the refund's idempotency key; an answer decides it, a `pending` answer waits for the provider's
  * signed notification (the `decided` signal, whose authority the activity re-reads from the notification record) or
  * asks again after REFUND_DECISION_TIMEOUT_SECONDS. Succeeded: the hold is posted (`<ref>:post`); failed: voided
- * (`<ref>:void`); either with its event and webhook in the same transaction.
+ * (`<ref>:void`); either with its event and webhook in the same transaction. A refund made under the merchant's
+ * `refund_fee: returned` holds its share of the payin fee on fee_revenue too (`<ref>:hold-fee`, the wallet holding
+ * the rest), posted or voided with the wallet's (`<ref>:post-fee`, `<ref>:void-fee`).
  */
 import { defineSignal } from '@temporalio/workflow';
 
@@ -69,8 +71,11 @@ export interface RefundStep {
  */
 export const decidedSignal = defineSignal<[{ status: 'refund_succeeded' | 'refund_failed' }]>('decided');
 
-/** The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md). */
-export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void'): string {
+/**
+ * The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md); a refund
+ * that returns the payin fee's share holds, posts or voids it under `<reference>:hold-fee|post-fee|void-fee`.
+ */
+export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void' | 'hold-fee' | 'post-fee' | 'void-fee'): string {
   return `${refund_reference}:${step}`;
 }
 
@@ -115,4 +120,13 @@ export interface RefundFields {
   address: string;
   /** Why, ≤ 255 characters ("outcome policy: underpaid"). */
   reason: string;
+  /** The merchant's refund fee setting when the refund is made (stored with it: a later change does not alter it). */
+  refund_fee: RefundFeeSetting;
 }
+
+/**
+ * Whether a refund returns the payin fee's share (docs/refunds.md "What can be refunded (fees)"): `kept` (default:
+ * the wallet is debited by the refund's amount, the platform keeps the fee) or `returned` (the fee share comes from
+ * fee_revenue, the rest from the wallet).
+ */
+export type RefundFeeSetting = 'kept' | 'returned';

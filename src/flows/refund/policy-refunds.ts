@@ -1,7 +1,8 @@
 /**
  * Refunds the platform makes on a merchant's outcome policy (docs/refunds.md "Outcome policies"), inside the payin
  * settlement's own transaction: the refund row, its hold on the merchant's wallet (`<ref>:hold`) and its
- * `refund.created` event, exactly as a merchant's refund (./service.ts `recordRefund`), under a reference the caller
+ * `refund.created` event, exactly as a merchant's refund (./service.ts `recordRefund`), the payin fee's share returned
+ * too when the policy's `refund_fee` (in force at the settlement, passed in RefundFields) is `returned`, under a reference the caller
  * derives from the payin and the payment, so a retried settlement finds its refund instead of making a second one.
  * The RefundWorkflow is started after the commit (`startRefundWorkflow`, the payin workflow's `startRefunds`).
  */
@@ -11,7 +12,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import { upstreamRefundUrl } from '../../config';
 import { placeRefundHold, refundEventData } from './activities';
 import type { RefundFields } from './contract';
-import { findRefund, insertRefund, updateRefund } from './store';
+import { feeShareOf, findRefund, insertRefund, refundBasis, updateRefund } from './store';
 
 /** Whether a refund provider is configured: without one a policy cannot refund (the payment is credited). */
 export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boolean {
@@ -27,15 +28,18 @@ export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boo
  */
 export async function holdPolicyRefund(deps: Pick<PlatformDeps, 'ledger' | 'config'>, trx: Knex.Transaction, refund: RefundFields): Promise<boolean> {
   if (await findRefund(trx, refund.refund_reference)) return false;
+  // The settlement holds the payin's lock: the basis includes this payment (credited in `trx`) and every refund.
+  const fee_units = feeShareOf(await refundBasis(trx, refund.invoice_reference), refund.refund_fee, refund.amount_units);
   const row = {
     ...refund,
+    fee_units,
     request_key: null,
     request_fingerprint: null,
     pending_transfer_id: null,
     decision_due_at: new Date(Date.now() + deps.config.REFUND_DECISION_TIMEOUT_SECONDS * 1000),
   };
   await insertRefund(trx, row);
-  await updateRefund(trx, refund.refund_reference, { pending_transfer_id: await placeRefundHold(deps, trx, row) });
+  await updateRefund(trx, refund.refund_reference, await placeRefundHold(deps, trx, row));
   const created = (await findRefund(trx, refund.refund_reference))!;
   await recordEvent(trx, { owner: { type: 'merchant', id: refund.merchant_id }, subject: refund.invoice_reference, type: 'refund.created', data: refundEventData(created) });
   return true;

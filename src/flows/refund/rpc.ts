@@ -11,7 +11,7 @@ import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import type { PlatformDeps } from '../../platform-deps';
 import { REFUND_REASONS } from './contract';
 import { createRefund, refundOf } from './service';
-import { findRefund, listRefunds, refundableUnits, type RefundRow } from './store';
+import { findRefund, listRefunds, merchantRefundFee, refundBasis, refundableOf, type RefundRow } from './store';
 
 /** The merchant an Area B API key belongs to (the PayinService's check, shared by the composition root). */
 export type RefundApiKeyCheck = (api_key: string, context: HandlerContext) => Promise<{ id: string }>;
@@ -80,7 +80,8 @@ export function createRefundService(deps: PlatformDeps, authenticate: RefundApiK
       const payin = await payinOf(deps, merchant.id, { out_trade_no: request.outTradeNo, invoice_reference: request.invoiceReference });
       if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
       const refunds = await listRefunds(deps.database, { merchant_id: merchant.id, invoice_reference: payin.invoice_reference, limit: LIST_MAX });
-      const refundable = await refundableUnits(deps.database, payin.invoice_reference);
+      // Under the merchant's setting now: what a refund asked now could take.
+      const refundable = refundableOf(await refundBasis(deps.database, payin.invoice_reference), await merchantRefundFee(deps.database, merchant.id));
       return { refunds: refunds.map((row) => refundMessage(row)), refundableUnits: refundable > 0n ? refundable : 0n };
     },
 

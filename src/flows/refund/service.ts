@@ -3,9 +3,12 @@
  * recorded, held on its wallet and announced in one transaction; its RefundWorkflow started after the commit, by
  * reference), read back, and the provider's signed decision recorded and handed to the workflow.
  *
- * Refundable amount: what the payin credited to the merchant (its settlement and additional payments, each less the
- * payin fee taken from it) less its refunds succeeded or still held. The payin fee is not returned: the platform keeps
- * it, and a refund debits the wallet by the refunded amount only.
+ * Refundable amount, on the merchant's refund fee setting when the refund is created (stored on the refund): `kept`
+ * (default), what the payin credited to the merchant (its settlement and additional payments, each less the payin fee
+ * taken from it) less its refunds succeeded or still held: the platform keeps the fee, and a refund debits the wallet
+ * by the refunded amount only. `returned`, what was paid less those refunds: the refund's share of the fee
+ * (store.ts `feeShareOf`) is held on fee_revenue (`<ref>:hold-fee`) and the rest on the wallet; the payer receives
+ * the refund's amount either way.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import { createHash, randomUUID } from 'node:crypto';
@@ -22,7 +25,19 @@ import { hasControlCharacters } from '../../text';
 import { refundWorkflow } from '../../../workflows/refund';
 import { placeRefundHold, refundEventData } from './activities';
 import { decidedSignal, REFUND_REASONS, type RefundWorkflowInput } from './contract';
-import { findRefund, findRefundByKey, insertRefund, insertRefundNotification, lockMerchantPayin, refundableUnits, type RefundRow } from './store';
+import {
+  feeShareOf,
+  findRefund,
+  findRefundByKey,
+  insertRefund,
+  insertRefundNotification,
+  lockMerchantPayin,
+  merchantRefundFee,
+  refundBasis,
+  refundableOf,
+  updateRefund,
+  type RefundRow,
+} from './store';
 
 export { createRefundActivities, type RefundProvider, type RefundProviderOutcome } from './activities';
 export { listRefunds, overdueRefunds, orphanRefundNotifications, findRefund, type RefundRow, type RefundNotificationRow } from './store';
@@ -126,7 +141,10 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
     const payin = await lockMerchantPayin(trx, merchant_id, request);
     if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
     if (payin.status !== 'success') throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_SETTLED', 'the payin is not settled');
-    const refundable = await refundableUnits(trx, payin.invoice_reference);
+    // The setting in force now is the refund's for good (stored on its row).
+    const refund_fee = await merchantRefundFee(trx, merchant_id);
+    const basis = await refundBasis(trx, payin.invoice_reference);
+    const refundable = refundableOf(basis, refund_fee);
     const amount_units = request.amount_units ?? refundable;
     if (amount_units <= 0n || amount_units > refundable) {
       throw reasonError(REFUND_REASONS, 'REFUND_AMOUNT_EXCEEDS_REFUNDABLE', `at most ${refundable > 0n ? refundable : 0n} minor units are refundable`);
@@ -141,6 +159,8 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
       currency: payin.currency,
       address: request.address,
       reason: request.reason ?? '',
+      refund_fee,
+      fee_units: feeShareOf(basis, refund_fee, amount_units),
       request_key,
       request_fingerprint: request_key ? fingerprint : null,
       decision_due_at: new Date(Date.now() + deps.config.REFUND_DECISION_TIMEOUT_SECONDS * 1000),
@@ -150,7 +170,12 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
       // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
       const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!);
       // A fresh reference's key: never a replay of another hold (which would name another id).
-      if (held !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held} is not the one recorded`);
+      if (held.pending_transfer_id !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held.pending_transfer_id} is not the one recorded`);
+      // The fee share's hold (after the wallet's, whose id the row names already); recorded in the same transaction.
+      if (held.fee_pending_transfer_id) {
+        await updateRefund(trx, refund_reference, { fee_pending_transfer_id: held.fee_pending_transfer_id });
+        created.fee_pending_transfer_id = held.fee_pending_transfer_id;
+      }
     } catch (error) {
       if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
         throw reasonError(REFUND_REASONS, 'REFUND_INSUFFICIENT_BALANCE', 'the wallet has less available than the refund');

@@ -3,13 +3,17 @@
  * needs (`payins`, the ledger transactions its payments were credited by). One copy of each query and lock.
  */
 import type { Knex } from '../../db/knex';
-import type { RefundFields, RefundStatus } from './contract';
+import type { RefundFeeSetting, RefundFields, RefundStatus } from './contract';
 
 type Conn = Knex | Knex.Transaction;
 
 /** A row of `refunds`: what it was made with (RefundFields), then its state. Amounts in minor units of `currency`. */
 export interface RefundRow extends RefundFields {
   status: RefundStatus;
+  /** The fee share's hold on fee_revenue (`<ref>:hold-fee`); null when the refund returns no fee. */
+  fee_pending_transfer_id: string | null;
+  /** The payin fee's share the refund returns (from fee_revenue), minor units; 0 under `kept`. */
+  fee_units: bigint;
   request_key: string | null;
   request_fingerprint: string | null;
   pending_transfer_id: string | null;
@@ -37,6 +41,8 @@ export type NewRefundRow = Pick<
   | 'request_fingerprint'
   | 'pending_transfer_id'
   | 'decision_due_at'
+  | 'refund_fee'
+  | 'fee_units'
 >;
 
 /** The payin fields a refund reads. */
@@ -74,11 +80,12 @@ export async function lockMerchantPayin(
   >;
 }
 
-/** The SQL of what a payin credited (its `<ref>:settle` and `<ref>:additional:…` transactions) and its parameters. */
-function creditedQuery(invoice_reference: string): { sql: string; bindings: string[] } {
+/** The SQL of what a payin's payments paid and the fees taken from them (`<ref>:settle`, `<ref>:additional:…`). */
+function paymentsQuery(invoice_reference: string): { sql: string; bindings: string[] } {
   const escaped = invoice_reference.replace(/[\\%_]/g, (character) => `\\${character}`);
   return {
-    sql: `SELECT coalesce(sum((metadata->>'paid_units')::numeric - coalesce((metadata->>'fee_units')::numeric, 0)), 0)
+    sql: `SELECT coalesce(sum((metadata->>'paid_units')::numeric), 0) AS paid,
+                 coalesce(sum(coalesce((metadata->>'fee_units')::numeric, 0)), 0) AS fee
             FROM ledger_transactions
            WHERE idempotency_key = ? OR idempotency_key LIKE ? ESCAPE '\\'`,
     bindings: [`${invoice_reference}:settle`, `${escaped}:additional:%`],
@@ -89,37 +96,63 @@ function creditedQuery(invoice_reference: string): { sql: string; bindings: stri
 const COMMITTED_STATUSES = ['held', 'pending', 'succeeded'] as const;
 
 /**
- * What the payin credited to its merchant, minor units: its settlement and every additional payment, each its paid
- * amount less the payin fee taken from it (the ledger transactions `<ref>:settle` and `<ref>:additional:…`). The fee
- * is the platform's: a refund never returns it.
+ * What a payin's refunds are measured against, minor units: what its payments paid and the fees taken from them
+ * (its ledger transactions `<ref>:settle` and `<ref>:additional:…`), its refunds succeeded or held, and of those the
+ * ones that returned the fee (`refund_fee` `returned`): their amounts and the fee shares they returned.
  */
-export async function creditedUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
-  const credited = creditedQuery(invoice_reference);
-  const result = await conn.raw(`SELECT (${credited.sql})::text AS credited`, credited.bindings);
-  return BigInt((result.rows as Array<{ credited: string }>)[0]?.credited ?? '0');
+export interface RefundBasis {
+  paid: bigint;
+  fee: bigint;
+  committed: bigint;
+  returned_amount: bigint;
+  returned_fee: bigint;
+}
+
+/** The payin's RefundBasis in one statement (a refund's request reads it under the payin's lock). */
+export async function refundBasis(conn: Conn, invoice_reference: string): Promise<RefundBasis> {
+  const payments = paymentsQuery(invoice_reference);
+  const result = await conn.raw(
+    `SELECT p.paid::text AS paid, p.fee::text AS fee,
+            coalesce(sum(r.amount_units), 0)::text AS committed,
+            coalesce(sum(r.amount_units) FILTER (WHERE r.refund_fee = 'returned'), 0)::text AS returned_amount,
+            coalesce(sum(r.fee_units), 0)::text AS returned_fee
+       FROM (${payments.sql}) p
+       LEFT JOIN refunds r ON r.invoice_reference = ? AND r.status = ANY(?::text[])
+      GROUP BY p.paid, p.fee`,
+    [...payments.bindings, invoice_reference, [...COMMITTED_STATUSES]],
+  );
+  const row = (result.rows as Array<Record<keyof RefundBasis, string>>)[0];
+  const value = (key: keyof RefundBasis) => BigInt(row?.[key] ?? '0');
+  return { paid: value('paid'), fee: value('fee'), committed: value('committed'), returned_amount: value('returned_amount'), returned_fee: value('returned_fee') };
 }
 
 /**
- * What is still refundable of the payin, minor units: creditedUnits less committedRefundUnits, in one statement (a
- * refund's request reads it under the payin's lock). Negative when refunds exceed what was credited: callers clamp.
+ * What is still refundable of the payin under `setting`, minor units: `kept`, what it credited (paid − fee) less its
+ * refunds succeeded or held; `returned`, what was paid less those refunds. Negative when refunds exceed it: callers
+ * clamp.
  */
-export async function refundableUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
-  const credited = creditedQuery(invoice_reference);
-  const result = await conn.raw(
-    `SELECT ((${credited.sql}) - (SELECT coalesce(sum(amount_units), 0) FROM refunds WHERE invoice_reference = ? AND status = ANY(?::text[])))::text AS refundable`,
-    [...credited.bindings, invoice_reference, [...COMMITTED_STATUSES]],
-  );
-  return BigInt((result.rows as Array<{ refundable: string }>)[0]?.refundable ?? '0');
+export function refundableOf(basis: RefundBasis, setting: RefundFeeSetting): bigint {
+  return (setting === 'returned' ? basis.paid : basis.paid - basis.fee) - basis.committed;
 }
 
-/** Refunds of the payin that count against what it credited: succeeded, or held (held and pending). */
-export async function committedRefundUnits(conn: Conn, invoice_reference: string): Promise<bigint> {
-  const row = (await conn('refunds')
-    .where({ invoice_reference })
-    .whereIn('status', [...COMMITTED_STATUSES])
-    .sum({ total: 'amount_units' })
-    .first()) as { total: string | bigint | null } | undefined;
-  return BigInt(row?.total ?? 0);
+/**
+ * The payin fee's share a refund of `amount_units` returns under `returned` (0 under `kept`), minor units: cumulative
+ * and proportional, floor(fee × (A + amount) / paid) − F, where A and F are the amounts and fee shares of the payin's
+ * refunds that returned the fee (succeeded or held). So successive partial refunds return exactly, in total,
+ * floor(fee × their total / paid) — all of the fee when everything paid was refunded, never more — whatever their
+ * split. Never all of the refund: at least one minor unit comes from the wallet (the hold on it carries the refund).
+ */
+export function feeShareOf(basis: RefundBasis, setting: RefundFeeSetting, amount_units: bigint): bigint {
+  if (setting !== 'returned' || basis.paid <= 0n || basis.fee <= 0n) return 0n;
+  const share = (basis.fee * (basis.returned_amount + amount_units)) / basis.paid - basis.returned_fee;
+  const bounded = share < amount_units - 1n ? share : amount_units - 1n;
+  return bounded > 0n ? bounded : 0n;
+}
+
+/** The merchant's refund fee setting (its outcome policy's `refund_fee`; `kept` without a policy). */
+export async function merchantRefundFee(conn: Conn, merchant_id: string): Promise<RefundFeeSetting> {
+  const row = (await conn('merchant_outcome_policies').where({ merchant_id }).first('refund_fee')) as { refund_fee: RefundFeeSetting } | undefined;
+  return row?.refund_fee ?? 'kept';
 }
 
 /** Records a new refund (`held`). @returns the row as stored (its defaults filled in) */
@@ -146,7 +179,7 @@ export function lockRefund(trx: Knex.Transaction, refund_reference: string): Pro
 export async function updateRefund(
   trx: Knex.Transaction,
   refund_reference: string,
-  fields: Partial<Pick<RefundRow, 'status' | 'pending_transfer_id' | 'ledger_transaction_id' | 'refund_trx_ref' | 'failure_reason' | 'decided_at'>>,
+  fields: Partial<Pick<RefundRow, 'status' | 'pending_transfer_id' | 'fee_pending_transfer_id' | 'ledger_transaction_id' | 'refund_trx_ref' | 'failure_reason' | 'decided_at'>>,
 ): Promise<void> {
   await trx('refunds')
     .where({ refund_reference })
