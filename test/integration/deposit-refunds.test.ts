@@ -350,6 +350,36 @@ describe('refund_deposit', () => {
   });
 });
 
+describe("a deposit refund's timeline", () => {
+  it('answers the deposit\'s timeline for its DRF… (with the refund workflow), to its merchant and operators only', async () => {
+    const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 1.25);
+    const refund = await merchant.action('refund_deposit', { reference, amount: 0.25 });
+    const refund_reference = refund.body.data.refund_reference as string;
+    await decided(refund_reference);
+
+    const operator = await platform.clients.timeline.getPaymentTimeline({ reference: refund_reference });
+    expect(operator.reference).toBe(reference);
+    expect(operator.refundReference).toBe(refund_reference);
+    const kinds = operator.entries.map((entry) => entry.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['request.area-c.refund_deposit', 'refund.created', 'refund.succeeded', 'ledger.hold_posted']));
+    const workflowIds = new Set(operator.entries.filter((entry) => entry.source === 'workflow').map((entry) => (JSON.parse(entry.detailsJson) as { workflow_id?: string }).workflow_id));
+    // The deposit's own workflow and the refund's.
+    expect(workflowIds).toEqual(new Set([reference, refund_reference]));
+    // Asked by the deposit's reference: the deposit's alone, as before.
+    const ofDeposit = await platform.clients.timeline.getPaymentTimeline({ reference });
+    expect(ofDeposit.refundReference).toBe('');
+
+    const mine = await merchant.action('list_timeline', { reference: refund_reference });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.reference).toBe(reference);
+    expect((mine.body.data.entries as Array<{ kind: string }>).map((entry) => entry.kind)).toEqual(expect.arrayContaining(['refund.created', 'refund.succeeded']));
+    const theirs = await other.action('list_timeline', { reference: refund_reference });
+    const unknown = await other.action('list_timeline', { reference: 'DRFNOSUCHREFUND0000000' });
+    expect(theirs.body).toEqual(unknown.body);
+    expect(theirs.body.success).toBe(false);
+  });
+});
+
 describe('operators: payments admin deposit-refunds', () => {
   const BIN = path.resolve(__dirname, '../../bin/payments');
   /** `payments admin …` as an operator runs it: one JSON object on stdout. */
