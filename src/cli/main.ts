@@ -16,6 +16,7 @@ import { createLogger } from '../logger';
 import { registerAdminCommands } from './admin';
 import { registerEventCommands } from './admin-events';
 import { registerTimelineCommand } from './admin-timeline';
+import { registerDepositRefundCommands } from './admin-deposit-refunds';
 import { registerRefundCommands } from './admin-refunds';
 import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
@@ -206,6 +207,7 @@ registerWebhookCommands(program);
 registerEventCommands(program);
 registerTimelineCommand(program);
 registerRefundCommands(program);
+registerDepositRefundCommands(program);
 registerPolicyCommands(program);
 
 program

@@ -82,6 +82,8 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
   'payments.refund.v1.RefundService/ListRefunds': ['admin'],
   'payments.refund.v1.RefundService/ShowRefund': ['admin'],
+  'payments.deposit.v1.DepositService/OperatorListDepositRefunds': ['admin'],
+  'payments.deposit.v1.DepositService/OperatorShowDepositRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
   'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
   'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],

@@ -32,7 +32,10 @@ import { workflowHistoryEntries } from './workflow-history';
 export type TimelineViewer = { kind: 'owner'; owner: EventOwner } | { kind: 'operator' };
 
 export interface PaymentTimeline {
+  /** The payment's reference (the one refunded when asked by a refund's reference). */
   reference: string;
+  /** Asked by a refund's reference (`DRF…`, `RFD-…`): that refund; the timeline is its payment's. */
+  refund_reference?: string;
   /** In time order; entries of one instant in source order (request, workflow, provider, ledger, event, webhook). */
   entries: TimelineEntry[];
   /** The sources that have no entries to give, and why (`gone`, `unavailable`). */
@@ -268,52 +271,85 @@ function capped(source: TimelineSource, entries: TimelineEntry[], limit: number,
   return entries.slice(0, limit);
 }
 
+/** A refund's reference: Area C's `DRF…` (deposit_refunds) or Area B's `RFD-…` (refunds). */
+const REFUND_REFERENCE = /^(DRF[A-Z0-9]{18}|RFD-[A-Z0-9]{20})$/;
+
 /**
- * The timeline of the payment `reference` as `viewer` may see it.
+ * The payment a refund reference refunds: a deposit refund's deposit (`DEP…`), an Area B refund's payin (its
+ * invoice reference). undefined for any other reference or an unknown refund.
+ */
+export async function refundedPayment(conn: Database, reference: string): Promise<string | undefined> {
+  if (!REFUND_REFERENCE.test(reference)) return undefined;
+  const row = reference.startsWith('DRF')
+    ? ((await conn('deposit_refunds').where({ refund_reference: reference }).first('deposit_reference as payment')) as { payment: string } | undefined)
+    : ((await conn('refunds').where({ refund_reference: reference }).first('invoice_reference as payment')) as { payment: string } | undefined);
+  return row?.payment;
+}
+
+/**
+ * The timeline of the payment `reference` as `viewer` may see it. A refund's reference (`DRF…`, `RFD-…`) answers the
+ * timeline of the payment it refunds (`reference` is then that payment's, `refund_reference` the one asked), with
+ * the refund's own workflow history, requests and ledger steps merged in; the owner check is the payment's.
  * @returns undefined when the reference is unknown, out of shape, or not the viewer's (one answer for all three)
  * @throws the database's errors; never Temporal's (the workflow source answers a status instead)
  */
-export async function paymentTimeline(deps: Deps, reference: string, viewer: TimelineViewer, options: TimelineOptions = {}): Promise<PaymentTimeline | undefined> {
-  if (!reference || reference.length > TIMELINE_REFERENCE_MAX_LENGTH) return undefined;
+export async function paymentTimeline(deps: Deps, asked: string, viewer: TimelineViewer, options: TimelineOptions = {}): Promise<PaymentTimeline | undefined> {
+  if (!asked || asked.length > TIMELINE_REFERENCE_MAX_LENGTH) return undefined;
   const limit = Math.min(Math.max(1, Math.floor(options.maxPerSource ?? TIMELINE_MAX_PER_SOURCE_DEFAULT)), TIMELINE_MAX_PER_SOURCE);
   const { database } = deps;
+  const refunded = await refundedPayment(database, asked);
+  const reference = refunded ?? asked;
   const owners = await ownersOf(database, reference);
   if (owners.length === 0) return undefined;
   if (viewer.kind === 'owner' && !owners.some((owner) => sameOwner(owner, viewer.owner))) return undefined;
 
   const mine = (owner: EventOwner) => viewer.kind === 'operator' || sameOwner(owner, viewer.owner);
   // Temporal is read alongside the database: the slower of the two sets the timeline's latency.
-  const history = workflowHistoryEntries(deps.temporal.client, reference, {
-    deadlineSeconds: deps.config.TIMELINE_TEMPORAL_DEADLINE_SECONDS,
-    uiUrl: deps.config.TEMPORAL_UI_URL,
-    maxEventsPerRun: limit,
-    failureMessages: viewer.kind === 'operator',
-  });
-  history.catch(() => undefined);
-  const [requests, notifications, confirmations, ledger, events, webhooks] = await Promise.all([
+  const historyOf = (workflowId: string) => {
+    const read = workflowHistoryEntries(deps.temporal.client, workflowId, {
+      deadlineSeconds: deps.config.TIMELINE_TEMPORAL_DEADLINE_SECONDS,
+      uiUrl: deps.config.TEMPORAL_UI_URL,
+      maxEventsPerRun: limit,
+      failureMessages: viewer.kind === 'operator',
+    });
+    read.catch(() => undefined);
+    return read;
+  };
+  // A refund's workflow (id = the refund reference) beside the payment's.
+  const histories = refunded ? [historyOf(reference), historyOf(asked)] : [historyOf(reference)];
+  const [requests, notifications, confirmations, ledger, events, webhooks, refundRequests, refundLedger] = await Promise.all([
     requestsOf(database, reference, Math.min(limit + 1, 200)),
     notificationEntries(database, reference, limit + 1),
     confirmationEntries(database, reference, limit + 1),
     ledgerEntries(database, reference, viewer, limit + 1),
     eventsOfSubject(database, reference),
     webhookEntries(database, reference, viewer, limit + 1),
+    refunded ? requestsOf(database, asked, Math.min(limit + 1, 200)) : Promise.resolve([]),
+    // Area B's refund steps are keyed `RFD-…:<step>`; Area C's (`DEP…:refund:DRF…:<step>`) are already the deposit's.
+    refunded ? ledgerEntries(database, asked, viewer, limit + 1) : Promise.resolve([]),
   ]);
   const truncated: TimelineSource[] = [];
   const sources: TimelineSourceStatus[] = [];
-  const workflow = await history;
-  const workflowEntries = workflow.state === 'ok' ? workflow.entries : [];
-  if (workflow.state !== 'ok') sources.push(workflow);
-  else if (workflow.runs.some((run) => run.truncated) || workflow.runs_left_out > 0) truncated.push('workflow');
+  const workflowEntries: TimelineEntry[] = [];
+  for (const workflow of await Promise.all(histories)) {
+    if (workflow.state !== 'ok') sources.push(workflow);
+    else {
+      workflowEntries.push(...workflow.entries);
+      if (workflow.runs.some((run) => run.truncated) || workflow.runs_left_out > 0) truncated.push('workflow');
+    }
+  }
 
-  const visibleRequests = requests.filter((request) => viewer.kind === 'operator' || request.owner_kind === 'upstream' || (request.owner_kind === viewer.owner.type && request.owner_id === viewer.owner.id));
+  const visibleRequests = [...requests, ...refundRequests].filter(
+    (request) => viewer.kind === 'operator' || request.owner_kind === 'upstream' || (request.owner_kind === viewer.owner.type && request.owner_id === viewer.owner.id),
+  );
   const entries = [
     ...capped('request', visibleRequests.map(requestEntry), limit, truncated),
     ...capped('workflow', workflowEntries, limit, truncated),
     ...capped('provider', [...notifications, ...confirmations], limit, truncated),
-    ...capped('ledger', ledger, limit, truncated),
+    ...capped('ledger', [...ledger, ...refundLedger], limit, truncated),
     ...capped('event', events.filter((event) => mine(event.owner)).map(eventEntry), limit, truncated),
     ...capped('webhook', webhooks, limit, truncated),
   ];
   entries.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : SOURCE_ORDER[a.source] - SOURCE_ORDER[b.source]));
-  return { reference, entries, sources, truncated: [...new Set(truncated)] };
+  return { reference, ...(refunded ? { refund_reference: asked } : {}), entries, sources, truncated: [...new Set(truncated)] };
 }

@@ -54,6 +54,7 @@ export async function viewerOf(
 export function timelineMessage(timeline: PaymentTimeline) {
   return {
     reference: timeline.reference,
+    refundReference: timeline.refund_reference ?? '',
     entries: timeline.entries.map((entry) => ({
       at: entry.at,
       source: entry.source,

@@ -19,6 +19,7 @@
  * compatibility: it holds any flow's reference, migration 017).
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { SearchAttributePair } from '@temporalio/common';
 import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
@@ -28,6 +29,7 @@ import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { withRequestDeadline } from '../temporal/deadline';
+import { PAYMENT_KIND, PAYMENT_OWNER_ID, paymentOwnerId, paymentSearchAttributes } from '../temporal/search-attributes';
 import { OutboundRefusedError } from '../web/outbound';
 import {
   predecessorSettledSignal,
@@ -135,17 +137,54 @@ export async function startWebhookDeliveriesAfterCommit(deps: PlatformDeps, webh
   }
 }
 
+const MINOR_UNITS = /^(0|[1-9][0-9]{0,30})$/;
+const CURRENCY = /^[A-Z]{3,5}$/;
+
+/**
+ * The search attributes a delivery run starts with (docs/operations.md "Search attributes"), by webhook id:
+ * PaymentOwnerId (its merchant), PaymentKind `webhook`, and PaymentAmountUnits and PaymentCurrency when its event's
+ * data has them (`amount_units` in minor units and `currency`, docs/events.md: payins, deposits, refunds, transfers).
+ * PaymentStatus is the workflow's, at its end. One query for all `webhook_ids`; a webhook without an event (purged,
+ * or recorded before events) gets its owner and kind only.
+ */
+async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, { typedSearchAttributes: SearchAttributePair[] }>> {
+  const rows = (await database('webhook_events as w')
+    .leftJoin('events as e', (join) => {
+      join.on('e.owner_id', '=', 'w.merchant_id').andOn('e.seq', '=', 'w.event_seq').andOnVal('e.owner_type', '=', 'merchant');
+    })
+    .whereIn('w.id', webhook_ids)
+    .select('w.id', 'w.merchant_id', database.raw("e.data->>'amount_units' AS amount_units"), database.raw("e.data->>'currency' AS currency"))) as Array<{
+    id: string;
+    merchant_id: string;
+    amount_units: string | null;
+    currency: string | null;
+  }>;
+  return new Map(
+    rows.map((row) => {
+      const owner = { merchant_id: row.merchant_id };
+      const attributes =
+        row.amount_units !== null && MINOR_UNITS.test(row.amount_units) && row.currency !== null && CURRENCY.test(row.currency)
+          ? paymentSearchAttributes({ owner, kind: 'webhook', amount_units: row.amount_units, currency: row.currency })
+          : { typedSearchAttributes: [{ key: PAYMENT_OWNER_ID, value: paymentOwnerId(owner) }, { key: PAYMENT_KIND, value: 'webhook' }] as SearchAttributePair[] };
+      return [row.id, attributes];
+    }),
+  );
+}
+
 /**
  * Starts the delivery workflow of each recorded event, unless one was ever started for it (`REJECT_DUPLICATE`: a
- * retried call never delivers twice; redelivery is an explicit operator action). Each run waits for its turn.
+ * retried call never delivers twice; redelivery is an explicit operator action). Each run waits for its turn, and
+ * starts with its payment's search attributes (`deliverySearchAttributes`).
  */
 export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: string[], options: { first_attempt_failed?: boolean } = {}): Promise<void> {
+  const attributes = webhook_ids.length > 0 ? await deliverySearchAttributes(deps.database, webhook_ids) : new Map();
   for (const webhook_id of webhook_ids) {
     try {
       await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
         taskQueue: deps.temporal.taskQueue,
         workflowId: webhook_id,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        ...attributes.get(webhook_id),
         args: [{ webhook_id, retry: webhookRetrySettings(deps), ...(options.first_attempt_failed ? { first_attempt_failed: true } : {}) }],
       });
     } catch (error) {
@@ -226,10 +265,12 @@ export async function listWebhookDeliveries(deps: PlatformDeps, merchant_id: str
 async function startNewRun(deps: PlatformDeps, event: WebhookEventRow): Promise<void> {
   const wasPending = event.status === 'pending';
   if (!wasPending) await markEventPending(deps.database, event.id);
+  const attributes = (await deliverySearchAttributes(deps.database, [event.id])).get(event.id);
   const start = () =>
     deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
       taskQueue: deps.temporal.taskQueue,
       workflowId: event.id,
+      ...attributes,
       args: [{ webhook_id: event.id, retry: webhookRetrySettings(deps) }],
     });
   try {

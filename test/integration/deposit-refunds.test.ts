@@ -5,11 +5,17 @@
  * and the capture never happens; after the capture the acquirer refunds, partly or whole, never above the deposit.
  * `stop()` checks the ledger's invariants; each test checks the balances it moved.
  */
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { Code, ConnectError } from '@connectrpc/connect';
 import type { Acquirer } from '../../src/acquirers';
+import { createDepositActivities } from '../../src/flows/deposit/activities';
 import { createReconciliationRepairs } from '../../src/activities';
 import { refundDeposit } from '../../src/flows/deposit/refund';
 import { reconcile } from '../../src/flows/reconciliation/activities';
 import type { PlatformDeps } from '../../src/platform-deps';
+import { createPlatformClients } from '../../src/rpc/clients';
+import { createServiceCredential } from '../../src/service-credentials';
 import { REFUND_DECLINED_MESSAGE, SANDBOX_CARDS, type SandboxSettlements } from '../../src/sandbox/acquirer';
 import { REFUND_MESSAGES } from '../../rest-facade/merchant/contract';
 import {
@@ -324,5 +330,123 @@ describe('refund_deposit', () => {
     const webhook = await db()('webhook_events').where({ id: `WH-${reference}-REFUND-${refund.body.data.refund_reference}-SUCCEEDED` }).first();
     expect(webhook).toMatchObject({ event: 'refund.succeeded', callback_url: callBack, invoice_reference: reference });
     expect(JSON.parse(webhook.body)).toMatchObject({ event: 'refund.succeeded', reference, pre_order_token: preorder.pre_order_token, amount: 20, status: 'succeeded' });
+  });
+
+  it('a capture that finds a reversal running (`reversing`) never captures: retried until `reversed`, then skipped', async () => {
+    const { reference, authorization_id } = await cardDeposit(SANDBOX_CARDS.approved, 1.5);
+    // As refund_deposit leaves the row while its reversal is at the acquirer; the capture activity races it.
+    await db()('deposits').where({ reference }).update({ capture_state: 'reversing' });
+    const settle = () => createDepositActivities(platform.deps).settleDepositCard({ reference, authorization_id, capture: true });
+    await expect(settle()).rejects.toMatchObject({ type: 'DEPOSIT_REVERSAL_RUNNING', nonRetryable: false });
+    expect(captured(authorization_id)).toBe(false);
+    expect((await db()('deposits').where({ reference }).first('capture_state')).capture_state).toBe('reversing');
+    await db()('deposits').where({ reference }).update({ capture_state: 'reversed' });
+    await expect(settle()).resolves.toBeUndefined();
+    expect(captured(authorization_id)).toBe(false);
+    expect((await db()('deposits').where({ reference }).first('capture_state')).capture_state).toBe('reversed');
+    // The deposit's own workflow capture after the window skips it too.
+    await new Promise((resolve) => setTimeout(resolve, (CAPTURE_DELAY_SECONDS + 1.5) * 1000));
+    expect(captured(authorization_id)).toBe(false);
+  });
+});
+
+describe("a deposit refund's timeline", () => {
+  it('answers the deposit\'s timeline for its DRF… (with the refund workflow), to its merchant and operators only', async () => {
+    const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 1.25);
+    const refund = await merchant.action('refund_deposit', { reference, amount: 0.25 });
+    const refund_reference = refund.body.data.refund_reference as string;
+    await decided(refund_reference);
+
+    const operator = await platform.clients.timeline.getPaymentTimeline({ reference: refund_reference });
+    expect(operator.reference).toBe(reference);
+    expect(operator.refundReference).toBe(refund_reference);
+    const kinds = operator.entries.map((entry) => entry.kind);
+    expect(kinds).toEqual(expect.arrayContaining(['request.area-c.refund_deposit', 'refund.created', 'refund.succeeded', 'ledger.hold_posted']));
+    const workflowIds = new Set(operator.entries.filter((entry) => entry.source === 'workflow').map((entry) => (JSON.parse(entry.detailsJson) as { workflow_id?: string }).workflow_id));
+    // The deposit's own workflow and the refund's.
+    expect(workflowIds).toEqual(new Set([reference, refund_reference]));
+    // Asked by the deposit's reference: the deposit's alone, as before.
+    const ofDeposit = await platform.clients.timeline.getPaymentTimeline({ reference });
+    expect(ofDeposit.refundReference).toBe('');
+
+    const mine = await merchant.action('list_timeline', { reference: refund_reference });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.reference).toBe(reference);
+    expect((mine.body.data.entries as Array<{ kind: string }>).map((entry) => entry.kind)).toEqual(expect.arrayContaining(['refund.created', 'refund.succeeded']));
+    const theirs = await other.action('list_timeline', { reference: refund_reference });
+    const unknown = await other.action('list_timeline', { reference: 'DRFNOSUCHREFUND0000000' });
+    expect(theirs.body).toEqual(unknown.body);
+    expect(theirs.body.success).toBe(false);
+  });
+});
+
+describe('operators: payments admin deposit-refunds', () => {
+  const BIN = path.resolve(__dirname, '../../bin/payments');
+  /** `payments admin …` as an operator runs it: one JSON object on stdout. */
+  function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown> | undefined; stderr: string }> {
+    return new Promise((resolve) => {
+      execFile(
+        process.execPath,
+        [BIN, 'admin', ...args],
+        { env: { ...process.env, RPC_URL: platform.rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: platform.adminToken, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
+        (error, stdout, stderr) => {
+          let json: Record<string, unknown> | undefined;
+          try {
+            json = JSON.parse(stdout) as Record<string, unknown>;
+          } catch {
+            json = undefined;
+          }
+          resolve({ code: error ? 1 : 0, json, stderr });
+        },
+      );
+    });
+  }
+
+  it('lists (of one merchant or all) and shows deposit refunds with --json; an unknown one exits 1', async () => {
+    const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 2);
+    const refund = await merchant.action('refund_deposit', { reference, amount: 0.5, reason: 'operator view' });
+    const refund_reference = refund.body.data.refund_reference as string;
+    const row = await decided(refund_reference);
+
+    const listed = await admin(['deposit-refunds', 'list', '--merchant-id', merchant.options.merchantId, '--json']);
+    expect(listed.code).toBe(0);
+    const refunds = listed.json!.refunds as Array<{ refund_reference: string; merchant_id: string }>;
+    expect(refunds.map((entry) => entry.refund_reference)).toContain(refund_reference);
+    expect(new Set(refunds.map((entry) => entry.merchant_id))).toEqual(new Set([merchant.options.merchantId]));
+    const ofOther = await admin(['deposit-refunds', 'list', '--merchant-id', other.options.merchantId, '--json']);
+    expect(ofOther.json).toEqual({ refunds: [] });
+    const limited = await admin(['deposit-refunds', 'list', '--limit', '1', '--json']);
+    expect((limited.json!.refunds as unknown[]).length).toBe(1);
+    expect((await admin(['deposit-refunds', 'list', '--limit', '0', '--json'])).code).toBe(1);
+
+    const shown = await admin(['deposit-refunds', 'show', refund_reference, '--json']);
+    expect(shown.code).toBe(0);
+    expect(shown.json!.refund).toEqual({
+      refund_reference,
+      merchant_id: merchant.options.merchantId,
+      deposit_reference: reference,
+      method: 'refund',
+      status: 'succeeded',
+      amount_units: '50',
+      commission_units: '0',
+      currency: 'USD',
+      reason: 'operator view',
+      acquirer_refund_id: row.acquirer_refund_id,
+      failure_reason: null,
+      created_at: expect.any(String),
+      decided_at: expect.any(String),
+    });
+    const unknown = await admin(['deposit-refunds', 'show', 'DRFNOSUCHREFUND0000000', '--json']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/DEPOSIT_REFUND_NOT_FOUND|not found/i);
+  });
+
+  it("refuses the operators' RPCs to a merchant-bound credential (PERMISSION_DENIED)", async () => {
+    const { token } = await createServiceCredential(db(), { name: 'deposit refunds bound', scopes: [`merchant:${merchant.options.merchantId}`] });
+    const bound = createPlatformClients(platform.rpcUrl, { credentials: { token } }).deposit;
+    const code = (call: Promise<unknown>) => call.then(() => 'ok', (error: unknown) => Code[ConnectError.from(error).code]);
+    expect(await code(bound.operatorListDepositRefunds({ merchantId: merchant.options.merchantId }))).toBe('PermissionDenied');
+    expect(await code(bound.operatorShowDepositRefund({ refundReference: 'DRFNOSUCHREFUND0000000' }))).toBe('PermissionDenied');
+    expect(await code(platform.clients.deposit.operatorShowDepositRefund({ refundReference: 'DRFNOSUCHREFUND0000000' }))).toBe('NotFound');
   });
 });

@@ -349,6 +349,31 @@ describe('refunds of settled payins', () => {
       expect(unknown.stderr).not.toBe('');
     });
 
+    it("answers a refund's RFD-… timeline as its payin's (with the refund's holds and workflow), to its merchant and operators only", async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 200_000n }));
+      await decided(refund.refund_reference);
+      const operator = await harness.platform.clients.timeline.getPaymentTimeline({ reference: refund.refund_reference });
+      expect(operator.reference).toBe(invoice_reference);
+      expect(operator.refundReference).toBe(refund.refund_reference);
+      const details = operator.entries.map((entry) => JSON.parse(entry.detailsJson) as { workflow_id?: string; idempotency_key?: string });
+      expect(new Set(details.map((detail) => detail.workflow_id).filter(Boolean))).toEqual(new Set([invoice_reference, refund.refund_reference]));
+      expect(details.map((detail) => detail.idempotency_key)).toContain(`${refund.refund_reference}:hold`);
+      expect(operator.entries.map((entry) => entry.kind)).toEqual(expect.arrayContaining(['refund.created', 'ledger.held']));
+
+      const timelineOf = (reference: string, api_key: string) =>
+        fetch(`${harness.platform.facadeUrl}/api/v1/payments/${reference}/timeline`, { headers: { 'X-API-Key': api_key } }).then(async (response) => ({ status: response.status, json: (await response.json()) as { data: { reference: string } } }));
+      const mine = await timelineOf(refund.refund_reference, merchant.api_key);
+      expect(mine.status).toBe(200);
+      expect(mine.json.data.reference).toBe(invoice_reference);
+      const other = await createTestMerchant(harness);
+      const theirs = await timelineOf(refund.refund_reference, other.api_key);
+      const unknown = await timelineOf('RFD-NOSUCHREFUND000000000', other.api_key);
+      expect(theirs.status).toBe(404);
+      expect(theirs.json).toEqual(unknown.json);
+      await ledgerBalances();
+    });
+
     it('reconciliation reports a refund held past its decision timeout and a provider outcome for no refund', async () => {
       const { invoice_reference } = await settledPayin('1');
       const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));

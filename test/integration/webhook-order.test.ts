@@ -86,6 +86,30 @@ describe('webhooks in order per payment', () => {
     }
   }, 120_000);
 
+  it('starts a delivery run with its payment’s amount and currency as search attributes (from its event’s data)', async () => {
+    const invoice_reference = await createPayin('7');
+    const webhook_id = `WH-${invoice_reference.replace(/^PAYIN-/, '')}-SUCCESS`;
+    // The inline first attempt fails, so the delivery workflow runs.
+    harness.receiver.configure({ fail_when: (id, count) => id === webhook_id && count <= 1 });
+    try {
+      await notify(invoice_reference, 7, 'TRX-ATTRIBUTES');
+      await harness.receiver.waitFor(() => harness.receiver.received.some((item) => item.webhook_id === webhook_id && item.status === 200), 60_000);
+    } finally {
+      harness.receiver.configure({ fail_when: null });
+    }
+    const handle = harness.platform.deps.temporal.client.workflow.getHandle(webhook_id);
+    await handle.result();
+    const described = await handle.describe();
+    const names = ['PaymentOwnerId', 'PaymentKind', 'PaymentAmountUnits', 'PaymentCurrency', 'PaymentStatus'];
+    expect(Object.fromEntries(names.map((name) => [name, described.searchAttributes[name]?.[0]]))).toEqual({
+      PaymentOwnerId: `merchant:${merchant.merchant_id}`,
+      PaymentKind: 'webhook',
+      PaymentAmountUnits: 7_000_000,
+      PaymentCurrency: 'USDT',
+      PaymentStatus: 'delivered',
+    });
+  }, 90_000);
+
   it('writes a webhook and its event once: recorded again (a replayed change) it takes no number and writes nothing', async () => {
     const { recordWebhookEvent } = await import('../../src/webhooks');
     const { listEvents } = await import('../../src/events');

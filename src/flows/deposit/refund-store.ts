@@ -60,6 +60,13 @@ export async function refundsOfDeposit(db: Db, deposit_reference: string): Promi
   return rows.map(toRefund);
 }
 
+/** Deposit refunds, newest first: of one merchant, or every one (operators' `payments admin deposit-refunds list`). */
+export async function listDepositRefunds(db: Db, options: { merchant_id?: string; limit: number }): Promise<DepositRefundRow[]> {
+  const query = db('deposit_refunds').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'refund_reference', order: 'desc' }]).limit(options.limit);
+  if (options.merchant_id) query.where({ merchant_id: options.merchant_id });
+  return ((await query) as Row[]).map(toRefund);
+}
+
 /** What a deposit's refunds took: the sum of those succeeded or still held (minor units). */
 export async function committedRefundUnits(db: Db, deposit_reference: string): Promise<bigint> {
   const row = (await db('deposit_refunds').where({ deposit_reference }).whereIn('status', ['held', 'succeeded']).sum({ total: 'amount_units' }).first()) as

@@ -6,7 +6,8 @@
  * WalletService, and every money-moving call answers a repeat with its first answer (src/idempotency).
  *
  * confirm_payments: ./confirm.ts. refund_deposit and refund_deposit_status (RefundDeposit, ListDepositRefunds; a
- * platform extension, docs/refunds.md "Area C"): ./refund.ts, carried out by workflows/deposit-refund.ts.
+ * platform extension, docs/refunds.md "Area C"): ./refund.ts, carried out by workflows/deposit-refund.ts; the
+ * operators' views of them (OperatorListDepositRefunds, OperatorShowDepositRefund, admin scope) are here.
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
@@ -19,6 +20,7 @@ import {
   type DepositRefundSchema,
   type DepositService,
 } from '../../gen/payments/deposit/v1/deposit_pb';
+import { reasonError } from '../../errors';
 import { journaled, type RequestOrigin } from '../../events';
 import { answerIdempotently, movementRequest } from '../../idempotency';
 import type { PlatformDeps } from '../../platform-deps';
@@ -27,11 +29,25 @@ import { confirmPayment } from './confirm';
 import { payPreOrderByCard, preorderPage, submitVisaMasterConfirmation, visaMasterConfirmationPage } from './pages';
 import { startDeposit, startRequest, type StartInput } from './start';
 import { depositRefunds, refundDeposit } from './refund';
-import type { DepositRefundRow } from './refund-store';
+import { DEPOSIT_REASONS } from './contract';
+import { findDepositRefund, listDepositRefunds, type DepositRefundRow } from './refund-store';
 
-/** A deposit refund as the RPC answers it. */
-function refundMessage(refund: DepositRefundRow): MessageInitShape<typeof DepositRefundSchema> {
+/** Most deposit refunds one operator answer lists, and how many without a limit. */
+const OPERATOR_LIST_MAX = 500;
+const OPERATOR_LIST_DEFAULT = 100;
+
+/** A deposit refund as the RPC answers it; the merchant, decision time, commission and acquirer id only to operators. */
+function refundMessage(refund: DepositRefundRow, operator = false): MessageInitShape<typeof DepositRefundSchema> {
+  const operatorFields = operator
+    ? {
+        merchantId: refund.merchant_id,
+        decidedAt: refund.decided_at ? new Date(refund.decided_at).toISOString() : '',
+        commissionUnits: refund.commission_units,
+        acquirerRefundId: refund.acquirer_refund_id ?? '',
+      }
+    : {};
   return {
+    ...operatorFields,
     refundReference: refund.refund_reference,
     reference: refund.deposit_reference,
     status: refund.status,
@@ -127,7 +143,20 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     async listDepositRefunds(request, context) {
       const act = await requireMerchant(request, context);
       const found = await depositRefunds(deps, act.merchantId, { refund_reference: request.refundReference, reference: request.reference });
-      return { refunds: found.refunds.map(refundMessage), refundableUnits: found.refundable_units, currency: found.currency };
+      return { refunds: found.refunds.map((row) => refundMessage(row)), refundableUnits: found.refundable_units, currency: found.currency };
+    },
+
+    /** Operators (admin scope, src/rpc/auth.ts): every merchant's deposit refunds, newest first. */
+    async operatorListDepositRefunds(request) {
+      const rows = await listDepositRefunds(deps.database, { merchant_id: request.merchantId || undefined, limit: Math.min(request.limit || OPERATOR_LIST_DEFAULT, OPERATOR_LIST_MAX) });
+      return { refunds: rows.map((row) => refundMessage(row, true)) };
+    },
+
+    /** Operators: any deposit refund. @throws DEPOSIT_REFUND_NOT_FOUND */
+    async operatorShowDepositRefund(request) {
+      const row = await findDepositRefund(deps.database, request.refundReference);
+      if (!row) throw reasonError(DEPOSIT_REASONS, 'DEPOSIT_REFUND_NOT_FOUND', 'no deposit refund with this reference');
+      return { refund: refundMessage(row, true) };
     },
 
     getVisaMasterConfirmation: (request) => visaMasterConfirmationPage(deps, request.depositToken),

@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_buf_validate_validate } from "../../../buf/validate/validate_pb";
 import type { FieldViolation } from "../../common/v1/errors_pb";
 import { file_payments_common_v1_errors } from "../../common/v1/errors_pb";
 import type { ActionAuth } from "../../wallet/v1/wallet_pb";
@@ -14,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/deposit/v1/deposit.proto.
  */
 export const file_payments_deposit_v1_deposit: GenFile = /*@__PURE__*/
-  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEiqwEKFFJlZnVuZERlcG9zaXRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhEKCXJlZmVyZW5jZRgCIAEoCRIUCgxhbW91bnRfdW5pdHMYAyABKAMSDgoGcmVhc29uGAQgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkiwAEKDURlcG9zaXRSZWZ1bmQSGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIRCglyZWZlcmVuY2UYAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSDgoGcmVhc29uGAcgASgJEhYKDmZhaWx1cmVfcmVhc29uGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAkiSwoVUmVmdW5kRGVwb3NpdFJlc3BvbnNlEjIKBnJlZnVuZBgBIAEoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlZnVuZCKLAQoZTGlzdERlcG9zaXRSZWZ1bmRzUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIYChByZWZ1bmRfcmVmZXJlbmNlGAIgASgJEhEKCXJlZmVyZW5jZRgDIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgifQoaTGlzdERlcG9zaXRSZWZ1bmRzUmVzcG9uc2USMwoHcmVmdW5kcxgBIAMoCzIiLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFJlZnVuZBIYChByZWZ1bmRhYmxlX3VuaXRzGAIgASgDEhAKCGN1cnJlbmN5GAMgASgJItgBChlEZXBvc2l0QnlMb2NhbENhcmRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD3ByZV9vcmRlcl90b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJItoBChtEZXBvc2l0QnlCYW5rQWNjb3VudFJlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFdG9rZW4YAiABKAkSFwoPcHJlX29yZGVyX3Rva2VuGAMgASgJEhQKDGFtb3VudF91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIPCgd1c2VyX2lkGAYgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAki8AEKGkRlcG9zaXRCeVZpc2FNYXN0ZXJSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD3ByZV9vcmRlcl90b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIVCg1zZWN1cml0eV9jb2RlGAcgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkiuAEKDlN0YXJ0ZWREZXBvc2l0EhEKCXJlZmVyZW5jZRgBIAEoCRINCgV0b2tlbhgCIAEoCRISCgp0b2tlbl90eXBlGAMgASgFEhcKD25lZWRfdmVyaWZ5X3RyeBgEIAEoCBI7Cgxjb25maXJtYXRpb24YBiABKAsyJS5wYXltZW50cy5kZXBvc2l0LnYxLkNhcmRDb25maXJtYXRpb25KBAgFEAZSFGh0bWxfY29uZmlybV9wYXltZW50IsMBChBDYXJkQ29uZmlybWF0aW9uEhUKDWRlcG9zaXRfdG9rZW4YASABKAkSFQoNbWVyY2hhbnRfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDQoFYnJhbmQYBiABKAkSDQoFbGFzdDQYByABKAkSEwoLaG9sZGVyX25hbWUYCCABKAkSEQoJcmVmZXJlbmNlGAkgASgJIkQKDURlcG9zaXRSZXN1bHQSEQoJcmVmZXJlbmNlGAEgASgJEg8KB3N1Y2Nlc3MYAiABKAgSDwoHcHJvYmxlbRgDIAEoCSL7AQoMUHJlb3JkZXJQYWdlEhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCRITCgtzZWxsZXJfbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDAoEcGFpZBgGIAEoCBIyCgZlcnJvcnMYByADKAsyIi5wYXltZW50cy5jb21tb24udjEuRmllbGRWaW9sYXRpb24SEwoLaG9sZGVyX25hbWUYCCABKAkSFAoMZXhwaXJ5X21vbnRoGAkgASgJEhMKC2V4cGlyeV95ZWFyGAogASgJIg4KDFBhZ2VOb3RGb3VuZCL5AQoLRGVwb3NpdFBhZ2USNgoJbm90X2ZvdW5kGAEgASgLMiEucGF5bWVudHMuZGVwb3NpdC52MS5QYWdlTm90Rm91bmRIABI9Cgxjb25maXJtYXRpb24YAiABKAsyJS5wYXltZW50cy5kZXBvc2l0LnYxLkNhcmRDb25maXJtYXRpb25IABI0CgZyZXN1bHQYAyABKAsyIi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRSZXN1bHRIABI1CghwcmVvcmRlchgEIAEoCzIhLnBheW1lbnRzLmRlcG9zaXQudjEuUHJlb3JkZXJQYWdlSABCBgoEdmlldyJSChpEZXBvc2l0QnlMb2NhbENhcmRSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCJUChxEZXBvc2l0QnlCYW5rQWNjb3VudFJlc3BvbnNlEjQKB2RlcG9zaXQYASABKAsyIy5wYXltZW50cy5kZXBvc2l0LnYxLlN0YXJ0ZWREZXBvc2l0IlMKG0RlcG9zaXRCeVZpc2FNYXN0ZXJSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCKlAQoVQ29uZmlybVBheW1lbnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSDQoFdG9rZW4YAyABKAkSEAoIcGFzc3dvcmQYBCABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSIYChZDb25maXJtUGF5bWVudFJlc3BvbnNlIjkKIEdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0EhUKDWRlcG9zaXRfdG9rZW4YASABKAkiWQohR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlEi4KBHBhZ2UYAiABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlSgQIARACIjwKI1N1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0EhUKDWRlcG9zaXRfdG9rZW4YASABKAkieAokU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlEi4KBHBhZ2UYAyABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlEhQKDHJlZGlyZWN0X3VybBgEIAEoCUoECAEQAkoECAIQAyIxChZHZXRQcmVPcmRlclBhZ2VSZXF1ZXN0EhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCSJPChdHZXRQcmVPcmRlclBhZ2VSZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAiKfAQoYUGF5UHJlT3JkZXJCeUNhcmRSZXF1ZXN0EhcKD3ByZV9vcmRlcl90b2tlbhgBIAEoCRITCgtob2xkZXJfbmFtZRgCIAEoCRITCgtjYXJkX251bWJlchgDIAEoCRIUCgxleHBpcnlfbW9udGgYBCABKAkSEwoLZXhwaXJ5X3llYXIYBSABKAkSFQoNc2VjdXJpdHlfY29kZRgGIAEoCSJRChlQYXlQcmVPcmRlckJ5Q2FyZFJlc3BvbnNlEi4KBHBhZ2UYAiABKAsyIC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRQYWdlSgQIARACMuEJCg5EZXBvc2l0U2VydmljZRJ3ChJEZXBvc2l0QnlMb2NhbENhcmQSLi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUxvY2FsQ2FyZFJlcXVlc3QaLy5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUxvY2FsQ2FyZFJlc3BvbnNlIgASfQoURGVwb3NpdEJ5QmFua0FjY291bnQSMC5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUJhbmtBY2NvdW50UmVxdWVzdBoxLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5QmFua0FjY291bnRSZXNwb25zZSIAEnoKE0RlcG9zaXRCeVZpc2FNYXN0ZXISLy5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeVZpc2FNYXN0ZXJSZXF1ZXN0GjAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlWaXNhTWFzdGVyUmVzcG9uc2UiABJrCg5Db25maXJtUGF5bWVudBIqLnBheW1lbnRzLmRlcG9zaXQudjEuQ29uZmlybVBheW1lbnRSZXF1ZXN0GisucGF5bWVudHMuZGVwb3NpdC52MS5Db25maXJtUGF5bWVudFJlc3BvbnNlIgASjAEKGUdldFZpc2FNYXN0ZXJDb25maXJtYXRpb24SNS5wYXltZW50cy5kZXBvc2l0LnYxLkdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0GjYucGF5bWVudHMuZGVwb3NpdC52MS5HZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2UiABKVAQocU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvbhI4LnBheW1lbnRzLmRlcG9zaXQudjEuU3VibWl0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlcXVlc3QaOS5wYXltZW50cy5kZXBvc2l0LnYxLlN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZSIAEm4KD0dldFByZU9yZGVyUGFnZRIrLnBheW1lbnRzLmRlcG9zaXQudjEuR2V0UHJlT3JkZXJQYWdlUmVxdWVzdBosLnBheW1lbnRzLmRlcG9zaXQudjEuR2V0UHJlT3JkZXJQYWdlUmVzcG9uc2UiABJ0ChFQYXlQcmVPcmRlckJ5Q2FyZBItLnBheW1lbnRzLmRlcG9zaXQudjEuUGF5UHJlT3JkZXJCeUNhcmRSZXF1ZXN0Gi4ucGF5bWVudHMuZGVwb3NpdC52MS5QYXlQcmVPcmRlckJ5Q2FyZFJlc3BvbnNlIgASaAoNUmVmdW5kRGVwb3NpdBIpLnBheW1lbnRzLmRlcG9zaXQudjEuUmVmdW5kRGVwb3NpdFJlcXVlc3QaKi5wYXltZW50cy5kZXBvc2l0LnYxLlJlZnVuZERlcG9zaXRSZXNwb25zZSIAEncKEkxpc3REZXBvc2l0UmVmdW5kcxIuLnBheW1lbnRzLmRlcG9zaXQudjEuTGlzdERlcG9zaXRSZWZ1bmRzUmVxdWVzdBovLnBheW1lbnRzLmRlcG9zaXQudjEuTGlzdERlcG9zaXRSZWZ1bmRzUmVzcG9uc2UiAGIGcHJvdG8z", [file_payments_common_v1_errors, file_payments_wallet_v1_wallet]);
+  fileDesc("CiFwYXltZW50cy9kZXBvc2l0L3YxL2RlcG9zaXQucHJvdG8SE3BheW1lbnRzLmRlcG9zaXQudjEiqwEKFFJlZnVuZERlcG9zaXRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhEKCXJlZmVyZW5jZRgCIAEoCRIUCgxhbW91bnRfdW5pdHMYAyABKAMSDgoGcmVhc29uGAQgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkinwIKDURlcG9zaXRSZWZ1bmQSGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIRCglyZWZlcmVuY2UYAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIUCgxhbW91bnRfdW5pdHMYBSABKAMSEAoIY3VycmVuY3kYBiABKAkSDgoGcmVhc29uGAcgASgJEhYKDmZhaWx1cmVfcmVhc29uGAggASgJEhIKCmNyZWF0ZWRfYXQYCSABKAkSEwoLbWVyY2hhbnRfaWQYCiABKAkSEgoKZGVjaWRlZF9hdBgLIAEoCRIYChBjb21taXNzaW9uX3VuaXRzGAwgASgDEhoKEmFjcXVpcmVyX3JlZnVuZF9pZBgNIAEoCSJcCiFPcGVyYXRvckxpc3REZXBvc2l0UmVmdW5kc1JlcXVlc3QSHAoLbWVyY2hhbnRfaWQYASABKAlCB7pIBHICGEASGQoFbGltaXQYAiABKAVCCrpIBxoFGPQDKAAiWQoiT3BlcmF0b3JMaXN0RGVwb3NpdFJlZnVuZHNSZXNwb25zZRIzCgdyZWZ1bmRzGAEgAygLMiIucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UmVmdW5kIkcKIE9wZXJhdG9yU2hvd0RlcG9zaXRSZWZ1bmRSZXF1ZXN0EiMKEHJlZnVuZF9yZWZlcmVuY2UYASABKAlCCbpIBnIEEAEYQCJXCiFPcGVyYXRvclNob3dEZXBvc2l0UmVmdW5kUmVzcG9uc2USMgoGcmVmdW5kGAEgASgLMiIucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UmVmdW5kIksKFVJlZnVuZERlcG9zaXRSZXNwb25zZRIyCgZyZWZ1bmQYASABKAsyIi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRSZWZ1bmQiiwEKGUxpc3REZXBvc2l0UmVmdW5kc1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSGAoQcmVmdW5kX3JlZmVyZW5jZRgCIAEoCRIRCglyZWZlcmVuY2UYAyABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIn0KGkxpc3REZXBvc2l0UmVmdW5kc1Jlc3BvbnNlEjMKB3JlZnVuZHMYASADKAsyIi5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRSZWZ1bmQSGAoQcmVmdW5kYWJsZV91bml0cxgCIAEoAxIQCghjdXJyZW5jeRgDIAEoCSLYAQoZRGVwb3NpdEJ5TG9jYWxDYXJkUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIXCg9wcmVfb3JkZXJfdG9rZW4YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg8KB3VzZXJfaWQYBiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSLaAQobRGVwb3NpdEJ5QmFua0FjY291bnRSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD3ByZV9vcmRlcl90b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSDwoHdXNlcl9pZBgGIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIvABChpEZXBvc2l0QnlWaXNhTWFzdGVyUmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIXCg9wcmVfb3JkZXJfdG9rZW4YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg8KB3VzZXJfaWQYBiABKAkSFQoNc2VjdXJpdHlfY29kZRgHIAEoCRIsCgRhdXRoGBQgASgLMh4ucGF5bWVudHMud2FsbGV0LnYxLkFjdGlvbkF1dGgSFwoPaWRlbXBvdGVuY3lfa2V5GBUgASgJIrgBCg5TdGFydGVkRGVwb3NpdBIRCglyZWZlcmVuY2UYASABKAkSDQoFdG9rZW4YAiABKAkSEgoKdG9rZW5fdHlwZRgDIAEoBRIXCg9uZWVkX3ZlcmlmeV90cngYBCABKAgSOwoMY29uZmlybWF0aW9uGAYgASgLMiUucGF5bWVudHMuZGVwb3NpdC52MS5DYXJkQ29uZmlybWF0aW9uSgQIBRAGUhRodG1sX2NvbmZpcm1fcGF5bWVudCLDAQoQQ2FyZENvbmZpcm1hdGlvbhIVCg1kZXBvc2l0X3Rva2VuGAEgASgJEhUKDW1lcmNoYW50X25hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg0KBWJyYW5kGAYgASgJEg0KBWxhc3Q0GAcgASgJEhMKC2hvbGRlcl9uYW1lGAggASgJEhEKCXJlZmVyZW5jZRgJIAEoCSJECg1EZXBvc2l0UmVzdWx0EhEKCXJlZmVyZW5jZRgBIAEoCRIPCgdzdWNjZXNzGAIgASgIEg8KB3Byb2JsZW0YAyABKAki+wEKDFByZW9yZGVyUGFnZRIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSEwoLc2VsbGVyX25hbWUYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEgwKBHBhaWQYBiABKAgSMgoGZXJyb3JzGAcgAygLMiIucGF5bWVudHMuY29tbW9uLnYxLkZpZWxkVmlvbGF0aW9uEhMKC2hvbGRlcl9uYW1lGAggASgJEhQKDGV4cGlyeV9tb250aBgJIAEoCRITCgtleHBpcnlfeWVhchgKIAEoCSIOCgxQYWdlTm90Rm91bmQi+QEKC0RlcG9zaXRQYWdlEjYKCW5vdF9mb3VuZBgBIAEoCzIhLnBheW1lbnRzLmRlcG9zaXQudjEuUGFnZU5vdEZvdW5kSAASPQoMY29uZmlybWF0aW9uGAIgASgLMiUucGF5bWVudHMuZGVwb3NpdC52MS5DYXJkQ29uZmlybWF0aW9uSAASNAoGcmVzdWx0GAMgASgLMiIucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UmVzdWx0SAASNQoIcHJlb3JkZXIYBCABKAsyIS5wYXltZW50cy5kZXBvc2l0LnYxLlByZW9yZGVyUGFnZUgAQgYKBHZpZXciUgoaRGVwb3NpdEJ5TG9jYWxDYXJkUmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQiVAocRGVwb3NpdEJ5QmFua0FjY291bnRSZXNwb25zZRI0CgdkZXBvc2l0GAEgASgLMiMucGF5bWVudHMuZGVwb3NpdC52MS5TdGFydGVkRGVwb3NpdCJTChtEZXBvc2l0QnlWaXNhTWFzdGVyUmVzcG9uc2USNAoHZGVwb3NpdBgBIAEoCzIjLnBheW1lbnRzLmRlcG9zaXQudjEuU3RhcnRlZERlcG9zaXQipQEKFUNvbmZpcm1QYXltZW50UmVxdWVzdBITCgttZXJjaGFudF9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEg0KBXRva2VuGAMgASgJEhAKCHBhc3N3b3JkGAQgASgJEiwKBGF1dGgYFCABKAsyHi5wYXltZW50cy53YWxsZXQudjEuQWN0aW9uQXV0aBIXCg9pZGVtcG90ZW5jeV9rZXkYFSABKAkiGAoWQ29uZmlybVBheW1lbnRSZXNwb25zZSI5CiBHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBIVCg1kZXBvc2l0X3Rva2VuGAEgASgJIlkKIUdldFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAiI8CiNTdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBIVCg1kZXBvc2l0X3Rva2VuGAEgASgJIngKJFN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXNwb25zZRIuCgRwYWdlGAMgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZRIUCgxyZWRpcmVjdF91cmwYBCABKAlKBAgBEAJKBAgCEAMiMQoWR2V0UHJlT3JkZXJQYWdlUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkiTwoXR2V0UHJlT3JkZXJQYWdlUmVzcG9uc2USLgoEcGFnZRgCIAEoCzIgLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdFBhZ2VKBAgBEAIinwEKGFBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBIXCg9wcmVfb3JkZXJfdG9rZW4YASABKAkSEwoLaG9sZGVyX25hbWUYAiABKAkSEwoLY2FyZF9udW1iZXIYAyABKAkSFAoMZXhwaXJ5X21vbnRoGAQgASgJEhMKC2V4cGlyeV95ZWFyGAUgASgJEhUKDXNlY3VyaXR5X2NvZGUYBiABKAkiUQoZUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZRIuCgRwYWdlGAIgASgLMiAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0UGFnZUoECAEQAjKCDAoORGVwb3NpdFNlcnZpY2USdwoSRGVwb3NpdEJ5TG9jYWxDYXJkEi4ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXF1ZXN0Gi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlMb2NhbENhcmRSZXNwb25zZSIAEn0KFERlcG9zaXRCeUJhbmtBY2NvdW50EjAucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlCYW5rQWNjb3VudFJlcXVlc3QaMS5wYXltZW50cy5kZXBvc2l0LnYxLkRlcG9zaXRCeUJhbmtBY2NvdW50UmVzcG9uc2UiABJ6ChNEZXBvc2l0QnlWaXNhTWFzdGVyEi8ucGF5bWVudHMuZGVwb3NpdC52MS5EZXBvc2l0QnlWaXNhTWFzdGVyUmVxdWVzdBowLnBheW1lbnRzLmRlcG9zaXQudjEuRGVwb3NpdEJ5VmlzYU1hc3RlclJlc3BvbnNlIgASawoOQ29uZmlybVBheW1lbnQSKi5wYXltZW50cy5kZXBvc2l0LnYxLkNvbmZpcm1QYXltZW50UmVxdWVzdBorLnBheW1lbnRzLmRlcG9zaXQudjEuQ29uZmlybVBheW1lbnRSZXNwb25zZSIAEowBChlHZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uEjUucGF5bWVudHMuZGVwb3NpdC52MS5HZXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVxdWVzdBo2LnBheW1lbnRzLmRlcG9zaXQudjEuR2V0VmlzYU1hc3RlckNvbmZpcm1hdGlvblJlc3BvbnNlIgASlQEKHFN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb24SOC5wYXltZW50cy5kZXBvc2l0LnYxLlN1Ym1pdFZpc2FNYXN0ZXJDb25maXJtYXRpb25SZXF1ZXN0GjkucGF5bWVudHMuZGVwb3NpdC52MS5TdWJtaXRWaXNhTWFzdGVyQ29uZmlybWF0aW9uUmVzcG9uc2UiABJuCg9HZXRQcmVPcmRlclBhZ2USKy5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlcXVlc3QaLC5wYXltZW50cy5kZXBvc2l0LnYxLkdldFByZU9yZGVyUGFnZVJlc3BvbnNlIgASdAoRUGF5UHJlT3JkZXJCeUNhcmQSLS5wYXltZW50cy5kZXBvc2l0LnYxLlBheVByZU9yZGVyQnlDYXJkUmVxdWVzdBouLnBheW1lbnRzLmRlcG9zaXQudjEuUGF5UHJlT3JkZXJCeUNhcmRSZXNwb25zZSIAEmgKDVJlZnVuZERlcG9zaXQSKS5wYXltZW50cy5kZXBvc2l0LnYxLlJlZnVuZERlcG9zaXRSZXF1ZXN0GioucGF5bWVudHMuZGVwb3NpdC52MS5SZWZ1bmREZXBvc2l0UmVzcG9uc2UiABJ3ChJMaXN0RGVwb3NpdFJlZnVuZHMSLi5wYXltZW50cy5kZXBvc2l0LnYxLkxpc3REZXBvc2l0UmVmdW5kc1JlcXVlc3QaLy5wYXltZW50cy5kZXBvc2l0LnYxLkxpc3REZXBvc2l0UmVmdW5kc1Jlc3BvbnNlIgASjwEKGk9wZXJhdG9yTGlzdERlcG9zaXRSZWZ1bmRzEjYucGF5bWVudHMuZGVwb3NpdC52MS5PcGVyYXRvckxpc3REZXBvc2l0UmVmdW5kc1JlcXVlc3QaNy5wYXltZW50cy5kZXBvc2l0LnYxLk9wZXJhdG9yTGlzdERlcG9zaXRSZWZ1bmRzUmVzcG9uc2UiABKMAQoZT3BlcmF0b3JTaG93RGVwb3NpdFJlZnVuZBI1LnBheW1lbnRzLmRlcG9zaXQudjEuT3BlcmF0b3JTaG93RGVwb3NpdFJlZnVuZFJlcXVlc3QaNi5wYXltZW50cy5kZXBvc2l0LnYxLk9wZXJhdG9yU2hvd0RlcG9zaXRSZWZ1bmRSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate, file_payments_common_v1_errors, file_payments_wallet_v1_wallet]);
 
 /**
  * @generated from message payments.deposit.v1.RefundDepositRequest
@@ -129,6 +130,34 @@ export type DepositRefund = Message<"payments.deposit.v1.DepositRefund"> & {
    * @generated from field: string created_at = 9;
    */
   createdAt: string;
+
+  /**
+   * The merchant (operators' answers only; empty in the merchant's own).
+   *
+   * @generated from field: string merchant_id = 10;
+   */
+  merchantId: string;
+
+  /**
+   * ISO 8601; empty while held (operators' answers only).
+   *
+   * @generated from field: string decided_at = 11;
+   */
+  decidedAt: string;
+
+  /**
+   * A preorder's refund: the commission returned from fee revenue, minor units (operators' answers only).
+   *
+   * @generated from field: int64 commission_units = 12;
+   */
+  commissionUnits: bigint;
+
+  /**
+   * The acquirer's id of the reversal or refund; empty until it answered (operators' answers only).
+   *
+   * @generated from field: string acquirer_refund_id = 13;
+   */
+  acquirerRefundId: string;
 };
 
 /**
@@ -137,6 +166,85 @@ export type DepositRefund = Message<"payments.deposit.v1.DepositRefund"> & {
  */
 export const DepositRefundSchema: GenMessage<DepositRefund> = /*@__PURE__*/
   messageDesc(file_payments_deposit_v1_deposit, 1);
+
+/**
+ * @generated from message payments.deposit.v1.OperatorListDepositRefundsRequest
+ */
+export type OperatorListDepositRefundsRequest = Message<"payments.deposit.v1.OperatorListDepositRefundsRequest"> & {
+  /**
+   * Empty: every merchant's.
+   *
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * 1 to 500 (0: 100).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message payments.deposit.v1.OperatorListDepositRefundsRequest.
+ * Use `create(OperatorListDepositRefundsRequestSchema)` to create a new message.
+ */
+export const OperatorListDepositRefundsRequestSchema: GenMessage<OperatorListDepositRefundsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 2);
+
+/**
+ * @generated from message payments.deposit.v1.OperatorListDepositRefundsResponse
+ */
+export type OperatorListDepositRefundsResponse = Message<"payments.deposit.v1.OperatorListDepositRefundsResponse"> & {
+  /**
+   * @generated from field: repeated payments.deposit.v1.DepositRefund refunds = 1;
+   */
+  refunds: DepositRefund[];
+};
+
+/**
+ * Describes the message payments.deposit.v1.OperatorListDepositRefundsResponse.
+ * Use `create(OperatorListDepositRefundsResponseSchema)` to create a new message.
+ */
+export const OperatorListDepositRefundsResponseSchema: GenMessage<OperatorListDepositRefundsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 3);
+
+/**
+ * @generated from message payments.deposit.v1.OperatorShowDepositRefundRequest
+ */
+export type OperatorShowDepositRefundRequest = Message<"payments.deposit.v1.OperatorShowDepositRefundRequest"> & {
+  /**
+   * DRF…
+   *
+   * @generated from field: string refund_reference = 1;
+   */
+  refundReference: string;
+};
+
+/**
+ * Describes the message payments.deposit.v1.OperatorShowDepositRefundRequest.
+ * Use `create(OperatorShowDepositRefundRequestSchema)` to create a new message.
+ */
+export const OperatorShowDepositRefundRequestSchema: GenMessage<OperatorShowDepositRefundRequest> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 4);
+
+/**
+ * @generated from message payments.deposit.v1.OperatorShowDepositRefundResponse
+ */
+export type OperatorShowDepositRefundResponse = Message<"payments.deposit.v1.OperatorShowDepositRefundResponse"> & {
+  /**
+   * @generated from field: payments.deposit.v1.DepositRefund refund = 1;
+   */
+  refund?: DepositRefund | undefined;
+};
+
+/**
+ * Describes the message payments.deposit.v1.OperatorShowDepositRefundResponse.
+ * Use `create(OperatorShowDepositRefundResponseSchema)` to create a new message.
+ */
+export const OperatorShowDepositRefundResponseSchema: GenMessage<OperatorShowDepositRefundResponse> = /*@__PURE__*/
+  messageDesc(file_payments_deposit_v1_deposit, 5);
 
 /**
  * @generated from message payments.deposit.v1.RefundDepositResponse
@@ -153,7 +261,7 @@ export type RefundDepositResponse = Message<"payments.deposit.v1.RefundDepositRe
  * Use `create(RefundDepositResponseSchema)` to create a new message.
  */
 export const RefundDepositResponseSchema: GenMessage<RefundDepositResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 2);
+  messageDesc(file_payments_deposit_v1_deposit, 6);
 
 /**
  * @generated from message payments.deposit.v1.ListDepositRefundsRequest
@@ -189,7 +297,7 @@ export type ListDepositRefundsRequest = Message<"payments.deposit.v1.ListDeposit
  * Use `create(ListDepositRefundsRequestSchema)` to create a new message.
  */
 export const ListDepositRefundsRequestSchema: GenMessage<ListDepositRefundsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 3);
+  messageDesc(file_payments_deposit_v1_deposit, 7);
 
 /**
  * @generated from message payments.deposit.v1.ListDepositRefundsResponse
@@ -218,7 +326,7 @@ export type ListDepositRefundsResponse = Message<"payments.deposit.v1.ListDeposi
  * Use `create(ListDepositRefundsResponseSchema)` to create a new message.
  */
 export const ListDepositRefundsResponseSchema: GenMessage<ListDepositRefundsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 4);
+  messageDesc(file_payments_deposit_v1_deposit, 8);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardRequest
@@ -283,7 +391,7 @@ export type DepositByLocalCardRequest = Message<"payments.deposit.v1.DepositByLo
  * Use `create(DepositByLocalCardRequestSchema)` to create a new message.
  */
 export const DepositByLocalCardRequestSchema: GenMessage<DepositByLocalCardRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 5);
+  messageDesc(file_payments_deposit_v1_deposit, 9);
 
 /**
  * @generated from message payments.deposit.v1.DepositByBankAccountRequest
@@ -341,7 +449,7 @@ export type DepositByBankAccountRequest = Message<"payments.deposit.v1.DepositBy
  * Use `create(DepositByBankAccountRequestSchema)` to create a new message.
  */
 export const DepositByBankAccountRequestSchema: GenMessage<DepositByBankAccountRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 6);
+  messageDesc(file_payments_deposit_v1_deposit, 10);
 
 /**
  * @generated from message payments.deposit.v1.DepositByVisaMasterRequest
@@ -406,7 +514,7 @@ export type DepositByVisaMasterRequest = Message<"payments.deposit.v1.DepositByV
  * Use `create(DepositByVisaMasterRequestSchema)` to create a new message.
  */
 export const DepositByVisaMasterRequestSchema: GenMessage<DepositByVisaMasterRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 7);
+  messageDesc(file_payments_deposit_v1_deposit, 11);
 
 /**
  * What every deposit service answers.
@@ -453,7 +561,7 @@ export type StartedDeposit = Message<"payments.deposit.v1.StartedDeposit"> & {
  * Use `create(StartedDepositSchema)` to create a new message.
  */
 export const StartedDepositSchema: GenMessage<StartedDeposit> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 8);
+  messageDesc(file_payments_deposit_v1_deposit, 12);
 
 /**
  * What the Visa/Master confirmation page shows and where its form posts.
@@ -518,7 +626,7 @@ export type CardConfirmation = Message<"payments.deposit.v1.CardConfirmation"> &
  * Use `create(CardConfirmationSchema)` to create a new message.
  */
 export const CardConfirmationSchema: GenMessage<CardConfirmation> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 9);
+  messageDesc(file_payments_deposit_v1_deposit, 13);
 
 /**
  * A deposit that is no longer pending, as the result object reports it.
@@ -549,7 +657,7 @@ export type DepositResult = Message<"payments.deposit.v1.DepositResult"> & {
  * Use `create(DepositResultSchema)` to create a new message.
  */
 export const DepositResultSchema: GenMessage<DepositResult> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 10);
+  messageDesc(file_payments_deposit_v1_deposit, 14);
 
 /**
  * The hosted preorder page: its summary, and after a refused submission the failing fields and what was typed
@@ -618,7 +726,7 @@ export type PreorderPage = Message<"payments.deposit.v1.PreorderPage"> & {
  * Use `create(PreorderPageSchema)` to create a new message.
  */
 export const PreorderPageSchema: GenMessage<PreorderPage> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 11);
+  messageDesc(file_payments_deposit_v1_deposit, 15);
 
 /**
  * The token names no page.
@@ -633,7 +741,7 @@ export type PageNotFound = Message<"payments.deposit.v1.PageNotFound"> & {
  * Use `create(PageNotFoundSchema)` to create a new message.
  */
 export const PageNotFoundSchema: GenMessage<PageNotFound> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 12);
+  messageDesc(file_payments_deposit_v1_deposit, 16);
 
 /**
  * One deposit page as a view.
@@ -676,7 +784,7 @@ export type DepositPage = Message<"payments.deposit.v1.DepositPage"> & {
  * Use `create(DepositPageSchema)` to create a new message.
  */
 export const DepositPageSchema: GenMessage<DepositPage> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 13);
+  messageDesc(file_payments_deposit_v1_deposit, 17);
 
 /**
  * @generated from message payments.deposit.v1.DepositByLocalCardResponse
@@ -693,7 +801,7 @@ export type DepositByLocalCardResponse = Message<"payments.deposit.v1.DepositByL
  * Use `create(DepositByLocalCardResponseSchema)` to create a new message.
  */
 export const DepositByLocalCardResponseSchema: GenMessage<DepositByLocalCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 14);
+  messageDesc(file_payments_deposit_v1_deposit, 18);
 
 /**
  * @generated from message payments.deposit.v1.DepositByBankAccountResponse
@@ -710,7 +818,7 @@ export type DepositByBankAccountResponse = Message<"payments.deposit.v1.DepositB
  * Use `create(DepositByBankAccountResponseSchema)` to create a new message.
  */
 export const DepositByBankAccountResponseSchema: GenMessage<DepositByBankAccountResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 15);
+  messageDesc(file_payments_deposit_v1_deposit, 19);
 
 /**
  * @generated from message payments.deposit.v1.DepositByVisaMasterResponse
@@ -727,7 +835,7 @@ export type DepositByVisaMasterResponse = Message<"payments.deposit.v1.DepositBy
  * Use `create(DepositByVisaMasterResponseSchema)` to create a new message.
  */
 export const DepositByVisaMasterResponseSchema: GenMessage<DepositByVisaMasterResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 16);
+  messageDesc(file_payments_deposit_v1_deposit, 20);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentRequest
@@ -778,7 +886,7 @@ export type ConfirmPaymentRequest = Message<"payments.deposit.v1.ConfirmPaymentR
  * Use `create(ConfirmPaymentRequestSchema)` to create a new message.
  */
 export const ConfirmPaymentRequestSchema: GenMessage<ConfirmPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 17);
+  messageDesc(file_payments_deposit_v1_deposit, 21);
 
 /**
  * @generated from message payments.deposit.v1.ConfirmPaymentResponse
@@ -791,7 +899,7 @@ export type ConfirmPaymentResponse = Message<"payments.deposit.v1.ConfirmPayment
  * Use `create(ConfirmPaymentResponseSchema)` to create a new message.
  */
 export const ConfirmPaymentResponseSchema: GenMessage<ConfirmPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 18);
+  messageDesc(file_payments_deposit_v1_deposit, 22);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationRequest
@@ -808,7 +916,7 @@ export type GetVisaMasterConfirmationRequest = Message<"payments.deposit.v1.GetV
  * Use `create(GetVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationRequestSchema: GenMessage<GetVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 19);
+  messageDesc(file_payments_deposit_v1_deposit, 23);
 
 /**
  * @generated from message payments.deposit.v1.GetVisaMasterConfirmationResponse
@@ -827,7 +935,7 @@ export type GetVisaMasterConfirmationResponse = Message<"payments.deposit.v1.Get
  * Use `create(GetVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const GetVisaMasterConfirmationResponseSchema: GenMessage<GetVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 20);
+  messageDesc(file_payments_deposit_v1_deposit, 24);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationRequest
@@ -844,7 +952,7 @@ export type SubmitVisaMasterConfirmationRequest = Message<"payments.deposit.v1.S
  * Use `create(SubmitVisaMasterConfirmationRequestSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationRequestSchema: GenMessage<SubmitVisaMasterConfirmationRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 21);
+  messageDesc(file_payments_deposit_v1_deposit, 25);
 
 /**
  * @generated from message payments.deposit.v1.SubmitVisaMasterConfirmationResponse
@@ -870,7 +978,7 @@ export type SubmitVisaMasterConfirmationResponse = Message<"payments.deposit.v1.
  * Use `create(SubmitVisaMasterConfirmationResponseSchema)` to create a new message.
  */
 export const SubmitVisaMasterConfirmationResponseSchema: GenMessage<SubmitVisaMasterConfirmationResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 22);
+  messageDesc(file_payments_deposit_v1_deposit, 26);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageRequest
@@ -887,7 +995,7 @@ export type GetPreOrderPageRequest = Message<"payments.deposit.v1.GetPreOrderPag
  * Use `create(GetPreOrderPageRequestSchema)` to create a new message.
  */
 export const GetPreOrderPageRequestSchema: GenMessage<GetPreOrderPageRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 23);
+  messageDesc(file_payments_deposit_v1_deposit, 27);
 
 /**
  * @generated from message payments.deposit.v1.GetPreOrderPageResponse
@@ -906,7 +1014,7 @@ export type GetPreOrderPageResponse = Message<"payments.deposit.v1.GetPreOrderPa
  * Use `create(GetPreOrderPageResponseSchema)` to create a new message.
  */
 export const GetPreOrderPageResponseSchema: GenMessage<GetPreOrderPageResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 24);
+  messageDesc(file_payments_deposit_v1_deposit, 28);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardRequest
@@ -950,7 +1058,7 @@ export type PayPreOrderByCardRequest = Message<"payments.deposit.v1.PayPreOrderB
  * Use `create(PayPreOrderByCardRequestSchema)` to create a new message.
  */
 export const PayPreOrderByCardRequestSchema: GenMessage<PayPreOrderByCardRequest> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 25);
+  messageDesc(file_payments_deposit_v1_deposit, 29);
 
 /**
  * @generated from message payments.deposit.v1.PayPreOrderByCardResponse
@@ -969,7 +1077,7 @@ export type PayPreOrderByCardResponse = Message<"payments.deposit.v1.PayPreOrder
  * Use `create(PayPreOrderByCardResponseSchema)` to create a new message.
  */
 export const PayPreOrderByCardResponseSchema: GenMessage<PayPreOrderByCardResponse> = /*@__PURE__*/
-  messageDesc(file_payments_deposit_v1_deposit, 26);
+  messageDesc(file_payments_deposit_v1_deposit, 30);
 
 /**
  * DepositService carries the Area C deposits (docs/area-c.md "Deposits and confirmations"): a deposit
@@ -1088,6 +1196,28 @@ export const DepositService: GenService<{
     methodKind: "unary";
     input: typeof ListDepositRefundsRequestSchema;
     output: typeof ListDepositRefundsResponseSchema;
+  },
+  /**
+   * OperatorListDepositRefunds answers deposit refunds newest first, of one merchant or of all (operators, admin
+   * scope: `payments admin deposit-refunds list`).
+   *
+   * @generated from rpc payments.deposit.v1.DepositService.OperatorListDepositRefunds
+   */
+  operatorListDepositRefunds: {
+    methodKind: "unary";
+    input: typeof OperatorListDepositRefundsRequestSchema;
+    output: typeof OperatorListDepositRefundsResponseSchema;
+  },
+  /**
+   * OperatorShowDepositRefund answers any deposit refund (operators, admin scope: `payments admin deposit-refunds
+   * show`). Reason: DEPOSIT_REFUND_NOT_FOUND.
+   *
+   * @generated from rpc payments.deposit.v1.DepositService.OperatorShowDepositRefund
+   */
+  operatorShowDepositRefund: {
+    methodKind: "unary";
+    input: typeof OperatorShowDepositRefundRequestSchema;
+    output: typeof OperatorShowDepositRefundResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_deposit_v1_deposit, 0);

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/timeline/v1/timeline.proto.
  */
 export const file_payments_timeline_v1_timeline: GenFile = /*@__PURE__*/
-  fileDesc("CiNwYXltZW50cy90aW1lbGluZS92MS90aW1lbGluZS5wcm90bxIUcGF5bWVudHMudGltZWxpbmUudjEi7QEKGUdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QSHQoJcmVmZXJlbmNlGAEgASgJQgq6SAdyBRABGIABEi0KBXByb29mGAIgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyUHJvb2YSHAoLbWVyY2hhbnRfaWQYAyABKAlCB7pIBHICGEASGwoKcGFydG5lcl9pZBgEIAEoCUIHukgEcgIYQBIiCg5tYXhfcGVyX3NvdXJjZRgFIAEoBUIKukgHGgUY6AcoABIjChFkYXNoYm9hcmRfc2Vzc2lvbhgGIAEoCUIIukgFcgMYgAIibgoNVGltZWxpbmVFbnRyeRIKCgJhdBgBIAEoCRIOCgZzb3VyY2UYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEhQKDGRldGFpbHNfanNvbhgFIAEoCRIMCgRsaW5rGAYgASgJIj0KDFNvdXJjZVN0YXR1cxIOCgZzb3VyY2UYASABKAkSDQoFc3RhdGUYAiABKAkSDgoGcmVhc29uGAMgASgJIq0BChpHZXRQYXltZW50VGltZWxpbmVSZXNwb25zZRIRCglyZWZlcmVuY2UYASABKAkSNAoHZW50cmllcxgCIAMoCzIjLnBheW1lbnRzLnRpbWVsaW5lLnYxLlRpbWVsaW5lRW50cnkSMwoHc291cmNlcxgDIAMoCzIiLnBheW1lbnRzLnRpbWVsaW5lLnYxLlNvdXJjZVN0YXR1cxIRCgl0cnVuY2F0ZWQYBCADKAkyjAEKD1RpbWVsaW5lU2VydmljZRJ5ChJHZXRQYXltZW50VGltZWxpbmUSLy5wYXltZW50cy50aW1lbGluZS52MS5HZXRQYXltZW50VGltZWxpbmVSZXF1ZXN0GjAucGF5bWVudHMudGltZWxpbmUudjEuR2V0UGF5bWVudFRpbWVsaW5lUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate, file_payments_events_v1_events]);
+  fileDesc("CiNwYXltZW50cy90aW1lbGluZS92MS90aW1lbGluZS5wcm90bxIUcGF5bWVudHMudGltZWxpbmUudjEi7QEKGUdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QSHQoJcmVmZXJlbmNlGAEgASgJQgq6SAdyBRABGIABEi0KBXByb29mGAIgASgLMh4ucGF5bWVudHMuZXZlbnRzLnYxLk93bmVyUHJvb2YSHAoLbWVyY2hhbnRfaWQYAyABKAlCB7pIBHICGEASGwoKcGFydG5lcl9pZBgEIAEoCUIHukgEcgIYQBIiCg5tYXhfcGVyX3NvdXJjZRgFIAEoBUIKukgHGgUY6AcoABIjChFkYXNoYm9hcmRfc2Vzc2lvbhgGIAEoCUIIukgFcgMYgAIibgoNVGltZWxpbmVFbnRyeRIKCgJhdBgBIAEoCRIOCgZzb3VyY2UYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEhQKDGRldGFpbHNfanNvbhgFIAEoCRIMCgRsaW5rGAYgASgJIj0KDFNvdXJjZVN0YXR1cxIOCgZzb3VyY2UYASABKAkSDQoFc3RhdGUYAiABKAkSDgoGcmVhc29uGAMgASgJIscBChpHZXRQYXltZW50VGltZWxpbmVSZXNwb25zZRIRCglyZWZlcmVuY2UYASABKAkSNAoHZW50cmllcxgCIAMoCzIjLnBheW1lbnRzLnRpbWVsaW5lLnYxLlRpbWVsaW5lRW50cnkSMwoHc291cmNlcxgDIAMoCzIiLnBheW1lbnRzLnRpbWVsaW5lLnYxLlNvdXJjZVN0YXR1cxIRCgl0cnVuY2F0ZWQYBCADKAkSGAoQcmVmdW5kX3JlZmVyZW5jZRgFIAEoCTKMAQoPVGltZWxpbmVTZXJ2aWNlEnkKEkdldFBheW1lbnRUaW1lbGluZRIvLnBheW1lbnRzLnRpbWVsaW5lLnYxLkdldFBheW1lbnRUaW1lbGluZVJlcXVlc3QaMC5wYXltZW50cy50aW1lbGluZS52MS5HZXRQYXltZW50VGltZWxpbmVSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate, file_payments_events_v1_events]);
 
 /**
  * @generated from message payments.timeline.v1.GetPaymentTimelineRequest
@@ -188,6 +188,15 @@ export type GetPaymentTimelineResponse = Message<"payments.timeline.v1.GetPaymen
    * @generated from field: repeated string truncated = 4;
    */
   truncated: string[];
+
+  /**
+   * Asked by a refund's reference (a deposit refund's DRF…, a payin refund's RFD-…): that refund. `reference` is
+   * then the payment it refunds, whose timeline this is (the refund's own workflow, requests and ledger steps
+   * included); empty otherwise.
+   *
+   * @generated from field: string refund_reference = 5;
+   */
+  refundReference: string;
 };
 
 /**
@@ -199,7 +208,7 @@ export const GetPaymentTimelineResponseSchema: GenMessage<GetPaymentTimelineResp
 
 /**
  * TimelineService answers a payment's timeline (docs/timeline.md): for one public reference (a pre-transfer id, an
- * invoice reference, a deposit or transfer reference), one list in time order of what every source saw: the requests
+ * invoice reference, a deposit or transfer reference; a refund's reference answers the payment it refunds), one list in time order of what every source saw: the requests
  * received, the workflow's history (Temporal), the provider's and acquirer's messages, the ledger postings, the
  * events and every webhook attempt.
  *
