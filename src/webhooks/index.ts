@@ -28,6 +28,7 @@ import { eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventR
 import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
+import { startWorkflow } from '../temporal/client';
 import { withRequestDeadline } from '../temporal/deadline';
 import { PAYMENT_KIND, PAYMENT_OWNER_ID, paymentOwnerId, paymentSearchAttributes } from '../temporal/search-attributes';
 import { OutboundRefusedError } from '../web/outbound';
@@ -180,13 +181,15 @@ export async function startWebhookDeliveries(deps: PlatformDeps, webhook_ids: st
   const attributes = webhook_ids.length > 0 ? await deliverySearchAttributes(deps.database, webhook_ids) : new Map();
   for (const webhook_id of webhook_ids) {
     try {
-      await deps.temporal.client.workflow.start(webhookDeliveryWorkflow, {
-        taskQueue: deps.temporal.taskQueue,
-        workflowId: webhook_id,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        ...attributes.get(webhook_id),
-        args: [{ webhook_id, retry: webhookRetrySettings(deps), ...(options.first_attempt_failed ? { first_attempt_failed: true } : {}) }],
-      });
+      await withRequestDeadline(deps, () =>
+        startWorkflow(deps.temporal, webhookDeliveryWorkflow, {
+          taskQueue: deps.temporal.taskQueue,
+          workflowId: webhook_id,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          ...attributes.get(webhook_id),
+          args: [{ webhook_id, retry: webhookRetrySettings(deps), ...(options.first_attempt_failed ? { first_attempt_failed: true } : {}) }],
+        }),
+      );
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }

@@ -8,6 +8,8 @@ import net from 'node:net';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { createLogger } from '../../src/logger';
 import { releaseUnstartedPreTransfer } from '../../src/flows/pre-transfer/activities';
+import { startRefundWorkflow } from '../../src/flows/refund/service';
+import { startWebhookDeliveries } from '../../src/webhooks';
 import { PAYIN_OUTBOX_TABLE } from '../../src/flows/payin/store';
 import { freePort } from '../../src/net';
 import { createMerchant, type MerchantCredentials } from '../../src/onboarding/merchants';
@@ -141,6 +143,20 @@ describe('Area A while Temporal cannot be reached', () => {
     expect([200, 400]).toContain(retry.status);
     const query = await partner.gateway({ service: 'query.fundTransfer', out_trade_no: 'OUTAGE2' });
     expect(query.body).toMatchObject({ success: true, data: { result_code: 'SUCCESS' } });
+  }, 40_000);
+
+  it('gives up a webhook delivery start and a refund start at the deadline: the caller retries, nothing hangs', async () => {
+    // Both run in activities and after commits, where a hung start would hold a workflow task or a request open for
+    // as long as the client's own retries last; with the deadline each fails with DEADLINE_EXCEEDED, and its caller's
+    // retry (the activity's, or reconciliation's) starts it once Temporal is back.
+    const deps = api.deps!;
+    proxy.blackhole = true;
+    try {
+      await expect(startWebhookDeliveries(deps, ['WH-OUTAGE-DEADLINE'])).rejects.toMatchObject({ reason: 'DEADLINE_EXCEEDED' });
+      await expect(startRefundWorkflow(deps, 'RFD-OUTAGEDEADLINE0000000')).rejects.toMatchObject({ reason: 'DEADLINE_EXCEEDED' });
+    } finally {
+      proxy.blackhole = false;
+    }
   }, 40_000);
 
   it('never answers a repeat with a pre-transfer that the first request then releases', async () => {

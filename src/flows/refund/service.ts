@@ -20,6 +20,7 @@ import { problem } from '../../field-problems';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
+import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { hasControlCharacters } from '../../text';
 import { refundWorkflow } from '../../../workflows/refund';
@@ -80,15 +81,17 @@ export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: 
   // The search attributes an operator filters the Web UI by (owner, kind, amount, currency, status), from the row.
   const refund = recorded?.refund_reference === refund_reference ? recorded : await findRefund(deps.database, refund_reference);
   try {
-    await startWorkflow(deps.temporal, refundWorkflow, {
-      taskQueue: deps.temporal.taskQueue,
-      workflowId: refund_reference,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      args: [refundWorkflowInput(deps, refund_reference)],
-      ...(refund
-        ? paymentSearchAttributes({ owner: { merchant_id: refund.merchant_id }, kind: 'refund', amount_units: refund.amount_units, currency: refund.currency, status: refund.status })
-        : {}),
-    });
+    await withRequestDeadline(deps, () =>
+      startWorkflow(deps.temporal, refundWorkflow, {
+        taskQueue: deps.temporal.taskQueue,
+        workflowId: refund_reference,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        args: [refundWorkflowInput(deps, refund_reference)],
+        ...(refund
+          ? paymentSearchAttributes({ owner: { merchant_id: refund.merchant_id }, kind: 'refund', amount_units: refund.amount_units, currency: refund.currency, status: refund.status })
+          : {}),
+      }),
+    );
   } catch (error) {
     if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
   }
