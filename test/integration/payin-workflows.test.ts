@@ -157,6 +157,34 @@ describe('payin expiry, late success and the retry window', () => {
     }
   });
 
+  it("looks up a merchant's settlement accounts once per process, even for a burst of its creates", async () => {
+    // A burst of creates each looking up three accounts on three more pool connections exhausted a cluster api's pool
+    // (500s under 200 concurrent creates); the lookup in flight is shared and its ids kept.
+    const burster = await createTestMerchant(harness);
+    const { database } = harness.platform.deps;
+    const accountStatements: string[] = [];
+    const listener = (query: { sql: string }) => {
+      if (/\bledger_accounts\b/.test(query.sql)) accountStatements.push(query.sql);
+    };
+    database.on('query', listener);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": 1, "out_trade_no": "${nextOrder()}"}`, { 'X-API-Key': burster.api_key }),
+        ),
+      );
+      // The statements are what is measured: an answer may still be a 502 when the sandbox upstream is slow to answer.
+      expect(answers.some((answer) => answer.status === 200)).toBe(true);
+    } finally {
+      database.removeListener('query', listener);
+    }
+    // Opening an account is an insert, then (when it existed) a read: at most two statements for each of the three.
+    expect(accountStatements.length).toBeGreaterThan(0);
+    expect(accountStatements.length).toBeLessThanOrEqual(6);
+    const stored = await database('payins').where({ merchant_id: burster.merchant_id }).whereNotNull('wallet_account_id').distinct('wallet_account_id', 'settlement_account_id', 'fee_revenue_account_id');
+    expect(stored).toHaveLength(1);
+  });
+
   it('leaves the ledger balanced', async () => {
     expect((await harness.platform.deps.ledger.check()).imbalances).toEqual([]);
   });

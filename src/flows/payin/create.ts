@@ -55,18 +55,42 @@ function payinAnswer(payin: Pick<PayinRow, 'invoice_reference' | 'amount_units' 
 type PayinAnswer = ReturnType<typeof payinAnswer>;
 type NewPayin = Pick<PayinRow, 'invoice_reference' | 'amount_units' | 'fee_units' | 'out_trade_no'>;
 
+type SettlementAccounts = { wallet_account_id: string; settlement_account_id: string; fee_revenue_account_id: string };
+
+/** Merchants whose settlement accounts one process remembers; past it the memory starts again (ids never change). */
+const SETTLEMENT_ACCOUNTS_CACHED_MAX = 10_000;
+
 /**
  * The ledger accounts the payin's settlement posts to: the merchant's USDT wallet, the platform's settlement and
  * fee_revenue accounts (opened when missing). Resolved once here and stored on the payin (migration 038), so the
  * settlement, on the upstream's notification, posts with them without looking them up.
+ *
+ * An account's id never changes (accounts are never deleted), so each process resolves a merchant's once: concurrent
+ * creates share the one lookup in flight (a burst of a merchant's payins would otherwise take three pool connections
+ * each, at once, beside the create's own transaction), and a failed lookup is forgotten so the next create asks again.
  */
-async function settlementAccounts(deps: PlatformDeps, merchant_id: string) {
-  const [wallet, settlement, revenue] = await Promise.all([
-    deps.ledger.openAccount({ owner_type: 'merchant', owner_id: merchant_id, currency: 'USDT', kind: 'wallet' }),
-    deps.ledger.platformAccount('settlement', 'USDT'),
-    deps.ledger.platformAccount('fee_revenue', 'USDT'),
-  ]);
-  return { wallet_account_id: wallet.id, settlement_account_id: settlement.id, fee_revenue_account_id: revenue.id };
+function settlementAccounts(deps: PlatformDeps, merchant_id: string): Promise<SettlementAccounts> {
+  const cache = settlementAccountsCache(deps);
+  const cached = cache.get(merchant_id);
+  if (cached) return cached;
+  if (cache.size >= SETTLEMENT_ACCOUNTS_CACHED_MAX) cache.clear();
+  const lookup = (async () => {
+    const wallet = await deps.ledger.openAccount({ owner_type: 'merchant', owner_id: merchant_id, currency: 'USDT', kind: 'wallet' });
+    const settlement = await deps.ledger.platformAccount('settlement', 'USDT');
+    const revenue = await deps.ledger.platformAccount('fee_revenue', 'USDT');
+    return { wallet_account_id: wallet.id, settlement_account_id: settlement.id, fee_revenue_account_id: revenue.id };
+  })();
+  cache.set(merchant_id, lookup);
+  lookup.catch(() => cache.delete(merchant_id));
+  return lookup;
+}
+
+/** One memory per platform (per database), so test platforms in one process never share ids. */
+const settlementAccountsCaches = new WeakMap<object, Map<string, Promise<SettlementAccounts>>>();
+function settlementAccountsCache(deps: PlatformDeps): Map<string, Promise<SettlementAccounts>> {
+  let cache = settlementAccountsCaches.get(deps.database);
+  if (!cache) settlementAccountsCaches.set(deps.database, (cache = new Map()));
+  return cache;
 }
 
 /**
