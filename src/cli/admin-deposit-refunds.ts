@@ -9,7 +9,7 @@
  */
 import type { Command } from 'commander';
 import type { DepositRefund } from '../gen/payments/deposit/v1/deposit_pb';
-import { runAdminCall } from './admin-webhooks';
+import { registerListShowCommands } from './admin-list-show';
 
 /** The JSON shape printed for one deposit refund (snake_case; amounts in minor units as decimal strings). */
 export function depositRefundJson(refund: DepositRefund) {
@@ -30,32 +30,17 @@ export function depositRefundJson(refund: DepositRefund) {
   };
 }
 
-/** Adds `deposit-refunds list` and `deposit-refunds show` under the existing `admin` command of `program`. */
+/** Adds `deposit-refunds list` and `deposit-refunds show` under the existing `admin` command of `program` (./admin-list-show.ts). */
 export function registerDepositRefundCommands(program: Command): void {
-  const admin = program.commands.find((command) => command.name() === 'admin') ?? program.command('admin');
-  const refunds = admin.command('deposit-refunds').description('refunds of Area C deposits (docs/refunds.md "Area C")');
-  refunds
-    .command('list')
-    .description('deposit refunds, newest first')
-    .option('--merchant-id <id>', 'only this merchant\'s')
-    .option('--limit <n>', 'at most this many, 1 to 500', '100')
-    .option('--json', 'print one JSON object')
-    .action((options: { merchantId?: string; limit: string; json?: boolean }) =>
-      runAdminCall(async (clients) => {
-        if (!/^\d{1,3}$/.test(options.limit) || Number(options.limit) < 1 || Number(options.limit) > 500) throw new Error(`--limit must be 1 to 500 (got ${options.limit})`);
-        const answer = await clients.deposit.operatorListDepositRefunds({ merchantId: options.merchantId ?? '', limit: Number(options.limit) });
-        return { refunds: answer.refunds.map(depositRefundJson) };
-      }, Boolean(options.json)),
-    );
-  refunds
-    .command('show')
-    .description('one deposit refund')
-    .argument('<refund_reference>', 'the refund\'s reference (DRF…)')
-    .option('--json', 'print one JSON object')
-    .action((refund_reference: string, options: { json?: boolean }) =>
-      runAdminCall(async (clients) => {
-        const answer = await clients.deposit.operatorShowDepositRefund({ refundReference: refund_reference });
-        return { refund: depositRefundJson(answer.refund!) };
-      }, Boolean(options.json)),
-    );
+  registerListShowCommands(program, {
+    name: 'deposit-refunds',
+    description: 'refunds of Area C deposits (docs/refunds.md "Area C")',
+    listDescription: 'deposit refunds, newest first',
+    showDescription: 'one deposit refund',
+    referenceHelp: 'the refund\'s reference (DRF…)',
+    plural: 'refunds',
+    singular: 'refund',
+    list: async (clients, merchantId, limit) => (await clients.deposit.operatorListDepositRefunds({ merchantId, limit })).refunds.map(depositRefundJson),
+    show: async (clients, refundReference) => depositRefundJson((await clients.deposit.operatorShowDepositRefund({ refundReference })).refund!),
+  });
 }

@@ -9,7 +9,7 @@
  */
 import type { Command } from 'commander';
 import type { Refund } from '../gen/payments/refund/v1/refund_pb';
-import { runAdminCall } from './admin-webhooks';
+import { registerListShowCommands } from './admin-list-show';
 
 /** The JSON shape printed for one refund (snake_case; amounts in minor units as decimal strings). */
 export function refundJson(refund: Refund) {
@@ -30,32 +30,17 @@ export function refundJson(refund: Refund) {
   };
 }
 
-/** Adds `refunds list` and `refunds show` under the existing `admin` command of `program`. */
+/** Adds `refunds list` and `refunds show` under the existing `admin` command of `program` (./admin-list-show.ts). */
 export function registerRefundCommands(program: Command): void {
-  const admin = program.commands.find((command) => command.name() === 'admin') ?? program.command('admin');
-  const refunds = admin.command('refunds').description('refunds of Area B payins (docs/refunds.md)');
-  refunds
-    .command('list')
-    .description('refunds, newest first')
-    .option('--merchant-id <id>', 'only this merchant\'s')
-    .option('--limit <n>', 'at most this many, 1 to 500', '100')
-    .option('--json', 'print one JSON object')
-    .action((options: { merchantId?: string; limit: string; json?: boolean }) =>
-      runAdminCall(async (clients) => {
-        if (!/^\d{1,3}$/.test(options.limit) || Number(options.limit) < 1 || Number(options.limit) > 500) throw new Error(`--limit must be 1 to 500 (got ${options.limit})`);
-        const answer = await clients.refund.listRefunds({ merchantId: options.merchantId ?? '', limit: Number(options.limit) });
-        return { refunds: answer.refunds.map(refundJson) };
-      }, Boolean(options.json)),
-    );
-  refunds
-    .command('show')
-    .description('one refund')
-    .argument('<refund_reference>', 'the refund\'s reference (RFD-…)')
-    .option('--json', 'print one JSON object')
-    .action((refund_reference: string, options: { json?: boolean }) =>
-      runAdminCall(async (clients) => {
-        const answer = await clients.refund.showRefund({ refundReference: refund_reference });
-        return { refund: refundJson(answer.refund!) };
-      }, Boolean(options.json)),
-    );
+  registerListShowCommands(program, {
+    name: 'refunds',
+    description: 'refunds of Area B payins (docs/refunds.md)',
+    listDescription: 'refunds, newest first',
+    showDescription: 'one refund',
+    referenceHelp: 'the refund\'s reference (RFD-…)',
+    plural: 'refunds',
+    singular: 'refund',
+    list: async (clients, merchantId, limit) => (await clients.refund.listRefunds({ merchantId, limit })).refunds.map(refundJson),
+    show: async (clients, refundReference) => refundJson((await clients.refund.showRefund({ refundReference })).refund!),
+  });
 }
