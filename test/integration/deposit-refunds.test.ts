@@ -5,8 +5,7 @@
  * and the capture never happens; after the capture the acquirer refunds, partly or whole, never above the deposit.
  * `stop()` checks the ledger's invariants; each test checks the balances it moved.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
+import { runAdminCli } from '../support/admin-cli';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Acquirer } from '../../src/acquirers';
 import { createDepositActivities } from '../../src/flows/deposit/activities';
@@ -381,26 +380,7 @@ describe("a deposit refund's timeline", () => {
 });
 
 describe('operators: payments admin deposit-refunds', () => {
-  const BIN = path.resolve(__dirname, '../../bin/payments');
-  /** `payments admin …` as an operator runs it: one JSON object on stdout. */
-  function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown> | undefined; stderr: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        [BIN, 'admin', ...args],
-        { env: { ...process.env, RPC_URL: platform.rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: platform.adminToken, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
-        (error, stdout, stderr) => {
-          let json: Record<string, unknown> | undefined;
-          try {
-            json = JSON.parse(stdout) as Record<string, unknown>;
-          } catch {
-            json = undefined;
-          }
-          resolve({ code: error ? 1 : 0, json, stderr });
-        },
-      );
-    });
-  }
+  const admin = (args: string[]) => runAdminCli(platform, args);
 
   it('lists (of one merchant or all) and shows deposit refunds with --json; an unknown one exits 1', async () => {
     const { reference } = await capturedCardDeposit(SANDBOX_CARDS.approved, 2);

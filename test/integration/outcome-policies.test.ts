@@ -5,8 +5,6 @@
  * webhooks the merchant receives, a replayed settlement that refunds nothing twice, and the operators' RPC and CLI.
  * The ledger balances after every test.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { createResolutionRefunds } from '../../src/activities';
 import { createPayinActivities } from '../../src/flows/payin/activities';
 import { policyRefundReference } from '../../src/flows/payin/resolution';
@@ -14,23 +12,11 @@ import type { RefundRow } from '../../src/flows/refund/store';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
+import { runAdminCli } from '../support/admin-cli';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
-
-const BIN = path.resolve(__dirname, '../../bin/payments');
 
 const orders = { next: 0 };
 const nextOrder = () => `OP-${Date.now()}-${(orders.next += 1)}`;
-
-function runCli(rpcUrl: string, token: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, 'admin', 'merchant', 'policy', ...args],
-      { env: { ...process.env, RPC_URL: rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: token, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('outcome policies at settlement', () => {
   let harness: PayinHarness;
@@ -260,17 +246,16 @@ describe('outcome policies at settlement', () => {
     expect(unknown?.reason).toBe('MERCHANT_NOT_FOUND');
     expect((await admin.getMerchantOutcomePolicy({ merchantId: strict.merchant_id })).policy).toEqual(before);
 
-    const token = harness.platform.adminToken;
-    const shown = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', plain.merchant_id, '--json']);
+    const shown = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', plain.merchant_id, '--json']);
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toEqual({
       policy: { merchant_id: plain.merchant_id, underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0', refund_fee: 'kept', stored: false, updated_at: null, updated_by: null },
     });
-    const refused = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', plain.merchant_id, '--overpaid', 'refund', '--json']);
+    const refused = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', plain.merchant_id, '--overpaid', 'refund', '--json']);
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim()).toMatch(/^error: VALIDATION_FAILED: .*\(overpaid: must be one of credit, refund_excess\)$/);
     expect(await deps().database('merchant_outcome_policies').where({ merchant_id: plain.merchant_id })).toEqual([]);
-    const set = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', plain.merchant_id, '--overpaid', 'refund-excess', '--tolerance-percent', '0.5', '--json']);
+    const set = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', plain.merchant_id, '--overpaid', 'refund-excess', '--tolerance-percent', '0.5', '--json']);
     expect(set.code).toBe(0);
     expect(JSON.parse(set.stdout).policy).toMatchObject({ underpaid: 'credit', overpaid: 'refund_excess', late: 'credit', tolerance_percent: '0.5', stored: true, updated_by: expect.stringMatching(/^cred_/) });
     const audited = await deps().database('audit_records').where({ procedure: 'payments.admin.v1.AdminService/SetMerchantOutcomePolicy' }).orderBy('id');

@@ -5,31 +5,17 @@
  * (`<ref>:hold-fee`) and posted or voided with the wallet's hold; the setting in force at creation stays the refund's;
  * policy refunds follow it; bad values are refused over the RPC and the CLI. The ledger balances after every test.
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { DomainError } from '../../src/errors';
 import { policyRefundReference } from '../../src/flows/payin/resolution';
 import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
+import { runAdminCli } from '../support/admin-cli';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
-
-const BIN = path.resolve(__dirname, '../../bin/payments');
 
 const orders = { next: 0 };
 const nextOrder = () => `RFEE-${Date.now()}-${(orders.next += 1)}`;
-
-function runCli(rpcUrl: string, token: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, 'admin', 'merchant', 'policy', ...args],
-      { env: { ...process.env, RPC_URL: rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: token, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 describe('the payin fee on refunds', () => {
   let harness: PayinHarness;
@@ -200,15 +186,14 @@ describe('the payin fee on refunds', () => {
     }
     expect((await admin.getMerchantOutcomePolicy({ merchantId: returned.merchant_id })).policy).toEqual(before);
 
-    const token = harness.platform.adminToken;
-    const refused = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', kept.merchant_id, '--refund-fee', 'sometimes', '--json']);
+    const refused = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', kept.merchant_id, '--refund-fee', 'sometimes', '--json']);
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim()).toMatch(/^error: VALIDATION_FAILED: .*\(refund_fee: must be one of kept, returned\)$/);
     expect(await deps().database('merchant_outcome_policies').where({ merchant_id: kept.merchant_id })).toEqual([]);
-    const set = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', kept.merchant_id, '--refund-fee', 'returned', '--json']);
+    const set = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', kept.merchant_id, '--refund-fee', 'returned', '--json']);
     expect(set.code).toBe(0);
     expect(JSON.parse(set.stdout).policy).toMatchObject({ underpaid: 'credit', overpaid: 'credit', late: 'credit', tolerance_percent: '0', refund_fee: 'returned', stored: true });
-    const shown = await runCli(harness.platform.rpcUrl, token, ['--merchant-id', kept.merchant_id]);
+    const shown = await runAdminCli(harness.platform, ['merchant', 'policy', '--merchant-id', kept.merchant_id]);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain('returned');
     await deps().database('merchant_outcome_policies').where({ merchant_id: kept.merchant_id }).delete();

@@ -4,8 +4,6 @@
  * the platform's own notification route, and the ledger after each (CheckLedger).
  */
 import { WorkflowIdReusePolicy } from '@temporalio/client';
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { createReconciliationRepairs } from '../../src/activities';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
@@ -16,9 +14,9 @@ import { insertRefund } from '../../src/flows/refund/store';
 import { refundWorkflow } from '../../workflows/refund';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
+import { runAdminCli } from '../support/admin-cli';
 import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
-const BIN = path.resolve(__dirname, '../../bin/payments');
 
 const orders = { next: 0 };
 const nextOrder = () => `RF-${Date.now()}-${(orders.next += 1)}`;
@@ -315,25 +313,7 @@ describe('refunds of settled payins', () => {
     });
   });
   describe('operators', () => {
-    /** `payments admin …` as an operator runs it: one JSON object on stdout. */
-    function admin(args: string[]): Promise<{ code: number; json: Record<string, unknown> | undefined; stderr: string }> {
-      return new Promise((resolve) => {
-        execFile(
-          process.execPath,
-          [BIN, 'admin', ...args],
-          { env: { ...process.env, RPC_URL: harness.platform.rpcUrl, LOG_LEVEL: 'silent', PAYMENTS_ADMIN_TOKEN: harness.platform.adminToken, PAYMENTS_ADMIN_CREDENTIALS: '' }, timeout: 60_000 },
-          (error, stdout, stderr) => {
-            let json: Record<string, unknown> | undefined;
-            try {
-              json = JSON.parse(stdout) as Record<string, unknown>;
-            } catch {
-              json = undefined;
-            }
-            resolve({ code: error ? 1 : 0, json, stderr });
-          },
-        );
-      });
-    }
+    const admin = (args: string[]) => runAdminCli(harness.platform, args);
 
     it('lists and shows refunds with payments admin refunds list|show --json', async () => {
       const { invoice_reference } = await settledPayin('1');
