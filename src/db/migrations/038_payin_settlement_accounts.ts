@@ -5,13 +5,17 @@ import type { Knex } from 'knex';
  * when the payin is created: the merchant's USDT wallet, the platform's USDT settlement and fee_revenue accounts.
  * The settlement then posts with these ids instead of finding the accounts again. Existing payins get the accounts
  * that already exist; one left null (its account not opened yet) is resolved by the settlement as before.
+ *
+ * No foreign keys to ledger_accounts: an insert's key check takes FOR KEY SHARE on the three account rows in column
+ * order while settlements hold the same rows FOR UPDATE in id order, and a burst of creates beside settlements
+ * deadlocked. Accounts are never deleted, and the ids come from the ledger itself.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
     ALTER TABLE payins
-      ADD COLUMN wallet_account_id uuid NULL REFERENCES ledger_accounts (id),
-      ADD COLUMN settlement_account_id uuid NULL REFERENCES ledger_accounts (id),
-      ADD COLUMN fee_revenue_account_id uuid NULL REFERENCES ledger_accounts (id);
+      ADD COLUMN wallet_account_id uuid NULL,
+      ADD COLUMN settlement_account_id uuid NULL,
+      ADD COLUMN fee_revenue_account_id uuid NULL;
     UPDATE payins p SET
       wallet_account_id = (SELECT a.id FROM ledger_accounts a
                             WHERE a.owner_type = 'merchant' AND a.owner_id = p.merchant_id AND a.currency = p.currency AND a.kind = 'wallet'),
