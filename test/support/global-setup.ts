@@ -68,15 +68,27 @@ export default async function globalSetup(): Promise<void> {
     temporalAddress = cluster.temporalAddress;
   } else {
     const executable = ensureTemporalCli((line) => process.stderr.write(`${line}\n`));
-    const environment = await TestWorkflowEnvironment.createLocal({
-      server: {
-        ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
-        ip: '127.0.0.1',
-        extraArgs: ['--log-level', 'error'],
-        // The payment search attributes the workflows upsert, as every server the platform starts has them.
-        searchAttributes: [...PAYMENT_SEARCH_ATTRIBUTE_KEYS],
-      },
-    });
+    const start = () =>
+      TestWorkflowEnvironment.createLocal({
+        server: {
+          ...(executable ? { executable: { type: 'existing-path' as const, path: executable } } : {}),
+          ip: '127.0.0.1',
+          extraArgs: ['--log-level', 'error'],
+          // The payment search attributes the workflows upsert, as every server the platform starts has them.
+          searchAttributes: [...PAYMENT_SEARCH_ATTRIBUTE_KEYS],
+        },
+      });
+    // The SDK gives the dev server 5 s to listen; a cold machine (first run of the binary, a busy disk) can miss that
+    // once. Up to three tries, on fresh ports, before the run gives up.
+    let environment: TestWorkflowEnvironment | undefined;
+    for (let attempt = 1; !environment; attempt += 1) {
+      try {
+        environment = await start();
+      } catch (error) {
+        if (attempt >= 3) throw error;
+        process.stderr.write(`Temporal dev server did not start (attempt ${attempt} of 3): ${(error as Error).message.slice(0, 200)}\n`);
+      }
+    }
     stops.push(() => environment.teardown());
     temporalAddress = environment.connection.options.address;
   }
