@@ -158,8 +158,9 @@ describe('payin expiry, late success and the retry window', () => {
   });
 
   it("looks up a merchant's settlement accounts once per process, even for a burst of its creates", async () => {
-    // A burst of creates each looking up three accounts on three more pool connections exhausted a cluster api's pool
-    // (500s under 200 concurrent creates); the lookup in flight is shared and its ids kept.
+    // Without it each create of a burst looked up three accounts on three more pool connections, beside its own
+    // transaction; the lookup in flight is shared and its ids kept. (The cluster's 500s under a burst were the
+    // foreign keys' deadlock, tested below, not this.)
     const burster = await createTestMerchant(harness);
     const { database } = harness.platform.deps;
     const accountStatements: string[] = [];
