@@ -25,9 +25,8 @@ import {
   type FieldRules,
   type ValuesOf,
 } from '../../src/field-rules';
-import { WALLET_CURRENCIES } from '../../src/flows/wallet/contract';
 import type { ActionAuthSchema } from '../../src/gen/payments/wallet/v1/wallet_pb';
-import { isLosslessNumber, type Currency } from '../../src/money';
+import { AREA_C_CURRENCIES, isLosslessNumber, type Currency } from '../../src/money';
 import type { PlatformClients } from '../../src/rpc/clients';
 import { codeOfKind, readRpcFailure, type RpcFailure, type ServiceReason } from '../../src/rpc/errors';
 
@@ -90,8 +89,8 @@ export type MerchantServiceTable = Readonly<Record<string, MerchantServiceHandle
 
 // ---- Messages ----
 
-/** Currencies Area C services accept (interface: "currency string R (USD)"). */
-const ACCEPTED_CURRENCIES = 'USD';
+/** Currencies Area C services accept, as its messages name them. */
+const ACCEPTED_CURRENCIES = AREA_C_CURRENCIES.join(', ');
 const SIGN_TYPE = 'RSA2';
 
 /** Field rules of the /do-action readers. */
@@ -329,11 +328,11 @@ export function phone(options: { required?: boolean } = {}): FieldRule<string | 
   return (value, context) => (isLosslessNumber(value) ? value.toString() : asText(value, context));
 }
 
-/** A currency Area C services accept (WALLET_CURRENCIES); required unless said otherwise. */
+/** A currency Area C services accept (AREA_C_CURRENCIES); required unless said otherwise. */
 export function currency(options: { required: false }): FieldRule<Currency | undefined>;
 export function currency(options?: { required?: true }): FieldRule<Currency>;
 export function currency(options: { required?: boolean } = {}): FieldRule<Currency | undefined> {
-  return currencyRule(WALLET_CURRENCIES, { required: options.required ?? true });
+  return currencyRule(AREA_C_CURRENCIES, { required: options.required ?? true });
 }
 
 /**

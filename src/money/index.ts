@@ -12,6 +12,17 @@ export const CURRENCY_DECIMALS = { USD: 2, KHR: 2, USDT: 6 } as const;
 export type Currency = keyof typeof CURRENCY_DECIMALS;
 export const CURRENCIES = Object.keys(CURRENCY_DECIMALS) as Currency[];
 
+/**
+ * The currencies Area C accepts (interface: "currency string R (USD)"): its façade's field rule, and the wallet's and
+ * the deposit's checks of a typed request read this one list.
+ */
+export const AREA_C_CURRENCIES: readonly Currency[] = ['USD'];
+
+/** Whether `value` is a currency Area C accepts (AREA_C_CURRENCIES). */
+export function isAreaCCurrency(value: unknown): value is Currency {
+  return isCurrency(value) && AREA_C_CURRENCIES.includes(value);
+}
+
 /** Largest amount accepted anywhere, in minor units (fits int64 with room for sums). */
 export const MAX_AMOUNT_UNITS = 10n ** 15n;
 

@@ -6,6 +6,7 @@
  * balances before/after. Real PostgreSQL, Temporal, RPC and façade; `stop()` checks the ledger balances.
  */
 import { insertInstrument } from '../../src/instruments/store';
+import { createUser } from '../../src/onboarding';
 import { DEPOSIT_MESSAGES, MESSAGES } from '../../rest-facade/merchant/contract';
 import {
   activateBankAccount,
@@ -386,6 +387,16 @@ describe('Area C deposits', () => {
       expect((await merchant.action('deposit_by_local_card', { ...base, token: 'tok_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })).body).toEqual(invalid);
       const visa = await other.action('deposit_by_visa_master', { ...base, token: visaCard, security_code: encryptedSecurityCode(platform) });
       expect(visa.body).toEqual(invalid);
+    });
+
+    it("refuses a deposit in a currency the card's wallet does not hold, before anything is authorized or stored", async () => {
+      // Area C's users hold USD, but an operator may open a merchant's user in another currency
+      // (`payments admin user create --currency KHR --merchant-id …`); a USD deposit could never be posted to it.
+      const khr = await createUser(platform.deps, { first_name: 'Riel', last_name: 'Holder', phone_number: '+85597' + String(Date.now()).slice(-7), currency: 'KHR', merchant_id: merchant.options.merchantId });
+      const card = await tokenizeLocalCard(platform, merchant, Number(khr.id));
+      const response = await merchant.action('deposit_by_local_card', { token: card, amount: 1, currency: 'USD' });
+      expect(response.body).toEqual({ ...BAD_REQUEST, error: { currency: ["The user's wallet does not hold USD."] } });
+      expect(await platform.deps.database('deposits').where({ instrument_token: card }).count('* as count')).toEqual([{ count: 0n }]);
     });
 
     it("refuses another merchant's preorder, an unknown one, and an amount that differs from the preorder", async () => {

@@ -16,7 +16,7 @@ import { isExpired, requireInstrument, validSecurityCode, type Instrument, type 
 import { movementRequest } from '../../idempotency';
 import type { MerchantAct } from '../../merchant-auth';
 import { merchantUser } from '../../merchant-users';
-import { isCurrency, type Currency } from '../../money';
+import { isAreaCCurrency, type Currency } from '../../money';
 import { getMerchant } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
@@ -25,7 +25,6 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { failureType } from '../../temporal/failures';
 import { depositWorkflow } from '../../../workflows/deposit';
-import { WALLET_CURRENCIES } from '../wallet/contract';
 import { DEPOSIT_REASONS, type DepositConfirmation, type DepositReason, type DepositRejection, type DepositWorkflowInput } from './contract';
 import { insertDeposit, newDepositIdentity, TOKEN_TYPE, type Deposit } from './store';
 
@@ -82,7 +81,10 @@ async function checkInstrument(deps: PlatformDeps, input: StartInput, problems: 
       kinds: [input.kind],
     });
     if (instrument.userId === null) throw fail('token', 'not_found', 'INSTRUMENT_NOT_FOUND');
-    await merchantUser(deps.database, input.merchantId, instrument.userId, 'token');
+    const user = await merchantUser(deps.database, input.merchantId, instrument.userId, 'token');
+    // Without a preorder the deposit credits this user's wallet, which holds one currency: refused now, before a card
+    // is authorized for a posting that could never balance.
+    if (!input.preOrderToken && user.currency !== input.currency) problems.currency ??= [problem('wallet_currency', input.currency)];
     if (instrument.kind === 'visa_master' && instrument.expiryMonth && instrument.expiryYear) {
       if (isExpired({ month: instrument.expiryMonth, year: instrument.expiryYear })) {
         throw fail('token', 'card_expired', 'CARD_EXPIRED');
@@ -199,7 +201,7 @@ export async function startDeposit(deps: PlatformDeps, input: StartInput) {
   // Live mode without a configured acquirer: nothing could authorize the card or check the OTP, so nothing starts.
   if (!deps.acquirer) throw reasonError(DEPOSIT_REASONS, 'ACQUIRER_NOT_CONFIGURED', 'no card acquirer configured', { token: [problem('acquirer_missing')] });
   const problems: FieldViolations = {};
-  if (!isCurrency(input.currency) || !WALLET_CURRENCIES.includes(input.currency)) problems.currency = [problem('currency')];
+  if (!isAreaCCurrency(input.currency)) problems.currency = [problem('currency')];
   if (input.amountUnits <= 0n) problems.amount = [problem('positive')];
   if (input.kind === 'visa_master') await checkSecurityCode(deps, input.securityCode ?? '', problems);
   const instrument = await checkInstrument(deps, input, problems);

@@ -4,9 +4,6 @@
  * The movements are synchronous (no workflow), so this file holds no define* objects; it imports nothing.
  */
 
-/** Currencies Area C services accept (interface: "currency string R (USD)"). */
-export const WALLET_CURRENCIES: readonly string[] = ['USD'];
-
 /** Default and bounds of list_banks paging (interface: 20 in the sample). */
 export const BANK_PAGE_DEFAULT = 20;
 export const BANK_PAGE_MAX = 100;

@@ -39,14 +39,14 @@ import {
 } from '../../gen/payments/wallet/v1/wallet_pb';
 import { answerIdempotently, movementRequest, newReference, referenceFromKey } from '../../idempotency';
 import { merchantUser, transferPartyLookup, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
-import { isCurrency, type Currency } from '../../money';
+import { isAreaCCurrency, type Currency } from '../../money';
 import { createUser, findUserByPhone, findUserByToken, normalizePhone, updateUser, type User } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, generatePreOrder, payPreorder, PREORDER_REASONS, sellerAccountId, type PreorderPayment } from '../../preorders';
 import { clientAddressOf } from '../../rpc/client-address';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
 import { listBanks, listFees } from './catalog';
-import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_CURRENCIES, WALLET_REASONS, walletMovementIdempotencyKey } from './contract';
+import { BANK_PAGE_DEFAULT, BANK_PAGE_MAX, WALLET_REASONS, walletMovementIdempotencyKey } from './contract';
 import { authenticateAction, login } from './login';
 import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from './store';
 
@@ -54,7 +54,7 @@ import { insertBlockedMoney, lockBlockedMoney, markBlockedMoneyCancelled } from 
 
 /** A currency Area C services accept, else `currency` on `field`. */
 function walletCurrency(value: string, field = 'currency'): Currency {
-  if (!isCurrency(value) || !WALLET_CURRENCIES.includes(value)) throw invalidFields({ [field]: [problem('currency')] });
+  if (!isAreaCCurrency(value)) throw invalidFields({ [field]: [problem('currency')] });
   return value;
 }
 
