@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 // test/unit/architecture-lint.test.ts proves the refusals.
 
 /** Shared capabilities: several flows use them; they know no flow. */
-const CAPABILITIES = ['merchant-auth', 'merchant-users', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events'];
+const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events'];
 /** Infrastructure folders: they know no domain. */
 const INFRASTRUCTURE_FOLDERS = ['db', 'temporal', 'crypto', 'money', 'web', 'abuse', 'service-credentials', 'types'];
 /** Infrastructure files at the top of src/. */

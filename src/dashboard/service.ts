@@ -31,8 +31,7 @@ import { type DashboardService, type WebhookDeliverySchema } from '../gen/paymen
 import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
 import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
-import { merchantIdOfApiUserName } from '../merchant-users';
-import { getMerchant, MERCHANT_WALLET_CURRENCIES, verifyMerchantApiLogin } from '../onboarding/merchants';
+import { getMerchant, MERCHANT_WALLET_CURRENCIES, merchantIdOfApiUserName, verifyMerchantApiLogin } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
 import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';

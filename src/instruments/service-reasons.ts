@@ -7,7 +7,7 @@
 import { FIELD_DECRYPTION_REASONS } from '../crypto/reasons';
 import { COMMON_REASONS } from '../errors';
 import { MERCHANT_AUTH_REASONS } from '../merchant-auth/reasons';
-import { MERCHANT_USER_REASONS } from '../merchant-users/reasons';
+import { MERCHANT_USER_REASONS } from '../onboarding/reasons';
 import { INSTRUMENT_REASONS } from './reasons';
 
 export const INSTRUMENT_SERVICE_REASONS = {

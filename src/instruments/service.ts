@@ -19,7 +19,7 @@ import type { InstrumentService } from '../gen/payments/instrument/v1/instrument
 import type { PlatformDeps } from '../platform-deps';
 import { problem } from '../field-problems';
 import { isHttpUrl } from '../web/url';
-import { merchantUser } from '../merchant-users';
+import { merchantUser } from '../onboarding/users';
 import { startWebhookDeliveriesAfterCommit } from '../webhooks';
 import { activationCode, activationCodeSha256, activationUrl, qrImageUrl, recordActivationCallBack } from './activation';
 import {

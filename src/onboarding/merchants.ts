@@ -2,7 +2,9 @@
  * Merchants: one record holding the Area B credentials (API key stored as SHA-256 hex, HMAC
  * webhook secret AES-256-GCM encrypted under the platform data key, callback URL, signature header, payin fee
  * percent) and the Area C credentials (merchant id, secret key as SHA-256 hex, API user name and scrypt-hashed
- * password, RSA public key supplied or generated). Every merchant gets wallets in USD, KHR and USDT.
+ * password, RSA public key supplied or generated). Every merchant gets wallets in USD, KHR and USDT. Also the
+ * merchant's API user: the merchant an API user name belongs to (sign-in) and the profile /login shows
+ * (`merchant_api_users`).
  */
 import { generateKeyPairSync } from 'node:crypto';
 import type { Knex } from 'knex';
@@ -232,4 +234,42 @@ export async function setMerchantStatus(database: Knex, merchant_id: string, sta
     .returning('*')) as MerchantRow[];
   if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
   return toMerchant(row);
+}
+
+/** The merchant's API user profile, a row of `merchant_api_users` (one per merchant, made by `merchantApiUser`). */
+export interface MerchantApiUser {
+  id: bigint;
+  merchant_id: string;
+  fk_soc: bigint;
+  wallet_id: bigint;
+  wallet_ref: string;
+  avatar: string;
+  time_zone: string | null;
+}
+
+/** The longest API user name looked up. */
+const MAX_API_USER_NAME_LENGTH = 256;
+
+/**
+ * The merchant whose API user name this is (exact match; the names are unique), else undefined: how a sign-in with
+ * the API user name and password (the dashboard's, as /login's) finds whose password to check.
+ */
+export async function merchantIdOfApiUserName(database: Knex, userName: string): Promise<string | undefined> {
+  if (typeof userName !== 'string' || userName.length === 0 || userName.length > MAX_API_USER_NAME_LENGTH) return undefined;
+  const row = (await database('merchants').where({ api_user_name: userName }).first('id')) as { id: string } | undefined;
+  return row?.id;
+}
+
+/** Default time zone of a merchant API user (Cambodia). */
+export const DEFAULT_TIME_ZONE = 'Asia/Phnom_Penh';
+
+/** The merchant's API user profile shown by /login, created on first login. */
+export async function merchantApiUser(database: Knex, merchantId: string): Promise<MerchantApiUser> {
+  const existing = (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser | undefined;
+  if (existing) return existing;
+  await database('merchant_api_users')
+    .insert({ merchant_id: merchantId, wallet_ref: `M${randomAlphanumeric(15)}`, time_zone: DEFAULT_TIME_ZONE })
+    .onConflict('merchant_id')
+    .ignore();
+  return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
 }

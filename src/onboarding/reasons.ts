@@ -11,3 +11,14 @@ export const ONBOARDING_REASONS = {
   INVALID_CURRENCY: 'invalid_argument',
 } as const;
 export type OnboardingReason = keyof typeof ONBOARDING_REASONS;
+
+/**
+ * Every reason the queries of a merchant's own users (users.ts: `merchantUser`, `userNotFound`) fail with, and its
+ * kind: a table of its own because the services that only read a merchant's users (deposit, instruments) answer
+ * these and none of the rest of onboarding's.
+ */
+export const MERCHANT_USER_REASONS = {
+  /** The id, token or phone names none of the merchant's active users (another tenant's is answered the same). */
+  USER_NOT_FOUND: 'not_found',
+} as const;
+export type MerchantUserReason = keyof typeof MERCHANT_USER_REASONS;

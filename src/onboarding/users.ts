@@ -1,17 +1,21 @@
 /**
- * Users (Area A receivers, Area C wallet holders). Phone numbers are normalized to E.164 with
- * libphonenumber-js (default region KH) and unique; emails are unique ignoring case. Each user gets a wallet in its
- * currency (ledger account kind `wallet`), an opaque `user_token` (Area C block_money) and a unique `wallet_ref`.
+ * Users (Area A receivers, Area C wallet holders): the one home of the `users` table and its queries, a merchant's
+ * own users among them. Phone numbers are normalized to E.164 with libphonenumber-js (default region KH) and unique;
+ * emails are unique ignoring case. Each user gets a wallet in its currency (ledger account kind `wallet`), an opaque
+ * `user_token` (Area C block_money) and a unique `wallet_ref`. Tenant isolation (platform decisions §7): a merchant
+ * reaches only the users it created (`merchantUser`, `findMerchantUserByWalletRef`); any other id is answered exactly
+ * like an unknown one (USER_NOT_FOUND). The parties of a transfer are read here too, cached (`transferPartyLookup`).
  */
 import { problem } from '../field-problems';
 import type { Knex } from 'knex';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { changeAwareCache } from '../auth-changes';
 import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import { randomAlphanumeric, randomToken } from '../crypto/secrets';
 import { isCurrency, type Currency } from '../money';
 import type { PlatformDeps } from '../platform-deps';
 import { isUniqueViolation, notFound } from './common';
-import { ONBOARDING_REASONS } from './reasons';
+import { MERCHANT_USER_REASONS, ONBOARDING_REASONS } from './reasons';
 
 export type UserStatus = 'active' | 'inactive';
 
@@ -288,4 +292,60 @@ export async function findUserByToken(database: Knex, user_token: string): Promi
   if (typeof user_token !== 'string' || user_token.length === 0 || user_token.length > 128) return undefined;
   const row = (await database('users').where({ user_token }).first()) as UserRow | undefined;
   return row ? toUser(row) : undefined;
+}
+
+/** USER_NOT_FOUND on the request field `field`. */
+export function userNotFound(field: string): DomainError {
+  return reasonError(MERCHANT_USER_REASONS, 'USER_NOT_FOUND', `${field} not found`, { [field]: [problem('not_found')] });
+}
+
+/** The merchant's own active user, else USER_NOT_FOUND on `field`. */
+export async function merchantUser(database: Knex, merchantId: string, userId: string, field: string): Promise<User> {
+  const user = /^\d{1,19}$/.test(userId) ? await getUser(database, userId) : undefined;
+  if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
+  return user;
+}
+
+/** The merchant's user whose wallet_ref is `walletRef` (a preorder's seller_code), else undefined. */
+export async function findMerchantUserByWalletRef(database: Knex, merchantId: string, walletRef: string): Promise<User | undefined> {
+  const row = (await database('users').where({ wallet_ref: walletRef, merchant_id: merchantId }).first('id')) as { id: bigint | string } | undefined;
+  return row ? getUser(database, String(row.id)) : undefined;
+}
+
+/** What a transfer needs of each party. */
+export type TransferParty = Pick<User, 'id' | 'merchant_id' | 'status' | 'currency' | 'wallet_account_id'>;
+
+/** Users ids are 1 to 18 decimal digits (the same ids `getUser` accepts). */
+export const USER_ID = /^\d{1,18}$/;
+
+/** The users of `ids` that exist, in one query (one round trip for both parties of a transfer). */
+export async function findTransferParties(database: Knex, ids: string[]): Promise<TransferParty[]> {
+  const valid = ids.filter((id) => USER_ID.test(id));
+  if (valid.length === 0) return [];
+  return (await database('users')
+    .whereIn('id', valid)
+    .select(database.raw('id::text as id'), 'merchant_id', 'status', 'currency', 'wallet_account_id')) as TransferParty[];
+}
+
+/** Reads the parties of transfers (see `transferPartyLookup`). */
+export type TransferPartyLookup = (ids: string[]) => Promise<TransferParty[]>;
+
+/** Most transfer parties kept in a process's cache. */
+const TRANSFER_PARTY_CACHE_MAX = 10_000;
+
+/**
+ * The parties of transfers, for AUTH_CACHE_SECONDS: a merchant's users move money again and again, and of what a
+ * transfer reads (merchant, currency, wallet account, status) only `status` can change. Active users only; an
+ * announced credential change (`authChanges`) empties the cache in every process, and a user made inactive directly
+ * in the database applies once its entry expires. Whatever is not cached is read in one query for both parties.
+ */
+export function transferPartyLookup(deps: Pick<PlatformDeps, 'database' | 'authChanges' | 'config'>): TransferPartyLookup {
+  const cache = changeAwareCache<TransferParty>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: TRANSFER_PARTY_CACHE_MAX });
+  return async (ids) => {
+    const valid = ids.filter((id) => USER_ID.test(id)).map((id) => BigInt(id).toString());
+    let missing: Promise<TransferParty[]> | undefined;
+    const load = async (id: string) => (await (missing ??= findTransferParties(deps.database, valid))).find((row) => row.id === id);
+    const found = await Promise.all(valid.map((id) => cache.get(id, () => load(id), (party) => party.status === 'active')));
+    return found.filter((party) => party !== undefined);
+  };
 }

@@ -162,7 +162,7 @@ const accepted: Probe[] = [
   ...each('flow → the database', FLOW, '../../db/knex'),
   ...each('flow → the RPC caller', FLOW, '../../rpc/caller'),
   { edge: 'flow → PlatformDeps', file: FLOW, target: '../../platform-deps', form: 'import type' },
-  ...each('capability → a capability', 'src/preorders/{tag}.ts', '../merchant-users'),
+  ...each('capability → a capability', 'src/preorders/{tag}.ts', '../webhooks'),
   ...each('capability → onboarding', 'src/webhooks/{tag}.ts', '../onboarding/merchants'),
   ...each('capability → its own workflow', 'src/webhooks/{tag}.ts', '../../workflows/webhook-delivery'),
   ...each('ledger → money', 'src/ledger/{tag}.ts', '../money'),

@@ -8,7 +8,7 @@ import type { HandlerContext } from '@connectrpc/connect';
 import { reasonError, type DomainError } from '../../errors';
 import { problem } from '../../field-problems';
 import type { ConfirmPaymentRequest } from '../../gen/payments/deposit/v1/deposit_pb';
-import { merchantUser } from '../../merchant-users';
+import { merchantUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { confirmWithPasswordUpdate, DEPOSIT_REASONS, type DepositConfirmation } from './contract';

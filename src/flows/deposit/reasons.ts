@@ -10,7 +10,7 @@ import { COMMON_REASONS } from '../../errors';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import { INSTRUMENT_REASONS } from '../../instruments/reasons';
 import { MERCHANT_AUTH_REASONS } from '../../merchant-auth/reasons';
-import { MERCHANT_USER_REASONS } from '../../merchant-users/reasons';
+import { MERCHANT_USER_REASONS } from '../../onboarding/reasons';
 import { PREORDER_REASONS } from '../../preorders/reasons';
 import { DEPOSIT_REASONS } from './contract';
 

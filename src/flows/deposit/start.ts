@@ -15,9 +15,8 @@ import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/depos
 import { isExpired, requireInstrument, validSecurityCode, type Instrument, type InstrumentKind } from '../../instruments/store';
 import { movementRequest } from '../../idempotency';
 import type { MerchantAct } from '../../merchant-auth';
-import { merchantUser } from '../../merchant-users';
 import { isAreaCCurrency, type Currency } from '../../money';
-import { getMerchant } from '../../onboarding';
+import { getMerchant, merchantUser } from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
 import { startWorkflow } from '../../temporal/client';

@@ -8,8 +8,7 @@ import { COMMON_REASONS } from '../../errors';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import { LEDGER_REASONS } from '../../ledger/reasons';
 import { MERCHANT_AUTH_REASONS } from '../../merchant-auth/reasons';
-import { MERCHANT_USER_REASONS } from '../../merchant-users/reasons';
-import { ONBOARDING_REASONS } from '../../onboarding/reasons';
+import { MERCHANT_USER_REASONS, ONBOARDING_REASONS } from '../../onboarding/reasons';
 import { PREORDER_REASONS } from '../../preorders/reasons';
 import { WALLET_REASONS } from './contract';
 

@@ -38,9 +38,21 @@ import {
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
 import { answerIdempotently, movementRequest, newReference, referenceFromKey } from '../../idempotency';
-import { merchantUser, transferPartyLookup, USER_ID, userNotFound, type TransferParty, type TransferPartyLookup } from '../../merchant-users';
 import { isAreaCCurrency, type Currency } from '../../money';
-import { createUser, findUserByPhone, findUserByToken, normalizePhone, updateUser, type User } from '../../onboarding';
+import {
+  createUser,
+  findUserByPhone,
+  findUserByToken,
+  merchantUser,
+  normalizePhone,
+  transferPartyLookup,
+  updateUser,
+  USER_ID,
+  userNotFound,
+  type TransferParty,
+  type TransferPartyLookup,
+  type User,
+} from '../../onboarding';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, generatePreOrder, payPreorder, PREORDER_REASONS, sellerAccountId, type PreorderPayment } from '../../preorders';
 import { clientAddressOf } from '../../rpc/client-address';

@@ -1,5 +1,5 @@
 /**
- * The wallet flow's SQL: `blocked_money` (migration 006; the parties of a transfer are read by src/merchant-users).
+ * The wallet flow's SQL: `blocked_money` (migration 006; the parties of a transfer are read by src/onboarding/users.ts).
  * One copy of each query and lock. A blocked-money record's lifecycle word is `state` (blocked → cancelled).
  */
 import type { Knex } from '../../db/knex';
