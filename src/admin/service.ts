@@ -189,12 +189,11 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
       const owner = await resolveOwner(deps, request.owner);
       const account = await deps.ledger.findAccount({ ...owner, currency });
       if (!account) throw reasonError(ONBOARDING_REASONS, 'WALLET_NOT_FOUND', `no ${currency} ${owner.kind.replace('_', ' ')} for this ${owner.owner_type}`);
-      const settlement = await deps.ledger.platformAccount('settlement', currency);
       const transaction = await deps.ledger.transfer({
         idempotency_key: adminCreditIdempotencyKey(request.reference),
         description: `admin credit ${request.reference}`,
         postings: [
-          { account_id: settlement.id, amount_units: -units },
+          { platform: 'settlement', currency, amount_units: -units },
           { account_id: account.id, amount_units: units },
         ],
         metadata: { source: 'admin', reference: request.reference, owner_type: owner.owner_type, owner_id: owner.owner_id, credential_id: credentialOf(context) },

@@ -7,7 +7,7 @@ import type { Currency } from '../money';
 import { accountNotFound } from './refusals';
 import { toAccount } from './rows';
 import type { LedgerStore } from './store';
-import type { Account, AccountAddress, AccountKind, AccountOwnerType } from './types';
+import type { Account, AccountAddress, AccountKind, AccountOwnerType, PlatformAccountKind } from './types';
 import { isUuid, validateAddress } from './validate';
 
 /** Kinds that stand for money outside the platform and may go below zero. */
@@ -42,6 +42,12 @@ export async function accountsOf(store: LedgerStore, owner_type: AccountOwnerTyp
   return (await store.accountsOf(owner_type, owner_id)).map(toAccount);
 }
 
-export async function platformAccount(store: LedgerStore, kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency): Promise<Account> {
-  return openAccount(store, { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind });
+/**
+ * The platform's account of a kind and currency: found by one SELECT, opened only when missing (first use). Found
+ * first because a transfer resolves its platform postings here, possibly while its caller holds row locks: a read
+ * there is cheaper than an insert that conflicts.
+ */
+export async function platformAccount(store: LedgerStore, kind: PlatformAccountKind, currency: Currency): Promise<Account> {
+  const address: AccountAddress = { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind };
+  return (await findAccount(store, address)) ?? openAccount(store, address);
 }

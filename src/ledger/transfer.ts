@@ -4,11 +4,31 @@
  */
 import { randomUUID } from 'node:crypto';
 import { assert } from '../errors';
+import { platformAccount } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
 import type { KeyClaim, LedgerStore, NewPosting, RecordedPosting } from './store';
-import type { Ledger, LedgerTransaction, Posting } from './types';
-import { accountIdOf, amountUnitsOf, validateDescription, validateKey, validateMetadata, validatePostingCount } from './validate';
+import type { Ledger, LedgerTransaction, PlatformPosting, Posting } from './types';
+import {
+  accountIdOf,
+  amountUnitsOf,
+  namesPlatformAccount,
+  platformPostingOf,
+  validateDescription,
+  validateKey,
+  validateMetadata,
+  validatePostingCount,
+} from './validate';
+
+type TransferInput = Parameters<Ledger['transfer']>[0];
+
+/** A transfer's input once checked, its postings still naming platform accounts where the caller named them. */
+interface CheckedTransfer {
+  idempotency_key: string;
+  description: string;
+  metadata: Record<string, unknown>;
+  postings: Array<Posting | PlatformPosting>;
+}
 
 /** A transfer's input once checked (before any lock), with the key it claims. */
 interface TransferRequest {
@@ -23,21 +43,63 @@ interface TransferPlan extends Plan {
   recorded: RecordedPosting[];
 }
 
-/** Checks a transfer's input and fingerprints it; account ids compare in lower case. */
-export function transferRequest(input: Parameters<Ledger['transfer']>[0]): TransferRequest {
+/**
+ * Checks every field of a transfer's input in one order (key, description, metadata, posting count, then each
+ * posting's amount and account); account ids compare in lower case.
+ */
+function checkTransfer(input: TransferInput): CheckedTransfer {
   const idempotency_key = validateKey(input.idempotency_key);
   const description = validateDescription(input.description);
   const metadata = validateMetadata(input.metadata);
   validatePostingCount(input.postings);
-  const postings = input.postings.map((posting, index) => {
+  const postings = input.postings.map((posting, index): Posting | PlatformPosting => {
     const amount_units = amountUnitsOf(`postings[${index}].amount_units`, posting.amount_units, 'non_zero');
+    if (namesPlatformAccount(posting)) return { ...platformPostingOf(index, posting), amount_units };
     return { account_id: accountIdOf(posting.account_id), amount_units };
   });
-  return { claim: claimOf('transfer', idempotency_key, { description, postings, metadata }), description, metadata, postings };
+  return { idempotency_key, description, metadata, postings };
 }
 
-export async function transfer(store: LedgerStore, input: Parameters<Ledger['transfer']>[0], target: WriteTarget): Promise<LedgerTransaction> {
-  const request = transferRequest(input);
+/** Checks a transfer's input whose postings all name account ids, and fingerprints it. */
+export function transferRequest(input: TransferInput & { postings: Posting[] }): TransferRequest {
+  const { idempotency_key, description, metadata, postings } = checkTransfer(input);
+  const byId = postings.map((posting) => {
+    assert(!namesPlatformAccount(posting), 'a platform posting reached the fingerprint unresolved');
+    return posting;
+  });
+  return { claim: claimOf('transfer', idempotency_key, { description, postings: byId, metadata }), description, metadata, postings: byId };
+}
+
+/**
+ * The input with each platform posting naming its account's id instead, through `store` (the caller's transaction
+ * when there is one): found, or opened on first use. Checked first, so that input refused before any lock opens no
+ * account.
+ */
+async function resolvePlatformPostings(store: LedgerStore, input: TransferInput): Promise<TransferInput & { postings: Posting[] }> {
+  const checked = checkTransfer(input);
+  const ids = new Map<string, string>();
+  const postings: Posting[] = [];
+  for (const posting of checked.postings) {
+    if (!namesPlatformAccount(posting)) {
+      postings.push(posting);
+      continue;
+    }
+    const { platform, currency, amount_units } = posting;
+    const named = `${platform} ${currency}`;
+    // One at a time: on the caller's transaction they would queue anyway, and without one they hold one pool
+    // connection rather than several.
+    if (!ids.has(named)) ids.set(named, (await platformAccount(store, platform, currency)).id);
+    postings.push({ account_id: ids.get(named)!, amount_units });
+  }
+  return { ...input, postings };
+}
+
+/**
+ * Ledger.transfer (its contract and errors in types.ts): platform postings resolved to account ids, then the request
+ * fingerprinted, locked, checked and written by the kernel's `runWrite`.
+ */
+export async function transfer(store: LedgerStore, input: TransferInput, target: WriteTarget): Promise<LedgerTransaction> {
+  const request = transferRequest(await resolvePlatformPostings(store.within(target.trx), input));
   const { claim, description, metadata } = request;
   return runWrite(store, target, {
     claim,

@@ -30,6 +30,9 @@ export type AccountOwnerType = 'platform' | 'partner' | 'merchant' | 'user';
  */
 export type AccountKind = 'wallet' | 'partner_float' | 'fee_revenue' | 'settlement' | 'holds';
 
+/** The kinds of the platform's own accounts: one account of each per currency, owned by "platform". */
+export type PlatformAccountKind = Extract<AccountKind, 'fee_revenue' | 'settlement' | 'holds'>;
+
 export interface Account {
   id: string; // uuid
   owner_type: AccountOwnerType;
@@ -47,6 +50,18 @@ export interface Posting {
   account_id: string;
   /** Signed minor units: + credits the account, − debits it. Never 0. */
   amount_units: bigint;
+}
+
+/**
+ * A posting to the platform's own account of a kind and currency, named instead of its id: the ledger resolves it
+ * (opening the account on first use, as `platformAccount` does) and posts to the id. Never both a name and an id.
+ */
+export interface PlatformPosting {
+  platform: PlatformAccountKind;
+  currency: Currency;
+  /** Signed minor units: + credits the account, − debits it. Never 0. */
+  amount_units: bigint;
+  account_id?: never;
 }
 
 export interface LedgerTransaction {
@@ -144,11 +159,17 @@ export interface Ledger {
    * The platform's account of a kind and currency (fee_revenue, settlement, holds), opened on first use.
    * @throws {DomainError} VALIDATION_FAILED an unknown kind or currency.
    */
-  platformAccount(kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency, trx?: Knex.Transaction): Promise<Account>;
+  platformAccount(kind: PlatformAccountKind, currency: Currency, trx?: Knex.Transaction): Promise<Account>;
 
   /**
-   * Posts a balanced set of postings atomically; each posting records its account's posted balance after it.
-   * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters, description over 500, metadata not an object.
+   * Posts a balanced set of postings atomically; each posting records its account's posted balance after it. A
+   * posting names its account by id (`Posting`) or, for one of the platform's, by kind and currency
+   * (`PlatformPosting`): once the input passes its checks, each such name is resolved to its account's id (found, or
+   * opened on first use in the caller's transaction when one is given, as `platformAccount` opens it) before the
+   * request is fingerprinted, so a request naming an account and one giving its id are the same request for the
+   * idempotency key. The transaction returned lists every posting by account id. (A platform account opened for a
+   * transfer refused under its locks stays open, empty.)
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key not of 1 to 200 characters, description over 500, metadata not an object; a platform posting's kind not fee_revenue, settlement or holds, its currency unknown, or an account_id beside it.
    * @throws {DomainError} UNBALANCED_POSTINGS fewer than 2 or more than 50 postings, or postings not summing to zero per currency.
    * @throws {DomainError} INVALID_AMOUNT a posting's amount_units not a bigint, 0, or beyond ±10^15.
    * @throws {DomainError} ACCOUNT_NOT_FOUND a posting's account does not exist (every missing one is named).
@@ -156,7 +177,7 @@ export interface Ledger {
    * @throws {DomainError} IDEMPOTENCY_CONFLICT the key was used for another request (of any write).
    */
   transfer(
-    input: { idempotency_key: string; description: string; postings: Posting[]; metadata?: Record<string, unknown> },
+    input: { idempotency_key: string; description: string; postings: Array<Posting | PlatformPosting>; metadata?: Record<string, unknown> },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
   ): Promise<LedgerTransaction>;

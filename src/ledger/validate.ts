@@ -6,10 +6,11 @@
 import { invalidFields } from '../errors';
 import { CURRENCIES, isCurrency, MAX_AMOUNT_UNITS } from '../money';
 import { accountNotFound, invalidAmount, pendingNotFound, unbalancedPostings } from './refusals';
-import type { AccountAddress, AccountKind, AccountOwnerType } from './types';
+import type { AccountAddress, AccountKind, AccountOwnerType, PlatformAccountKind, PlatformPosting, Posting } from './types';
 
 export const OWNER_TYPES: readonly AccountOwnerType[] = ['platform', 'partner', 'merchant', 'user'];
 export const ACCOUNT_KINDS: readonly AccountKind[] = ['wallet', 'partner_float', 'fee_revenue', 'settlement', 'holds'];
+export const PLATFORM_ACCOUNT_KINDS: readonly PlatformAccountKind[] = ['fee_revenue', 'settlement', 'holds'];
 export const MAX_OWNER_ID_LENGTH = 200;
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 200;
 export const MAX_DESCRIPTION_LENGTH = 500;
@@ -53,6 +54,26 @@ export function validateAddress(input: { [K in keyof AccountAddress]: unknown })
   if (!isCurrency(input.currency)) fields.currency = [`must be one of ${CURRENCIES.join(', ')}`];
   if (!ACCOUNT_KINDS.includes(input.kind as AccountKind)) fields.kind = [`must be one of ${ACCOUNT_KINDS.join(', ')}`];
   if (Object.keys(fields).length > 0) throw invalidFields(fields);
+}
+
+/** Whether a posting names a platform account (its `platform` field set, checked by `platformPostingOf`) rather than an account id. */
+export function namesPlatformAccount(posting: Posting | PlatformPosting): posting is PlatformPosting {
+  return (posting as { platform?: unknown }).platform !== undefined;
+}
+
+/**
+ * The platform account a transfer's posting `postings[index]` names: refuses (VALIDATION_FAILED, listing each
+ * failing field) a kind not of the platform's, an unknown currency, or an account_id beside the name.
+ */
+export function platformPostingOf(index: number, posting: { [K in keyof PlatformPosting]?: unknown }): Pick<PlatformPosting, 'platform' | 'currency'> {
+  const fields: Record<string, string[]> = {};
+  if (!PLATFORM_ACCOUNT_KINDS.includes(posting.platform as PlatformAccountKind)) {
+    fields[`postings[${index}].platform`] = [`must be one of ${PLATFORM_ACCOUNT_KINDS.join(', ')}`];
+  }
+  if (!isCurrency(posting.currency)) fields[`postings[${index}].currency`] = [`must be one of ${CURRENCIES.join(', ')}`];
+  if (posting.account_id !== undefined) fields[`postings[${index}].account_id`] = ['must be absent when the posting names a platform account'];
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  return { platform: posting.platform as PlatformAccountKind, currency: posting.currency as PlatformPosting['currency'] };
 }
 
 /** Minor units of one amount: a bigint, `positive` (> 0) or `non_zero` (either sign), at most 10^15 either way. */

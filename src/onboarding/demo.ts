@@ -42,12 +42,11 @@ export async function ensureDemoData(deps: PlatformDeps, dataDirectory = deps.co
     { phone_number: '012000002', first_name: 'Dara', last_name: 'Keo', email: 'dara.demo@example.com' },
   ].entries()) {
     const user = await createUser(deps, { ...person, currency: 'USD', merchant_id: merchant.merchant.id, address: 'Phnom Penh' });
-    const settlement = await deps.ledger.platformAccount('settlement', 'USD');
     await deps.ledger.transfer({
       idempotency_key: `demo:user:${user.id}:opening-balance`,
       description: 'demo opening balance',
       postings: [
-        { account_id: settlement.id, amount_units: -DEMO_USER_BALANCE_UNITS },
+        { platform: 'settlement', currency: 'USD', amount_units: -DEMO_USER_BALANCE_UNITS },
         { account_id: user.wallet_account_id, amount_units: DEMO_USER_BALANCE_UNITS },
       ],
       metadata: { source: 'demo', user_index: index },

@@ -93,13 +93,12 @@ export async function createPartner(
       })
       .returning('*')) as PartnerRow[];
     if (floatUnits > 0n) {
-      const settlement = await deps.ledger.platformAccount('settlement', 'USD', trx);
       await deps.ledger.transfer(
         {
           idempotency_key: `partner:${id}:initial-float`,
           description: `initial float of partner ${id}`,
           postings: [
-            { account_id: settlement.id, amount_units: -floatUnits },
+            { platform: 'settlement', currency: 'USD', amount_units: -floatUnits },
             { account_id: account.id, amount_units: floatUnits },
           ],
           // Funding a float mints money: the ledger names who did it, as an operator credit does.

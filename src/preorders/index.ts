@@ -8,6 +8,7 @@ import type { Knex } from '../db/knex';
 import { randomAlphanumeric } from '../crypto/secrets';
 import { reasonError } from '../errors';
 import { problem } from '../field-problems';
+import type { PlatformPosting, Posting } from '../ledger/types';
 import { merchantApiUser } from '../onboarding/merchants';
 import { findMerchantUserByWalletRef } from '../onboarding/users';
 import type { PlatformDeps } from '../platform-deps';
@@ -154,12 +155,11 @@ export async function payPreorder(
   if (preorder.status !== 'pending') return { status: 'already_paid' };
   const amount = BigInt(preorder.amount_units);
   const commission = preorderCommission(preorder);
-  const revenue = await deps.ledger.platformAccount('fee_revenue', preorder.currency, trx);
-  const postings = [
+  const postings: Array<Posting | PlatformPosting> = [
     { account_id: input.sourceAccountId, amount_units: -amount },
     { account_id: input.sellerAccountId, amount_units: amount - commission },
   ];
-  if (commission > 0n) postings.push({ account_id: revenue.id, amount_units: commission });
+  if (commission > 0n) postings.push({ platform: 'fee_revenue', currency: preorder.currency, amount_units: commission });
   const posted = await deps.ledger.transfer(
     {
       idempotency_key: input.idempotencyKey,

@@ -39,11 +39,15 @@ describe('deposits across a worker restart', () => {
       // The second wrong OTP reaches the limit of 2: the first one was remembered across the restart.
       const again = await merchant.action('confirm_payments', { user_id: user.id, token: guessed.token, password: '999999' });
       expect(again.body.error).toEqual({ password: [DEPOSIT_MESSAGES.passwordIncorrect], token: [DEPOSIT_MESSAGES.cancelled] });
+      // A deposit without a preorder names the settlement account in its posting: no separate lookup of it.
+      const lookups = jest.spyOn(platform.deps.ledger, 'platformAccount');
       const right = await merchant.action('confirm_payments', { user_id: user.id, token: waiting.token, password: platform.config.SANDBOX_OTP });
       expect(right.status).toBe(200);
       expect(await userBalance(platform, user.id)).toBe(300n);
       const history = await platform.deps.temporal.client.workflow.getHandle(waiting.reference).result();
       expect(history).toEqual({ state: 'completed' });
+      expect(lookups).not.toHaveBeenCalled();
+      lookups.mockRestore();
 
       // Passwords travel sealed: neither the right one nor a wrong one is readable in workflow history.
       for (const reference of [guessed.reference, waiting.reference]) {

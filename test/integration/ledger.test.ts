@@ -353,6 +353,119 @@ describe('idempotency', () => {
   });
 });
 
+describe("postings naming a platform account by kind and currency", () => {
+  const platformAddress = (kind: 'fee_revenue' | 'settlement' | 'holds', currency: Currency) =>
+    ({ owner_type: 'platform', owner_id: 'platform', currency, kind }) as const;
+
+  it('posts to the account platformAccount returns, opening it on first use; a replay by name or by id answers the first transaction', async () => {
+    expect(await ledger.findAccount(platformAddress('holds', 'USDT'))).toBeUndefined();
+    const request = {
+      idempotency_key: key('platform'),
+      description: 'by name',
+      postings: [
+        { platform: 'settlement' as const, currency: 'USDT' as const, amount_units: -70n },
+        { platform: 'holds' as const, currency: 'USDT' as const, amount_units: 70n },
+      ],
+    };
+    const first = await ledger.transfer(request);
+    const holds = await ledger.platformAccount('holds', 'USDT');
+    const settlement = await ledger.platformAccount('settlement', 'USDT');
+    expect(holds).toMatchObject({ owner_type: 'platform', kind: 'holds', currency: 'USDT', allows_negative: false, posted_units: 70n });
+    expect(first.postings).toEqual([
+      { account_id: settlement.id, amount_units: -70n, currency: 'USDT' },
+      { account_id: holds.id, amount_units: 70n, currency: 'USDT' },
+    ]);
+    expect(await ledger.transfer(request)).toEqual(first);
+    const byId = { ...request, postings: [{ account_id: settlement.id.toUpperCase(), amount_units: -70n }, { account_id: holds.id, amount_units: 70n }] };
+    expect(await ledger.transfer(byId)).toEqual(first);
+    expect(await balance(holds)).toEqual({ posted: 70n, held: 0n, available: 70n });
+    // The same key and accounts with another amount is another request.
+    const other = { ...request, postings: request.postings.map((posting) => ({ ...posting, amount_units: 2n * posting.amount_units })) };
+    await expectRefused(() => ledger.transfer(other), 'already_exists', 'IDEMPOTENCY_CONFLICT');
+    expect((await ledger.check()).ok).toBe(true);
+  });
+
+  it('mixes names and ids, one account named twice resolved once, and refuses like any posting to it', async () => {
+    const payer = await wallet('KHR');
+    await fund(payer, 100n);
+    const transaction = await ledger.transfer({
+      idempotency_key: key('platform'),
+      description: 'fee twice',
+      postings: [
+        { account_id: payer.id, amount_units: -100n },
+        { platform: 'fee_revenue', currency: 'KHR', amount_units: 60n },
+        { platform: 'fee_revenue', currency: 'KHR', amount_units: 40n },
+      ],
+    });
+    const fee = await ledger.platformAccount('fee_revenue', 'KHR');
+    expect(transaction.postings.map((posting) => posting.account_id)).toEqual([payer.id, fee.id, fee.id]);
+    await expectRefused(
+      () =>
+        ledger.transfer({
+          idempotency_key: key('platform'),
+          description: 'more than the fees hold',
+          postings: [
+            { platform: 'fee_revenue', currency: 'KHR', amount_units: -(fee.posted_units + 1n) },
+            { account_id: payer.id, amount_units: fee.posted_units + 1n },
+          ],
+        }),
+      'failed_precondition',
+      'INSUFFICIENT_FUNDS',
+    );
+  });
+
+  it('refuses an unknown kind or currency, or an account id beside the name (VALIDATION_FAILED), opening nothing', async () => {
+    expect(await ledger.findAccount(platformAddress('fee_revenue', 'USDT'))).toBeUndefined();
+    const settlement = await ledger.platformAccount('settlement', 'USD');
+    const named = (posting: Record<string, unknown>) => ({
+      idempotency_key: key('platform'),
+      description: 'refused',
+      postings: [{ account_id: settlement.id, amount_units: -5n }, { amount_units: 5n, ...posting } as never],
+    });
+    const refusal = (fields: Record<string, unknown>) => ({ name: 'DomainError', kind: 'invalid_argument', reason: 'VALIDATION_FAILED', fields });
+    await expectRefused(() => ledger.transfer(named({ platform: 'wallet', currency: 'USD' })), 'invalid_argument', 'VALIDATION_FAILED');
+    await expect(ledger.transfer(named({ platform: 'loan', currency: 'EUR' }))).rejects.toMatchObject(
+      refusal({ 'postings[1].platform': expect.any(Array), 'postings[1].currency': expect.any(Array) }),
+    );
+    await expect(ledger.transfer(named({ platform: 'fee_revenue', currency: 'USD', account_id: settlement.id }))).rejects.toMatchObject(
+      refusal({ 'postings[1].account_id': expect.any(Array) }),
+    );
+    // Input refused before any lock opens no account it names.
+    await expectRefused(
+      () => ledger.transfer({ ...named({ platform: 'fee_revenue', currency: 'USDT' }), description: 'x'.repeat(501) }),
+      'invalid_argument',
+      'VALIDATION_FAILED',
+    );
+    await expectRefused(() => ledger.transfer(named({ platform: 'fee_revenue', currency: 'USDT', amount_units: 0n })), 'invalid_argument', 'INVALID_AMOUNT');
+    expect(await ledger.findAccount(platformAddress('fee_revenue', 'USDT'))).toBeUndefined();
+  });
+
+  it("resolves in the caller's transaction: its rollback undoes the account the transfer opened", async () => {
+    expect(await ledger.findAccount(platformAddress('fee_revenue', 'USDT'))).toBeUndefined();
+    const before = await snapshot();
+    await expect(
+      platform.deps.database.transaction(async (trx) => {
+        await ledger.transfer(
+          {
+            idempotency_key: key('platform'),
+            description: 'rolled back',
+            postings: [
+              { platform: 'settlement', currency: 'USDT', amount_units: -5n },
+              { platform: 'fee_revenue', currency: 'USDT', amount_units: 5n },
+            ],
+          },
+          trx,
+          'direct',
+        );
+        expect(await ledger.findAccount(platformAddress('fee_revenue', 'USDT'), trx)).toMatchObject({ posted_units: 5n });
+        throw new Error('caller fails later');
+      }),
+    ).rejects.toThrow('caller fails later');
+    expect(await snapshot()).toEqual(before);
+    expect(await ledger.findAccount(platformAddress('fee_revenue', 'USDT'))).toBeUndefined();
+  });
+});
+
 describe('pending transfers', () => {
   async function held(amount = 300n, timeout_seconds?: number) {
     const debit = await wallet();

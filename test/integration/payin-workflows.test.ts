@@ -179,7 +179,8 @@ describe('payin expiry, late success and the retry window', () => {
     } finally {
       database.removeListener('query', listener);
     }
-    // Opening an account is an insert, then (when it existed) a read: at most two statements for each of the three.
+    // At most two statements for each of the three: the wallet is an insert, then (when it existed) a read; a platform
+    // account a read, then (when missing) an insert.
     expect(accountStatements.length).toBeGreaterThan(0);
     expect(accountStatements.length).toBeLessThanOrEqual(6);
     const stored = await database('payins').where({ merchant_id: burster.merchant_id }).whereNotNull('wallet_account_id').distinct('wallet_account_id', 'settlement_account_id', 'fee_revenue_account_id');

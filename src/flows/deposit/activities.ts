@@ -14,7 +14,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Acquirer } from '../../acquirers';
-import { DomainError } from '../../errors';
+import { assert, DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, payPreorder, sellerAccountId } from '../../preorders';
@@ -219,10 +219,12 @@ async function closeDeposit(deps: PlatformDeps, input: Input<'closeDeposit'>): O
 
 /** The money step of completeDeposit: one database transaction (see there). */
 async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: string, answered: (deposit: Deposit) => { state: 'completed' | 'failed' }) {
-  // Resolve what needs other connections before the transaction; it then only locks, posts and marks.
+  // Resolve what needs other connections before the transaction; it then only locks, posts and marks. The preorder's
+  // payment takes the settlement account's id; a plain deposit's posting names the account, which the ledger's
+  // transfer resolves inside the transaction (one read, opening it only on the currency's first use).
   const preorder = found.pre_order_token ? await findPreorder(deps.database, found.pre_order_token) : undefined;
   const credit = await creditAccountId(deps, found, preorder);
-  const settlement = await deps.ledger.platformAccount('settlement', found.currency);
+  const settlement = found.pre_order_token ? await deps.ledger.platformAccount('settlement', found.currency) : undefined;
   let webhookId: string | null = null;
   const outcome = await deps.database.transaction(async (trx) => {
     const deposit = (await getDeposit(trx, found.reference, { forUpdate: true }))!;
@@ -234,6 +236,7 @@ async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: 
     const metadata = { merchant_id: deposit.merchant_id, reference: deposit.reference, user_id: deposit.user_id };
     let transactionId: string;
     if (deposit.pre_order_token) {
+      assert(settlement, `deposit ${deposit.reference} has a preorder its settlement account was not resolved for`);
       const paid = await payPreorder(deps, trx, {
         preOrderToken: deposit.pre_order_token,
         sourceAccountId: settlement.id,
@@ -254,7 +257,7 @@ async function postDeposit(deps: PlatformDeps, found: Deposit, confirmation_id: 
           idempotency_key: depositIdempotencyKey(deposit.reference),
           description: `deposit ${deposit.reference}`,
           postings: [
-            { account_id: settlement.id, amount_units: -deposit.amount_units },
+            { platform: 'settlement', currency: deposit.currency, amount_units: -deposit.amount_units },
             { account_id: credit, amount_units: deposit.amount_units },
           ],
           metadata,

@@ -38,6 +38,7 @@ import {
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
 import { answerIdempotently, movementRequest, newReference, referenceFromKey } from '../../idempotency';
+import type { PlatformPosting, Posting } from '../../ledger/types';
 import { isAreaCCurrency, type Currency } from '../../money';
 import {
   createUser,
@@ -215,14 +216,11 @@ async function transfer(
   checkWalletCurrency(from, input.currency, 'from_user_id');
   checkWalletCurrency(to, input.currency, 'to_user_id');
   const reference = input.reference ?? newReference('TRF');
-  const postings = [
+  const postings: Array<Posting | PlatformPosting> = [
     { account_id: from.wallet_account_id, amount_units: -(input.amountUnits + input.feesAmountUnits) },
     { account_id: to.wallet_account_id, amount_units: input.amountUnits },
   ];
-  if (input.feesAmountUnits > 0n) {
-    const revenue = await deps.ledger.platformAccount('fee_revenue', input.currency);
-    postings.push({ account_id: revenue.id, amount_units: input.feesAmountUnits });
-  }
+  if (input.feesAmountUnits > 0n) postings.push({ platform: 'fee_revenue', currency: input.currency, amount_units: input.feesAmountUnits });
   // The posting and its event commit together. A re-run of the same request (same reference) replays the posting
   // under its key, which serializes the runs, and finds its event written.
   await deps.database.transaction(async (trx) => {
