@@ -17,6 +17,9 @@ import type { PlatformDeps } from '../platform-deps';
 import { isUniqueViolation, notFound } from './common';
 import { MERCHANT_USER_REASONS, ONBOARDING_REASONS } from './reasons';
 
+/** User ids are 1 to 18 decimal digits (a bigserial's), the only ids the queries below look up. */
+export const USER_ID = /^\d{1,18}$/;
+
 export type UserStatus = 'active' | 'inactive';
 
 export interface User {
@@ -269,7 +272,7 @@ export async function updateUser(
 }
 
 async function getUserRow(database: Knex, user_id: string): Promise<UserRow | undefined> {
-  if (typeof user_id !== 'string' || !/^\d{1,18}$/.test(user_id)) return undefined;
+  if (typeof user_id !== 'string' || !USER_ID.test(user_id)) return undefined;
   return (await database('users').where({ id: user_id }).first()) as UserRow | undefined;
 }
 
@@ -301,7 +304,7 @@ export function userNotFound(field: string): DomainError {
 
 /** The merchant's own active user, else USER_NOT_FOUND on `field`. */
 export async function merchantUser(database: Knex, merchantId: string, userId: string, field: string): Promise<User> {
-  const user = /^\d{1,19}$/.test(userId) ? await getUser(database, userId) : undefined;
+  const user = await getUser(database, userId);
   if (!user || user.merchant_id !== merchantId || user.status !== 'active') throw userNotFound(field);
   return user;
 }
@@ -315,8 +318,6 @@ export async function findMerchantUserByWalletRef(database: Knex, merchantId: st
 /** What a transfer needs of each party. */
 export type TransferParty = Pick<User, 'id' | 'merchant_id' | 'status' | 'currency' | 'wallet_account_id'>;
 
-/** Users ids are 1 to 18 decimal digits (the same ids `getUser` accepts). */
-export const USER_ID = /^\d{1,18}$/;
 
 /** The users of `ids` that exist, in one query (one round trip for both parties of a transfer). */
 export async function findTransferParties(database: Knex, ids: string[]): Promise<TransferParty[]> {
