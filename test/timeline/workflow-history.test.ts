@@ -11,6 +11,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, makeTelemetryFilterString, Runtime, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { connectTemporal, type TemporalHandle } from '../../src/temporal/client';
 import { workflowHistoryEntries, type WorkflowHistory } from '../../src/timeline/workflow-history';
 import type { TimelineEntry } from '../../src/timeline/types';
 import { readClusterState } from '../support/cluster';
@@ -51,6 +52,7 @@ const activities: StoryActivities = {
 
 let env: TestWorkflowEnvironment;
 let client: Client;
+let temporal: TemporalHandle;
 let worker: Worker;
 let running: Promise<void>;
 const taskQueue = `timeline-${randomBytes(6).toString('hex')}`;
@@ -62,11 +64,13 @@ beforeAll(async () => {
   } catch {
     // Installed by an earlier file of this run.
   }
-  env = await TestWorkflowEnvironment.createFromExistingServer({
-    address: process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS!,
-    namespace: readClusterState()?.namespace ?? 'default',
-  });
-  client = env.client;
+  const address = process.env.PAYMENTS_TEST_TEMPORAL_ADDRESS!;
+  const namespace = readClusterState()?.namespace ?? 'default';
+  env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace });
+  // The platform's client: its close waits for the calls in flight (a read abandoned at its deadline among them),
+  // whose retry timers would otherwise fire after the close and throw in a later test file.
+  temporal = await connectTemporal(address, namespace, taskQueue);
+  client = temporal.client;
   const bundle = await bundleWorkflowCode({ workflowsPath: require.resolve('./workflows'), logger: new DefaultLogger('ERROR') });
   worker = await Worker.create({ connection: env.nativeConnection, namespace: env.namespace ?? 'default', taskQueue, workflowBundle: bundle, activities });
   running = worker.run();
@@ -83,6 +87,7 @@ afterAll(async () => {
   } finally {
     worker?.shutdown();
     await running;
+    await temporal?.close();
     await env?.teardown();
   }
 });
@@ -337,7 +342,8 @@ describe('workflowHistoryEntries', () => {
 
     // The test's own timeout is the bound: without the deadline the read against a black hole never ends.
     it('answers unavailable when the server never answers, at its deadline', async () => {
-      const connection = Connection.lazy({ address: await blackHole() });
+      // Without the SDK's retries, as below: nothing it scheduled may outlive the connection closed below.
+      const connection = Connection.lazy({ address: await blackHole(), interceptors: [] });
       try {
         const answer = await workflowHistoryEntries(new Client({ connection }), 'PAYIN-ANY', { deadlineSeconds: 0.5 });
         expect(answer).toEqual({ source: 'workflow', state: 'unavailable', reason: 'Temporal did not answer within 0.5 s' });

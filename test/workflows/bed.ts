@@ -17,6 +17,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, makeTelemetryFilterString, Runtime, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { connectTemporal } from '../../src/temporal/client';
 import { failureType } from '../../src/temporal/failures';
 import { readClusterState } from '../support/cluster';
 
@@ -64,11 +65,13 @@ export async function startWorkflowBed<A extends ActivityFunctions<A>>(defaults:
     Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }), forward: {} } } });
     runtimeInstalled = true;
   }
-  const env = await TestWorkflowEnvironment.createFromExistingServer({
-    address: required('PAYMENTS_TEST_TEMPORAL_ADDRESS'),
-    namespace: readClusterState()?.namespace ?? 'default',
-  });
+  const address = required('PAYMENTS_TEST_TEMPORAL_ADDRESS');
+  const namespace = readClusterState()?.namespace ?? 'default';
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address, namespace });
   const taskQueue = `workflows-${randomBytes(6).toString('hex')}`;
+  // The tests' client is the platform's (src/temporal/client.ts), not the environment's: its close waits for the
+  // calls in flight, whose retry timers would otherwise fire after the close and throw in a later test file.
+  const temporal = await connectTemporal(address, namespace, taskQueue);
   const scripts = new Map<string, { answers: Partial<A>; calls: ActivityCall[] }>();
 
   const activities = Object.fromEntries(
@@ -92,7 +95,7 @@ export async function startWorkflowBed<A extends ActivityFunctions<A>>(defaults:
   await startWorker(taskQueue);
 
   return {
-    client: env.client,
+    client: temporal.client,
     taskQueue,
     workflow(prefix, answers = {}) {
       const workflowId = `${prefix}-${randomBytes(8).toString('hex').toUpperCase()}`;
@@ -107,13 +110,14 @@ export async function startWorkflowBed<A extends ActivityFunctions<A>>(defaults:
     async stop() {
       try {
         for (const workflowId of scripts.keys()) {
-          const handle = env.client.workflow.getHandle(workflowId);
+          const handle = temporal.client.workflow.getHandle(workflowId);
           const status = await handle.describe().then((description) => description.status.name, () => undefined);
           if (status === 'RUNNING') await handle.terminate('test file done');
         }
       } finally {
         for (const { worker } of workers) worker.shutdown();
         await Promise.all(workers.map(({ running }) => running));
+        await temporal.close();
         await env.teardown();
       }
     },
