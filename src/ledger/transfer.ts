@@ -60,26 +60,30 @@ function checkTransfer(input: TransferInput): CheckedTransfer {
   return { idempotency_key, description, metadata, postings };
 }
 
-/** Checks a transfer's input whose postings all name account ids, and fingerprints it. */
-export function transferRequest(input: TransferInput & { postings: Posting[] }): TransferRequest {
-  const { idempotency_key, description, metadata, postings } = checkTransfer(input);
-  const byId = postings.map((posting) => {
+/** A checked transfer whose postings all name account ids, with the key claim its fingerprint makes. */
+function fingerprinted(checked: CheckedTransfer): TransferRequest {
+  const { idempotency_key, description, metadata } = checked;
+  const postings = checked.postings.map((posting) => {
     assert(!namesPlatformAccount(posting), 'a platform posting reached the fingerprint unresolved');
     return posting;
   });
-  return { claim: claimOf('transfer', idempotency_key, { description, postings: byId, metadata }), description, metadata, postings: byId };
+  return { claim: claimOf('transfer', idempotency_key, { description, postings, metadata }), description, metadata, postings };
+}
+
+/** Checks a transfer's input whose postings all name account ids, and fingerprints it. */
+export function transferRequest(input: TransferInput & { postings: Posting[] }): TransferRequest {
+  return fingerprinted(checkTransfer(input));
 }
 
 /**
- * The input with each platform posting naming its account's id instead, through `store` (the caller's transaction
- * when there is one): found, or opened on first use. Checked first, so that input refused before any lock opens no
- * account.
+ * The checked postings with each platform posting naming its account's id instead, through `store` (the caller's
+ * transaction when there is one): found, or opened on first use. Called after the checks, so that input refused
+ * before any lock opens no account.
  */
-async function resolvePlatformPostings(store: LedgerStore, input: TransferInput): Promise<TransferInput & { postings: Posting[] }> {
-  const checked = checkTransfer(input);
+async function resolvePlatformPostings(store: LedgerStore, checked: Array<Posting | PlatformPosting>): Promise<Posting[]> {
   const ids = new Map<string, string>();
   const postings: Posting[] = [];
-  for (const posting of checked.postings) {
+  for (const posting of checked) {
     if (!namesPlatformAccount(posting)) {
       postings.push(posting);
       continue;
@@ -91,7 +95,7 @@ async function resolvePlatformPostings(store: LedgerStore, input: TransferInput)
     if (!ids.has(named)) ids.set(named, (await platformAccount(store, platform, currency)).id);
     postings.push({ account_id: ids.get(named)!, amount_units });
   }
-  return { ...input, postings };
+  return postings;
 }
 
 /**
@@ -99,7 +103,8 @@ async function resolvePlatformPostings(store: LedgerStore, input: TransferInput)
  * fingerprinted, locked, checked and written by the kernel's `runWrite`.
  */
 export async function transfer(store: LedgerStore, input: TransferInput, target: WriteTarget): Promise<LedgerTransaction> {
-  const request = transferRequest(await resolvePlatformPostings(store.within(target.trx), input));
+  const checked = checkTransfer(input);
+  const request = fingerprinted({ ...checked, postings: await resolvePlatformPostings(store.within(target.trx), checked.postings) });
   const { claim, description, metadata } = request;
   return runWrite(store, target, {
     claim,
