@@ -5,14 +5,13 @@
  * (`<ref>:hold-fee`) and posted or voided with the wallet's hold; the setting in force at creation stays the refund's;
  * policy refunds follow it; bad values are refused over the RPC and the CLI. The ledger balances after every test.
  */
-import { DomainError } from '../../src/errors';
 import { policyRefundReference } from '../../src/flows/payin/resolution';
 import { createRefund, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { runAdminCli } from '../support/admin-cli';
-import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
 
 const orders = { next: 0 };
 const nextOrder = () => `RFEE-${Date.now()}-${(orders.next += 1)}`;
@@ -54,22 +53,9 @@ describe('the payin fee on refunds', () => {
   /** Available units of the merchant's wallet and of fee_revenue. */
   const balances = async (merchant: MerchantCredentials) => ({ wallet: (await wallet(merchant)).available_units, revenue: (await feeRevenue()).available_units });
 
-  async function decided(refund_reference: string): Promise<RefundRow> {
-    return eventually(async () => {
-      const row = await deps().database<RefundRow>('refunds').where({ refund_reference }).first();
-      return row && (row.status === 'succeeded' || row.status === 'failed') ? row : undefined;
-    });
-  }
+  const decided = (refund_reference: string) => decidedRefund(deps().database, refund_reference);
 
-  async function refusal(promise: Promise<unknown>): Promise<DomainError> {
-    try {
-      await promise;
-    } catch (error) {
-      if (error instanceof DomainError) return error;
-      throw error;
-    }
-    throw new Error('not refused');
-  }
+  const refusal = domainRefusal;
 
   const ledgerKeys = async (refund_reference: string) =>
     (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund_reference}:%`).orderBy('idempotency_key')).map(

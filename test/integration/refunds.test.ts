@@ -6,7 +6,6 @@
 import { WorkflowIdReusePolicy } from '@temporalio/client';
 import { createReconciliationRepairs } from '../../src/activities';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
-import { DomainError } from '../../src/errors';
 import { reconcile } from '../../src/flows/reconciliation/activities';
 import { decidedSignal } from '../../src/flows/refund/contract';
 import { createRefund, newRefundReference, startRefundWorkflow, type RefundRequest, type RefundRow } from '../../src/flows/refund/service';
@@ -15,7 +14,7 @@ import { refundWorkflow } from '../../workflows/refund';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { runAdminCli } from '../support/admin-cli';
-import { createTestMerchant, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 
 const orders = { next: 0 };
@@ -50,22 +49,9 @@ describe('refunds of settled payins', () => {
     return wallet!.available_units;
   }
 
-  async function decided(refund_reference: string): Promise<RefundRow> {
-    return eventually(async () => {
-      const row = (await deps().database<RefundRow>('refunds').where({ refund_reference }).first())!;
-      return row.status === 'succeeded' || row.status === 'failed' ? row : undefined;
-    });
-  }
+  const decided = (refund_reference: string) => decidedRefund(deps().database, refund_reference);
 
-  async function refusal(promise: Promise<unknown>): Promise<DomainError> {
-    try {
-      await promise;
-    } catch (error) {
-      if (error instanceof DomainError) return error;
-      throw error;
-    }
-    throw new Error('not refused');
-  }
+  const refusal = domainRefusal;
 
   const refundWebhooks = (refund_reference: string) => harness.receiver.received.filter((item) => item.json?.data?.refund_reference === refund_reference);
 

@@ -4,6 +4,9 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
+import type { Knex } from '../../src/db/knex';
+import { DomainError } from '../../src/errors';
+import type { RefundRow } from '../../src/flows/refund/store';
 import { createMerchant, setMerchantStatus, type MerchantCredentials } from '../../src/onboarding/merchants';
 import { freePort } from '../../src/net';
 import { startSandboxUpstream, type SandboxUpstream } from '../../src/sandbox/upstream';
@@ -143,4 +146,23 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** The refund once it is decided (succeeded or failed), polled with `eventually`. */
+export async function decidedRefund(database: Knex, refund_reference: string): Promise<RefundRow> {
+  return eventually(async () => {
+    const row = await database<RefundRow>('refunds').where({ refund_reference }).first();
+    return row && (row.status === 'succeeded' || row.status === 'failed') ? row : undefined;
+  });
+}
+
+/** The DomainError `promise` is refused with; anything else (or no refusal) fails the test. */
+export async function domainRefusal(promise: Promise<unknown>): Promise<DomainError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof DomainError) return error;
+    throw error;
+  }
+  throw new Error('not refused');
 }
