@@ -17,15 +17,15 @@ import type { Acquirer } from '../../acquirers';
 import { assert, DomainError } from '../../errors';
 import { findInstrumentByToken, revealCardNumber } from '../../instruments/store';
 import type { PlatformDeps } from '../../platform-deps';
-import { findPreorder, payPreorder, sellerAccountId } from '../../preorders';
+import { findPreorder, payPreorder } from '../../preorders';
 import { startWebhookDeliveriesAfterCommit } from '../../webhooks';
-import { getUser } from '../../onboarding';
 import { reasonFailure } from '../../temporal/failures';
 import { DEPOSIT_REASONS, depositIdempotencyKey, type DepositActivities, type DepositRejection } from './contract';
 import { problem } from '../../field-problems';
 import { openDepositPassword } from './sealing';
 import {
   countConfirmations,
+  creditedAccountId,
   decideConfirmation,
   findConfirmation,
   finishDeposit,
@@ -44,12 +44,11 @@ async function requireDeposit(deps: Pick<PlatformDeps, 'database'>, reference: s
   return deposit;
 }
 
-/** The account a completed deposit credits: the preorder's seller, else the depositing user's wallet. */
-export async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined) {
-  if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
-  const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
-  if (!user) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_USER_NOT_FOUND', `deposit ${deposit.reference} has no user`);
-  return user.wallet_account_id;
+/** The account a completed deposit credits (store.ts `creditedAccountId`); the depositing user gone is a refusal. */
+async function creditAccountId(deps: PlatformDeps, deposit: Deposit, preorder: { merchant_id: string; seller_code: string } | undefined): Promise<string> {
+  const credited = await creditedAccountId(deps, deposit, preorder);
+  if (!credited) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_USER_NOT_FOUND', `deposit ${deposit.reference} has no user`);
+  return credited;
 }
 
 /** The step refused: no recorded confirmation authorizes it. Non-retryable: a retry would find none either. */

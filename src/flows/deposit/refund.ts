@@ -10,7 +10,6 @@
  * and the capture state moves to `reversing` in the same transaction so that the capture never happens.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { COMMON_REASONS, DomainError, invalidFields, reasonError } from '../../errors';
 import { recordEvent } from '../../events';
@@ -23,11 +22,10 @@ import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { hasControlCharacters } from '../../text';
 import { depositRefundWorkflow } from '../../../workflows/deposit-refund';
-import { creditAccountId } from './activities';
 import { DEPOSIT_REASONS, depositRefundIdempotencyKey, type DepositReason, type DepositRefundMethod } from './contract';
 import { depositRefundEventData } from './refund-activities';
 import { committedRefundUnits, findDepositRefund, insertDepositRefund, refundsOfDeposit, updateDepositRefund, type DepositRefundRow } from './refund-store';
-import { getDeposit, moveCaptureState, type Deposit } from './store';
+import { creditedAccountId, getDeposit, moveCaptureState, type Deposit } from './store';
 
 /** Longest reason a merchant may give, characters. */
 export const DEPOSIT_REFUND_REASON_MAX = 255;
@@ -73,14 +71,13 @@ async function resolve(deps: PlatformDeps, merchantId: string, reference: string
   if (deposit.state !== 'completed') throw refuse('DEPOSIT_REFUND_NOT_COMPLETED', `the deposit is ${deposit.state}`);
   if (deposit.instrument_kind === 'bank_account') throw refuse('DEPOSIT_REFUND_NOT_SUPPORTED', 'bank-account deposits cannot be refunded');
   const preorder = deposit.pre_order_token ? await findPreorder(deps.database, deposit.pre_order_token) : undefined;
-  let credited: string;
-  try {
-    credited = await creditAccountId(deps, deposit, preorder);
-  } catch (error) {
-    // The seller or user it credited is gone (a refusal, not a fault): there is no account to take the refund from.
-    if (!(error instanceof DomainError || error instanceof ApplicationFailure)) throw error;
-    throw refuse('DEPOSIT_REFUND_INSUFFICIENT_BALANCE', 'the credited account no longer exists');
-  }
+  // The seller or user it credited is gone (a refusal, not a fault): there is no account to take the refund from.
+  const gone = () => refuse('DEPOSIT_REFUND_INSUFFICIENT_BALANCE', 'the credited account no longer exists');
+  const credited = await creditedAccountId(deps, deposit, preorder).catch((error: unknown) => {
+    if (error instanceof DomainError) throw gone();
+    throw error;
+  });
+  if (!credited) throw gone();
   const settlement = (await deps.ledger.platformAccount('settlement', deposit.currency)).id;
   const feeRevenue = (await deps.ledger.platformAccount('fee_revenue', deposit.currency)).id;
   return { deposit, preorder, credited, settlement, feeRevenue };

@@ -9,6 +9,9 @@ import { randomToken, sha256Hex } from '../../crypto/secrets';
 import { recordEvent } from '../../events';
 import type { InstrumentKind } from '../../instruments/store';
 import type { Currency } from '../../money';
+import { getUser } from '../../onboarding';
+import type { PlatformDeps } from '../../platform-deps';
+import { sellerAccountId } from '../../preorders';
 import { newReference } from '../../idempotency';
 import { problem } from '../../field-problems';
 import type { ConfirmationOutcome } from './contract';
@@ -286,4 +289,20 @@ export async function findConfirmation(db: Knex | Knex.Transaction, id: string, 
 export async function countConfirmations(db: Knex | Knex.Transaction, deposit_reference: string, outcome: ConfirmationOutcome): Promise<number> {
   const row = (await db('deposit_confirmations').where({ deposit_reference, outcome }).count({ n: '*' }).first()) as { n: string | number } | undefined;
   return Number(row?.n ?? 0);
+}
+
+/**
+ * The ledger account a completed deposit credited (or credits): the preorder's seller (`sellerAccountId`), else the
+ * depositing user's wallet; undefined when that user is gone. The completion and a refund of the deposit read the
+ * same account.
+ * @throws DomainError SELLER_NOT_FOUND when the preorder's seller no longer resolves
+ */
+export async function creditedAccountId(
+  deps: PlatformDeps,
+  deposit: Pick<Deposit, 'user_id' | 'currency'>,
+  preorder: { merchant_id: string; seller_code: string } | undefined,
+): Promise<string | undefined> {
+  if (preorder) return sellerAccountId(deps, preorder.merchant_id, preorder.seller_code, deposit.currency);
+  const user = deposit.user_id ? await getUser(deps.database, deposit.user_id) : undefined;
+  return user?.wallet_account_id;
 }
