@@ -28,6 +28,13 @@ const schema = z.object({
     .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL')
     .transform((value) => value.replace(/\/+$/, ''))
     .optional(),
+  /**
+   * The ports of the Temporal server the platform starts itself when TEMPORAL_ADDRESS is unset: the dev server of
+   * `npm start` (its Web UI on TEMPORAL_UI_PORT; 0: no UI) and the server of `payments cluster up` (its frontend; the
+   * server's other ports follow it, docs/operations.md "Cluster topology").
+   */
+  TEMPORAL_FRONTEND_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
   /** The longest a payment's timeline waits for Temporal's workflow history (seconds); past it the source is `unavailable`. */
   TIMELINE_TEMPORAL_DEADLINE_SECONDS: z.coerce.number().positive().max(60).default(2),
   HTTP_PORT: port.default(3000),

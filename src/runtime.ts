@@ -14,6 +14,7 @@ import { DEMO_SETTING_KEY } from './onboarding/demo';
 import { keysMayBeCreated, verifyDataKeys } from './admin/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
+import { checkDatabaseLogin } from './db/login';
 import { startAuthChanges } from './auth-changes';
 import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
@@ -33,8 +34,10 @@ import { createRoutes } from './rpc/routes';
 import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
 import { createCredentialVerifier, hasLiveServiceCredential } from './service-credentials';
 import { connectTemporal } from './temporal/client';
+import { registerPaymentSearchAttributes } from './temporal/search-attributes';
+import { checkAborted, unlessAborted } from './net';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
-import { temporalConnectionOptions } from './temporal/connection-options';
+import { temporalCliFlags, temporalConnectionOptions } from './temporal/connection-options';
 import { startTracing, type Tracing } from './tracing';
 import { startWorker } from './worker';
 
@@ -136,6 +139,8 @@ function protectPort(deps: PlatformDeps | undefined, listening: string): void {
  */
 export async function createPlatformDeps(config: Config, logger: Logger, stops: Array<() => Promise<void>>, tracing?: Tracing): Promise<PlatformDeps> {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
+  // A refused user, password or database stops start-up at once; an unreachable server is waited for (degraded).
+  await checkDatabaseLogin(config.DATABASE_URL);
   const database = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, {
     statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
     idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
@@ -187,12 +192,24 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
   };
 }
 
+/**
+ * Starts `roles` in this process; resolves once each serves. `options.abort` (a signal during start-up) stops it at
+ * its next step: what started is stopped, then StartupAborted is thrown.
+ * @throws ConfigError naming a refused setting (DATABASE_URL's login, RPC_HOST, a key file, …);
+ *   TemporalUnreachableError; SearchAttributesMissingError with the command registering them
+ */
 export async function runRoles(
   config: Config,
   roles: Role[],
   logger: Logger,
-  options: { bundle?: WorkflowBundle; /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */ metricsPort?: number } = {},
+  options: {
+    bundle?: WorkflowBundle;
+    /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */
+    metricsPort?: number;
+    abort?: AbortSignal;
+  } = {},
 ): Promise<RunningPlatform> {
+  const abort = options.abort;
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) {
@@ -208,7 +225,17 @@ export async function runRoles(
     const tracing: Tracing | undefined = await startTracing(config, roles);
     if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
-    if (roles.includes('api') || roles.includes('worker')) deps = await createPlatformDeps(config, logger, stops, tracing);
+    checkAborted(abort);
+    if (roles.includes('api') || roles.includes('worker')) {
+      logger.info({ roles }, 'connecting to PostgreSQL and Temporal');
+      deps = await unlessAborted(createPlatformDeps(config, logger, stops, tracing), abort);
+      // The api starts workflows with them and the workers upsert them: registered here when the frontend allows it.
+      await unlessAborted(
+        registerPaymentSearchAttributes(deps.temporal.connection, config.TEMPORAL_NAMESPACE, (line) => logger.info(line), temporalCliFlags(config)),
+        abort,
+      );
+    }
+    checkAborted(abort);
     // One registry per process: every role here reports into it (METRICS_PORT serves it).
     const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
     const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);
@@ -216,8 +243,13 @@ export async function runRoles(
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-      const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing });
-      stops.push(() => worker.shutdown());
+      logger.info({ task_queue: config.TEMPORAL_TASK_QUEUE }, 'starting the Temporal worker');
+      // Bundling the workflows takes seconds: a signal meanwhile does not wait for it (a worker not created by then
+      // goes with the process).
+      let created: Awaited<ReturnType<typeof startWorker>> | undefined;
+      stops.push(async () => created?.shutdown());
+      const worker = (created = await unlessAborted(startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing }), abort));
+      checkAborted(abort);
       // With the api role in this process too, its workflow starts go through the worker's connection and are
       // started eagerly on it (src/temporal/client.ts startWorkflow). Stopped before the worker: the api stops first.
       if (roles.includes('api') && config.TEMPORAL_EAGER_START) {
@@ -263,6 +295,7 @@ export async function runRoles(
       rpcUrl = rpc.url;
       protectPort(deps, rpcUrl);
       await startReconciliationSchedule(deps);
+      checkAborted(abort);
     }
     let facadeUrl: string | undefined;
     if (roles.includes('facade')) {

