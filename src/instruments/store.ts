@@ -18,8 +18,9 @@
  *
  *   holder name     2–100 characters after surrounding white space is trimmed, at least 2 of them letters: words
  *                   of letters of any script (with their combining marks, ZWJ/ZWNJ), separated by spaces (also
- *                   no-break and ideographic) or one name punctuation mark (' ’ - ‐ . , · ・ ׳ ״) with optional
- *                   spaces around it; a trailing period ("Jr."). No digits, symbols or control characters.
+ *                   no-break and ideographic) or one name punctuation mark (' ’ - ‐ . , · ・ ׳ ״, or & of joint
+ *                   holders) with optional spaces around it, which may follow a period; a trailing period ("Jr.").
+ *                   No digits, other symbols or control characters.
  *   card number     12–19 digits (spaces and hyphens between digits are dropped first), Luhn valid
  *   brand           from the leading digits: visa, mastercard, unionpay, amex, jcb, discover, other
  *   expiry          month 1–12, year of 2 (20yy) or 4 digits; valid through the end of that month, UTC
@@ -88,8 +89,13 @@ const HOLDER_NAME_MIN_LETTERS = 2;
 
 /** A word of a name: a letter, then letters, combining marks and the joiners some scripts write names with. */
 const NAME_WORD = String.raw`\p{L}[\p{L}\p{M}\u200C\u200D]*`;
-/** Between words: spaces (also no-break and ideographic), or one name punctuation mark with optional spaces. */
-const NAME_SEPARATOR = String.raw`(?:[ \u00A0\u3000]+|[ \u00A0\u3000]*[-\u2010'\u2019.,\u00B7\u30FB\u05F3\u05F4][ \u00A0\u3000]*)`;
+/**
+ * Between words: spaces (also no-break and ideographic), or one name punctuation mark (or `&`, of joint holders) with
+ * optional spaces around it, which may follow a period ("J.-P. Sartre", "Mr. & Mrs. Smith", "King Jr., Martin").
+ */
+const NAME_SPACES = String.raw`[ \u00A0\u3000]*`;
+const NAME_MARK = String.raw`[-\u2010'\u2019.,&\u00B7\u30FB\u05F3\u05F4]`;
+const NAME_SEPARATOR = String.raw`(?:[ \u00A0\u3000]+|${NAME_SPACES}(?:\.${NAME_SPACES})?${NAME_MARK}${NAME_SPACES})`;
 const HOLDER_NAME = new RegExp(`^${NAME_WORD}(?:${NAME_SEPARATOR}${NAME_WORD})*\\.?$`, 'u');
 const LETTER = /\p{L}/gu;
 

@@ -124,7 +124,8 @@ describe('holder names', () => {
       'SOK DARA', 'Sok Dara', 'សុខ ដារា', 'SREY MOM ស្រី', "Seán O'Brien-Smith", 'O’Neil', 'J. R. R. Tolkien', 'John Smith Jr.',
       'Smith, John', 'Mary - Jane Doe', 'Nguyễn Văn A', 'Ngô Đình-Diệm', '王芳', '李娜', '山田　太郎', 'ジョン・スミス', '김민준',
       'محمد علي', 'محمدرضا\u200Cپور', 'דוד כהן', 'ש״ס', 'Ἀλέξανδρος', 'Владимир Петров', 'สมชาย ใจดี', 'अनिल कुमार', 'ஸ்ரீனிவாசன்',
-      'Ngʼangʼa', 'Lluís Pla·ça', 'Zoë Åström', 'Li', 'Ng', 'Æbelø',
+      'Ngʼangʼa', 'Lluís Pla·ça', 'Zoë Åström', 'Li', 'Ng', 'Æbelø', 'Dr. Martin Luther King, Jr.', 'J.-P. Sartre', 'Mr. & Mrs. Smith',
+      'SOK DARA & SREY MOM', 'María-José Carreño Quiñones', "Anne-Marie d'Arc",
     ];
     for (const name of names) expect([name, holderNameOf(name)]).toEqual([name, name]);
     expect(holderNameOf('  SOK DARA\n')).toBe('SOK DARA');
@@ -134,7 +135,7 @@ describe('holder names', () => {
   it('refuses garbage: symbols, digits, control characters, one letter, leading or doubled punctuation, too long', () => {
     const refused = [
       'Qz?', 'x', 'X.', '', '   ', 'SOK DARA 3', '42', 'Sok_Dara', 'Sok@Dara', 'Sok\tDara', 'Sok\u0000Dara', "'Sok", '-Sok', 'Sok--Dara',
-      'Sok,,Dara', 'Sok Dara-', '😀 Dara', 'Sok\u200BDara', '\u0301Sok', `A${'b'.repeat(HOLDER_NAME_MAX)}`,
+      'Sok,,Dara', 'Sok.,,Dara', 'Sok&-Dara', 'Sok Dara-', 'Sok (Dara)', '😀 Dara', 'Sok\u200BDara', '\u0301Sok', `A${'b'.repeat(HOLDER_NAME_MAX)}`,
     ];
     for (const text of refused) expect([text, holderNameOf(text)]).toEqual([text, undefined]);
   });
