@@ -34,10 +34,13 @@ describe('the money-out saga under attack (Area B refunds)', () => {
   const deps = () => harness.platform.deps;
   const request = (fields: Partial<RefundRequest>): RefundRequest => ({ reason: 'attack test', address: SANDBOX_REFUND_ADDRESSES.succeeds, ...fields });
   const row = async (refund_reference: string) => (await deps().database<RefundRow>('refunds').where({ refund_reference }).first())!;
-  const ledgerKeys = async (refund_reference: string) =>
-    ((await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund_reference}:%`).orderBy('idempotency_key')) as Array<{ idempotency_key: string }>).map(
-      (transaction) => transaction.idempotency_key,
-    );
+  /** What the refund did in the ledger: each hold (`<key>=<state>`) and each transaction's key, sorted. */
+  const ledgerKeys = async (refund_reference: string) => {
+    const like = `${refund_reference}:%`;
+    const holds = (await deps().database('ledger_pending_transfers').where('idempotency_key', 'like', like)) as Array<{ idempotency_key: string; state: string }>;
+    const transactions = (await deps().database('ledger_transactions').where('idempotency_key', 'like', like)) as Array<{ idempotency_key: string }>;
+    return [...holds.map((hold) => `${hold.idempotency_key}=${hold.state}`), ...transactions.map((transaction) => transaction.idempotency_key)].sort();
+  };
 
   async function settledPayin(amount: string): Promise<string> {
     const out_trade_no = nextOrder();
@@ -79,7 +82,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await deps().database('refund_notifications').where({ refund_reference: refund.refund_reference })).toHaveLength(0);
     expect((await row(refund.refund_reference)).status).toBe('pending');
-    expect(await ledgerKeys(refund.refund_reference)).toEqual([`${refund.refund_reference}:hold`]);
+    expect(await ledgerKeys(refund.refund_reference)).toEqual([`${refund.refund_reference}:hold=pending`]);
     expect(await walletAvailable()).toBe(before);
     await ledgerBalances();
   });
@@ -95,7 +98,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect((await handle.describe()).status.name).toBe('RUNNING');
     expect((await row(refund.refund_reference)).status).toBe('pending');
-    expect(await ledgerKeys(refund.refund_reference)).toEqual([`${refund.refund_reference}:hold`]);
+    expect(await ledgerKeys(refund.refund_reference)).toEqual([`${refund.refund_reference}:hold=pending`]);
     expect(await walletAvailable()).toBe(before);
     await ledgerBalances();
     // The provider's signed decision, recorded by the upstream's door, is what decides it.
@@ -121,7 +124,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     const answers = await Promise.all([steps.request(first.refund_reference), steps.request(first.refund_reference)]);
     expect(answers.map((answer) => answer.status)).toEqual(['succeeded', 'succeeded']);
     await decidedRefund(deps().database, first.refund_reference);
-    expect(await ledgerKeys(first.refund_reference)).toEqual([`${first.refund_reference}:hold`, `${first.refund_reference}:post`].sort());
+    expect(await ledgerKeys(first.refund_reference)).toEqual([`${first.refund_reference}:hold=posted`, `${first.refund_reference}:post`]);
     expect(await deps().database('events').where({ subject: invoice_reference, type: 'refund.succeeded' })).toHaveLength(1);
     expect(await walletAvailable()).toBe(before - 1_000_000n);
     await ledgerBalances();
@@ -132,7 +135,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     const before = await walletAvailable();
     const failed = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 1_000_000n, address: SANDBOX_REFUND_ADDRESSES.fails }));
     expect(await decidedRefund(deps().database, failed.refund_reference)).toMatchObject({ status: 'failed' });
-    expect((await ledgerKeys(failed.refund_reference)).sort()).toEqual([`${failed.refund_reference}:hold`, `${failed.refund_reference}:void`]);
+    expect(await ledgerKeys(failed.refund_reference)).toEqual([`${failed.refund_reference}:hold=voided`]);
     expect(await walletAvailable()).toBe(before);
     // A provider that refuses the request for good (a 4xx): nothing was sent, the saga voids the hold.
     const refused = await pendingRefund('1');
@@ -142,7 +145,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     const step = await createMoneyOutSteps(deps(), refundPort(deps(), refusing)).request(refused.refund_reference);
     expect(step.status).toBe('failed');
     expect(await row(refused.refund_reference)).toMatchObject({ status: 'failed', failure_reason: 'refused by the provider' });
-    expect((await ledgerKeys(refused.refund_reference)).sort()).toEqual([`${refused.refund_reference}:hold`, `${refused.refund_reference}:void`]);
+    expect(await ledgerKeys(refused.refund_reference)).toEqual([`${refused.refund_reference}:hold=voided`]);
     expect(await walletAvailable()).toBe(held + refused.amount_units);
     await ledgerBalances();
   });
@@ -158,7 +161,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await deps().database('refund_notifications').where({ refund_reference: refund.refund_reference })).toHaveLength(1);
     expect(await deps().database('events').where({ subject: refund.invoice_reference, type: 'refund.succeeded' })).toHaveLength(1);
-    expect((await ledgerKeys(refund.refund_reference)).sort()).toEqual([`${refund.refund_reference}:hold`, `${refund.refund_reference}:post`]);
+    expect(await ledgerKeys(refund.refund_reference)).toEqual([`${refund.refund_reference}:hold=posted`, `${refund.refund_reference}:post`]);
     expect(await walletAvailable()).toBe(before);
     await ledgerBalances();
   });

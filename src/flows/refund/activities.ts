@@ -63,6 +63,9 @@ export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string
   });
 }
 
+/** No account known beforehand: the holds find them. */
+const NO_ACCOUNTS = { wallet_account_id: null, settlement_account_id: null, fee_revenue_account_id: null };
+
 /**
  * Places the refund's holds, each towards the settlement account (where a payin's money came from), as ledger pending
  * transfers: `amount_units − fee_units` on the merchant's wallet (`<ref>:hold`) and, when the refund returns the
@@ -70,6 +73,8 @@ export function refundWebhookBody(refund: RefundRow, event: RefundEvent): string
  * @param join how the holds join `trx` (types.ts LedgerJoin): `direct` (statements fewer while the wallet is locked)
  *   only for a caller whose transaction rolls back on any error of this call
  * @param pending_transfer_id the wallet hold's id when the caller chose it (a uuid it recorded before, in the row)
+ * @param accounts the accounts the refunded payin's settlement posted to (its row's), when it names them: the holds
+ *   then take no account lookup; without them (or for one it lacks) the ledger finds it
  * @returns the pending transfers' ids (the fee's null when the refund returns no fee)
  * @throws DomainError INSUFFICIENT_FUNDS when the wallet (or fee_revenue) has less available (the caller's transaction
  *   rolls back)
@@ -80,16 +85,17 @@ export async function placeRefundHold(
   refund: Pick<RefundRow, 'refund_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'invoice_reference' | 'fee_units'>,
   join: LedgerJoin = 'savepoint',
   pending_transfer_id?: string,
+  accounts: { wallet_account_id: string | null; settlement_account_id: string | null; fee_revenue_account_id: string | null } = NO_ACCOUNTS,
 ): Promise<{ pending_transfer_id: string; fee_pending_transfer_id: string | null }> {
   // The wallet exists once a payin credited the merchant: found with one read, opened only when missing.
   const address = { owner_type: 'merchant', owner_id: refund.merchant_id, currency: refund.currency, kind: 'wallet' } as const;
-  const wallet = (await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx));
-  const settlement = await deps.ledger.platformAccount('settlement', refund.currency, trx);
-  const revenue = refund.fee_units > 0n ? await deps.ledger.platformAccount('fee_revenue', refund.currency, trx) : undefined;
+  const wallet = accounts.wallet_account_id ?? ((await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx))).id;
+  const settlement = accounts.settlement_account_id ?? (await deps.ledger.platformAccount('settlement', refund.currency, trx)).id;
+  const revenue = refund.fee_units > 0n ? (accounts.fee_revenue_account_id ?? (await deps.ledger.platformAccount('fee_revenue', refund.currency, trx)).id) : undefined;
   const hold = (debit_account_id: string, amount_units: bigint, step: 'hold' | 'hold-fee', id?: string) => ({
     idempotency_key: refundIdempotencyKey(refund.refund_reference, step),
     debit_account_id,
-    credit_account_id: settlement.id,
+    credit_account_id: settlement,
     amount_units,
     description: `refund ${refund.refund_reference} of ${refund.invoice_reference} held${step === 'hold-fee' ? ' (payin fee share)' : ''}`,
     metadata: { refund_reference: refund.refund_reference, invoice_reference: refund.invoice_reference },
@@ -98,7 +104,7 @@ export async function placeRefundHold(
   const [wallet_hold, fee_hold] = await placeMoneyOutHolds(
     deps,
     trx,
-    [hold(wallet.id, refund.amount_units - refund.fee_units, 'hold', pending_transfer_id), ...(revenue ? [hold(revenue.id, refund.fee_units, 'hold-fee')] : [])],
+    [hold(wallet, refund.amount_units - refund.fee_units, 'hold', pending_transfer_id), ...(revenue ? [hold(revenue, refund.fee_units, 'hold-fee')] : [])],
     join,
   );
   if (!wallet_hold) throw new Error(`refund ${refund.refund_reference}: nothing to hold on the wallet`);

@@ -174,7 +174,7 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
     const created = await insertRefund(trx, { ...row, pending_transfer_id: randomUUID() });
     try {
       // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
-      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!);
+      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!, payin);
       // A fresh reference's key: never a replay of another hold (which would name another id).
       if (held.pending_transfer_id !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held.pending_transfer_id} is not the one recorded`);
       // The fee share's hold (after the wallet's, whose id the row names already); recorded in the same transaction.
