@@ -13,7 +13,7 @@ import { createRefund, type RefundRequest, type RefundRow } from '../../src/flow
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { UpstreamRefundError } from '../../src/upstream/client';
-import { createTestMerchant, decidedRefund, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, eventually, post, settledPayin as settledPayinOf, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 const orders = { next: 0 };
 const nextOrder = () => `MO-${Date.now()}-${(orders.next += 1)}`;
@@ -42,15 +42,7 @@ describe('the money-out saga under attack (Area B refunds)', () => {
     return [...holds.map((hold) => `${hold.idempotency_key}=${hold.state}`), ...transactions.map((transaction) => transaction.idempotency_key)].sort();
   };
 
-  async function settledPayin(amount: string): Promise<string> {
-    const out_trade_no = nextOrder();
-    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
-    expect(created.status).toBe(200);
-    const invoice_reference = created.json.data.invoice_reference as string;
-    expect((await harness.sandbox.pay(invoice_reference, amount)).status).toBe(200);
-    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
-    return invoice_reference;
-  }
+  const settledPayin = (amount: string) => settledPayinOf(harness, merchant, amount, nextOrder());
 
   async function walletAvailable(): Promise<bigint> {
     const wallet = await deps().ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' });
