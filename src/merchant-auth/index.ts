@@ -7,6 +7,8 @@
  * and signature verify, and the request does only what that signed body says; a request without the merchant's
  * proof is accepted only from a caller whose credential is bound to that merchant (`mayActFor`).
  *
+ * Area B's proof is the merchant's API key (`requireApiKey`): one cache of keys for every Area B service.
+ *
  * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → the body a JSON
  * object, sign_type, no ambiguous parameter, sign (400 on `sign` / `sign_type` / the parameter) → the typed request
  * equals the signed body (400 `sign`) → the service's own fields.
@@ -17,12 +19,13 @@ import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { randomToken, sha256Hex } from '../crypto/secrets';
 import { ambiguousParameters, canonicalQueryString, SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { problem } from '../field-problems';
-import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
+import { COMMON_REASONS, invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
 import { AmountError, isCurrency, isLosslessNumber, parseJsonLossless, readAmount, type Currency } from '../money';
-import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding/merchants';
+import { authenticateMerchant, findMerchantByApiKey, getMerchant, type Merchant } from '../onboarding/merchants';
 import { callerOf, mayActFor } from '../rpc/caller';
+import { clientAddressOf } from '../rpc/client-address';
 import { exceedsJsonDepth } from '../text';
 import { MERCHANT_AUTH_REASONS } from './reasons';
 import type { Envelope, MerchantAuth, SignedBody } from './types';
@@ -200,8 +203,8 @@ export function createMerchantAuth(deps: {
   database: Knex;
   config: { AUTH_CACHE_SECONDS: number; MERCHANT_LOGIN_WINDOW_SECONDS: number };
   authChanges: AuthChanges;
-  /** Counts each verified request against the merchant's request rate (src/abuse). */
-  abuse: Pick<AbuseLimits, 'consumeRequest'>;
+  /** Counts each verified request against the merchant's request rate, and unknown API keys (src/abuse). */
+  abuse: Pick<AbuseLimits, 'consumeRequest' | 'beginAttempt'>;
 }): MerchantAuth {
   // A suspension (or any credential change) drops the cached lookups at once, in every process.
   const cacheOptions = { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: AUTH_CACHE_MAX };
@@ -214,6 +217,7 @@ export function createMerchantAuth(deps: {
     return merchant?.status === 'active' ? merchant : undefined;
   };
   const publicKeyOf = publicKeyCache();
+  const apiKeys = changeAwareCache<Merchant>(deps.authChanges, cacheOptions);
 
   /** A failed check throws inside the lookup, so only verified merchant headers are kept. */
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
@@ -262,8 +266,24 @@ export function createMerchantAuth(deps: {
     return result.rows.length === 1;
   }
 
+  async function requireApiKey(api_key: string, context: Parameters<MerchantAuth['requireApiKey']>[1]): Promise<Merchant> {
+    const merchant = api_key
+      ? await apiKeys.get(sha256Hex(api_key), () => findMerchantByApiKey(deps.database, api_key), (found) => found.status === 'active')
+      : undefined;
+    if (!merchant) {
+      // A key is 256 random bits: only a wrong one is counted (a valid key is no guess), and an address past its
+      // failures gets RATE_LIMITED instead of another "unknown key". Only a digest of the key names it.
+      await (await deps.abuse.beginAttempt('api_key', sha256Hex(api_key).slice(0, 32), clientAddressOf(context))).failed();
+      throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'invalid or missing API key');
+    }
+    if (merchant.status !== 'active') throw reasonError(MERCHANT_AUTH_REASONS, 'MERCHANT_SUSPENDED');
+    await deps.abuse.consumeRequest(`merchant:${merchant.id}`);
+    return merchant;
+  }
+
   return {
     authenticateAction,
+    requireApiKey,
 
     async requireMerchant(request, context) {
       if (!request.auth) {

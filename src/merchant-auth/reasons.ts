@@ -10,5 +10,7 @@ export const MERCHANT_AUTH_REASONS = {
   LOGIN_TIMESTAMP_INVALID: 'invalid_argument',
   /** The signed login body was accepted before (a replay). */
   LOGIN_REPLAYED: 'invalid_argument',
+  /** Area B: the API key's merchant is suspended (the same reason and kind as the PayinService's). */
+  MERCHANT_SUSPENDED: 'permission_denied',
 } as const;
 export type MerchantAuthReason = keyof typeof MERCHANT_AUTH_REASONS;

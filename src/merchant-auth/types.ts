@@ -56,4 +56,14 @@ export interface MerchantAuth {
    *   LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED (field `timestamp`)
    */
   authenticateLogin(request: { $typeName: string; envelope?: SignedEnvelope; userName: string; password: string }): Promise<Merchant>;
+  /**
+   * Area B's proof (interface "Area B", `X-API-Key`): the active merchant owning `api_key`, shared by every Area B
+   * service (payins, refunds, events, timeline; payouts). Active merchants are remembered by SHA-256 of their key for
+   * AUTH_CACHE_SECONDS (an unknown or suspended key is looked up every time; a suspension announced through
+   * `authChanges` empties the cache at once). Unknown keys are counted per key and per client address (src/abuse):
+   * past the limit the address's next unknown keys answer RATE_LIMITED; a verified merchant's calls count against its
+   * request rate.
+   * @throws DomainError UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED
+   */
+  requireApiKey(api_key: string, context: HandlerContext | undefined): Promise<Merchant>;
 }
