@@ -93,6 +93,7 @@ describe('Area A contract', () => {
       expect(Object.keys(reply.json).sort()).toEqual(['code', 'data', 'message', 'success']);
       expect(reply.json).toMatchObject({ success: true, code: 200, message: 'OK', data: { access_token: expect.any(String), expire_in: expect.any(Number) } });
       expect(reply.json.data.access_token.length).toBeLessThanOrEqual(1200);
+      expect(reply.headers.get('x-request-id')).toBeTruthy();
       expect(reply.json.data.expire_in).toBeGreaterThan(0);
     });
 

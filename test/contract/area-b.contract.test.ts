@@ -83,7 +83,16 @@ describe('Area B contract', () => {
       const reply = await merchant.payin(raw, { 'Api-Key': merchant.apiKey });
       expect(reply.status).toBe(200);
       expect(reply.json.data.currency).toBe('USDT');
-      expect(harness.sandbox.received.at(-1)!.body).toBe(raw);
+      expect(reply.headers.get('x-request-id')).toBeTruthy();
+      // Decisions §4: the body byte for byte, with the upstream's key, the invoice reference and where to notify.
+      const forwarded = harness.sandbox.received.at(-1)!;
+      expect(forwarded.body).toBe(raw);
+      expect(forwarded.headers).toMatchObject({
+        'content-type': expect.stringMatching(/^application\/json/),
+        authorization: 'Bearer test-upstream-key',
+        'x-invoice-reference': reply.json.data.invoice_reference,
+        'x-notify-url': `${harness.platform.config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
+      });
     });
 
     it('answers 422 "Validation errors" listing every missing or invalid field', async () => {
@@ -106,16 +115,19 @@ describe('Area B contract', () => {
     });
 
     it('answers 502 when the upstream answers 4xx or 5xx or is unreachable, 500 on an unexpected fault', async () => {
+      const retried = orderNo();
       try {
         for (const mode of ['503', '400', 'reset'] as const) {
           harness.proxy!.mode = mode;
-          expectFailure(await merchant.payin({ amount: 1, out_trade_no: orderNo() }), 502, 'Payin service is unavailable. Please try again later.', 'null');
+          expectFailure(await merchant.payin({ amount: 1, out_trade_no: retried }), 502, 'Payin service is unavailable. Please try again later.', 'null');
         }
         harness.proxy!.mode = 'unrenderable';
         expectFailure(await merchant.payin({ amount: 1, out_trade_no: orderNo() }), 500, 'Unable to process payin request. Please contact support.', 'null');
       } finally {
         harness.proxy!.mode = 'pass';
       }
+      // Decisions §4: a payin whose forwarding failed does not hold its out_trade_no.
+      expect((await merchant.payin({ amount: 1, out_trade_no: retried })).status).toBe(200);
     });
 
     it('fails validation when no upstream payin endpoint is configured', async () => {
@@ -156,6 +168,7 @@ describe('Area B contract', () => {
       const webhook = await webhookOf(created.invoice_reference, 'success');
       expect(webhook.headers['content-type']).toMatch(/^application\/json/);
       expect(webhookSignatureValid(hmacSecret, webhook.body, webhook.headers['x-signature'])).toBe(true);
+      expect(webhook.headers).toMatchObject({ 'x-webhook-event': 'payin.success', 'x-webhook-id': expect.any(String), 'x-webhook-attempt': '1' });
       expect(webhook.json).toMatchObject({ success: true, code: 200, event: 'payin.success' });
       expect(webhook.json.data).toMatchObject({
         trx_ref: expect.any(String),
@@ -192,13 +205,18 @@ describe('Area B contract', () => {
       expect(webhookSignatureValid(hmacSecret, overpaid.body, overpaid.headers['x-signature'])).toBe(true);
     });
 
-    it('sends payin.expired when the payin lifetime passes without payment', async () => {
+    it('sends payin.expired when the payin lifetime passes without payment; a payment arriving later is still credited', async () => {
       const created = await createPayin(1.5);
       const webhook = await webhookOf(created.invoice_reference, 'expired');
       expect(webhook.json.event).toBe('payin.expired');
       expect(webhook.json).toMatchObject({ success: true, code: 200, data: { invoice_reference: created.invoice_reference, out_trade_no: created.out_trade_no, status: 'expired' } });
       expect(webhookSignatureValid(hmacSecret, webhook.body, webhook.headers['x-signature'])).toBe(true);
       expect((await merchant.status({ out_trade_no: created.out_trade_no })).json.data.status).toBe('expired');
+      // Decisions §4: money received is never dropped; the payin becomes success and its webhook is sent.
+      expect((await harness.sandbox.pay(created.invoice_reference, '1.5')).status).toBe(200);
+      const late = await webhookOf(created.invoice_reference, 'success');
+      expect(late.json).toMatchObject({ event: 'payin.success', data: { amount: 1.5, status: 'success' } });
+      expect((await merchant.status({ out_trade_no: created.out_trade_no })).json.data.status).toBe('success');
     });
 
     it('sends payin.closed when the payin is closed', async () => {

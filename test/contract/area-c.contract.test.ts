@@ -20,6 +20,7 @@ import { registerMerchant } from './support/onboarding';
 
 const SANDBOX_OTP = '123456';
 const APPROVED_CARD = '4242424242424242';
+const DECLINED_CARD = '4000000000000002';
 const LOCAL_CARD = '6200000000000005';
 const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
@@ -101,7 +102,9 @@ describe('Area C contract', () => {
 
   describe('C1 POST /login', () => {
     it('opens a session for the documented body (user_name, password, sign_type, sign)', async () => {
-      const data = expectOk(await merchant.login());
+      const reply = await merchant.login();
+      const data = expectOk(reply);
+      expect(reply.headers.get('x-request-id')).toBeTruthy();
       expect(Object.keys(data).sort()).toEqual(['token', 'user']);
       expect(typeof data.token).toBe('string');
       expect(data.user).toMatchObject({
@@ -220,6 +223,16 @@ describe('Area C contract', () => {
       expectFailure(await merchant.action('transfer', { from_user_id: String(users.a.id), to_user_id: String(users.b.id), amount: 1, currency: 'USD', fees_amount: 0.1 }), 400);
     });
 
+    it("answers another merchant's user as an unknown one (decisions §7)", async () => {
+      const other = new AreaCMerchant(platform.facadeUrl, await registerMerchant(platform, callbacks.url));
+      expectOk(await other.login());
+      const stranger = expectOk(await other.action('create_user', { phone_number: phone(), first_name: 'Bopha', last_name: 'Sok', address: 'Kampot', currency: 'USD' }));
+      const reply = await merchant.action('transfer', { from_user_id: String(users.a.id), to_user_id: String(stranger.id), amount: 1, currency: 'USD' });
+      expect(Object.keys(expectFailure(reply, 400))).toEqual(['to_user_id']);
+      const unknown = await merchant.action('transfer', { from_user_id: String(users.a.id), to_user_id: '999999999', amount: 1, currency: 'USD' });
+      expect(unknown.json.error).toEqual(reply.json.error);
+    });
+
     it('block_money and cancel_block_money: a transaction_ref, then an empty array', async () => {
       const blocked = expectOk(await merchant.action('block_money', { user_token: users.a.user_token, amount: 3, currency: 'USD', reference: 'Deposit for order 7' }));
       expect(blocked).toEqual({ transaction_ref: expect.any(String) });
@@ -273,6 +286,14 @@ describe('Area C contract', () => {
       visaMaster = data.token;
     });
 
+    it('answers a field that does not decrypt, and a card past its expiry, 400 on that field (decisions §7)', async () => {
+      const card = (year: string) => encrypt(JSON.stringify({ type: 'CARD', provided: { card: { number: APPROVED_CARD, securityCode: '123', expiry: { month: '01', year } } } }));
+      const garbage = await merchant.action('tokenize_visa_master', { user_id: users.b.id, sourceOfFunds: card('2039'), holder_name: Buffer.from('not a ciphertext').toString('base64') });
+      expectFailure(garbage, 400, ['holder_name']);
+      const expired = await merchant.action('tokenize_visa_master', { user_id: users.b.id, sourceOfFunds: card('2020'), holder_name: encrypt('DARA CHAN') });
+      expectFailure(expired, 400, ['sourceOfFunds']);
+    });
+
     it('deposit_by_visa_master without a preorder: html_confirm_payment answers the hidden input result (mobile)', async () => {
       const deposit = expectOk(await merchant.action('deposit_by_visa_master', { security_code: encrypt('123'), token: visaMaster, amount: 6, currency: 'USD' }));
       expect(deposit).toMatchObject({ reference: expect.any(String), token: expect.any(String), token_type: expect.any(Number), need_verify_trx: expect.any(Boolean), html_confirm_payment: expect.any(String) });
@@ -282,6 +303,17 @@ describe('Area C contract', () => {
       const result = hiddenResult(await page.text());
       expect(result).toBeDefined();
       expect(decodeResult(result!)).toEqual({ success: true, code: 200, message: expect.any(String), data: { transaction_ref: expect.any(String) } });
+    });
+
+    it('deposit_by_visa_master with the declined test card: the result says success false (decisions §7)', async () => {
+      const sourceOfFunds = { type: 'CARD', provided: { card: { number: DECLINED_CARD, securityCode: '123', expiry: { month: '12', year: '2039' } } } };
+      const token = expectOk(
+        await merchant.action('tokenize_visa_master', { user_id: users.b.id, sourceOfFunds: encrypt(JSON.stringify(sourceOfFunds)), holder_name: encrypt('DARA CHAN') }),
+      ).token;
+      const deposit = expectOk(await merchant.action('deposit_by_visa_master', { security_code: encrypt('123'), token, amount: 6, currency: 'USD' }));
+      const form = firstForm(deposit.html_confirm_payment);
+      const page = await fetch(form.action, { method: 'POST', body: form.fields, redirect: 'manual' });
+      expect(decodeResult(hiddenResult(await page.text())!)).toMatchObject({ success: false });
     });
 
     it('deposit_by_visa_master for a preorder with redirect_url: the payer is redirected with result (web)', async () => {
