@@ -173,15 +173,21 @@ describe('Area A contract', () => {
       });
     });
 
+    /** A pre-transfer of `amount` USD, created and confirmed: the body sent and both answers' `data`. */
+    async function createAndConfirm(amount: number) {
+      const body = createBody({ amount });
+      const created = expectSuccess(partner, await partner.gateway(body), CREATED_FIELDS);
+      const confirmed = expectSuccess(
+        partner,
+        await partner.gateway({ service: CONFIRM, partner_transaction_id: reference('PTX'), pre_transfer_id: created.pre_transfer_id }),
+        CONFIRMED_FIELDS,
+      );
+      return { body, created, confirmed };
+    }
+
     describe(CONFIRM, () => {
       it('credits the receiver: result_code SUCCESS with fund_transfer_id', async () => {
-        const body = createBody({ amount: 3 });
-        const created = expectSuccess(partner, await partner.gateway(body), CREATED_FIELDS);
-        const confirmed = expectSuccess(
-          partner,
-          await partner.gateway({ service: CONFIRM, partner_transaction_id: reference('PTX'), pre_transfer_id: created.pre_transfer_id }),
-          CONFIRMED_FIELDS,
-        );
+        const { body, created, confirmed } = await createAndConfirm(3);
         expect(confirmed).toMatchObject({
           result_code: 'SUCCESS',
           fund_transfer_id: expect.stringMatching(/^[A-Za-z0-9]{1,64}$/),
@@ -215,13 +221,7 @@ describe('Area A contract', () => {
 
     describe(QUERY, () => {
       it('answers a confirmed transfer with result_code SUCCESS and fund_transfer_id', async () => {
-        const body = createBody({ amount: 2 });
-        const created = expectSuccess(partner, await partner.gateway(body), CREATED_FIELDS);
-        const confirmed = expectSuccess(
-          partner,
-          await partner.gateway({ service: CONFIRM, partner_transaction_id: reference('PTX'), pre_transfer_id: created.pre_transfer_id }),
-          CONFIRMED_FIELDS,
-        );
+        const { body, confirmed } = await createAndConfirm(2);
         const data = expectSuccess(
           partner,
           await partner.gateway({ service: QUERY, out_trade_no: body.out_trade_no }),

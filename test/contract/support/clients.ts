@@ -3,6 +3,7 @@
  * decisions alone: the documented headers and body fields, nothing the platform added (no `timestamp`, no `nonce`,
  * no `request_id`, no `Idempotency-Key`, no `X-Client-Address`). Signing is ./spec-signing.ts's.
  */
+import type { MerchantCredentials as PrintedMerchantCredentials } from '../../../src/onboarding';
 import { areaACanonical, rsa2Verify, signAreaA, signAreaC } from './spec-signing';
 
 export interface Reply {
@@ -99,18 +100,14 @@ export class AreaBMerchant {
 
 // ---- Area C ----
 
-/** What a merchant receives at registration (platform decisions §2 `merchant create`). */
-export interface MerchantCredentials {
-  merchant_id: string;
-  merchant_secret_key: string;
-  api_user_name: string;
-  api_password: string;
-  api_key: string;
-  hmac_secret: string;
-  signature_header: string;
-  platform_public_key: string;
-  private_key: string;
-}
+/**
+ * What a merchant receives at registration: the fields platform decisions §2 list for `merchant create` (the printed
+ * JSON is checked field by field by ./onboarding.ts), `private_key` included since the platform generated the pair.
+ */
+export type MerchantCredentials = Pick<
+  PrintedMerchantCredentials,
+  'merchant_id' | 'merchant_secret_key' | 'api_user_name' | 'api_password' | 'api_key' | 'hmac_secret' | 'signature_header' | 'platform_public_key'
+> & { private_key: string };
 
 export class AreaCMerchant {
   token = '';
