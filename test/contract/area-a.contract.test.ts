@@ -10,7 +10,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { AreaAPartner, type Reply } from './support/clients';
-import { admin, registerPartner } from './support/onboarding';
+import { admin, expectLedgerBalanced, registerPartner } from './support/onboarding';
 import { signAreaA } from './support/spec-signing';
 
 const CREATE = 'create.unified.fundTransfer';
@@ -84,7 +84,10 @@ describe('Area A contract', () => {
     partner = new AreaAPartner(platform.facadeUrl, await registerPartner(platform, '1000.00'));
     receiverId = await registerUser(platform);
   });
-  afterAll(() => platform.stop());
+  afterAll(async () => {
+    await expectLedgerBalanced(platform);
+    await platform.stop();
+  });
 
   describe('A1 POST /partnerapi/v1/token', () => {
     it('issues an access token and its lifetime', async () => {
@@ -265,7 +268,10 @@ describe('Area A contract', () => {
       shortPartner = new AreaAPartner(short.facadeUrl, await registerPartner(short, '100.00'));
       shortReceiver = await registerUser(short);
     });
-    afterAll(() => short.stop());
+    afterAll(async () => {
+      await expectLedgerBalanced(short);
+      await short.stop();
+    });
 
     it('answers an expired token 401 UNAUTHENTICATED, an expired pre-transfer EXPIRED to confirm and to query', async () => {
       const token = await shortPartner.token();

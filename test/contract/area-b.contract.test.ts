@@ -10,7 +10,7 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { startPayinHarness, type PayinHarness } from '../support/payin-setup';
 import { startMerchantReceiver, type ReceivedWebhook } from '../support/merchant-receiver';
 import { AreaBMerchant, send, type Reply } from './support/clients';
-import { admin, registerMerchant } from './support/onboarding';
+import { admin, expectLedgerBalanced, registerMerchant } from './support/onboarding';
 import { webhookSignatureValid } from './support/spec-signing';
 
 const orderNo = () => `order-${randomBytes(6).toString('hex')}`;
@@ -59,7 +59,10 @@ describe('Area B contract', () => {
     expect(credentials.signature_header).toBe('X-Signature');
     merchant = new AreaBMerchant(harness.platform.facadeUrl, credentials.api_key);
   });
-  afterAll(() => harness.stop());
+  afterAll(async () => {
+    await expectLedgerBalanced(harness.platform);
+    await harness.stop();
+  });
 
   describe('B1 POST /api/v1/payins', () => {
     it('creates a payin: invoice, fee and QR data', async () => {

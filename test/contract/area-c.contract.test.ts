@@ -16,7 +16,7 @@ import { startMerchantReceiver, type MerchantReceiver } from '../support/merchan
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { AreaCMerchant, send, type MerchantCredentials, type Reply } from './support/clients';
 import { decodeResult, encryptField, firstForm, hiddenResult, scanQr } from './support/merchant-side';
-import { registerMerchant } from './support/onboarding';
+import { expectLedgerBalanced, registerMerchant } from './support/onboarding';
 
 const SANDBOX_OTP = '123456';
 const APPROVED_CARD = '4242424242424242';
@@ -96,6 +96,7 @@ describe('Area C contract', () => {
     merchant = new AreaCMerchant(platform.facadeUrl, credentials);
   });
   afterAll(async () => {
+    await expectLedgerBalanced(platform);
     await platform.stop();
     await callbacks.close();
   });

@@ -48,3 +48,12 @@ export async function registerMerchant(platform: TestPlatform, callbackUrl = 'ht
   }
   return printed as unknown as MerchantCredentials;
 }
+
+/**
+ * `payments admin ledger check` after a file (platform decisions §2): every currency sums to zero, no wallet below
+ * zero. (The test platform's stop checks the same invariants through the ledger itself.)
+ */
+export async function expectLedgerBalanced(platform: TestPlatform): Promise<void> {
+  const check = await admin(platform, ['ledger', 'check']);
+  expect(check).toMatchObject({ ok: true, imbalances: [] });
+}
