@@ -289,9 +289,9 @@ export function createMerchantAuth(deps: {
       const merchant = await authenticateEnvelope(deps.database, request.envelope);
       const signed = verifySignature(publicKeyOf, merchant, request.envelope!);
       bindToSignedBody(request, signed);
-      // A login without timestamp (the interface's body) leaves no replay record: a client that signs the same
-      // documented body again must log in again. What a replayed one buys is a session, and a session moves nothing
-      // without a freshly signed /do-action body (docs/area-c.md "Login replays").
+      // A login without timestamp (the interface's body) leaves no replay record: RSA2 signatures are deterministic,
+      // so a client logging in again sends the same bytes and must be let in. What a replayed one buys is a session,
+      // and a session moves nothing without a freshly signed /do-action body (docs/area-c.md "Login replays").
       const timestamp = checkLoginTimestamp(signed.parameters, deps.config.MERCHANT_LOGIN_WINDOW_SECONDS);
       if (timestamp !== undefined && !(await acceptOnce(merchant.id, signed, timestamp))) {
         throw reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_REPLAYED', 'signed login replayed', { timestamp: [AUTH_PROBLEMS.loginReplayed] });
