@@ -17,6 +17,7 @@ import type { Logger } from './logger';
 import type { PlatformMetrics } from './metrics';
 import type { MerchantAuth } from './merchant-auth/types';
 import type { TemporalHandle } from './temporal/client';
+import type { Upstream } from './upstream/client';
 import type { OutboundPolicy } from './web/outbound';
 
 /** What services and activities are built from. One instance per process. */
@@ -39,6 +40,11 @@ export interface PlatformDeps {
    * mode until a real one is configured (card and bank deposits are then refused).
    */
   acquirer: Acquirer | undefined;
+  /**
+   * The upstream crypto provider the money-out flows ask (refunds; payouts), from UPSTREAM_REFUND_URL (or its default
+   * under UPSTREAM_PAYIN_URL): undefined when none is configured (a refund is then refused).
+   */
+  upstream: Upstream | undefined;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
   /** Where the platform's own requests may go (merchant webhooks and call-backs), and the dispatcher they use. */

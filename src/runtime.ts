@@ -35,6 +35,7 @@ import { connectTemporal } from './temporal/client';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalConnectionOptions } from './temporal/connection-options';
 import { startTracing, type Tracing } from './tracing';
+import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
 
 export const ROLES = ['api', 'facade', 'worker'] as const;
@@ -173,6 +174,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
     acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
+    upstream: upstreamFromConfig(config),
     idempotency: createIdempotencyStore(database, {
       retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
       // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.

@@ -14,7 +14,7 @@ import { refundWorkflow } from '../../workflows/refund';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { runAdminCli } from '../support/admin-cli';
-import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, settledPayin as settledPayinOf, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 
 const orders = { next: 0 };
@@ -36,12 +36,7 @@ describe('refunds of settled payins', () => {
   /** A payin of `amount` USDT paid in full through the sandbox and settled (1% fee). */
   async function settledPayin(amount: string): Promise<{ invoice_reference: string; out_trade_no: string }> {
     const out_trade_no = nextOrder();
-    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
-    expect(created.status).toBe(200);
-    const invoice_reference = created.json.data.invoice_reference as string;
-    expect((await harness.sandbox.pay(invoice_reference, amount)).status).toBe(200);
-    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
-    return { invoice_reference, out_trade_no };
+    return { invoice_reference: await settledPayinOf(harness, merchant, amount, out_trade_no), out_trade_no };
   }
 
   async function walletAvailable(): Promise<bigint> {
