@@ -9,7 +9,6 @@ import type { AbuseLimits } from './abuse';
 import type { Acquirer } from './acquirers';
 import type { AuthChanges } from './auth-changes';
 import type { Config } from './config';
-import type { FieldDecryption } from './crypto/field-decryption';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
 import type { IdempotencyStore } from './idempotency';
@@ -30,8 +29,6 @@ export interface PlatformDeps {
   /** The only writer of balances (docs/architecture.md, "money moves only through src/ledger"). */
   ledger: Ledger;
   keys: PlatformKeys;
-  /** Decryption of Area C encrypted fields (owns the PKCS#1 v1.5 worker pool of the process). */
-  fieldDecryption: FieldDecryption;
   /** The payin workflow-start outbox of an api-role process (absent elsewhere): B1 wakes it after a commit. */
   payinOutbox?: { wake(): void };
   /** Credential changes announced to every process (credential caches drop what changed). */

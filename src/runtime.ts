@@ -5,7 +5,6 @@
  * database pool and the Temporal connection.
  */
 import { Client } from '@temporalio/client';
-import { createFieldDecryption } from './crypto/field-decryption';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
@@ -163,9 +162,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
   }
   const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
   const abuse = createAbuseLimits(database, config);
-  const fieldDecryption = createFieldDecryption();
   stops.push(() => outbound.close());
-  stops.push(() => fieldDecryption.close());
   return {
     config,
     database,
@@ -173,7 +170,6 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     logger,
     ledger: tracing ? tracing.traceLedger(createLedger(database)) : createLedger(database),
     keys,
-    fieldDecryption,
     authChanges,
     merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.

@@ -21,7 +21,6 @@ const REACHED: Record<string, RegExp> = {
   activity: /^(src\/flows\/[^/]+|src\/webhooks)\/activities\.ts$/,
   'deps.ledger': /^src\/ledger\/[^/]+\.ts$/,
   'deps.merchantAuth': /^src\/merchant-auth\/index\.ts$/,
-  'deps.fieldDecryption': /^src\/crypto\/field-decryption\.ts$/,
   'deps.acquirer': /^src\/acquirers\/index\.ts$/,
   'deps.outbound': /^src\/web\/outbound\.ts$/,
   'deps.upstream': /^src\/upstream\/client\.ts$/,
