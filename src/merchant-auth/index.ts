@@ -1,7 +1,8 @@
 /**
  * Merchant authentication, shared by every Area C service (interface "Authentication / Area C", platform decisions
  * §7): merchant headers, the signed body verified with the merchant's stored public key and bound to the typed
- * request (SIGNED_BODY_BINDINGS, below), the API login (a signed timestamp, each signed login body accepted once), opaque session
+ * request (SIGNED_BODY_BINDINGS, below), the API login (an optional signed timestamp: a body carrying one is accepted
+ * within its window and once), opaque session
  * tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one `requireMerchant` every service
  * calls. No service acts for a merchant id the caller merely asserts: the merchant is the one whose headers, session
  * and signature verify, and the request does only what that signed body says; a request without the merchant's
@@ -178,13 +179,16 @@ async function checkSession(database: Knex, merchantId: string, token: string, s
 }
 
 /**
- * The signed login's `timestamp`: Unix seconds (a JSON integer or a string of digits) within `windowSeconds` of now.
- * @throws DomainError LOGIN_TIMESTAMP_INVALID (field `timestamp`)
+ * The signed login's optional `timestamp` (a platform extension; the interface's login body has none): Unix seconds
+ * (a JSON integer or a string of digits) within `windowSeconds` of now. @returns the seconds, or undefined when the
+ * body carries no timestamp (absent, null or "", which the canonical string drops alike).
+ * @throws DomainError LOGIN_TIMESTAMP_INVALID (field `timestamp`) for a timestamp sent that is no Unix time in seconds
+ *   or lies outside the window
  */
-export function checkLoginTimestamp(parameters: Record<string, unknown>, windowSeconds: number, nowMs = Date.now()): number {
+export function checkLoginTimestamp(parameters: Record<string, unknown>, windowSeconds: number, nowMs = Date.now()): number | undefined {
   const value = parameters.timestamp;
   const fail = (code: string) => reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_TIMESTAMP_INVALID', 'login timestamp invalid', { timestamp: [code] });
-  if (value === undefined || value === null || value === '') throw fail(problem('required'));
+  if (value === undefined || value === null || value === '') return undefined;
   const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
   if (!/^\d{1,15}$/.test(text)) throw fail(problem('integer'));
   const seconds = Number(text);
@@ -305,8 +309,11 @@ export function createMerchantAuth(deps: {
       const merchant = await authenticateEnvelope(deps.database, request.envelope);
       const signed = verifySignature(publicKeyOf, merchant, request.envelope!);
       bindToSignedBody(request, signed);
+      // A login without timestamp (the interface's body) leaves no replay record: RSA2 signatures are deterministic,
+      // so a client logging in again sends the same bytes and must be let in. What a replayed one buys is a session,
+      // and a session moves nothing without a freshly signed /do-action body (docs/area-c.md "Login replays").
       const timestamp = checkLoginTimestamp(signed.parameters, deps.config.MERCHANT_LOGIN_WINDOW_SECONDS);
-      if (!(await acceptOnce(merchant.id, signed, timestamp))) {
+      if (timestamp !== undefined && !(await acceptOnce(merchant.id, signed, timestamp))) {
         throw reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_REPLAYED', 'signed login replayed', { timestamp: [AUTH_PROBLEMS.loginReplayed] });
       }
       return merchant;

@@ -49,9 +49,11 @@ export interface MerchantAuth {
    */
   requireMerchant(request: { $typeName: string; merchantId: string; auth?: ActionAuth }, context: HandlerContext | undefined): Promise<MerchantAct>;
   /**
-   * C1 before the password check: merchant headers, the signed body bound to the typed request, its `timestamp`
-   * (Unix seconds) within MERCHANT_LOGIN_WINDOW_SECONDS of this process's clock, and the body accepted once: it is
-   * recorded until no process could accept its timestamp any more, and a replay is refused.
+   * C1 before the password check: merchant headers, the signed body bound to the typed request and, when the body
+   * carries the optional `timestamp` (Unix seconds), that timestamp within MERCHANT_LOGIN_WINDOW_SECONDS of this
+   * process's clock and the body accepted once: it is recorded until no process could accept its timestamp any more,
+   * and a replay is refused. A body without timestamp (the interface's) is checked for everything else and recorded
+   * nowhere.
    * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter),
    *   LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED (field `timestamp`)
    */

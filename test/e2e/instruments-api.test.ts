@@ -97,7 +97,8 @@ describe('Area C tokenization', () => {
     merchant = first.client;
     merchantHmacSecret = first.credentials.hmac_secret;
     expect(first.credentials.field_encryption_public_key).toBe(publicKey);
-    expect(first.credentials.platform_public_key).not.toBe(publicKey);
+    expect(first.credentials.platform_public_key).toBe(publicKey);
+    expect(first.credentials.platform_public_key).not.toBe(platform.deps.keys.publicKeyPem);
     other = (await newMerchant(platform, 'Other Shop')).client;
     userId = await createUser(merchant);
     secondUserId = await createUser(merchant);

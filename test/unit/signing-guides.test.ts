@@ -112,9 +112,11 @@ describe('docs/signing-area-c.md', () => {
       timestamp: [problem('timestamp_window', 300)],
     });
     for (const [field, [message]] of Object.entries(rendered)) expect(markdown).toContain(JSON.stringify({ [field]: [message] }));
-    for (const code of ['required', 'integer', 'login_replayed'] as const) {
+    for (const code of ['integer', 'login_replayed'] as const) {
       expect(markdown).toContain(JSON.stringify(renderFieldProblems({ timestamp: [problem(code)] })));
     }
+    // The documented login has no timestamp: the guide never says one is required (docs/compatibility.md).
+    expect(markdown).not.toContain(JSON.stringify(renderFieldProblems({ timestamp: [problem('required')] })));
     const smuggled = JSON.parse('{"note":"a=1&o=2"}');
     expect(canonicalQueryString(smuggled)).toBe(canonicalQueryString({ note: 'a=1', o: '2' }));
     expect(ambiguousParameters(smuggled)).toEqual(['note']);
