@@ -276,6 +276,9 @@ function capped(source: TimelineSource, entries: TimelineEntry[], limit: number,
 /** A refund's reference: Area C's `DRF…` (deposit_refunds) or Area B's `RFD-…` (refunds). */
 const REFUND_REFERENCE = /^(DRF[A-Z0-9]{18}|RFD-[A-Z0-9]{20})$/;
 
+/** Most refunds of one payment a timeline reads (each adds a workflow history read). */
+export const TIMELINE_REFUNDS_MAX = 20;
+
 /**
  * The payment a refund reference refunds: a deposit refund's deposit (`DEP…`), an Area B refund's payin (its
  * invoice reference). undefined for any other reference or an unknown refund.
@@ -288,10 +291,23 @@ export async function refundedPayment(conn: Database, reference: string): Promis
   return row?.payment;
 }
 
+/** The references of a payment's refunds (Area B's of a payin, Area C's of a deposit), oldest first, at most `limit`. */
+export async function refundsOfPayment(conn: Database, payment: string, limit = TIMELINE_REFUNDS_MAX): Promise<string[]> {
+  const result = await conn.raw(
+    `(SELECT refund_reference, created_at FROM refunds WHERE invoice_reference = :payment
+      UNION ALL SELECT refund_reference, created_at FROM deposit_refunds WHERE deposit_reference = :payment)
+     ORDER BY created_at, refund_reference LIMIT :limit`,
+    { payment, limit },
+  );
+  return (result.rows as Array<{ refund_reference: string }>).map((row) => row.refund_reference);
+}
+
 /**
- * The timeline of the payment `reference` as `viewer` may see it. A refund's reference (`DRF…`, `RFD-…`) answers the
- * timeline of the payment it refunds (`reference` is then that payment's, `refund_reference` the one asked), with
- * the refund's own workflow history, requests and ledger steps merged in; the owner check is the payment's.
+ * The timeline of the payment `reference` as `viewer` may see it, with every refund of the payment merged in (at most
+ * TIMELINE_REFUNDS_MAX): each refund's workflow history, requests and ledger steps (its holds, and their post or void),
+ * so the payment's story includes the money going back. A refund's reference (`DRF…`, `RFD-…`) answers the same
+ * timeline of the payment it refunds (`reference` is then that payment's, `refund_reference` the one asked); the
+ * owner check is always the payment's.
  * @returns undefined when the reference is unknown, out of shape, or not the viewer's (one answer for all three)
  * @throws the database's errors; never Temporal's (the workflow source answers a status instead)
  */
@@ -317,8 +333,9 @@ export async function paymentTimeline(deps: Deps, asked: string, viewer: Timelin
     read.catch(() => undefined);
     return read;
   };
-  // A refund's workflow (id = the refund reference) beside the payment's.
-  const histories = refunded ? [historyOf(reference), historyOf(asked)] : [historyOf(reference)];
+  // Each refund's workflow (id = the refund reference) beside the payment's.
+  const refunds = await refundsOfPayment(database, reference);
+  const histories = [historyOf(reference), ...refunds.map(historyOf)];
   const [requests, notifications, confirmations, ledger, events, webhooks, refundRequests, refundLedger] = await Promise.all([
     requestsOf(database, reference, Math.min(limit + 1, 200), viewer.kind === 'operator'),
     notificationEntries(database, reference, limit + 1),
@@ -326,9 +343,9 @@ export async function paymentTimeline(deps: Deps, asked: string, viewer: Timelin
     ledgerEntries(database, reference, viewer, limit + 1),
     eventsOfSubject(database, reference),
     webhookEntries(database, reference, viewer, limit + 1),
-    refunded ? requestsOf(database, asked, Math.min(limit + 1, 200), viewer.kind === 'operator') : Promise.resolve([]),
+    Promise.all(refunds.map((refund) => requestsOf(database, refund, Math.min(limit + 1, 200), viewer.kind === 'operator'))).then((lists) => lists.flat()),
     // Area B's refund steps are keyed `RFD-…:<step>`; Area C's (`DEP…:refund:DRF…:<step>`) are already the deposit's.
-    refunded ? ledgerEntries(database, asked, viewer, limit + 1) : Promise.resolve([]),
+    Promise.all(refunds.filter((refund) => refund.startsWith('RFD-')).map((refund) => ledgerEntries(database, refund, viewer, limit + 1))).then((lists) => lists.flat()),
   ]);
   const truncated: TimelineSource[] = [];
   const sources: TimelineSourceStatus[] = [];
