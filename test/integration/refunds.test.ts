@@ -335,6 +335,32 @@ describe('refunds of settled payins', () => {
       await ledgerBalances();
     });
 
+    it("shows every refund's money in its payin's own timeline: the holds, their post or void, and the refund's workflow", async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 200_000n }));
+      await decided(first.refund_reference);
+      const second = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 100_000n }));
+      await decided(second.refund_reference);
+      {
+        const story = await harness.platform.clients.timeline.getPaymentTimeline({ reference: invoice_reference });
+        expect(story.reference).toBe(invoice_reference);
+        expect(story.refundReference).toBe('');
+        const ledger = story.entries.filter((entry) => entry.source === 'ledger').map((entry) => [entry.kind, JSON.parse(entry.detailsJson).idempotency_key as string]);
+        for (const refund of [first, second]) {
+          expect(ledger).toContainEqual(['ledger.held', `${refund.refund_reference}:hold`]);
+          expect(ledger).toContainEqual(['ledger.hold_posted', `${refund.refund_reference}:hold`]);
+        }
+        const workflows = new Set(story.entries.map((entry) => (JSON.parse(entry.detailsJson) as { workflow_id?: string }).workflow_id).filter(Boolean));
+        expect(workflows).toEqual(new Set([invoice_reference, first.refund_reference, second.refund_reference]));
+      }
+      const owner = await fetch(`${harness.platform.facadeUrl}/api/v1/payments/${invoice_reference}/timeline`, { headers: { 'X-API-Key': merchant.api_key } });
+      const entries = ((await owner.json()) as { data: { entries: Array<{ kind: string; details: { idempotency_key?: string } }> } }).data.entries;
+      expect(entries.filter((entry) => entry.kind === 'ledger.hold_posted').map((entry) => entry.details.idempotency_key)).toEqual(
+        expect.arrayContaining([`${first.refund_reference}:hold`, `${second.refund_reference}:hold`]),
+      );
+      await ledgerBalances();
+    });
+
     it('reconciliation reports a refund held past its decision timeout and a provider outcome for no refund', async () => {
       const { invoice_reference } = await settledPayin('1');
       const refund = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, address: SANDBOX_REFUND_ADDRESSES.pending }));
