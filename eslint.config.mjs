@@ -7,8 +7,14 @@ import tseslint from 'typescript-eslint';
 // allows it (later policies override earlier ones), and every such file must be classified.
 // test/unit/architecture-lint.test.ts proves the refusals.
 
-/** Shared capabilities: several flows use them; they know no flow. */
-const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events'];
+/**
+ * Shared capabilities: several flows use them; they know no flow. `upstream` is the upstream crypto provider's port
+ * (requests out, signed notifications in, dispatched to flows the composition root hands in), as `acquirers` is the
+ * card acquirer's.
+ */
+const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events', 'upstream'];
+/** The money-out saga's kernel (docs/money-out.md): below the flows that send money out, above the capabilities. */
+const MONEY_OUT = 'src/flows/money-out';
 /** Infrastructure folders: they know no domain. */
 const INFRASTRUCTURE_FOLDERS = ['db', 'temporal', 'crypto', 'money', 'web', 'abuse', 'service-credentials', 'types'];
 /** Infrastructure files at the top of src/. */
@@ -28,6 +34,8 @@ const folder = (type, pattern, capture) => ({ type, pattern, partialMatch: false
 const elements = [
   folder('facade', 'rest-facade'),
   folder('workflows', 'workflows'),
+  // Before the flows' pattern: the first element that matches a file is its type.
+  folder('money-out', MONEY_OUT),
   folder('flow', 'src/flows/*', ['flow']),
   folder('flow', 'src/health'), // the diagnostics workflow's service, activities and contract
   ...CAPABILITIES.map((name) => folder('capability', `src/${name}`)),
@@ -126,6 +134,12 @@ const policies = [
     },
   },
 
+  // A flow that sends money out runs the money-out saga: every file of the kernel (its contract, its activities over
+  // the flow's port). The kernel knows no flow: its own files, capabilities, the ledger's contract, infrastructure,
+  // the deps.
+  { from: element('flow'), allow: { to: element('money-out') } },
+  { from: element('money-out'), allow: { to: [element('money-out'), element('capability'), ...ledgerContract, ...infrastructure, category('deps')] } },
+
   // A shared capability: capabilities, onboarding, the ledger's contract, infrastructure, deps, its RPC's caller.
   // No flow, not even a flow's contract.
   {
@@ -197,6 +211,8 @@ const policies = [
   { from: element('workflows'), allow: { to: npm('@temporalio/workflow') } },
   { from: category('workflow'), allow: { to: category('contract', { path: 'src/flows/{{ from.file.captured.workflow }}/contract.ts' }) } },
   { from: category('workflow'), allow: { to: category('contract', { path: 'src/temporal/search-attribute-keys.ts' }) } },
+  // The money-out saga's contract holds its workflow body (runMoneyOutSaga): any workflow may run it.
+  { from: category('workflow'), allow: { to: category('contract', { path: `${MONEY_OUT}/contract.ts` }) } },
   ...Object.entries(OTHER_WORKFLOWS).map(([workflow, owner]) => ({
     from: category('workflow', { captured: { workflow } }),
     allow: { to: category('contract', { path: `src/${owner}/contract.ts` }) },
@@ -206,6 +222,8 @@ const policies = [
   // A contract is shared with the workflow bundle: it imports nothing but @temporalio/workflow.
   { from: category('contract'), disallow: { to: [anyLocal, anyModule] }, message: 'a contract imports nothing but @temporalio/workflow (docs/architecture.md "Rules")' },
   { from: category('contract'), allow: { to: npm('@temporalio/workflow') } },
+  // A money-out flow's contract builds on the saga's (its stages, steps and key builder): pure as well.
+  { from: category('contract'), allow: { to: category('contract', { path: `${MONEY_OUT}/contract.ts` }) } },
 
   // The façade's npm modules, as an allow-list.
   {

@@ -31,6 +31,9 @@ module.exports = {
       transformIgnorePatterns,
       testEnvironment: 'node',
     },
+    // The interface as merchants and partners built against it (docs/compatibility.md): requests exactly as
+    // payment-services-interface.md and the platform decisions document them, against the real platform over HTTP.
+    { displayName: 'contract', testMatch: ['<rootDir>/test/contract/**/*.test.ts'], transform, transformIgnorePatterns, testEnvironment: 'node' },
     // Only against a running cluster (`npm run test:cluster` sets PAYMENTS_TEST_CLUSTER): never part of `npm test`.
     ...(process.env.PAYMENTS_TEST_CLUSTER
       ? [{ displayName: 'cluster', testMatch: ['<rootDir>/test/cluster/**/*.test.ts'], transform, transformIgnorePatterns, testEnvironment: 'node' }]

@@ -9,9 +9,10 @@
  *   POST /login       {user_name, password, timestamp, nonce} → data.token (opaque), data.user
  *   POST /do-action   Authorization: Bearer <token>; {service, ...fields}
  *
- * Replays: a signed login body is accepted once and only while its `timestamp` (Unix seconds) is within a few
- * minutes of the platform's clock, so `login()` signs a fresh one each time (a random `nonce` keeps two logins in
- * one second apart). A money-moving service moves money once per signed body: the same body sent again answers the
+ * Replays: the interface's login is {user_name, password}; this client adds the optional `timestamp` (Unix seconds),
+ * with which the platform accepts the signed body once and only within a few minutes of its clock, so a captured
+ * login opens no session. `login()` signs a fresh one each time (a random `nonce` keeps two logins in one second
+ * apart). A money-moving service moves money once per signed body: the same body sent again answers the
  * first answer, whatever `Idempotency-Key` comes with it. Each money-moving method below therefore sends a fresh
  * `request_id` (a new movement) unless you pass one: to retry a call whose answer was lost, call it again with the
  * same fields and the same `request_id`.
@@ -203,8 +204,8 @@ export class WalletMerchant {
   }
 
   /**
-   * C1: logs in and keeps the session token for `/do-action`. The body carries the current Unix `timestamp` and a
-   * random `nonce`: the platform accepts each signed login once, within its login window.
+   * C1: logs in and keeps the session token for `/do-action`. The body carries the optional current Unix `timestamp`
+   * and a random `nonce`: the platform accepts such a signed login once, within its login window.
    */
   async login({ userName = this.options.userName, password = this.options.password, timestamp = Math.floor(Date.now() / 1000) } = {}) {
     const result = await this.post('/login', { user_name: userName, password, timestamp, nonce: randomUUID() });

@@ -9,7 +9,6 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = path.join(root, 'dist');
 const require = createRequire(import.meta.url);
 
-cpSync(path.join(root, 'src/crypto/pkcs1-v1_5-worker.js'), path.join(dist, 'src/crypto/pkcs1-v1_5-worker.js'));
 mkdirSync(path.join(dist, 'docs'), { recursive: true });
 cpSync(path.join(root, 'docs/openapi.yaml'), path.join(dist, 'docs/openapi.yaml'));
 

@@ -16,7 +16,6 @@ import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
-import { upstreamRefundsFromConfig } from './flows/payin/upstream-refunds';
 import type { ResolutionRefunds } from './flows/payin/resolution';
 import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
 
@@ -61,7 +60,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createWebhookActivities(deps),
     ...createDepositActivities(deps),
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
-    ...createRefundActivities(deps, upstreamRefundsFromConfig(deps.config)),
+    ...createRefundActivities(deps),
     ...createDepositRefundActivities(deps),
   };
 }

@@ -9,7 +9,6 @@ import type { AbuseLimits } from './abuse';
 import type { Acquirer } from './acquirers';
 import type { AuthChanges } from './auth-changes';
 import type { Config } from './config';
-import type { FieldDecryption } from './crypto/field-decryption';
 import type { PlatformKeys } from './crypto/platform-keys';
 import type { Knex } from './db/knex';
 import type { IdempotencyStore } from './idempotency';
@@ -18,6 +17,7 @@ import type { Logger } from './logger';
 import type { PlatformMetrics } from './metrics';
 import type { MerchantAuth } from './merchant-auth/types';
 import type { TemporalHandle } from './temporal/client';
+import type { Upstream } from './upstream/client';
 import type { OutboundPolicy } from './web/outbound';
 
 /** What services and activities are built from. One instance per process. */
@@ -29,8 +29,6 @@ export interface PlatformDeps {
   /** The only writer of balances (docs/architecture.md, "money moves only through src/ledger"). */
   ledger: Ledger;
   keys: PlatformKeys;
-  /** Decryption of Area C encrypted fields (owns the PKCS#1 v1.5 worker pool of the process). */
-  fieldDecryption: FieldDecryption;
   /** The payin workflow-start outbox of an api-role process (absent elsewhere): B1 wakes it after a commit. */
   payinOutbox?: { wake(): void };
   /** Credential changes announced to every process (credential caches drop what changed). */
@@ -42,6 +40,11 @@ export interface PlatformDeps {
    * mode until a real one is configured (card and bank deposits are then refused).
    */
   acquirer: Acquirer | undefined;
+  /**
+   * The upstream crypto provider the money-out flows ask (refunds; payouts), from UPSTREAM_REFUND_URL (or its default
+   * under UPSTREAM_PAYIN_URL): undefined when none is configured (a refund is then refused).
+   */
+  upstream: Upstream | undefined;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
   /** Where the platform's own requests may go (merchant webhooks and call-backs), and the dispatcher they use. */

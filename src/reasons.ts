@@ -21,6 +21,7 @@ import { MERCHANT_USER_REASONS, ONBOARDING_REASONS } from './onboarding/reasons'
 import { PREORDER_REASONS } from './preorders/reasons';
 import { WEBHOOK_REASONS } from './webhooks/contract';
 import { TIMELINE_REASONS } from './timeline/reasons';
+import { UPSTREAM_REASONS } from './upstream/reasons';
 
 /** Every reason table, by the capability that owns it. */
 export const REASON_TABLES = {
@@ -41,6 +42,7 @@ export const REASON_TABLES = {
   fieldDecryption: FIELD_DECRYPTION_REASONS,
   timeline: TIMELINE_REASONS,
   refund: REFUND_REASONS,
+  upstream: UPSTREAM_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 
 type Tables = typeof REASON_TABLES;

@@ -5,7 +5,6 @@
  * database pool and the Temporal connection.
  */
 import { Client } from '@temporalio/client';
-import { createFieldDecryption } from './crypto/field-decryption';
 import type { WorkflowBundle } from '@temporalio/worker';
 import { createAreaRouters } from '../rest-facade/areas';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
@@ -39,6 +38,7 @@ import { checkAborted, unlessAborted } from './net';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalCliFlags, temporalConnectionOptions } from './temporal/connection-options';
 import { startTracing, type Tracing } from './tracing';
+import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
 
 export const ROLES = ['api', 'facade', 'worker'] as const;
@@ -167,9 +167,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
   }
   const outbound = createOutboundPolicy(outboundOptionsFromConfig(config));
   const abuse = createAbuseLimits(database, config);
-  const fieldDecryption = createFieldDecryption();
   stops.push(() => outbound.close());
-  stops.push(() => fieldDecryption.close());
   return {
     config,
     database,
@@ -177,11 +175,11 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     logger,
     ledger: tracing ? tracing.traceLedger(createLedger(database)) : createLedger(database),
     keys,
-    fieldDecryption,
     authChanges,
     merchantAuth: createMerchantAuth({ database, config, authChanges, abuse }),
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
     acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
+    upstream: upstreamFromConfig(config),
     idempotency: createIdempotencyStore(database, {
       retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
       // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.

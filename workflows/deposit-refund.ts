@@ -1,5 +1,6 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { DepositRefundActivities, DepositRefundWorkflowInput, DepositRefundWorkflowResult } from '../src/flows/deposit/contract';
+import { runMoneyOutSaga } from '../src/flows/money-out/contract';
 import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
 
 // The acquirer step: retried with backoff until it has an outcome. It fails retryably while the deposit's capture is
@@ -15,18 +16,19 @@ const { startDepositRefundWebhooks } = proxyLocalActivities<DepositRefundActivit
 });
 
 /**
- * DepositRefundWorkflow (docs/refunds.md "Area C"), id = the refund reference (`DRF…`). The DepositService recorded
- * the refund with its hold on the credited account (the user's wallet, or a preorder's seller and fee_revenue) before
- * starting it. One step asks the acquirer: a reversal of the authorization before capture (the deposit row, locked,
- * says which), else a refund under the refund's key; the activity posts the holds on success and voids them on
- * failure, with the `refund.succeeded` / `refund.failed` event on the deposit's subject, exactly once. Then the
- * decision's webhook (a preorder's call_back_url only) is delivered.
+ * DepositRefundWorkflow (docs/refunds.md "Area C"), id = the refund reference (`DRF…`): the money-out saga
+ * (src/flows/money-out/contract.ts `runMoneyOutSaga`, docs/money-out.md) over the acquirer, which answers at once (no
+ * decision to wait for). The DepositService recorded the refund with its hold on the credited account (the user's
+ * wallet, or a preorder's seller and fee_revenue) before starting it. One step asks the acquirer: a reversal of the
+ * authorization before capture (the deposit row, locked, says which), else a refund under the refund's key; the
+ * activity posts the holds on success and voids them on failure, with the `refund.succeeded` / `refund.failed` event
+ * on the deposit's subject, exactly once. Then the decision's webhook (a preorder's call_back_url only) is delivered.
  */
 export async function depositRefundWorkflow(input: DepositRefundWorkflowInput): Promise<DepositRefundWorkflowResult> {
-  const step = await settleDepositRefund({ refund_reference: input.refund_reference });
+  const { refund_reference } = input;
+  const result = await runMoneyOutSaga({ reference: refund_reference, request: () => settleDepositRefund({ refund_reference }) });
   // PaymentStatus in the Web UI: the decision (started as the row's status, `held`).
-  upsertPaymentStatus('refund', step.status);
-  const webhook_ids = step.webhook_id ? [step.webhook_id] : [];
-  if (webhook_ids.length > 0) await startDepositRefundWebhooks({ webhook_ids });
-  return { status: step.status, webhook_ids };
+  upsertPaymentStatus('refund', result.status);
+  if (result.webhook_ids.length > 0) await startDepositRefundWebhooks({ webhook_ids: result.webhook_ids });
+  return result;
 }

@@ -65,11 +65,15 @@ export function readUpdateUser(body: Body) {
   return { ...fields, userId: fields.userId ?? '' };
 }
 
-/** pay_by_token: the payer is the merchant's user `user_id` (platform decision, documented in docs/area-c.md). */
-const PAY_BY_TOKEN = { pre_order_token: string({ required: true }), user_id: id({ required: true }) };
+/**
+ * pay_by_token: pre_order_token (interface "Area C"); the optional `user_id` (a platform extension) names the merchant's
+ * user who pays, else the merchant's own wallet pays (docs/area-c.md).
+ */
+const PAY_BY_TOKEN = { pre_order_token: string({ required: true }), user_id: id() };
 
 export function readPayByToken(body: Body) {
-  return requestFields(readAreaC(PAY_BY_TOKEN, body));
+  const fields = requestFields(readAreaC(PAY_BY_TOKEN, body));
+  return { ...fields, userId: fields.userId ?? '' };
 }
 
 /** transfer: a fee (fees_amount, may be 0) needs fees_currency, the transfer's own currency. */
@@ -110,14 +114,15 @@ export function readCancelBlockMoney(body: Body) {
 }
 
 /**
- * Login body fields (C1): user_name, password and timestamp (Unix seconds, a JSON integer or digit string; the
- * api checks it lies within MERCHANT_LOGIN_WINDOW_SECONDS). All required; failures are reported under their own
- * names. The timestamp is not forwarded as a typed field: the api reads it from the signed body.
+ * Login body fields (C1): user_name and password (required, as the interface documents them), and the optional
+ * platform extension timestamp (Unix seconds, a JSON integer or digit string; when sent, the api checks it lies within
+ * MERCHANT_LOGIN_WINDOW_SECONDS and accepts the signed body once). Failures are reported under their own names. The
+ * timestamp is not forwarded as a typed field: the api reads it from the signed body.
  */
 const LOGIN = {
   user_name: string({ required: true }),
   password: string({ required: true }),
-  timestamp: integer({ min: 0, max: 999_999_999_999_999, digits: 15, required: true }),
+  timestamp: integer({ min: 0, max: 999_999_999_999_999, digits: 15 }),
 };
 
 export function readLogin(body: Body) {

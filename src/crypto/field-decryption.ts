@@ -5,23 +5,36 @@
  *
  *   1. RSAES-OAEP, SHA-256 (MGF1 SHA-256, empty label)   Node crypto
  *   2. RSAES-OAEP, SHA-1 (MGF1 SHA-1, empty label)       Node crypto
- *   3. RSAES-PKCS1-v1_5                                  node-forge (Node 20 refuses this padding for decryption,
- *                                                        CVE-2023-46809), in a worker-thread pool (piscina):
- *                                                        forge's pure-JS RSA costs tens of ms per block
+ *   3. RSAES-PKCS1-v1_5 with implicit rejection          pkcs1-implicit-rejection.ts over Node's raw RSA: a
+ *                                                        non-conformant padding yields a synthetic message derived
+ *                                                        from the key and the ciphertext, never an error
  *
- * The plaintext must be non-empty UTF-8. Every failure (not a string, not base64, wrong length or truncated, wrong
- * key, wrong padding, empty or invalid UTF-8) throws the one same error on the field
- * (problem `not_decryptable`), so the endpoint tells nothing about which step failed. Plaintexts are never logged.
+ * No padding oracle (platform decisions §7; docs/security.md "Encrypted fields are no padding oracle"): a field is
+ * opened and then checked by the field's rule (what a holder name, a card number… must be: the instruments' store),
+ * and every failure answers the one same error (problem `not_decryptable`): not a string, not base64, not k bytes
+ * below the modulus, no padding accepted, not UTF-8, empty, or refused by the rule. Since PKCS#1 v1.5 never fails on
+ * padding, a ciphertext with garbage inside a conformant padding and one whose padding is not conformant both reach
+ * the rule with a message, and strict rules refuse both (random plaintexts essentially never pass them).
+ *
+ * Every value costs the same work: the three decryptions always run (a malformed value is replaced by a placeholder
+ * ciphertext of the key and refused at the end), whichever padding succeeds. Plaintexts are never logged.
  */
 import { constants, privateDecrypt, type KeyObject } from 'node:crypto';
-import path from 'node:path';
-import { Piscina } from 'piscina';
 import { reasonError } from '../errors';
 import { FIELD_DECRYPTION_REASONS } from './reasons';
 import { problem } from '../field-problems';
+import { belowModulus, decryptPkcs1WithImplicitRejection, modulusBytesOf } from './pkcs1-implicit-rejection';
 import type { RsaKeyPair } from './platform-keys';
 
 export type FieldPadding = 'oaep-sha256' | 'oaep-sha1' | 'pkcs1';
+
+/**
+ * What a field's plaintext must be: its checked value (normalized as the field keeps it), or undefined to refuse it.
+ * Pure and quick, no I/O: it runs on synthetic messages too.
+ */
+export type FieldRule<T> = (plaintext: string) => T | undefined;
+
+type FieldKeys = Pick<RsaKeyPair, 'privateKey'>;
 
 /** The one field problem of every decryption failure on `field` (the same code whatever the field). */
 export function fieldNotDecryptable(_field: string): string {
@@ -33,60 +46,20 @@ const MAX_BASE64_LENGTH = 4096;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * PKCS#1 v1.5 worker pool limits: at most 2 threads, started on first use, each ending after 10 s idle (so a test
- * run or a stopping process is not held open); 256 queued blocks, beyond which the field fails like any other.
- */
-const POOL_MAX_THREADS = 2;
-const POOL_IDLE_TIMEOUT_MILLISECONDS = 10_000;
-const POOL_MAX_QUEUE = 256;
-
-type FieldKeys = Pick<RsaKeyPair, 'privateKey' | 'privateKeyPem'>;
-
-/**
- * Decryption of encrypted fields with its own PKCS#1 v1.5 worker pool. One per process, created at the composition
- * root (PlatformDeps.fieldDecryption) and closed at shutdown.
- */
-export interface FieldDecryption {
-  /** The UTF-8 plaintext of one encrypted field value, or undefined for any failure. */
-  tryDecrypt(keys: FieldKeys, value: unknown): Promise<string | undefined>;
-  /**
-   * The plaintext of the encrypted field `field`.
-   * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["not_decryptable"]}` for every cause.
-   */
-  decrypt(keys: FieldKeys, field: string, value: unknown): Promise<string>;
-  /** Stops the worker pool (idle threads also end by themselves). */
-  close(): Promise<void>;
+/** The ciphertext of an encrypted field value: base64 (line breaks ignored) of k bytes below the modulus. */
+function ciphertextOf(privateKey: KeyObject, value: unknown): Buffer | undefined {
+  if (typeof value !== 'string') return undefined;
+  const text = value.replace(/\s+/g, '');
+  if (text.length === 0 || text.length > MAX_BASE64_LENGTH || !BASE64.test(text)) return undefined;
+  const ciphertext = Buffer.from(text, 'base64');
+  return belowModulus(privateKey, ciphertext) ? ciphertext : undefined;
 }
 
-export function createFieldDecryption(): FieldDecryption {
-  let pool: Piscina | undefined;
-  const pkcs1Pool = (): Piscina =>
-    (pool ??= new Piscina({
-      filename: path.join(__dirname, 'pkcs1-v1_5-worker.js'),
-      minThreads: 0,
-      maxThreads: POOL_MAX_THREADS,
-      idleTimeout: POOL_IDLE_TIMEOUT_MILLISECONDS,
-      maxQueue: POOL_MAX_QUEUE,
-    }));
-  const tryDecrypt = (keys: FieldKeys, value: unknown) => tryDecryptWith(pkcs1Pool, keys, value);
-  return {
-    tryDecrypt,
-    async decrypt(keys, field, value) {
-      const plaintext = await tryDecrypt(keys, value);
-      if (plaintext === undefined) {
-        throw reasonError(FIELD_DECRYPTION_REASONS, 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
-          [field]: [fieldNotDecryptable(field)],
-        });
-      }
-      return plaintext;
-    },
-    async close() {
-      const closing = pool;
-      pool = undefined;
-      await closing?.destroy();
-    },
-  };
+/** What a malformed value is decrypted as, so that it costs what any ciphertext costs: 2, as k bytes. */
+function placeholderCiphertext(privateKey: KeyObject): Buffer {
+  const placeholder = Buffer.alloc(modulusBytesOf(privateKey));
+  placeholder[placeholder.length - 1] = 2;
+  return placeholder;
 }
 
 function oaep(privateKey: KeyObject, ciphertext: Buffer, hash: 'sha256' | 'sha1'): Buffer | undefined {
@@ -97,50 +70,46 @@ function oaep(privateKey: KeyObject, ciphertext: Buffer, hash: 'sha256' | 'sha1'
   }
 }
 
-async function pkcs1(pkcs1Pool: () => Piscina, privateKeyPem: string, ciphertext: Buffer): Promise<Buffer | undefined> {
+/** The plaintext bytes under the first accepted padding; all three decryptions run whatever the outcome. */
+function decryptBytes(privateKey: KeyObject, ciphertext: Buffer): Buffer {
+  const sha256 = oaep(privateKey, ciphertext, 'sha256');
+  const sha1 = oaep(privateKey, ciphertext, 'sha1');
+  const pkcs1 = decryptPkcs1WithImplicitRejection(privateKey, ciphertext);
+  return sha256 ?? sha1 ?? pkcs1;
+}
+
+function utf8Text(bytes: Buffer): string | undefined {
   try {
-    const plaintext = (await pkcs1Pool().run({ privateKeyPem, ciphertext: new Uint8Array(ciphertext) })) as Uint8Array | null;
-    return plaintext ? Buffer.from(plaintext) : undefined;
+    return utf8.decode(bytes);
   } catch {
     return undefined;
   }
 }
 
-async function tryDecryptWith(pkcs1Pool: () => Piscina, keys: FieldKeys, value: unknown): Promise<string | undefined> {
-  if (typeof value !== 'string') return undefined;
-  const text = value.replace(/\s+/g, '');
-  if (text.length === 0 || text.length > MAX_BASE64_LENGTH || !BASE64.test(text)) return undefined;
-  const ciphertext = Buffer.from(text, 'base64');
-  const modulusBytes = Math.ceil((keys.privateKey.asymmetricKeyDetails?.modulusLength ?? 0) / 8);
-  if (ciphertext.length !== modulusBytes) return undefined;
-  const plaintext =
-    oaep(keys.privateKey, ciphertext, 'sha256') ??
-    oaep(keys.privateKey, ciphertext, 'sha1') ??
-    (await pkcs1(pkcs1Pool, keys.privateKeyPem, ciphertext));
-  if (!plaintext || plaintext.length === 0) return undefined;
-  try {
-    return utf8.decode(plaintext);
-  } catch {
-    return undefined;
+/**
+ * The value `rule` gives the plaintext of one encrypted field value, or undefined for any failure (the value does
+ * not decrypt, is not non-empty UTF-8, or the rule refuses it).
+ */
+export function tryDecryptField<T>(keys: FieldKeys, value: unknown, rule: FieldRule<T>): T | undefined {
+  const ciphertext = ciphertextOf(keys.privateKey, value);
+  const plaintext = decryptBytes(keys.privateKey, ciphertext ?? placeholderCiphertext(keys.privateKey));
+  const text = utf8Text(plaintext);
+  plaintext.fill(0);
+  const checked = text ? rule(text) : undefined;
+  return ciphertext ? checked : undefined;
+}
+
+/**
+ * The value `rule` gives the plaintext of the encrypted field `field`.
+ * @throws DomainError invalid_argument FIELD_NOT_DECRYPTABLE `{[field]: ["not_decryptable"]}` for every cause: the
+ *         value does not decrypt, or decrypts to something the rule refuses (one answer: no padding oracle).
+ */
+export function decryptField<T>(keys: FieldKeys, field: string, value: unknown, rule: FieldRule<T>): T {
+  const checked = tryDecryptField(keys, value, rule);
+  if (checked === undefined) {
+    throw reasonError(FIELD_DECRYPTION_REASONS, 'FIELD_NOT_DECRYPTABLE', `${field} could not be decrypted`, {
+      [field]: [fieldNotDecryptable(field)],
+    });
   }
-}
-
-/** One decryption outside a process's FieldDecryption (tools, tests): its pool is closed afterwards. */
-async function once<T>(work: (decryption: FieldDecryption) => Promise<T>): Promise<T> {
-  const decryption = createFieldDecryption();
-  try {
-    return await work(decryption);
-  } finally {
-    await decryption.close();
-  }
-}
-
-/** FieldDecryption.tryDecrypt with a pool of its own (tools, tests). */
-export function tryDecryptField(keys: FieldKeys, value: unknown): Promise<string | undefined> {
-  return once((decryption) => decryption.tryDecrypt(keys, value));
-}
-
-/** FieldDecryption.decrypt with a pool of its own (tools, tests). */
-export function decryptField(keys: FieldKeys, field: string, value: unknown): Promise<string> {
-  return once((decryption) => decryption.decrypt(keys, field, value));
+  return checked;
 }

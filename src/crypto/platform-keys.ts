@@ -30,8 +30,6 @@ export interface RsaKeyPair {
   publicKey: KeyObject;
   /** SPKI PEM, handed to partners and merchants. */
   publicKeyPem: string;
-  /** PKCS#8 PEM of the private key (for the PKCS#1 v1.5 decryption library, never logged). */
-  privateKeyPem: string;
 }
 
 /** The signing pair (its fields kept at the top level, as before the pairs were separated), and the others. */
@@ -92,7 +90,7 @@ function readPair(privatePath: string): RsaKeyPair {
   const privateKey = createPrivateKey(privateKeyPem);
   if ((privateKey.asymmetricKeyDetails?.modulusLength ?? 0) < 2048) throw new KeyFileError(`${privatePath}: RSA key under 2048 bits`);
   const publicKey = createPublicKey(privateKey);
-  return { privateKey, publicKey, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }) as string, privateKeyPem };
+  return { privateKey, publicKey, publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }) as string };
 }
 
 function readDataKey(file: string): Buffer {

@@ -179,4 +179,4 @@ export async function purgeEvents(conn: Knex, options: { retention_days: number;
   return Math.max(events, requests);
 }
 import { deletePaymentRequestsBefore } from './requests';
-export { journaled, requestsOf, insertPaymentRequest, REQUESTS_OF_REFERENCE_MAX, type PaymentRequest, type RequestOrigin, type RequestOwnerKind } from './requests';
+export { journaled, requestsOf, insertPaymentRequest, REQUESTS_OF_REFERENCE_MAX, type PaymentRequest, type RequestJournal, type RequestOrigin, type RequestOwnerKind } from './requests';

@@ -1,8 +1,14 @@
 /**
- * The request journal (migration 033, docs/timeline.md "Requests"): one row per request received about a payment,
- * written by the flows' services once the payment's reference is known and the answer decided, and read by the
- * payment's timeline (source `request`). A row holds who sent it, the route's action, the request's idempotency key,
- * the client address and the outcome (`ok`, or the refusal's reason) — never a body, a secret or card data.
+ * The request journal (migrations 033, 042; docs/timeline.md "Requests"): one row per request received about a
+ * payment, written by the flows' services once the answer is decided, and read by the payment's timeline (source
+ * `request`). A row holds who sent it (the verified caller), the route's action, the request's idempotency key, the
+ * client address and the outcome (`ok`, or the refusal's reason) — never a body, a secret or card data.
+ *
+ * Filed under a payment (`reference`) only once the payment is proven the caller's: the reference its answer names,
+ * or the one the service set on the request's `RequestJournal` after finding the payment among the caller's own. A
+ * refused request that only *named* a payment keeps that name in `named_reference` (operators see it in that
+ * payment's timeline), never `reference`: naming another owner's payment never files a request under it, so the
+ * journal is never a list of a payment's owners (the timeline reads those from the payment's own records).
  *
  * Written right after the answer is decided, outside the flow's transaction (a refused request's transaction rolled
  * back, and its refusal is worth a row too). A journal write that fails is logged and never changes the answer: the
@@ -22,7 +28,10 @@ export const REQUESTS_OF_REFERENCE_MAX = 200;
 
 /** One request as journaled. */
 export interface PaymentRequest {
-  reference: string;
+  /** The payment it is filed under (proven the caller's), or null for a refusal that only named one. */
+  reference: string | null;
+  /** A refused request's named payment when it was not proven the caller's (operators only), else null. */
+  named_reference: string | null;
   owner_kind: RequestOwnerKind;
   owner_id: string | null;
   /** `<area>.<action>`: `area-b.create_payin`, `area-b.upstream_notification`, `area-a.create.unified.fundTransfer`, … */
@@ -36,13 +45,23 @@ export interface PaymentRequest {
   received_at: Date;
 }
 
-/** What a service knows of a request before it runs it. */
+/** What a service knows of a request before it runs it: its verified caller, never a payment's owner. */
 export interface RequestOrigin {
   owner_kind: RequestOwnerKind;
   owner_id?: string | null;
   action: string;
   idempotency_key?: string | null;
   client_address?: string | null;
+  /** The payment the request names, as sent (not yet proven the caller's). */
+  names?: string;
+}
+
+/**
+ * A request's filing, handed to the service that runs it: the service sets `reference` once it found the payment
+ * among its caller's own (then a refusal is filed under it too).
+ */
+export interface RequestJournal {
+  reference?: string;
 }
 
 type Database = Knex | Knex.Transaction;
@@ -62,13 +81,21 @@ export function outcomeOf(error: unknown): string {
 }
 
 /**
- * Writes one journal row. A reference out of shape (empty, over 128 characters) is not journaled: it names no payment.
+ * Writes one journal row, filed under `reference`, else (a refusal) kept under the caller with the payment it named.
+ * A reference out of shape (empty, over 128 characters) is not journaled: it names no payment.
  * @throws the database's error (recordRequest's callers use `journaled`, which logs it instead)
  */
-export async function insertPaymentRequest(conn: Database, request: Omit<PaymentRequest, 'received_at'> & { received_at?: Date }): Promise<void> {
-  if (!request.reference || request.reference.length > REQUEST_LIMITS.reference) return;
+export async function insertPaymentRequest(
+  conn: Database,
+  request: Omit<PaymentRequest, 'received_at' | 'named_reference'> & { named_reference?: string | null; received_at?: Date },
+): Promise<void> {
+  const fits = (reference: string | null | undefined): reference is string => !!reference && reference.length <= REQUEST_LIMITS.reference;
+  const reference = fits(request.reference) ? request.reference : null;
+  const named_reference = reference === null && fits(request.named_reference) ? request.named_reference : null;
+  if (reference === null && named_reference === null) return;
   await conn('payment_requests').insert({
-    reference: request.reference,
+    reference,
+    named_reference,
     owner_kind: request.owner_kind,
     owner_id: bounded(request.owner_id, REQUEST_LIMITS.owner_id),
     action: bounded(request.action, REQUEST_LIMITS.action) ?? 'unknown',
@@ -81,24 +108,27 @@ export async function insertPaymentRequest(conn: Database, request: Omit<Payment
 }
 
 /**
- * Runs one request of a payment and journals it once answered: `ok` with the reference `referenceOf(answer)` names,
- * or the refusal's reason when it threw and `origin_reference` named the payment beforehand (a confirm names its
- * payment; a create that was refused has no reference to file it under). The answer, or the error, is passed on as
- * it was; a failing journal write is logged only.
+ * Runs one request of a payment and journals it once answered: `ok` under the reference `referenceOf(answer)` names
+ * (else the journal's), or the refusal's reason when it threw — under the journal's `reference` when `run` proved
+ * the payment its caller's before refusing, else kept under the caller with the payment it named (`origin.names`),
+ * else not at all (a create refused before any reference existed). The answer, or the error, is passed on as it
+ * was; a failing journal write is logged only.
  */
 export async function journaled<T>(
   deps: Deps,
-  origin: RequestOrigin & { reference?: string },
-  run: () => Promise<T>,
+  origin: RequestOrigin,
+  run: (journal: RequestJournal) => Promise<T>,
   referenceOf?: (answer: T) => string | undefined,
 ): Promise<T> {
   const received_at = new Date();
   const started = performance.now();
-  const write = async (reference: string | undefined, outcome: string) => {
-    if (!reference) return;
+  const journal: RequestJournal = {};
+  const write = async (reference: string | undefined, outcome: string, named?: string) => {
+    if (!reference && !named) return;
     try {
       await insertPaymentRequest(deps.database, {
-        reference,
+        reference: reference ?? null,
+        named_reference: reference ? null : (named ?? null),
         owner_kind: origin.owner_kind,
         owner_id: origin.owner_id ?? null,
         action: origin.action,
@@ -109,28 +139,31 @@ export async function journaled<T>(
         received_at,
       });
     } catch (error) {
-      deps.logger.warn({ reference, action: origin.action, err: (error as Error).message }, 'request journal write failed');
+      deps.logger.warn({ reference: reference ?? named, action: origin.action, err: (error as Error).message }, 'request journal write failed');
     }
   };
   let answer: T;
   try {
-    answer = await run();
+    answer = await run(journal);
   } catch (error) {
-    await write(origin.reference, outcomeOf(error));
+    await write(journal.reference, outcomeOf(error), origin.names);
     throw error;
   }
-  await write(referenceOf?.(answer) ?? origin.reference, 'ok');
+  await write(referenceOf?.(answer) ?? journal.reference, 'ok');
   return answer;
 }
 
-/** The requests journaled about `reference`, oldest first, at most `limit` (≤ REQUESTS_OF_REFERENCE_MAX). */
-export async function requestsOf(conn: Database, reference: string, limit = REQUESTS_OF_REFERENCE_MAX): Promise<PaymentRequest[]> {
+/**
+ * The requests filed under `reference`, oldest first, at most `limit` (≤ REQUESTS_OF_REFERENCE_MAX); with `named`,
+ * also the refused requests of others that only named it (an operator's view).
+ */
+export async function requestsOf(conn: Database, reference: string, limit = REQUESTS_OF_REFERENCE_MAX, named = false): Promise<PaymentRequest[]> {
   if (!reference || reference.length > REQUEST_LIMITS.reference) return [];
-  return conn('payment_requests')
-    .select('reference', 'owner_kind', 'owner_id', 'action', 'idempotency_key', 'client_address', 'outcome', 'duration_ms', 'received_at')
-    .where({ reference })
-    .orderBy([{ column: 'received_at' }, { column: 'id' }])
-    .limit(Math.min(Math.max(1, limit), REQUESTS_OF_REFERENCE_MAX));
+  const query = conn('payment_requests')
+    .select('reference', 'named_reference', 'owner_kind', 'owner_id', 'action', 'idempotency_key', 'client_address', 'outcome', 'duration_ms', 'received_at')
+    .where({ reference });
+  if (named) query.orWhere({ named_reference: reference });
+  return query.orderBy([{ column: 'received_at' }, { column: 'id' }]).limit(Math.min(Math.max(1, limit), REQUESTS_OF_REFERENCE_MAX));
 }
 
 /**

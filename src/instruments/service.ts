@@ -12,7 +12,7 @@
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { sha256Hex } from '../crypto/secrets';
 import { clientAddressOf } from '../rpc/client-address';
-import { fieldNotDecryptable } from '../crypto/field-decryption';
+import { fieldNotDecryptable, tryDecryptField, type FieldRule } from '../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../errors';
 import { INSTRUMENT_REASONS } from './reasons';
 import type { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
@@ -24,9 +24,9 @@ import { startWebhookDeliveriesAfterCommit } from '../webhooks';
 import { activationCode, activationCodeSha256, activationUrl, qrImageUrl, recordActivationCallBack } from './activation';
 import {
   cardBrand,
-  checkHolderName,
   findBankAccountByToken,
   findByActivationCodeHash,
+  holderNameOf,
   insertInstrument,
   isExpired,
   markActivated,
@@ -97,30 +97,20 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
   }
 
   /**
-   * The checked value of an encrypted field, or undefined with the field's one error added to `problems`.
+   * The value of an encrypted field by its rule, or undefined with the field's one error added to `problems`.
    *
    * No padding oracle (platform decisions §7): a value that does not decrypt and a value that decrypts to something
-   * `check` refuses (a bad card number, a JSON of the wrong shape, a blank name) answer the very same error (problem
-   * `not_decryptable`), so a caller probing with modified ciphertexts learns nothing about which
-   * step failed. Both paths run the same decryption attempts; only the microseconds of `check` differ.
+   * the rule refuses (a bad card number, a JSON of the wrong shape, a garbage name) answer the very same error
+   * (problem `not_decryptable`) after the same decryptions (src/crypto/field-decryption.ts).
    */
-  async function decryptChecked<T>(field: string, value: string, problems: FieldViolations, check: (plaintext: string, scratch: FieldViolations) => T | undefined): Promise<T | undefined> {
-    let checked: T | undefined;
-    try {
-      const scratch: FieldViolations = {};
-      checked = check(await deps.fieldDecryption.decrypt(keys.fieldEncryption, field, value), scratch);
-      if (Object.keys(scratch).length > 0) checked = undefined;
-    } catch (error) {
-      if (!(error instanceof DomainError)) throw error;
-      checked = undefined;
-    }
+  function decryptChecked<T>(field: string, value: string, problems: FieldViolations, rule: FieldRule<T>): T | undefined {
+    const checked = tryDecryptField(keys.fieldEncryption, value, rule);
     if (checked === undefined) add(problems, field, fieldNotDecryptable(field));
     return checked;
   }
 
-  function holderName(value: string, problems: FieldViolations): Promise<string | undefined> {
-    return decryptChecked('holder_name', value, problems, (plaintext, scratch) => checkHolderName(plaintext, scratch));
-  }
+  /** A sourceOfFunds plaintext's card, or undefined when anything in it is refused. */
+  const sourceOfFundsRule: FieldRule<{ number: string; expiry: Expiry }> = (plaintext) => readSourceOfFunds(plaintext, {});
 
   /**
    * An activation page asked for with an unknown code or token: counted per client address (src/abuse), so the
@@ -150,8 +140,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
       const bankId = await checkBank(request.bankId, problems);
-      const holder = await holderName(request.holderName, problems);
-      const number = await decryptChecked('bank_code', request.bankCode, problems, (plaintext) => normalizeCardNumber(plaintext));
+      const holder = decryptChecked('holder_name', request.holderName, problems, holderNameOf);
+      const number = decryptChecked('bank_code', request.bankCode, problems, normalizeCardNumber);
       finish(problems);
       const instrument = await insertInstrument(deps, {
         merchantId,
@@ -172,8 +162,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
       const bankId = await checkBank(request.bankId, problems);
-      const holder = await holderName(request.holderName, problems);
-      const number = await decryptChecked('bank_number', request.bankNumber, problems, (plaintext) => normalizeAccountNumber(plaintext));
+      const holder = decryptChecked('holder_name', request.holderName, problems, holderNameOf);
+      const number = decryptChecked('bank_number', request.bankNumber, problems, normalizeAccountNumber);
       if (!isHttpUrl(request.callBack)) add(problems, 'call_back', problem('format'));
       else if (deps.outbound.checkUrl(request.callBack)) add(problems, 'call_back', problem('public_url'));
       finish(problems);
@@ -199,8 +189,8 @@ export function createInstrumentService(deps: PlatformDeps): ServiceImpl<typeof 
       logRequest(merchantId, 'visa_master', request.userId);
       const problems: FieldViolations = {};
       await collect(problems, () => merchantUser(database, merchantId, request.userId, 'user_id'));
-      const holder = await holderName(request.holderName, problems);
-      const card = await decryptChecked('sourceOfFunds', request.sourceOfFunds, problems, (plaintext, scratch) => readSourceOfFunds(plaintext, scratch));
+      const holder = decryptChecked('holder_name', request.holderName, problems, holderNameOf);
+      const card = decryptChecked('sourceOfFunds', request.sourceOfFunds, problems, sourceOfFundsRule);
       finish(problems);
       const instrument = await insertInstrument(deps, {
         merchantId,

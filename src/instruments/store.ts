@@ -16,11 +16,20 @@
  * The rules of the numbers the vault keeps, checked before a number is stored or a card is charged (platform
  * decisions §7; docs/area-c.md "Tokenization"): pure functions, no I/O, no logging, below the vault's code.
  *
+ *   holder name     2–100 characters after surrounding white space is trimmed, at least 2 of them letters: words
+ *                   of letters of any script (with their combining marks, ZWJ/ZWNJ), separated by spaces (also
+ *                   no-break and ideographic) or one name punctuation mark (' ’ - ‐ . , · ・ ׳ ״, or & of joint
+ *                   holders) with optional spaces around it, which may follow a period; a trailing period ("Jr.").
+ *                   No digits, other symbols or control characters.
  *   card number     12–19 digits (spaces and hyphens between digits are dropped first), Luhn valid
  *   brand           from the leading digits: visa, mastercard, unionpay, amex, jcb, discover, other
  *   expiry          month 1–12, year of 2 (20yy) or 4 digits; valid through the end of that month, UTC
  *   security code   3 or 4 digits (checked, never stored)
  *   account number  6–20 digits (spaces and hyphens dropped first)
+ *
+ * The rules of encrypted fields are strict on purpose (docs/security.md "Encrypted fields are no padding oracle"):
+ * a random plaintext, such as the synthetic message of a ciphertext whose padding is not conformant or the garbage
+ * inside a conformant one, must essentially never pass, so that accepting a field says nothing about its padding.
  */
 import type { Knex } from 'knex';
 import { openSecret, sealSecret, type DataKeyring } from '../crypto/data-keys';
@@ -28,7 +37,6 @@ import { randomToken } from '../crypto/secrets';
 import { invalidFields, reasonError, type FieldViolations } from '../errors';
 import { INSTRUMENT_REASONS } from './reasons';
 import type { PlatformDeps } from '../platform-deps';
-import { hasControlCharacters } from '../text';
 import { problem } from '../field-problems';
 
 /** The associated data of an instrument's number (rotation re-seals with it). */
@@ -74,8 +82,22 @@ export interface Instrument {
 }
 
 
-/** Longest holder name kept. */
+/** Longest holder name kept, in characters (Unicode code points). */
 export const HOLDER_NAME_MAX = 100;
+/** Fewest letters (and characters) a holder name has. */
+const HOLDER_NAME_MIN_LETTERS = 2;
+
+/** A word of a name: a letter, then letters, combining marks and the joiners some scripts write names with. */
+const NAME_WORD = String.raw`\p{L}[\p{L}\p{M}\u200C\u200D]*`;
+/**
+ * Between words: spaces (also no-break and ideographic), or one name punctuation mark (or `&`, of joint holders) with
+ * optional spaces around it, which may follow a period ("J.-P. Sartre", "Mr. & Mrs. Smith", "King Jr., Martin").
+ */
+const NAME_SPACES = String.raw`[ \u00A0\u3000]*`;
+const NAME_MARK = String.raw`[-\u2010'\u2019.,&\u00B7\u30FB\u05F3\u05F4]`;
+const NAME_SEPARATOR = String.raw`(?:[ \u00A0\u3000]+|${NAME_SPACES}(?:\.${NAME_SPACES})?${NAME_MARK}${NAME_SPACES})`;
+const HOLDER_NAME = new RegExp(`^${NAME_WORD}(?:${NAME_SEPARATOR}${NAME_WORD})*\\.?$`, 'u');
+const LETTER = /\p{L}/gu;
 
 const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{32}$/;
 
@@ -218,18 +240,32 @@ export async function insertInstrument(
   return toInstrument(row!);
 }
 
-/** A holder name as kept: trimmed, 1–HOLDER_NAME_MAX characters. Adds violations under `field` otherwise. */
+/**
+ * The holder name as kept (surrounding white space trimmed) when `text` is one by the holder name rule (header
+ * above), else undefined. The rule of the encrypted `holder_name`.
+ */
+export function holderNameOf(text: string): string | undefined {
+  const name = text.trim();
+  const characters = [...name].length;
+  if (characters < HOLDER_NAME_MIN_LETTERS || characters > HOLDER_NAME_MAX || !HOLDER_NAME.test(name)) return undefined;
+  return (name.match(LETTER)?.length ?? 0) >= HOLDER_NAME_MIN_LETTERS ? name : undefined;
+}
+
+/**
+ * A holder name typed in clear (the hosted card form) as kept: trimmed, checked by the holder name rule. Adds
+ * violations under `field` otherwise: `required` (blank), `max_length` (over HOLDER_NAME_MAX characters), `invalid`.
+ */
 export function checkHolderName(value: string, problems: FieldViolations, field = 'holder_name'): string {
   const name = value.trim();
   if (!name) (problems[field] ??= []).push(problem('required'));
-  else if (hasControlCharacters(name)) (problems[field] ??= []).push(problem('invalid'));
-  else if (name.length > HOLDER_NAME_MAX) (problems[field] ??= []).push(problem('max_length', HOLDER_NAME_MAX));
+  else if ([...name].length > HOLDER_NAME_MAX) (problems[field] ??= []).push(problem('max_length', HOLDER_NAME_MAX));
+  else if (!holderNameOf(name)) (problems[field] ??= []).push(problem('invalid'));
   return name;
 }
 
 /**
  * Vaults a Visa/Master card typed on the hosted preorder page as a guest instrument (no user) of `merchantId`.
- * @throws DomainError invalid_argument VALIDATION_FAILED listing `holder_name` (empty or too long), `number`
+ * @throws DomainError invalid_argument VALIDATION_FAILED listing `holder_name` (empty, too long, not a name), `number`
  *         (card_number), `expiry` (card_expiry, card_expired).
  */
 export async function vaultGuestCard(

@@ -1,11 +1,14 @@
 /**
  * Merchant authentication, shared by every Area C service (interface "Authentication / Area C", platform decisions
  * §7): merchant headers, the signed body verified with the merchant's stored public key and bound to the typed
- * request (SIGNED_BODY_BINDINGS, below), the API login (a signed timestamp, each signed login body accepted once), opaque session
+ * request (SIGNED_BODY_BINDINGS, below), the API login (an optional signed timestamp: a body carrying one is accepted
+ * within its window and once), opaque session
  * tokens (stored as SHA-256 hex, lifetime MERCHANT_SESSION_TTL_SECONDS), and the one `requireMerchant` every service
  * calls. No service acts for a merchant id the caller merely asserts: the merchant is the one whose headers, session
  * and signature verify, and the request does only what that signed body says; a request without the merchant's
  * proof is accepted only from a caller whose credential is bound to that merchant (`mayActFor`).
+ *
+ * Area B's proof is the merchant's API key (`requireApiKey`): one cache of keys for every Area B service.
  *
  * Order of checks on every call: merchant headers (401) → session token (401, /do-action only) → the body a JSON
  * object, sign_type, no ambiguous parameter, sign (400 on `sign` / `sign_type` / the parameter) → the typed request
@@ -17,12 +20,13 @@ import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { randomToken, sha256Hex } from '../crypto/secrets';
 import { ambiguousParameters, canonicalQueryString, SIGN_TYPE_RSA2, verifyRsa2 } from '../crypto/rsa2';
 import { problem } from '../field-problems';
-import { invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
+import { COMMON_REASONS, invalidFields, reasonError, type DomainError, type FieldViolations } from '../errors';
 import type { AbuseLimits } from '../abuse';
 import { changeAwareCache, type AuthChanges, type ChangeAwareCache } from '../auth-changes';
 import { AmountError, isCurrency, isLosslessNumber, parseJsonLossless, readAmount, type Currency } from '../money';
-import { authenticateMerchant, getMerchant, type Merchant } from '../onboarding/merchants';
+import { authenticateMerchant, findMerchantByApiKey, getMerchant, type Merchant } from '../onboarding/merchants';
 import { callerOf, mayActFor } from '../rpc/caller';
+import { clientAddressOf } from '../rpc/client-address';
 import { exceedsJsonDepth } from '../text';
 import { MERCHANT_AUTH_REASONS } from './reasons';
 import type { Envelope, MerchantAuth, SignedBody } from './types';
@@ -175,13 +179,16 @@ async function checkSession(database: Knex, merchantId: string, token: string, s
 }
 
 /**
- * The signed login's `timestamp`: Unix seconds (a JSON integer or a string of digits) within `windowSeconds` of now.
- * @throws DomainError LOGIN_TIMESTAMP_INVALID (field `timestamp`)
+ * The signed login's optional `timestamp` (a platform extension; the interface's login body has none): Unix seconds
+ * (a JSON integer or a string of digits) within `windowSeconds` of now. @returns the seconds, or undefined when the
+ * body carries no timestamp (absent, null or "", which the canonical string drops alike).
+ * @throws DomainError LOGIN_TIMESTAMP_INVALID (field `timestamp`) for a timestamp sent that is no Unix time in seconds
+ *   or lies outside the window
  */
-export function checkLoginTimestamp(parameters: Record<string, unknown>, windowSeconds: number, nowMs = Date.now()): number {
+export function checkLoginTimestamp(parameters: Record<string, unknown>, windowSeconds: number, nowMs = Date.now()): number | undefined {
   const value = parameters.timestamp;
   const fail = (code: string) => reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_TIMESTAMP_INVALID', 'login timestamp invalid', { timestamp: [code] });
-  if (value === undefined || value === null || value === '') throw fail(problem('required'));
+  if (value === undefined || value === null || value === '') return undefined;
   const text = isLosslessNumber(value) ? value.toString() : typeof value === 'string' ? value : '';
   if (!/^\d{1,15}$/.test(text)) throw fail(problem('integer'));
   const seconds = Number(text);
@@ -200,8 +207,8 @@ export function createMerchantAuth(deps: {
   database: Knex;
   config: { AUTH_CACHE_SECONDS: number; MERCHANT_LOGIN_WINDOW_SECONDS: number };
   authChanges: AuthChanges;
-  /** Counts each verified request against the merchant's request rate (src/abuse). */
-  abuse: Pick<AbuseLimits, 'consumeRequest'>;
+  /** Counts each verified request against the merchant's request rate, and unknown API keys (src/abuse). */
+  abuse: Pick<AbuseLimits, 'consumeRequest' | 'beginAttempt'>;
 }): MerchantAuth {
   // A suspension (or any credential change) drops the cached lookups at once, in every process.
   const cacheOptions = { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: AUTH_CACHE_MAX };
@@ -214,6 +221,7 @@ export function createMerchantAuth(deps: {
     return merchant?.status === 'active' ? merchant : undefined;
   };
   const publicKeyOf = publicKeyCache();
+  const apiKeys = changeAwareCache<Merchant>(deps.authChanges, cacheOptions);
 
   /** A failed check throws inside the lookup, so only verified merchant headers are kept. */
   async function merchantOf(envelope: Envelope | undefined): Promise<Merchant> {
@@ -262,8 +270,24 @@ export function createMerchantAuth(deps: {
     return result.rows.length === 1;
   }
 
+  async function requireApiKey(api_key: string, context: Parameters<MerchantAuth['requireApiKey']>[1]): Promise<Merchant> {
+    const merchant = api_key
+      ? await apiKeys.get(sha256Hex(api_key), () => findMerchantByApiKey(deps.database, api_key), (found) => found.status === 'active')
+      : undefined;
+    if (!merchant) {
+      // A key is 256 random bits: only a wrong one is counted (a valid key is no guess), and an address past its
+      // failures gets RATE_LIMITED instead of another "unknown key". Only a digest of the key names it.
+      await (await deps.abuse.beginAttempt('api_key', sha256Hex(api_key).slice(0, 32), clientAddressOf(context))).failed();
+      throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'invalid or missing API key');
+    }
+    if (merchant.status !== 'active') throw reasonError(MERCHANT_AUTH_REASONS, 'MERCHANT_SUSPENDED');
+    await deps.abuse.consumeRequest(`merchant:${merchant.id}`);
+    return merchant;
+  }
+
   return {
     authenticateAction,
+    requireApiKey,
 
     async requireMerchant(request, context) {
       if (!request.auth) {
@@ -285,8 +309,11 @@ export function createMerchantAuth(deps: {
       const merchant = await authenticateEnvelope(deps.database, request.envelope);
       const signed = verifySignature(publicKeyOf, merchant, request.envelope!);
       bindToSignedBody(request, signed);
+      // A login without timestamp (the interface's body) leaves no replay record: RSA2 signatures are deterministic,
+      // so a client logging in again sends the same bytes and must be let in. What a replayed one buys is a session,
+      // and a session moves nothing without a freshly signed /do-action body (docs/area-c.md "Login replays").
       const timestamp = checkLoginTimestamp(signed.parameters, deps.config.MERCHANT_LOGIN_WINDOW_SECONDS);
-      if (!(await acceptOnce(merchant.id, signed, timestamp))) {
+      if (timestamp !== undefined && !(await acceptOnce(merchant.id, signed, timestamp))) {
         throw reasonError(MERCHANT_AUTH_REASONS, 'LOGIN_REPLAYED', 'signed login replayed', { timestamp: [AUTH_PROBLEMS.loginReplayed] });
       }
       return merchant;

@@ -49,11 +49,23 @@ export interface MerchantAuth {
    */
   requireMerchant(request: { $typeName: string; merchantId: string; auth?: ActionAuth }, context: HandlerContext | undefined): Promise<MerchantAct>;
   /**
-   * C1 before the password check: merchant headers, the signed body bound to the typed request, its `timestamp`
-   * (Unix seconds) within MERCHANT_LOGIN_WINDOW_SECONDS of this process's clock, and the body accepted once: it is
-   * recorded until no process could accept its timestamp any more, and a replay is refused.
+   * C1 before the password check: merchant headers, the signed body bound to the typed request and, when the body
+   * carries the optional `timestamp` (Unix seconds), that timestamp within MERCHANT_LOGIN_WINDOW_SECONDS of this
+   * process's clock and the body accepted once: it is recorded until no process could accept its timestamp any more,
+   * and a replay is refused. A body without timestamp (the interface's) is checked for everything else and recorded
+   * nowhere.
    * @throws DomainError MERCHANT_UNAUTHENTICATED, INVALID_SIGNATURE, VALIDATION_FAILED (an ambiguous parameter),
    *   LOGIN_TIMESTAMP_INVALID, LOGIN_REPLAYED (field `timestamp`)
    */
   authenticateLogin(request: { $typeName: string; envelope?: SignedEnvelope; userName: string; password: string }): Promise<Merchant>;
+  /**
+   * Area B's proof (interface "Area B", `X-API-Key`): the active merchant owning `api_key`, shared by every Area B
+   * service (payins, refunds, events, timeline; payouts). Active merchants are remembered by SHA-256 of their key for
+   * AUTH_CACHE_SECONDS (an unknown or suspended key is looked up every time; a suspension announced through
+   * `authChanges` empties the cache at once). Unknown keys are counted per key and per client address (src/abuse):
+   * past the limit the address's next unknown keys answer RATE_LIMITED; a verified merchant's calls count against its
+   * request rate.
+   * @throws DomainError UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED
+   */
+  requireApiKey(api_key: string, context: HandlerContext | undefined): Promise<Merchant>;
 }

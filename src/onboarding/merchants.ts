@@ -44,10 +44,13 @@ export interface MerchantCredentials {
   /** Area B webhook signing secret (hex). */
   hmac_secret: string;
   signature_header: string;
-  /** SPKI PEM of the platform's public key. */
-  /** The platform's signing public key (SPKI PEM). */
+  /**
+   * The platform public key a merchant uses (SPKI PEM): the field-encryption key, the one the interface has Area C
+   * callers encrypt fields with ("Authentication / Area C" item 6, platform decisions §2 and §7). A merchant verifies
+   * no platform signature (Area B webhooks are HMAC), so it is never handed the signing key under this name.
+   */
   platform_public_key: string;
-  /** The key Area C encrypted fields are encrypted with (SPKI PEM). */
+  /** The key Area C encrypted fields are encrypted with (SPKI PEM): the same as `platform_public_key`. */
   field_encryption_public_key: string;
   /** PKCS#8 PEM, only when the platform generated the merchant's key pair; never stored. */
   private_key?: string;
@@ -134,7 +137,7 @@ export async function createMerchant(
     api_key: `pk_${randomToken(32)}`,
     hmac_secret: randomHex(32),
     signature_header: signatureHeader,
-    platform_public_key: deps.keys.publicKeyPem,
+    platform_public_key: deps.keys.fieldEncryption.publicKeyPem,
     field_encryption_public_key: deps.keys.fieldEncryption.publicKeyPem,
     ...(privateKey ? { private_key: privateKey } : {}),
   };

@@ -14,7 +14,8 @@
  *             the next attempt is due)
  *
  * Owner-scoped: a payment's owners are its flow row's owner (payin and deposit: the merchant; pre-transfer: the
- * partner) and the owners of its events (a pre-transfer's receiving merchant). An owner sees only its own requests,
+ * partner) and the owners of its events (a pre-transfer's receiving merchant), never whoever sent a request naming
+ * it. An owner sees only its own requests,
  * events and webhooks, and the balance after a posting only on its own accounts; a reference that is unknown or
  * another owner's answers undefined either way, so the caller cannot tell them apart. Operators see everything,
  * failure messages included.
@@ -71,16 +72,16 @@ function sameOwner(a: EventOwner, b: EventOwner): boolean {
 }
 
 /**
- * The owners of a payment: its flow row's owner and the owners of its events and journaled requests.
- * Empty for a reference nothing knows.
+ * The owners of a payment, from the payment's own records only: its flow row's owner and the owners of the events
+ * the platform wrote about it (a pre-transfer's receiving merchant, a wallet movement's merchant). Never the request
+ * journal: anyone can send a request naming any reference. Empty for a reference nothing knows.
  */
 export async function ownersOf(conn: Database, reference: string): Promise<EventOwner[]> {
   const result = await conn.raw(
     `SELECT 'merchant' AS type, merchant_id AS id FROM payins WHERE invoice_reference = :reference
      UNION SELECT 'partner', partner_id FROM pre_transfers WHERE id = :reference
      UNION SELECT 'merchant', merchant_id FROM deposits WHERE reference = :reference
-     UNION SELECT DISTINCT owner_type, owner_id FROM events WHERE subject = :reference
-     UNION SELECT DISTINCT owner_kind, owner_id FROM payment_requests WHERE reference = :reference AND owner_kind <> 'upstream' AND owner_id IS NOT NULL`,
+     UNION SELECT DISTINCT owner_type, owner_id FROM events WHERE subject = :reference`,
     { reference },
   );
   return (result.rows as Array<{ type: 'merchant' | 'partner'; id: string }>).map((row) => ({ type: row.type, id: row.id }));
@@ -92,9 +93,10 @@ function requestEntry(request: PaymentRequest): TimelineEntry {
     at: iso(request.received_at),
     source: 'request',
     kind: `request.${request.action}`,
-    summary: `${request.action} from ${who}: ${request.outcome}${request.duration_ms === null ? '' : ` in ${request.duration_ms} ms`}`,
+    summary: `${request.action} from ${who}: ${request.outcome}${request.duration_ms === null ? '' : ` in ${request.duration_ms} ms`}${request.reference === null ? ' (named this payment, not its owner)' : ''}`,
     details: {
       action: request.action,
+      ...(request.reference === null ? { named_only: true } : {}),
       owner_kind: request.owner_kind,
       owner_id: request.owner_id,
       idempotency_key: request.idempotency_key,
@@ -274,6 +276,9 @@ function capped(source: TimelineSource, entries: TimelineEntry[], limit: number,
 /** A refund's reference: Area C's `DRF…` (deposit_refunds) or Area B's `RFD-…` (refunds). */
 const REFUND_REFERENCE = /^(DRF[A-Z0-9]{18}|RFD-[A-Z0-9]{20})$/;
 
+/** Most refunds of one payment a timeline reads (each adds a workflow history read). */
+export const TIMELINE_REFUNDS_MAX = 20;
+
 /**
  * The payment a refund reference refunds: a deposit refund's deposit (`DEP…`), an Area B refund's payin (its
  * invoice reference). undefined for any other reference or an unknown refund.
@@ -286,10 +291,23 @@ export async function refundedPayment(conn: Database, reference: string): Promis
   return row?.payment;
 }
 
+/** The references of a payment's refunds (Area B's of a payin, Area C's of a deposit), oldest first, at most `limit`. */
+export async function refundsOfPayment(conn: Database, payment: string, limit = TIMELINE_REFUNDS_MAX): Promise<string[]> {
+  const result = await conn.raw(
+    `(SELECT refund_reference, created_at FROM refunds WHERE invoice_reference = :payment
+      UNION ALL SELECT refund_reference, created_at FROM deposit_refunds WHERE deposit_reference = :payment)
+     ORDER BY created_at, refund_reference LIMIT :limit`,
+    { payment, limit },
+  );
+  return (result.rows as Array<{ refund_reference: string }>).map((row) => row.refund_reference);
+}
+
 /**
- * The timeline of the payment `reference` as `viewer` may see it. A refund's reference (`DRF…`, `RFD-…`) answers the
- * timeline of the payment it refunds (`reference` is then that payment's, `refund_reference` the one asked), with
- * the refund's own workflow history, requests and ledger steps merged in; the owner check is the payment's.
+ * The timeline of the payment `reference` as `viewer` may see it, with every refund of the payment merged in (at most
+ * TIMELINE_REFUNDS_MAX): each refund's workflow history, requests and ledger steps (its holds, and their post or void),
+ * so the payment's story includes the money going back. A refund's reference (`DRF…`, `RFD-…`) answers the same
+ * timeline of the payment it refunds (`reference` is then that payment's, `refund_reference` the one asked); the
+ * owner check is always the payment's.
  * @returns undefined when the reference is unknown, out of shape, or not the viewer's (one answer for all three)
  * @throws the database's errors; never Temporal's (the workflow source answers a status instead)
  */
@@ -315,18 +333,19 @@ export async function paymentTimeline(deps: Deps, asked: string, viewer: Timelin
     read.catch(() => undefined);
     return read;
   };
-  // A refund's workflow (id = the refund reference) beside the payment's.
-  const histories = refunded ? [historyOf(reference), historyOf(asked)] : [historyOf(reference)];
+  // Each refund's workflow (id = the refund reference) beside the payment's.
+  const refunds = await refundsOfPayment(database, reference);
+  const histories = [historyOf(reference), ...refunds.map(historyOf)];
   const [requests, notifications, confirmations, ledger, events, webhooks, refundRequests, refundLedger] = await Promise.all([
-    requestsOf(database, reference, Math.min(limit + 1, 200)),
+    requestsOf(database, reference, Math.min(limit + 1, 200), viewer.kind === 'operator'),
     notificationEntries(database, reference, limit + 1),
     confirmationEntries(database, reference, limit + 1),
     ledgerEntries(database, reference, viewer, limit + 1),
     eventsOfSubject(database, reference),
     webhookEntries(database, reference, viewer, limit + 1),
-    refunded ? requestsOf(database, asked, Math.min(limit + 1, 200)) : Promise.resolve([]),
+    Promise.all(refunds.map((refund) => requestsOf(database, refund, Math.min(limit + 1, 200), viewer.kind === 'operator'))).then((lists) => lists.flat()),
     // Area B's refund steps are keyed `RFD-…:<step>`; Area C's (`DEP…:refund:DRF…:<step>`) are already the deposit's.
-    refunded ? ledgerEntries(database, asked, viewer, limit + 1) : Promise.resolve([]),
+    Promise.all(refunds.filter((refund) => refund.startsWith('RFD-')).map((refund) => ledgerEntries(database, refund, viewer, limit + 1))).then((lists) => lists.flat()),
   ]);
   const truncated: TimelineSource[] = [];
   const sources: TimelineSourceStatus[] = [];

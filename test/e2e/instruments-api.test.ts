@@ -14,7 +14,7 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import { activationCode } from '../../src/instruments/activation';
 import { findInstrumentByToken, requireInstrument, revealCardNumber, vaultGuestCard } from '../../src/instruments/store';
-import { encryptField, sourceOfFundsJson, type FieldPadding } from '../support/field-encryption';
+import { encryptBlock, encryptField, modulusBytes, sourceOfFundsJson, type FieldPadding } from '../support/field-encryption';
 import { activationPageUrl, tokenizeBankAccount, tokenizeLocalCard, tokenizeVisaMaster } from '../support/instruments';
 import { MerchantClient, onboardMerchantClient } from '../support/merchant-client';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -97,7 +97,8 @@ describe('Area C tokenization', () => {
     merchant = first.client;
     merchantHmacSecret = first.credentials.hmac_secret;
     expect(first.credentials.field_encryption_public_key).toBe(publicKey);
-    expect(first.credentials.platform_public_key).not.toBe(publicKey);
+    expect(first.credentials.platform_public_key).toBe(publicKey);
+    expect(first.credentials.platform_public_key).not.toBe(platform.deps.keys.publicKeyPem);
     other = (await newMerchant(platform, 'Other Shop')).client;
     userId = await createUser(merchant);
     secondUserId = await createUser(merchant);
@@ -491,6 +492,44 @@ describe('Area C tokenization', () => {
         number: ['The card number is invalid.'],
         expiry: ['The card has expired.'],
       });
+    });
+  });
+
+  describe('no PKCS#1 v1.5 padding oracle, not even one request wide', () => {
+    // The attacker's probe: a conformant 00 02 … 00 "Qz?" block (a valid PKCS#1 v1.5 encryption of garbage) and a
+    // block whose padding is not conformant (no separator after 00 02). Any difference between the two answers tells
+    // conformant from non-conformant padding, which is all a Bleichenbacher attack needs.
+    const k = () => modulusBytes(publicKey);
+    const probes = () => ({
+      conformant: encryptField(publicKey, 'Qz?', 'pkcs1'),
+      nonConformant: encryptBlock(publicKey, Buffer.concat([Buffer.from([0, 2]), Buffer.alloc(k() - 2, 0x5a)])),
+    });
+    const services: Array<[string, (holderName: string) => Record<string, unknown>]> = [
+      ['tokenize_local_card', (holderName) => localCardFields({ holder_name: holderName })],
+      ['tokenize_bank_account', (holderName) => bankAccountFields({ holder_name: holderName })],
+      ['tokenize_visa_master', (holderName) => visaMasterFields(undefined, { holder_name: holderName })],
+    ];
+
+    it.each(services)('%s: holder_name "Qz?" in a conformant block and a non-conformant block answer the same status and bytes', async (service, fields) => {
+      const before = await countInstruments();
+      const { conformant, nonConformant } = probes();
+      const answers = [];
+      for (const ciphertext of [conformant, nonConformant]) {
+        const response = await merchant.action(service, fields(ciphertext));
+        answers.push({ status: response.status, text: response.text });
+      }
+      expect(answers[0]).toEqual(answers[1]);
+      expect(answers[0]).toEqual({ status: 400, text: JSON.stringify({ ...BAD_REQUEST, error: { holder_name: ['The holder_name could not be decrypted.'] } }) });
+      expect(await countInstruments()).toBe(before);
+    });
+
+    it('still vaults real names of any script sent in every padding (apostrophes, hyphens, periods, commas)', async () => {
+      const names = ["Seán O'Brien-Smith", 'J. R. R. Tolkien', 'Nguyễn Văn A', 'Smith, John', 'สมชาย ใจดี', '王芳', 'محمد علي', 'Ngô Đình-Diệm', 'ស្រី មុំ', 'Zoë Åström'];
+      for (const [index, name] of names.entries()) {
+        const padding = PADDINGS[index % PADDINGS.length]!;
+        const token = await tokenizeVisaMaster(merchant, platform, userId, { holderName: name, padding });
+        expect([name, (await platform.deps.database('instruments').where({ token }).first()).holder_name]).toEqual([name, name]);
+      }
     });
   });
 

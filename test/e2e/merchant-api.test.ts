@@ -129,12 +129,21 @@ describe('Area C merchant API', () => {
       expect(replayed.body).toEqual({ ...BAD_REQUEST, error: { timestamp: ['This signed login was already used: sign a new one with the current timestamp.'] } });
     });
 
-    it('answers an old client without timestamp with 400 on timestamp, before any credential check', async () => {
+    it('opens a session for the documented login (no timestamp) every time, and records no replay for it', async () => {
       const raw = JSON.stringify(signRequestParameters({ user_name: merchant.options.userName, password: merchant.options.password }, merchant.options.privateKeyPem));
-      const response = await merchant.post('/login', {}, { raw, headers: { 'merchant-secret-key': 'wrong' } });
-      expect(response.status).toBe(400);
-      expect(response.body).toEqual({ ...BAD_REQUEST, error: { timestamp: ['The timestamp field is required.'] } });
+      const before = await platform.deps.database('merchant_login_requests').count({ count: '*' }).first();
+      for (let attempt = 0; attempt < 2; attempt += 1) {
+        const response = await merchant.post('/login', {}, { raw });
+        expect(response.status).toBe(200);
+        expect(typeof response.body.data.token).toBe('string');
+      }
+      expect(await platform.deps.database('merchant_login_requests').count({ count: '*' }).first()).toEqual(before);
+      // Still every other check: the merchant headers, the signature, the credentials.
+      expect((await merchant.post('/login', {}, { raw, headers: { 'merchant-secret-key': 'wrong' } })).status).toBe(401);
+      const altered = JSON.stringify({ ...JSON.parse(raw), password: 'other' });
+      expect((await merchant.post('/login', {}, { raw: altered })).body).toEqual({ ...BAD_REQUEST, error: { sign: ['invalid sign'] } });
     });
+
 
     it('refuses a timestamp outside MERCHANT_LOGIN_WINDOW_SECONDS, and one that is no Unix time in seconds', async () => {
       const stale = await merchant.post('/login', { user_name: merchant.options.userName, password: merchant.options.password, timestamp: Math.floor(Date.now() / 1000) - 301 });
@@ -562,10 +571,36 @@ describe('Area C merchant API', () => {
       const foreign = await other.action('pay_by_token', { pre_order_token: token, user_id: foreignPayer.id });
       expect(foreign.body).toEqual({ ...BAD_REQUEST, error: { pre_order_token: ['The selected pre_order_token is invalid.'] } });
       const missing = await merchant.action('pay_by_token', {});
-      expect(missing.body.error).toEqual({
-        pre_order_token: [MESSAGES.required('pre_order_token')],
-        user_id: [MESSAGES.required('user_id')],
+      expect(missing.body.error).toEqual({ pre_order_token: [MESSAGES.required('pre_order_token')] });
+    });
+
+    it("without user_id (the interface's request) the merchant's own wallet pays; never its own preorder, never more than it holds", async () => {
+      const shop = await newMerchant(platform, 'Paying Shop');
+      expect((await shop.login()).status).toBe(200);
+      const seller = await createUser(shop);
+      const order = async (fields: Record<string, unknown>) =>
+        (await shop.action('generate_pre_order_token', { out_trade_no: `ORDER-${Math.random()}`, description: 'x', currency: 'USD', ...fields })).body.data.pre_order_token;
+      const userOrder = await order({ seller_code: seller.wallet_ref, amount: 4, commission_rate: 10 });
+      expect((await shop.action('pay_by_token', { pre_order_token: userOrder })).body).toEqual({ ...BAD_REQUEST, error: { amount: [MESSAGES.insufficientFunds] } });
+
+      const wallet = (await platform.deps.ledger.findAccount({ owner_type: 'merchant', owner_id: shop.options.merchantId, currency: 'USD', kind: 'wallet' }))!;
+      const settlement = await platform.deps.ledger.platformAccount('settlement', 'USD');
+      await platform.deps.ledger.transfer({
+        idempotency_key: `test-fund-merchant-${shop.options.merchantId}`,
+        description: 'test funding',
+        postings: [{ account_id: settlement.id, amount_units: -1_000n }, { account_id: wallet.id, amount_units: 1_000n }],
       });
+      const paid = await shop.action('pay_by_token', { pre_order_token: userOrder });
+      expect(paid.body).toEqual({ success: true, code: 200, message: 'OK', data: { reference: expect.stringMatching(/^PAY/) } });
+      expect((await platform.deps.ledger.getAccount(wallet.id)).posted_units).toBe(600n);
+      expect((await balances(platform, seller.id)).posted).toBe(360n);
+      const row = await platform.deps.database('preorders').where({ token: userOrder }).first();
+      expect(row).toMatchObject({ status: 'paid', paid_by_user_id: null, payment_reference: paid.body.data.reference });
+
+      const ownOrder = await order({ seller_code: shop.options.merchantId, amount: 1 });
+      const own = await shop.action('pay_by_token', { pre_order_token: ownOrder });
+      expect(own.body).toEqual({ ...BAD_REQUEST, error: { pre_order_token: ['The payer must differ from the seller.'] } });
+      expect((await platform.deps.ledger.getAccount(wallet.id)).posted_units).toBe(600n);
     });
   });
 

@@ -129,7 +129,9 @@ describe('onboarding', () => {
       const created = await platform.clients.admin.createMerchant({ name: 'Shop', callbackUrl: 'https://shop.example/hook' });
       expect(created.privateKey).toContain('BEGIN PRIVATE KEY');
       expect(created.signatureHeader).toBe('X-Signature');
-      expect(created.platformPublicKey).toBe(platform.deps.keys.publicKeyPem);
+      // A merchant's platform key is the one it encrypts Area C fields with (docs/compatibility.md): never the signing key.
+      expect(created.platformPublicKey).toBe(platform.deps.keys.fieldEncryption.publicKeyPem);
+      expect(created.fieldEncryptionPublicKey).toBe(created.platformPublicKey);
       const merchant = await getMerchant(platform.deps.database, created.merchantId);
       expect(merchant).toMatchObject({ name: 'Shop', status: 'active', callback_url: 'https://shop.example/hook', payin_fee_percent: '1.0', api_user_name: created.apiUserName });
       const signature = createSign('sha256').update('hello').sign(created.privateKey!);

@@ -260,6 +260,53 @@ describe('a payment’s timeline', () => {
     expect(await bound.getPaymentTimeline({ reference: settled, partnerId: created.id }).then(() => 'ok', (error: unknown) => Code[ConnectError.from(error).code])).toBe('NotFound');
   }, 60_000);
 
+  it('never makes a partner an owner of another partner’s pre-transfer by naming it in a refused confirm', async () => {
+    const { deps } = harness.platform;
+    const partnerOf = async (name: string) => {
+      const keys = generatePartnerKeys();
+      const { partner, credentials } = await createPartner(deps, { name, public_key_pem: keys.publicKeyPem, float_units: 100_000n });
+      const client = new PartnerClient(harness.platform.facadeUrl, credentials, keys, deps.keys.publicKeyPem);
+      expect((await client.token()).status).toBe(200);
+      const timeline = createPlatformClients(harness.platform.rpcUrl, { credentials: { token: (await createServiceCredential(deps.database, { name: `timeline ${name}`, scopes: [`partner:${partner.id}`] })).token } }).timeline;
+      return { partner, client, timeline };
+    };
+    const a = await partnerOf('Owner partner A');
+    const b = await partnerOf('Prying partner B');
+    const receiver = await createUser(deps, { phone_number: '012777654', first_name: 'Keo', last_name: 'Sina', currency: 'USD' });
+    const made = await a.client.gateway({ service: 'create.unified.fundTransfer', out_trade_no: `TLA${Date.now()}`, receiver_id: receiver.id, sender_name: 'A', amount: 1, currency: 'USD' });
+    const preTransfer = (made.body.data as { pre_transfer_id: string }).pre_transfer_id;
+    const code = (call: Promise<unknown>) => call.then(() => 'ok', (error: unknown) => Code[ConnectError.from(error).code]);
+    expect(await code(b.timeline.getPaymentTimeline({ reference: preTransfer, partnerId: b.partner.id }))).toBe('NotFound');
+
+    // B names A's pre-transfer in a confirm: refused as unknown to B.
+    const refused = await b.client.gateway({ service: 'confirm.fundTransfer', partner_transaction_id: `PB${Date.now()}`, pre_transfer_id: preTransfer });
+    expect(refused.body).toMatchObject({ success: false, error_code: 'NOTEXIST' });
+
+    // Still unknown to B, with nothing of A's in the answer; A's own timeline shows no request of B's.
+    expect(await code(b.timeline.getPaymentTimeline({ reference: preTransfer, partnerId: b.partner.id }))).toBe('NotFound');
+    const story = await a.timeline.getPaymentTimeline({ reference: preTransfer, partnerId: a.partner.id });
+    const requesters = story.entries.filter((entry) => entry.source === 'request').map((entry) => JSON.parse(entry.detailsJson).owner_id as string);
+    expect(requesters).not.toContain(b.partner.id);
+    // The refusal is journaled under its caller, never filed under the payment it named.
+    const filed = await deps.database('payment_requests').where({ reference: preTransfer, owner_id: b.partner.id });
+    expect(filed).toEqual([]);
+    const attempts = await deps.database('payment_requests').where({ owner_kind: 'partner', owner_id: b.partner.id, action: 'area-a.confirm_pre_transfer' });
+    expect(attempts.map((row) => [row.reference, row.outcome])).toEqual([[null, 'PRE_TRANSFER_NOT_FOUND']]);
+    // Operators still see who tried: the attempt is shown in the named payment's timeline to them only.
+    const operator = await harness.platform.clients.timeline.getPaymentTimeline({ reference: preTransfer });
+    expect(operator.entries.some((entry) => entry.kind === 'request.area-a.confirm_pre_transfer' && JSON.parse(entry.detailsJson).owner_id === b.partner.id)).toBe(true);
+
+    // The owner's own refusal is filed under its payment: A confirms, then confirms again (USED).
+    const transaction = `PA${Date.now()}`;
+    expect((await a.client.gateway({ service: 'confirm.fundTransfer', partner_transaction_id: transaction, pre_transfer_id: preTransfer })).body).toMatchObject({ success: true });
+    expect((await a.client.gateway({ service: 'confirm.fundTransfer', partner_transaction_id: `${transaction}X`, pre_transfer_id: preTransfer })).body).toMatchObject({ error_code: 'USED' });
+    const own = await deps.database('payment_requests').where({ reference: preTransfer, action: 'area-a.confirm_pre_transfer' }).orderBy('id');
+    expect(own.map((row) => [row.owner_id, row.outcome])).toEqual([
+      [a.partner.id, 'ok'],
+      [a.partner.id, 'PRE_TRANSFER_USED'],
+    ]);
+  }, 60_000);
+
   it('journals each request once answered, a refusal under its payment too, with no secret', async () => {
     const { database } = harness.platform.deps;
     const rows = await database('payment_requests').where({ reference: settled }).orderBy('id');

@@ -11,7 +11,7 @@ import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { readRpcFailure } from '../../src/rpc/errors';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { runAdminCli } from '../support/admin-cli';
-import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, domainRefusal, eventually, settledPayin as settledPayinOf, startPayinHarness, type PayinHarness } from '../support/payin-setup';
 
 const orders = { next: 0 };
 const nextOrder = () => `RFEE-${Date.now()}-${(orders.next += 1)}`;
@@ -38,14 +38,7 @@ describe('the payin fee on refunds', () => {
   const deps = () => harness.platform.deps;
 
   /** A payin of `amount` USDT of `merchant`, paid in full through the sandbox and settled (1 % fee). */
-  async function settledPayin(merchant: MerchantCredentials, amount: string, paid = amount): Promise<string> {
-    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${nextOrder()}"}`, { 'X-API-Key': merchant.api_key });
-    expect(created.status).toBe(200);
-    const invoice_reference = created.json.data.invoice_reference as string;
-    expect((await harness.sandbox.pay(invoice_reference, paid)).status).toBe(200);
-    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
-    return invoice_reference;
-  }
+  const settledPayin = (merchant: MerchantCredentials, amount: string, paid = amount) => settledPayinOf(harness, merchant, amount, nextOrder(), paid);
 
   const wallet = async (merchant: MerchantCredentials) =>
     (await deps().ledger.findAccount({ owner_type: 'merchant', owner_id: merchant.merchant_id, currency: 'USDT', kind: 'wallet' }))!;

@@ -13,15 +13,13 @@ import { loadConfig } from '../../src/config';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import {
-  openRefundNotification,
   requestUpstreamRefund,
-  upstreamRefundsFromConfig,
+  upstreamFromConfig as upstreamRefundsFromConfig,
   UpstreamRefundError,
-  type UpstreamRefundNotification,
   type UpstreamRefundOptions,
   type UpstreamRefundRequest,
-} from '../../src/flows/payin/upstream-refunds';
-import { upstreamNotificationKind } from '../../src/flows/payin/notifications';
+} from '../../src/upstream/client';
+import { openRefundNotification, upstreamNotificationKind, type UpstreamRefundNotification } from '../../src/upstream/notifications';
 import { startSandboxUpstream, type SandboxUpstream } from '../../src/sandbox/upstream';
 import { LATE_REFUND_FAILURE_REASON, OVER_REFUND_REASON, REFUND_FAILURE_REASON, SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 

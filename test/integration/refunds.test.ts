@@ -14,7 +14,7 @@ import { refundWorkflow } from '../../workflows/refund';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { SANDBOX_REFUND_ADDRESSES } from '../../src/sandbox/upstream-refunds';
 import { runAdminCli } from '../support/admin-cli';
-import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
+import { createTestMerchant, decidedRefund, domainRefusal, eventually, post, settledPayin as settledPayinOf, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 
 const orders = { next: 0 };
@@ -36,12 +36,7 @@ describe('refunds of settled payins', () => {
   /** A payin of `amount` USDT paid in full through the sandbox and settled (1% fee). */
   async function settledPayin(amount: string): Promise<{ invoice_reference: string; out_trade_no: string }> {
     const out_trade_no = nextOrder();
-    const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
-    expect(created.status).toBe(200);
-    const invoice_reference = created.json.data.invoice_reference as string;
-    expect((await harness.sandbox.pay(invoice_reference, amount)).status).toBe(200);
-    await eventually(async () => (await deps().database('payins').where({ invoice_reference }).first())?.status === 'success');
-    return { invoice_reference, out_trade_no };
+    return { invoice_reference: await settledPayinOf(harness, merchant, amount, out_trade_no), out_trade_no };
   }
 
   async function walletAvailable(): Promise<bigint> {
@@ -337,6 +332,32 @@ describe('refunds of settled payins', () => {
       const unknown = await timelineOf('RFD-NOSUCHREFUND000000000', other.api_key);
       expect(theirs.status).toBe(404);
       expect(theirs.json).toEqual(unknown.json);
+      await ledgerBalances();
+    });
+
+    it("shows every refund's money in its payin's own timeline: the holds, their post or void, and the refund's workflow", async () => {
+      const { invoice_reference } = await settledPayin('1');
+      const first = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 200_000n }));
+      await decided(first.refund_reference);
+      const second = await createRefund(deps(), merchant.merchant_id, request({ invoice_reference, amount_units: 100_000n }));
+      await decided(second.refund_reference);
+      {
+        const story = await harness.platform.clients.timeline.getPaymentTimeline({ reference: invoice_reference });
+        expect(story.reference).toBe(invoice_reference);
+        expect(story.refundReference).toBe('');
+        const ledger = story.entries.filter((entry) => entry.source === 'ledger').map((entry) => [entry.kind, JSON.parse(entry.detailsJson).idempotency_key as string]);
+        for (const refund of [first, second]) {
+          expect(ledger).toContainEqual(['ledger.held', `${refund.refund_reference}:hold`]);
+          expect(ledger).toContainEqual(['ledger.hold_posted', `${refund.refund_reference}:hold`]);
+        }
+        const workflows = new Set(story.entries.map((entry) => (JSON.parse(entry.detailsJson) as { workflow_id?: string }).workflow_id).filter(Boolean));
+        expect(workflows).toEqual(new Set([invoice_reference, first.refund_reference, second.refund_reference]));
+      }
+      const owner = await fetch(`${harness.platform.facadeUrl}/api/v1/payments/${invoice_reference}/timeline`, { headers: { 'X-API-Key': merchant.api_key } });
+      const entries = ((await owner.json()) as { data: { entries: Array<{ kind: string; details: { idempotency_key?: string } }> } }).data.entries;
+      expect(entries.filter((entry) => entry.kind === 'ledger.hold_posted').map((entry) => entry.details.idempotency_key)).toEqual(
+        expect.arrayContaining([`${first.refund_reference}:hold`, `${second.refund_reference}:hold`]),
+      );
       await ledgerBalances();
     });
 

@@ -137,6 +137,19 @@ export async function post(base: string, path: string, body: string, headers: Re
   return { status: response.status, text, json };
 }
 
+/**
+ * A payin of `amount` USDT of `merchant` (its order `out_trade_no`), paid (`paid`, by default the amount) through the
+ * sandbox and settled. @returns its invoice_reference
+ */
+export async function settledPayin(harness: PayinHarness, merchant: MerchantCredentials, amount: string, out_trade_no: string, paid = amount): Promise<string> {
+  const created = await post(harness.platform.facadeUrl, '/api/v1/payins', `{"amount": ${amount}, "out_trade_no": "${out_trade_no}"}`, { 'X-API-Key': merchant.api_key });
+  expect(created.status).toBe(200);
+  const invoice_reference = created.json.data.invoice_reference as string;
+  expect((await harness.sandbox.pay(invoice_reference, paid)).status).toBe(200);
+  await eventually(async () => (await harness.platform.deps.database('payins').where({ invoice_reference }).first())?.status === 'success');
+  return invoice_reference;
+}
+
 /** Polls `check` until it returns a truthy value (every 100 ms, up to `timeout_ms`). */
 export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeout_ms = 30_000): Promise<T> {
   const deadline = Date.now() + timeout_ms;

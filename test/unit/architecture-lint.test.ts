@@ -47,6 +47,9 @@ const FACADE = 'rest-facade/partner/{tag}.ts';
 const WORKFLOW = 'workflows/{tag}.ts';
 const CONTRACT = 'src/flows/{tag}-c/contract.ts';
 const FLOW = 'src/flows/deposit/{tag}.ts';
+/** A file of the money-out saga's kernel, and of the upstream provider's capability. */
+const KERNEL = 'src/flows/money-out/{tag}.ts';
+const UPSTREAM = 'src/upstream/{tag}.ts';
 
 /** Each must be refused. */
 const refused: Probe[] = [
@@ -133,6 +136,18 @@ const refused: Probe[] = [
   { edge: 'flow → another flow’s store by `import x = require()`', file: FLOW, target: '../wallet/store', form: 'require', code: "import probe = require('../wallet/store');\nexport { probe };\n" },
   { edge: 'flow → another flow’s store by `typeof import()`', file: FLOW, target: '../wallet/store', form: 'import type', code: "export type Probe = typeof import('../wallet/store');\n" },
   { edge: 'flow → another flow’s store by `export * from`', file: FLOW, target: '../wallet/store', form: 'import', code: "export * from '../wallet/store';\n" },
+  // The money-out kernel knows no flow; the upstream's capability knows no flow (the composition root hands them in).
+  ...each('money-out kernel → a flow’s store', KERNEL, '../refund/store'),
+  ...each('money-out kernel → a flow’s contract', KERNEL, '../refund/contract'),
+  ...each('money-out kernel → a flow’s workflow', KERNEL, '../../../workflows/refund'),
+  ...each('money-out kernel → onboarding', KERNEL, '../../onboarding/merchants'),
+  ...each('money-out kernel → the ledger’s internals', KERNEL, '../../ledger/kernel'),
+  ...each('a flow’s contract → the kernel’s activities', CONTRACT, '../money-out/activities'),
+  ...each('workflow → the kernel’s activities', WORKFLOW, '../src/flows/money-out/activities'),
+  ...each('upstream → the payin flow', UPSTREAM, '../flows/payin/notifications'),
+  ...each('upstream → the refund flow', UPSTREAM, '../flows/refund/notifications'),
+  ...each('upstream → the money-out kernel', UPSTREAM, '../flows/money-out/activities'),
+  ...each('capability → the money-out kernel', 'src/webhooks/{tag}.ts', '../flows/money-out/contract'),
   // A new file nobody classified.
   { edge: 'an unclassified file at the top of src/', file: 'src/{tag}.ts', target: './config', form: 'import' },
 ];
@@ -170,6 +185,16 @@ const accepted: Probe[] = [
   ...each('onboarding → secrets', 'src/onboarding/{tag}.ts', '../crypto/secrets'),
   ...each('rpc → the logger', 'src/rpc/{tag}.ts', '../logger'),
   ...each('AdminService → a flow', 'src/admin/{tag}.ts', '../flows/reconciliation/service'),
+  ...each('flow → the money-out kernel’s activities', FLOW, '../money-out/activities'),
+  ...each('flow → the money-out kernel’s contract', FLOW, '../money-out/contract'),
+  ...each('a flow’s contract → the money-out contract', CONTRACT, '../money-out/contract'),
+  ...each('workflow → the money-out contract (the saga’s body)', WORKFLOW, '../src/flows/money-out/contract'),
+  ...each('money-out kernel → a capability', KERNEL, '../../webhooks'),
+  ...each('money-out kernel → the ledger’s contract', KERNEL, '../../ledger/types'),
+  ...each('money-out kernel → its own files', KERNEL, './contract'),
+  ...each('upstream → a capability', UPSTREAM, '../events'),
+  ...each('upstream → its own files', UPSTREAM, './client'),
+  ...each('flow → the upstream', FLOW, '../../upstream/client'),
   ...each('the CLI → the sandbox', 'src/cli/{tag}.ts', '../sandbox/upstream'),
   ...each('the CLI → the runtime', 'src/cli/{tag}.ts', '../runtime'),
 ];

@@ -1,7 +1,10 @@
 /** Area C error table (rest-facade/merchant/envelope.ts): statuses, envelopes, the 500 that hides internals. */
 import { Code, ConnectError } from '@connectrpc/connect';
 import { answerForError } from '../../rest-facade/merchant/contract';
-import { invalidFields, reasonError } from '../../src/errors';
+import { invalidFields, reasonError, type DomainError } from '../../src/errors';
+import { problem } from '../../src/field-problems';
+import { checkLoginTimestamp } from '../../src/merchant-auth';
+import { parseJsonLossless } from '../../src/money';
 import { WALLET_REASONS } from '../../src/flows/wallet/contract';
 import { MERCHANT_AUTH_REASONS } from '../../src/merchant-auth/reasons';
 import { toConnectError } from '../../src/rpc/errors';
@@ -39,5 +42,32 @@ describe('Area C answerForError', () => {
         error: { server: ['An unexpected error occurred. Please try again later.'] },
       });
     }
+  });
+});
+
+describe('checkLoginTimestamp (the optional login timestamp, docs/area-c.md "Login replays")', () => {
+  const now = 1_795_687_200_000;
+  const refusal = (parameters: Record<string, unknown>) => {
+    try {
+      checkLoginTimestamp(parameters, 300, now);
+    } catch (error) {
+      return { reason: (error as DomainError).reason, fields: (error as DomainError).fields };
+    }
+    throw new Error('not refused');
+  };
+
+  it('is never required: absent, null or empty (the canonical string drops them alike) is no timestamp', () => {
+    for (const parameters of [{}, { timestamp: null }, { timestamp: '' }]) expect(checkLoginTimestamp(parameters, 300, now)).toBeUndefined();
+  });
+
+  it('answers the seconds of one sent within the window, as a JSON integer or a digit string', () => {
+    expect(checkLoginTimestamp({ timestamp: parseJsonLossless('1795687100') }, 300, now)).toBe(1_795_687_100);
+    expect(checkLoginTimestamp({ timestamp: '1795687500' }, 300, now)).toBe(1_795_687_500);
+  });
+
+  it('refuses one sent outside the window, or that is no Unix time in seconds, on the field timestamp', () => {
+    expect(refusal({ timestamp: '1795686899' })).toEqual({ reason: 'LOGIN_TIMESTAMP_INVALID', fields: { timestamp: [problem('timestamp_window', 300)] } });
+    expect(refusal({ timestamp: String(now) })).toEqual({ reason: 'LOGIN_TIMESTAMP_INVALID', fields: { timestamp: [problem('timestamp_window', 300)] } });
+    expect(refusal({ timestamp: '2026-01-01T00:00:00Z' })).toEqual({ reason: 'LOGIN_TIMESTAMP_INVALID', fields: { timestamp: [problem('integer')] } });
   });
 });

@@ -1,5 +1,5 @@
 /**
- * docs/architecture.md "The path of each request, in the files a reader opens" lists, for four requests, every file a
+ * docs/architecture.md "The path of each request, in the files a reader opens" lists, for five requests, every file a
  * reader opens. This test keeps the lists true to the code: every listed file exists and is not learn-once; every file
  * after the first is value-imported (directly or through a barrel) by a file listed before it or by a learn-once file,
  * or is reached the way its line says (the service behind an RPC, a `deps.…` port, an activity its workflow proxies);
@@ -16,13 +16,14 @@ const section = doc.slice(doc.indexOf('## The path of each request'), doc.indexO
 
 /** How a file not imported by an earlier one is reached, by the word in parentheses after it, and where it may be. */
 const REACHED: Record<string, RegExp> = {
-  RPC: /^src\/flows\/[^/]+\/service\.ts$/,
+  RPC: /^(src\/flows\/[^/]+\/service|src\/upstream\/notifications)\.ts$/,
+  dispatched: /^src\/flows\/[^/]+\/notifications\.ts$/,
   activity: /^(src\/flows\/[^/]+|src\/webhooks)\/activities\.ts$/,
   'deps.ledger': /^src\/ledger\/[^/]+\.ts$/,
   'deps.merchantAuth': /^src\/merchant-auth\/index\.ts$/,
-  'deps.fieldDecryption': /^src\/crypto\/field-decryption\.ts$/,
   'deps.acquirer': /^src\/acquirers\/index\.ts$/,
   'deps.outbound': /^src\/web\/outbound\.ts$/,
+  'deps.upstream': /^src\/upstream\/client\.ts$/,
 };
 
 interface Entry {
@@ -186,8 +187,8 @@ const listed = requests();
 const learned = learnOnce();
 
 describe('docs/architecture.md: the path of each request', () => {
-  it('lists the four requests, and the learn-once files it names exist', () => {
-    expect(listed.map((request) => request.name)).toHaveLength(4);
+  it('lists the five requests, and the learn-once files it names exist', () => {
+    expect(listed.map((request) => request.name)).toHaveLength(5);
     expect(learned.length).toBeGreaterThan(20);
     for (const entry of learned) expect([entry, `${entry}.ts`].some((candidate) => existsSync(path.join(root, candidate)))).toBe(true);
   });

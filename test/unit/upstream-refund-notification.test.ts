@@ -1,13 +1,12 @@
 /**
- * The upstream's refund notification (docs/refunds.md "Providers", src/flows/payin/upstream-refunds.ts): which body
+ * The upstream's refund notification (docs/refunds.md "Providers", src/upstream/notifications.ts): which body
  * is a refund notification, its fields read from verified bytes (amounts exact, never through a float), the
  * signature checked before any field, and the refund URL's default (src/config.ts upstreamRefundUrl).
  */
 import { loadConfig, upstreamRefundUrl } from '../../src/config';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
-import { upstreamNotificationKind } from '../../src/flows/payin/notifications';
-import { openRefundNotification, readRefundNotification } from '../../src/flows/payin/upstream-refunds';
+import { openRefundNotification, readRefundNotification, upstreamNotificationKind } from '../../src/upstream/notifications';
 
 const bytes = (text: string) => Buffer.from(text, 'utf8');
 const SECRET = 'a-notification-secret-of-this-test';

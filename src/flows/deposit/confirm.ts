@@ -5,6 +5,7 @@
  * messages"). The service (./service.ts) verifies the merchant and answers a repeat with its first answer.
  */
 import type { HandlerContext } from '@connectrpc/connect';
+import type { RequestJournal } from '../../events';
 import { reasonError, type DomainError } from '../../errors';
 import { problem } from '../../field-problems';
 import type { ConfirmPaymentRequest } from '../../gen/payments/deposit/v1/deposit_pb';
@@ -63,7 +64,7 @@ export async function confirmPayment(
   merchantId: string,
   request: Pick<ConfirmPaymentRequest, 'userId' | 'token' | 'password'>,
   context: HandlerContext,
-  journal?: { reference?: string },
+  journal?: RequestJournal,
 ): Promise<Record<string, never>> {
   const { database } = deps;
   const user = await merchantUser(database, merchantId, request.userId, 'user_id');

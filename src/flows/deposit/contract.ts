@@ -3,6 +3,7 @@
  * DepositWorkflow, its activities and the DepositService share. Imports nothing but `@temporalio/workflow`.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { moneyOutLedgerKey, moneyOutProviderKey, type MoneyOutResult, type MoneyOutStep } from '../money-out/contract';
 
 /**
  * Every reason the DepositService, the DepositWorkflow and its activities fail with, and its kind
@@ -160,6 +161,8 @@ export interface DepositActivities {
 }
 
 // ---- Refunds of deposits (docs/refunds.md "Area C"): the DepositRefundWorkflow (workflows/deposit-refund.ts) ----
+// A client of the money-out saga (src/flows/money-out/contract.ts, docs/money-out.md): its provider, the card acquirer,
+// answers at once (no `requested` stage); its commission leg a preorder's commission on fee_revenue.
 
 /**
  * A deposit refund's states: `held` (recorded, the amount held on the credited account, the acquirer not answered
@@ -178,33 +181,28 @@ export interface DepositRefundWorkflowInput {
   refund_reference: string;
 }
 
-export interface DepositRefundWorkflowResult {
-  status: DepositRefundStatus;
-  webhook_ids: string[];
-}
+export type DepositRefundWorkflowResult = MoneyOutResult<DepositRefundStatus>;
 
 /** What the acquirer step left the refund as: its status and the webhook of its decision, if one was produced. */
-export interface DepositRefundStep {
-  status: DepositRefundStatus;
-  webhook_id: string | null;
-}
+export type DepositRefundStep = MoneyOutStep<DepositRefundStatus>;
 
 /**
  * The ledger idempotency key of one step of a deposit's refund: `<deposit reference>:refund:<refund reference>:<step>`,
  * under the deposit's reference so that the deposit's timeline (ledgerKeysOf) shows its refunds' holds and postings.
- * The `-commission` steps are a preorder refund's hold on fee_revenue.
+ * The `-commission` steps are a preorder refund's hold on fee_revenue (the saga's `commission` leg).
  */
 export function depositRefundIdempotencyKey(
   deposit_reference: string,
   refund_reference: string,
   step: 'hold' | 'post' | 'void' | 'hold-commission' | 'post-commission' | 'void-commission',
 ): string {
-  return `${deposit_reference}:refund:${refund_reference}:${step}`;
+  const [base, leg] = step.split('-') as ['hold' | 'post' | 'void', 'commission' | undefined];
+  return moneyOutLedgerKey(`${deposit_reference}:refund:${refund_reference}`, base, leg);
 }
 
 /** The key the acquirer is asked to refund under: the refund reference (one refund, whatever the retries). */
 export function depositRefundAcquirerKey(refund_reference: string): string {
-  return refund_reference;
+  return moneyOutProviderKey(refund_reference);
 }
 
 /** The DepositRefundWorkflow's activities (src/flows/deposit/refund-activities.ts). */

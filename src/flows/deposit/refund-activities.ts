@@ -1,6 +1,7 @@
 /**
- * The DepositRefundWorkflow's activities (docs/refunds.md "Area C"): the acquirer's step of a deposit's refund and
- * its decision. Before capture the authorization is reversed (the refund recorded `reversal` and moved the deposit's
+ * The DepositRefundWorkflow's activities (docs/refunds.md "Area C"): the deposit refund's port over the money-out
+ * saga (src/flows/money-out/activities.ts, docs/money-out.md), the acquirer's step of a deposit's refund and its
+ * decision. Before capture the authorization is reversed (the refund recorded `reversal` and moved the deposit's
  * capture state to `reversing` under its row lock, so the capture never happens); after it, or for a local card,
  * the acquirer refunds under the refund's key. Succeeded posts the refund's holds (`…:post`, `…:post-commission`),
  * failed voids them (`…:void`, `…:void-commission`), with the `refund.succeeded` / `refund.failed` event on the
@@ -14,16 +15,15 @@ import { amountJson, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { findPreorder, type Preorder } from '../../preorders';
 import { reasonFailure } from '../../temporal/failures';
-import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
-import { DEPOSIT_REASONS, depositRefundAcquirerKey, depositRefundIdempotencyKey, type DepositRefundActivities, type DepositRefundStep } from './contract';
+import { recordWebhookEvent } from '../../webhooks';
+import type { MoneyOutAnswer, MoneyOutDecision } from '../money-out/contract';
+import { createMoneyOutSteps, type MoneyOutPort } from '../money-out/activities';
+import { DEPOSIT_REASONS, depositRefundAcquirerKey, depositRefundIdempotencyKey, type DepositRefundActivities, type DepositRefundStatus, type DepositRefundStep } from './contract';
 import { approvedAuthorization, findDepositRefund, updateDepositRefund, type DepositRefundRow } from './refund-store';
 import { getDeposit, moveCaptureState, type Deposit } from './store';
 
 /** The failure_reason of a card refund whose deposit recorded no authorization (never expected: a fault's trace). */
 const NO_AUTHORIZATION = 'no recorded authorization';
-
-/** The decision a refund ends with. */
-type Decision = { status: 'succeeded'; acquirer_refund_id: string | null } | { status: 'failed'; failure_reason: string };
 
 /** The refund events (docs/events.md "Area C"), on the deposit's subject. */
 type DecisionEvent = 'refund.succeeded' | 'refund.failed';
@@ -64,21 +64,6 @@ function webhookBody(refund: DepositRefundRow, event: DecisionEvent, preorder: {
   });
 }
 
-/** Posts (succeeded) or voids (failed) the refund's holds, inside `trx`. @returns the seller hold's transaction id */
-async function settleHolds(deps: PlatformDeps, trx: Knex.Transaction, refund: DepositRefundRow, succeeded: boolean): Promise<string | null> {
-  const settle = (pending_transfer_id: string, step: 'post' | 'void' | 'post-commission' | 'void-commission') => {
-    const transfer = { pending_transfer_id, idempotency_key: depositRefundIdempotencyKey(refund.deposit_reference, refund.refund_reference, step) };
-    return succeeded ? deps.ledger.postPendingTransfer(transfer, trx) : deps.ledger.voidPendingTransfer(transfer, trx);
-  };
-  let transaction_id: string | null = null;
-  if (refund.hold_transfer_id) transaction_id = (await settle(refund.hold_transfer_id, succeeded ? 'post' : 'void')).posted_transaction_id;
-  if (refund.commission_hold_transfer_id) {
-    const settled = await settle(refund.commission_hold_transfer_id, succeeded ? 'post-commission' : 'void-commission');
-    transaction_id ??= settled.posted_transaction_id;
-  }
-  return transaction_id;
-}
-
 /**
  * Records the decision's event on the deposit's subject, and its webhook when the deposit paid a preorder with a
  * call_back_url (an Area C deposit has no other call-back: events only). The transaction's last write.
@@ -91,33 +76,27 @@ async function announce(deps: PlatformDeps, trx: Knex.Transaction, refund: Depos
 }
 
 /**
- * Ends the refund with `decision` in one transaction: its holds posted or voided, the row, a reversal's capture state
- * (`reversed`, or back to `authorized` when the acquirer refused it), its event and webhook. A refund already decided
- * answers as it stands.
+ * Records the decision after its holds were posted or voided (by the saga, on the refund's and the deposit's locks): a
+ * reversal's capture state (`reversed`, or back to `authorized` when the acquirer refused it), the row, its event
+ * and webhook, in `trx`.
  */
-async function decide(deps: PlatformDeps, refund_reference: string, decision: Decision): Promise<DepositRefundStep> {
-  return deps.database.transaction(async (trx) => {
-    const refund = await findDepositRefund(trx, refund_reference, { forUpdate: true });
-    if (!refund) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
-    if (refund.status !== 'held') return { status: refund.status, webhook_id: refund.webhook_id };
-    const deposit = (await getDeposit(trx, refund.deposit_reference, { forUpdate: true }))!;
-    const succeeded = decision.status === 'succeeded';
-    const ledger_transaction_id = await settleHolds(deps, trx, refund, succeeded);
-    if (refund.method === 'reversal') await moveCaptureState(trx, deposit.reference, ['reversing'], succeeded ? 'reversed' : 'authorized');
-    const preorder = deposit.pre_order_token ? await findPreorder(trx, deposit.pre_order_token) : undefined;
-    const after: DepositRefundRow = {
-      ...refund,
-      status: decision.status,
-      acquirer_refund_id: decision.status === 'succeeded' ? decision.acquirer_refund_id : null,
-      failure_reason: decision.status === 'failed' ? decision.failure_reason : null,
-      decided_at: new Date(),
-      webhook_id: preorder?.call_back_url ? depositRefundWebhookId(refund, succeeded ? 'refund.succeeded' : 'refund.failed') : null,
-    };
-    const { status, acquirer_refund_id, failure_reason, decided_at, webhook_id } = after;
-    await updateDepositRefund(trx, refund_reference, { status, acquirer_refund_id, failure_reason, decided_at, webhook_id });
-    await announce(deps, trx, after, preorder, ledger_transaction_id);
-    return { status, webhook_id };
-  });
+async function recordDecision(deps: PlatformDeps, trx: Knex.Transaction, refund: DepositRefundRow, decision: MoneyOutDecision, ledger_transaction_id: string | null): Promise<DepositRefundStep> {
+  const deposit = (await getDeposit(trx, refund.deposit_reference))!;
+  const succeeded = decision.status === 'succeeded';
+  if (refund.method === 'reversal') await moveCaptureState(trx, deposit.reference, ['reversing'], succeeded ? 'reversed' : 'authorized');
+  const preorder = deposit.pre_order_token ? await findPreorder(trx, deposit.pre_order_token) : undefined;
+  const after: DepositRefundRow = {
+    ...refund,
+    status: decision.status,
+    acquirer_refund_id: decision.status === 'succeeded' ? decision.provider_reference : null,
+    failure_reason: decision.status === 'failed' ? decision.failure_reason : null,
+    decided_at: new Date(),
+    webhook_id: preorder?.call_back_url ? depositRefundWebhookId(refund, succeeded ? 'refund.succeeded' : 'refund.failed') : null,
+  };
+  const { status, acquirer_refund_id, failure_reason, decided_at, webhook_id } = after;
+  await updateDepositRefund(trx, refund.refund_reference, { status, acquirer_refund_id, failure_reason, decided_at, webhook_id });
+  await announce(deps, trx, after, preorder, ledger_transaction_id);
+  return { status, webhook_id };
 }
 
 /** The acquirer's answer to a refund after capture (or of an OTP deposit), under the refund's key. */
@@ -131,26 +110,69 @@ async function refundAtAcquirer(deps: PlatformDeps, acquirer: Acquirer, refund: 
   return acquirer.refund({ instrument: 'visa_master', authorization_id, ...request });
 }
 
-async function settleDepositRefund(deps: PlatformDeps, refund_reference: string): Promise<DepositRefundStep> {
-  const refund = await findDepositRefund(deps.database, refund_reference);
-  if (!refund) throw reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_REFUND_NOT_FOUND', `refund ${refund_reference} not found`);
-  if (refund.status !== 'held') return { status: refund.status, webhook_id: refund.webhook_id };
+/**
+ * The acquirer's answer under the refund's key: before capture the authorization reversed (whole), else the acquirer
+ * refunds. @throws Error retryably while no acquirer is configured or the deposit's capture is running
+ */
+async function askAcquirer(deps: PlatformDeps, refund: DepositRefundRow): Promise<MoneyOutAnswer> {
   // Retryable: an acquirer configured later (or a process with its settings) takes the refund on.
   if (!deps.acquirer) throw ApplicationFailure.retryable('no card acquirer configured', 'ACQUIRER_NOT_CONFIGURED');
   const deposit = (await getDeposit(deps.database, refund.deposit_reference))!;
   if (refund.method === 'reversal') {
     const authorization_id = await approvedAuthorization(deps.database, deposit.reference);
     const reversal = authorization_id ? await deps.acquirer.reverse({ authorization_id }) : { status: 'failed' as const, message: NO_AUTHORIZATION };
-    if (reversal.status === 'failed') deps.logger.error({ refund_reference, reference: deposit.reference }, 'reversal refused by the acquirer: the refund fails and the deposit is captured as usual');
-    return decide(deps, refund_reference, reversal.status === 'reversed' ? { status: 'succeeded', acquirer_refund_id: null } : { status: 'failed', failure_reason: reversal.message });
+    if (reversal.status === 'failed') deps.logger.error({ refund_reference: refund.refund_reference, reference: deposit.reference }, 'reversal refused by the acquirer: the refund fails and the deposit is captured as usual');
+    return reversal.status === 'reversed' ? { status: 'succeeded', provider_reference: null } : { status: 'failed', failure_reason: reversal.message };
   }
   const outcome = await refundAtAcquirer(deps, deps.acquirer, refund, deposit);
-  return decide(deps, refund_reference, outcome.status === 'succeeded' ? { status: 'succeeded', acquirer_refund_id: outcome.refund_id } : { status: 'failed', failure_reason: outcome.message });
+  return outcome.status === 'succeeded' ? { status: 'succeeded', provider_reference: outcome.refund_id } : { status: 'failed', failure_reason: outcome.message };
+}
+
+/**
+ * The deposit refund's port over the money-out saga: its row (`deposit_refunds`), its legs (the credited account's
+ * hold, a preorder's commission on fee_revenue), the acquirer, and the decision's record, event and call-back. Its
+ * holds are placed with the refund (./refund.ts), and the acquirer answers at once: no `requested` stage, no recorded
+ * decision to wait for.
+ */
+export function depositRefundPort(deps: PlatformDeps): MoneyOutPort<DepositRefundRow, DepositRefundStatus> {
+  const notFound = (reference: string) => reasonFailure(DEPOSIT_REASONS, 'DEPOSIT_REFUND_NOT_FOUND', `refund ${reference} not found`);
+  const key = (refund: DepositRefundRow, step: 'post' | 'void' | 'post-commission' | 'void-commission') => depositRefundIdempotencyKey(refund.deposit_reference, refund.refund_reference, step);
+  return {
+    notFound,
+    notAuthorized: notFound,
+    read: (db, reference) => findDepositRefund(db, reference),
+    // The refund's row, then its deposit's (before any ledger account, in the order a new refund of the deposit and
+    // its capture take them), so the decision and the deposit's other writers never wait on each other in a cycle.
+    async lock(trx, reference) {
+      const refund = await findDepositRefund(trx, reference, { forUpdate: true });
+      if (refund) await getDeposit(trx, refund.deposit_reference, { forUpdate: true });
+      return refund;
+    },
+    stage: (refund) => refund.status,
+    status: (refund) => refund.status,
+    webhookOf: (refund) => refund.webhook_id,
+    held: () => true,
+    placeHolds: async (_trx, refund) => {
+      throw new Error(`deposit refund ${refund.refund_reference} is recorded with its holds`);
+    },
+    legs: (refund) => [
+      { pending_transfer_id: refund.hold_transfer_id, post_key: key(refund, 'post'), void_key: key(refund, 'void') },
+      { pending_transfer_id: refund.commission_hold_transfer_id, post_key: key(refund, 'post-commission'), void_key: key(refund, 'void-commission') },
+    ],
+    ask: (refund) => askAcquirer(deps, refund),
+    markRequested: async (_trx, refund) => {
+      throw new Error(`deposit refund ${refund.refund_reference}: the acquirer answers at once`);
+    },
+    recordedDecision: async () => undefined,
+    decided: (trx, refund, decision, ledger_transaction_id) => recordDecision(deps, trx, refund, decision, ledger_transaction_id),
+    deliversWebhooks: false,
+  };
 }
 
 export function createDepositRefundActivities(deps: PlatformDeps): DepositRefundActivities {
+  const steps = createMoneyOutSteps(deps, depositRefundPort(deps));
   return {
-    settleDepositRefund: (input) => settleDepositRefund(deps, input.refund_reference),
-    startDepositRefundWebhooks: (input) => deliverWebhooks(deps, input.webhook_ids),
+    settleDepositRefund: (input) => steps.request(input.refund_reference),
+    startDepositRefundWebhooks: (input) => steps.deliver(input.webhook_ids),
   };
 }

@@ -107,8 +107,7 @@ export function createDepositService(deps: PlatformDeps): ServiceImpl<typeof Dep
     async confirmPayment(request, context) {
       const act = await requireMerchant(request, context);
       // The deposit's reference is known once confirmPayment found it (a replayed answer is not journaled again).
-      const journal = origin('area-c.confirm_payments', act.merchantId, request.idempotencyKey, context);
-      return journaled(deps, journal, () =>
+      return journaled(deps, origin('area-c.confirm_payments', act.merchantId, request.idempotencyKey, context), (journal) =>
         answerIdempotently(
           deps.idempotency,
           // The deposit token is stored only as its hash, so this fingerprint tells nothing of the OTP it holds.

@@ -8,7 +8,7 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
-import { fieldNotDecryptable } from '../../crypto/field-decryption';
+import { fieldNotDecryptable, tryDecryptField } from '../../crypto/field-decryption';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { problem, type FieldProblem } from '../../field-problems';
 import type { CardConfirmationSchema } from '../../gen/payments/deposit/v1/deposit_pb';
@@ -101,14 +101,9 @@ async function checkInstrument(deps: PlatformDeps, input: StartInput, problems: 
  * A Visa/Master deposit's encrypted CVV. No padding oracle (platform decisions §7): a CVV that does not decrypt and
  * one that decrypts to anything but 3 or 4 digits answer the same error, collected in `problems`.
  */
-async function checkSecurityCode(deps: PlatformDeps, encrypted: string, problems: FieldViolations): Promise<void> {
-  let valid = false;
-  try {
-    valid = validSecurityCode(await deps.fieldDecryption.decrypt(deps.keys.fieldEncryption, 'security_code', encrypted));
-  } catch (error) {
-    if (!(error instanceof DomainError)) throw error;
-  }
-  if (!valid) problems.security_code = [fieldNotDecryptable('security_code')];
+function checkSecurityCode(deps: PlatformDeps, encrypted: string, problems: FieldViolations): void {
+  const securityCode = tryDecryptField(deps.keys.fieldEncryption, encrypted, (plaintext) => (validSecurityCode(plaintext) ? plaintext : undefined));
+  if (securityCode === undefined) problems.security_code = [fieldNotDecryptable('security_code')];
 }
 
 /** The workflow input of a recorded deposit: its timer runs to the row's `expires_at`. */
@@ -202,7 +197,7 @@ export async function startDeposit(deps: PlatformDeps, input: StartInput) {
   const problems: FieldViolations = {};
   if (!isAreaCCurrency(input.currency)) problems.currency = [problem('currency')];
   if (input.amountUnits <= 0n) problems.amount = [problem('positive')];
-  if (input.kind === 'visa_master') await checkSecurityCode(deps, input.securityCode ?? '', problems);
+  if (input.kind === 'visa_master') checkSecurityCode(deps, input.securityCode ?? '', problems);
   const instrument = await checkInstrument(deps, input, problems);
   const preorder = await checkPreorder(deps, input, problems);
   if (Object.keys(problems).length > 0 || !instrument) throw invalidFields(problems);

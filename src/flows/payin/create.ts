@@ -18,7 +18,7 @@ import type { PlatformDeps } from '../../platform-deps';
 import { renderQrPng } from '../../web/qr-png';
 import { PAYIN_REASONS, type PayinReason } from './contract';
 import { findLatestPayin, insertPayinWithOutbox, markPayinFailed, recordForwarded, releaseAbandonedForward, type PayinRow } from './store';
-import { forwardPayin, UpstreamUnavailableError } from './upstream-client';
+import { forwardPayin, UpstreamUnavailableError } from '../../upstream/client';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 

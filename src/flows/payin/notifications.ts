@@ -1,24 +1,23 @@
 /**
  * The upstream's payin notifications (platform decisions §4; docs/payins.md "Workflow start and notification
- * hand-over"): B4 verifies `X-Upstream-Signature`, reads the notification with its field rules, records it once,
+ * hand-over"): B4 takes a body whose `X-Upstream-Signature` the upstream's door verified (src/upstream
+ * notifications.ts, which hands a payin's notification here), reads the notification with its field rules, records it once,
  * decides whether it applies, and hands it to the payin's workflow (Update-with-Start, within the upstream's
  * patience; the run's start input and its signal-with-start are built here, and the dispatcher uses them too);
  * what did not get through is handed over by the dispatcher (./outbox.ts). Reconciliation decides a recorded
  * notification whose process died with `applyRecordedNotification`.
  */
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { verifyHmacSha256Hex } from '../../crypto/hmac';
 import { DomainError, invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { amount, present, Problem, readFields, refuse as refuseField, text, type FieldRule } from '../../field-rules';
-import type { ApplyUpstreamNotificationRequest } from '../../gen/payments/payin/v1/payin_pb';
 import { isLosslessNumber, parseJsonObject } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
 import { withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYER_ADDRESS, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
-import { openRefundNotification, type RefundNotificationReceiver } from './upstream-refunds';
+import type { UpstreamNotificationAnswer, VerifiedUpstreamBody } from '../../upstream/notifications';
 import {
   findNotificationOutcome,
   findPayin,
@@ -61,16 +60,6 @@ const NOTIFICATION = {
 
 /** The JSON object of an upstream body (numbers read losslessly, depth bounded), else undefined. */
 const bodyObject = (signed_body: Uint8Array) => parseJsonObject(Buffer.from(signed_body).toString('utf8'));
-
-/**
- * Which kind of upstream notification `signed_body` is: `refund` when it is a JSON object with a `refund_reference`
- * member (whatever its value; read by ./upstream-refunds.ts `openRefundNotification`), else `payin` (which
- * `readNotification` then accepts or refuses). The route decides it before reading either kind.
- */
-export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
-  const body = bodyObject(signed_body);
-  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
-}
 
 /**
  * A notification's fields, read from verified bytes, before anything is recorded: a validly signed body is still
@@ -241,24 +230,16 @@ async function currentStatus(deps: PlatformDeps, payin: PayinRow): Promise<strin
 }
 
 /**
- * Verifies `X-Upstream-Signature`, records the notification once (key: invoice, status, trx_ref, amount) and
- * hands it to the PayinWorkflow with Update-with-Start (a success after expiry starts a new run that credits it
- * late), answering once the run handled it: `applied: true` with the payin's status after it. While Temporal
- * cannot be reached the recorded notification is answered as accepted (`applied: true`, the payin's status
- * unchanged) within NOTIFICATION_TEMPORAL_SECONDS, and the dispatcher hands it over once Temporal is back. Repeats
- * and no-longer-applicable notifications answer `applied: false` and change nothing.
+ * Applies a payin's notification whose signature the upstream's door verified: records it once (key: invoice,
+ * status, trx_ref, amount) and hands it to the PayinWorkflow with Update-with-Start (a success after expiry starts a
+ * new run that credits it late), answering once the run handled it: `applied: true` with the payin's status after
+ * it. While Temporal cannot be reached the recorded notification is answered as accepted (`applied: true`, the
+ * payin's status unchanged) within NOTIFICATION_TEMPORAL_SECONDS, and the dispatcher hands it over once Temporal is
+ * back. Repeats and no-longer-applicable notifications answer `applied: false` and change nothing.
+ * @throws DomainError VALIDATION_FAILED (the notification's fields), PAYIN_NOT_FOUND
  */
-export async function applyUpstreamNotification(deps: PlatformDeps, request: ApplyUpstreamNotificationRequest, refunds?: RefundNotificationReceiver) {
-  const secret = deps.config.UPSTREAM_WEBHOOK_SECRET;
-  if (!secret || !verifyHmacSha256Hex(secret, request.signedBody, request.signature)) {
-    throw reasonError(PAYIN_REASONS, 'UPSTREAM_SIGNATURE_INVALID', 'invalid upstream signature');
-  }
-  // A refund's decision (docs/refunds.md "Providers"): read with its own rules, recorded by the refund flow.
-  if (refunds && upstreamNotificationKind(request.signedBody) === 'refund') {
-    const refund = await refunds(openRefundNotification(secret, request.signedBody, request.signature), Buffer.from(request.signedBody).toString('utf8'));
-    return { applied: refund.applied, invoiceReference: refund.invoice_reference, status: refund.status };
-  }
-  const notification = readNotification(request.signedBody);
+export async function applyPayinNotification(deps: PlatformDeps, body: VerifiedUpstreamBody): Promise<UpstreamNotificationAnswer> {
+  const notification = readNotification(body);
   const { invoice_reference, status, amount_units, trx_ref } = notification;
   const payin = await findPayin(deps.database, invoice_reference);
   if (!payin || payin.status === 'failed') throw reasonError(PAYIN_REASONS, 'PAYIN_NOT_FOUND');
@@ -269,7 +250,7 @@ export async function applyUpstreamNotification(deps: PlatformDeps, request: App
     status,
     amount_units: status === 'success' ? amount_units : null,
     trx_ref: trx_ref || null,
-    raw_body: Buffer.from(request.signedBody).toString('utf8'),
+    raw_body: Buffer.from(body).toString('utf8'),
   });
   const outcome = recorded ? 'received' : await findNotificationOutcome(deps.database, idempotency_key);
   if (outcome === 'ignored') return { applied: false, invoiceReference: invoice_reference, status: payin.status };

@@ -5,36 +5,31 @@
  * (id = invoice_reference) by reference, with Update-with-Start, within the upstream's patience (platform decisions
  * §4: it waits 10 s); what did not get through is handed over by the dispatcher (./outbox.ts).
  *
- * The service object authenticates the merchant's API key and wires each RPC to its step: B1 (./create.ts), the
- * upstream's notifications (./notifications.ts), status and balances (here).
+ * The service object authenticates the merchant's API key (`deps.merchantAuth.requireApiKey`, src/merchant-auth) and
+ * wires each RPC to its step: B1 (./create.ts), status and balances (here). The upstream's notifications
+ * (ApplyUpstreamNotification) are served by the upstream's door (src/upstream/notifications.ts), which hands a payin's
+ * to ./notifications.ts; the composition root wires that RPC.
  *
  * Errors: PAYIN_SERVICE_REASONS (./reasons.ts). The Area B façade turns them into the documented messages
  * (rest-facade/payin/contract.ts).
  */
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { changeAwareCache } from '../../auth-changes';
-import { sha256Hex } from '../../crypto/secrets';
-import { COMMON_REASONS, invalidFields, reasonError } from '../../errors';
+import type { ServiceImpl } from '@connectrpc/connect';
+import { invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { CreatePayinResponseSchema, type PayinService } from '../../gen/payments/payin/v1/payin_pb';
 import { journaled } from '../../events';
 import { answerIdempotently } from '../../idempotency';
 import { CURRENCIES, decimalsOf } from '../../money';
-import { findMerchantByApiKey, type Merchant } from '../../onboarding/merchants';
+import type { Merchant } from '../../onboarding/merchants';
 import type { PlatformDeps } from '../../platform-deps';
 import { clientAddressOf } from '../../rpc/client-address';
 import { listWebhookDeliveries, redeliverWebhook } from '../../webhooks';
 import { PAYIN_REASONS } from './contract';
 import { createPayin } from './create';
-import { applyUpstreamNotification } from './notifications';
 import { findLatestPayin, type PayinRow } from './store';
-import type { RefundNotificationReceiver } from './upstream-refunds';
 
 export { newInvoiceReference } from './create';
-export { applyRecordedNotification, notifyPayin, type PayinNotification } from './notifications';
-
-/** Most API keys remembered by one process. */
-const API_KEY_CACHE_MAX = 10_000;
+export { applyPayinNotification, applyRecordedNotification, notifyPayin, type PayinNotification } from './notifications';
 
 function payinMessage(row: PayinRow) {
   return {
@@ -48,34 +43,6 @@ function payinMessage(row: PayinRow) {
     trxRef: row.trx_ref ?? '',
     late: row.late,
     paymentMatchStatus: row.payment_match_status ?? '',
-  };
-}
-
-/** Checks a merchant's API key (see apiKeyAuthentication). */
-export type ApiKeyAuthentication = (api_key: string, context: HandlerContext) => Promise<Merchant>;
-
-/**
- * The merchant owning an API key. Active merchants are remembered by SHA-256 of their key for AUTH_CACHE_SECONDS
- * (an unknown or suspended key is looked up every time; a suspension announced through `authChanges` empties the
- * cache at once). Unknown keys are counted per key and per client address (src/abuse): past the limit the address's
- * next unknown keys answer RATE_LIMITED; a verified merchant's calls count against its request rate.
- * @throws DomainError UNAUTHENTICATED (unknown or missing key), MERCHANT_SUSPENDED, RATE_LIMITED
- */
-export function apiKeyAuthentication(deps: PlatformDeps): ApiKeyAuthentication {
-  const apiKeys = changeAwareCache<Merchant>(deps.authChanges, { ttlSeconds: deps.config.AUTH_CACHE_SECONDS, max: API_KEY_CACHE_MAX });
-  const merchantOfApiKey = (api_key: string) =>
-    apiKeys.get(sha256Hex(api_key), () => findMerchantByApiKey(deps.database, api_key), (merchant) => merchant.status === 'active');
-  return async (api_key, context) => {
-    const merchant = api_key ? await merchantOfApiKey(api_key) : undefined;
-    if (!merchant) {
-      // A key is 256 random bits: only a wrong one is counted (a valid key is no guess), and an address past its
-      // failures gets RATE_LIMITED instead of another "unknown key". Only a digest of the key names it.
-      await (await deps.abuse.beginAttempt('api_key', sha256Hex(api_key).slice(0, 32), clientAddressOf(context))).failed();
-      throw reasonError(COMMON_REASONS, 'UNAUTHENTICATED', 'invalid or missing API key');
-    }
-    if (merchant.status !== 'active') throw reasonError(PAYIN_REASONS, 'MERCHANT_SUSPENDED');
-    await deps.abuse.consumeRequest(`merchant:${merchant.id}`);
-    return merchant;
   };
 }
 
@@ -94,15 +61,11 @@ async function balances(deps: PlatformDeps, merchant: Merchant) {
 }
 
 /**
- * @param authenticate the API-key check, shared with the EventsService's Area B proof by the composition root (one
- *   cache of keys); built here when not given
- * @param refunds where verified refund notifications go (the refund flow); absent: every notification is a payin's
+ * The PayinService but its ApplyUpstreamNotification, which the composition root wires to the upstream's door
+ * (src/upstream/notifications.ts).
  */
-export function createPayinService(
-  deps: PlatformDeps,
-  authenticate: ApiKeyAuthentication = apiKeyAuthentication(deps),
-  refunds?: RefundNotificationReceiver,
-): ServiceImpl<typeof PayinService> {
+export function createPayinService(deps: PlatformDeps): Omit<ServiceImpl<typeof PayinService>, 'applyUpstreamNotification'> {
+  const authenticate = deps.merchantAuth.requireApiKey;
   return {
     async authenticateApiKey(request, context) {
       await authenticate(request.apiKey, context);
@@ -131,9 +94,6 @@ export function createPayinService(
     },
 
     getBalances: async (request, context) => balances(deps, await authenticate(request.apiKey, context)),
-
-    applyUpstreamNotification: (request, context) =>
-      journaled(deps, { owner_kind: 'upstream', action: 'area-b.upstream_notification', client_address: clientAddressOf(context) }, () => applyUpstreamNotification(deps, request, refunds), (answer) => answer.invoiceReference),
 
     async listWebhookDeliveries(request) {
       if (!request.merchantId) throw invalidFields({ merchant_id: [problem('required')] });

@@ -19,7 +19,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { createHash, randomBytes } from 'node:crypto';
 import { changeAwareCache } from '../../auth-changes';
-import { journaled, listEvents } from '../../events';
+import { journaled, listEvents, type RequestJournal } from '../../events';
 import { COMMON_REASONS, DomainError, reasonError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
 import { PreTransferSchema, PreTransferState, type PreTransfer, type TransferService } from '../../gen/payments/transfer/v1/transfer_pb';
@@ -248,7 +248,7 @@ async function sendConfirm(deps: PlatformDeps, row: PreTransferRow, partner_tran
  * @throws DomainError PRE_TRANSFER_NOT_FOUND, PRE_TRANSFER_USED, PRE_TRANSFER_EXPIRED, DUPLICATE_PARTNER_TRANSACTION_ID,
  *   DEADLINE_EXCEEDED
  */
-export async function confirmPreTransfer(deps: PlatformDeps, partner: Partner, request: ConfirmInput): Promise<PreTransferRow> {
+export async function confirmPreTransfer(deps: PlatformDeps, partner: Partner, request: ConfirmInput, journal?: RequestJournal): Promise<PreTransferRow> {
   if (!ALPHANUMERIC_64.test(request.pre_transfer_id)) throw refuse('PRE_TRANSFER_NOT_FOUND');
   const row = await recordConfirmRequest(deps.database, {
     id: request.pre_transfer_id,
@@ -258,6 +258,9 @@ export async function confirmPreTransfer(deps: PlatformDeps, partner: Partner, r
     credential_id: request.credential_id,
   });
   if (!row) throw refuse('PRE_TRANSFER_NOT_FOUND');
+  // The pre-transfer is the partner's own (recordConfirmRequest found it by partner): from here on this request,
+  // refused or not, is filed under it.
+  if (journal) journal.reference = row.id;
   // Answered from the row without a Temporal round trip; the workflow's validator owns both and re-checks them.
   if (row.state === 'confirmed') throw refuse('PRE_TRANSFER_USED');
   if (isExpired(row)) throw refuse('PRE_TRANSFER_EXPIRED');
@@ -335,9 +338,9 @@ export function createTransferService(deps: PlatformDeps): ServiceImpl<typeof Tr
           action: 'area-a.confirm_pre_transfer',
           idempotency_key: request.partner_transaction_id,
           client_address: context && clientAddressOf(context),
-          reference: request.pre_transfer_id,
+          names: request.pre_transfer_id,
         },
-        () => confirmPreTransfer(deps, partner, request),
+        (journal) => confirmPreTransfer(deps, partner, request, journal),
       ),
     query: (partner, request) => queryPreTransfer(deps, partner, request),
     events: (partner, request) => listEvents(deps.database, { owner: { type: 'partner', id: partner.id }, after: request.after, limit: request.limit }),

@@ -11,8 +11,13 @@
  * (`<ref>:void`); either with its event and webhook in the same transaction. A refund made under the merchant's
  * `refund_fee: returned` holds its share of the payin fee on fee_revenue too (`<ref>:hold-fee`, the wallet holding
  * the rest), posted or voided with the wallet's (`<ref>:post-fee`, `<ref>:void-fee`).
+ *
+ * A refund is a client of the money-out saga (src/flows/money-out/contract.ts, docs/money-out.md): its `held` and
+ * `pending` are the saga's `held` and `requested`; its provider is the upstream's refund request; its fee leg the
+ * payin fee's share.
  */
-import { defineSignal } from '@temporalio/workflow';
+import type { SignalDefinition } from '@temporalio/workflow';
+import { decidedSignal as moneyOutDecidedSignal, moneyOutLedgerKey, moneyOutProviderKey, type MoneyOutResult, type MoneyOutStep } from '../money-out/contract';
 
 /** Every reason the refund service, the RefundWorkflow and its activities fail with, and its kind. */
 export const REFUND_REASONS = {
@@ -54,34 +59,41 @@ export interface RefundWorkflowInput {
   decision_timeout_seconds: number;
 }
 
-export interface RefundWorkflowResult {
-  status: RefundStatus;
-  webhook_ids: string[];
-}
+export type RefundWorkflowResult = MoneyOutResult<RefundStatus>;
 
 /** What an activity left the refund as: its status and the webhook of the event it recorded, if any. */
-export interface RefundStep {
-  status: RefundStatus;
-  webhook_id: string | null;
+export type RefundStep = MoneyOutStep<RefundStatus>;
+
+/** The decision hint a refund's run takes: the provider's notification status. */
+export interface RefundDecisionHint {
+  status: 'refund_succeeded' | 'refund_failed';
+}
+
+/** Whether a `decided` message is a refund's hint (any other is logged and dropped). */
+export function isRefundDecisionHint(message: unknown): message is RefundDecisionHint {
+  const status = (message as { status?: unknown } | undefined)?.status;
+  return status === 'refund_succeeded' || status === 'refund_failed';
 }
 
 /**
- * The provider notified a decision (sent by the notification route after recording the signed notification). Not
- * authority: the activity decides from the recorded notification, never from this message.
+ * The provider notified a decision (sent by the refund flow after recording the signed notification): the saga's
+ * `decided` hint. Not authority: the activity decides from the recorded notification, never from this message.
  */
-export const decidedSignal = defineSignal<[{ status: 'refund_succeeded' | 'refund_failed' }]>('decided');
+export const decidedSignal = moneyOutDecidedSignal as SignalDefinition<[RefundDecisionHint], 'decided'>;
 
 /**
  * The ledger idempotency key of one step of a refund (`<reference>:hold|post|void`, docs/architecture.md); a refund
- * that returns the payin fee's share holds, posts or voids it under `<reference>:hold-fee|post-fee|void-fee`.
+ * that returns the payin fee's share holds, posts or voids it under `<reference>:hold-fee|post-fee|void-fee` (the
+ * saga's `fee` leg).
  */
 export function refundIdempotencyKey(refund_reference: string, step: 'hold' | 'post' | 'void' | 'hold-fee' | 'post-fee' | 'void-fee'): string {
-  return `${refund_reference}:${step}`;
+  const [base, leg] = step.split('-') as ['hold' | 'post' | 'void', 'fee' | undefined];
+  return moneyOutLedgerKey(refund_reference, base, leg);
 }
 
 /** The idempotency key the provider is asked under: the refund reference (one refund, whatever the retries). */
 export function refundProviderKey(refund_reference: string): string {
-  return refund_reference;
+  return moneyOutProviderKey(refund_reference);
 }
 
 /**

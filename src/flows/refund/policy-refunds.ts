@@ -9,14 +9,13 @@
 import { recordEvent } from '../../events';
 import type { Knex } from '../../db/knex';
 import type { PlatformDeps } from '../../platform-deps';
-import { upstreamRefundUrl } from '../../config';
 import { placeRefundHold, refundEventData } from './activities';
 import type { RefundFields } from './contract';
 import { feeShareOf, findRefund, insertRefund, refundBasis, updateRefund } from './store';
 
 /** Whether a refund provider is configured: without one a policy cannot refund (the payment is credited). */
-export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'config'>): boolean {
-  return upstreamRefundUrl(deps.config) !== undefined;
+export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'upstream'>): boolean {
+  return deps.upstream !== undefined;
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * The refund flow's service side (docs/refunds.md): a merchant's refund of its settled payin created (validated,
- * recorded, held on its wallet and announced in one transaction; its RefundWorkflow started after the commit, by
- * reference), read back, and the provider's signed decision recorded and handed to the workflow.
+ * RefundService (docs/refunds.md): a merchant's refund of its settled payin created (validated, recorded, held on its
+ * wallet and announced in one transaction; its RefundWorkflow started after the commit, by reference) and read back,
+ * over Connect, and the operators' views. The merchant's calls carry its Area B API key, checked by
+ * `deps.merchantAuth.requireApiKey` (src/merchant-auth); a refund is found only for the merchant that owns it
+ * (another merchant's answers REFUND_NOT_FOUND, never more). The provider's signed decision is ./notifications.ts.
  *
  * Refundable amount, on the merchant's refund fee setting when the refund is created (stored on the refund): `kept`
  * (default), what the payin credited to the merchant (its settlement and additional payments, each less the payin fee
@@ -10,13 +12,14 @@
  * (store.ts `feeShareOf`) is held on fee_revenue (`<ref>:hold-fee`) and the rest on the wallet; the payer receives
  * the refund's amount either way.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import type { ServiceImpl } from '@connectrpc/connect';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { createHash, randomUUID } from 'node:crypto';
-import { upstreamRefundUrl } from '../../config';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { recordEvent } from '../../events';
 import { problem } from '../../field-problems';
+import type { RefundService } from '../../gen/payments/refund/v1/refund_pb';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
@@ -25,13 +28,13 @@ import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { hasControlCharacters } from '../../text';
 import { refundWorkflow } from '../../../workflows/refund';
 import { placeRefundHold, refundEventData } from './activities';
-import { decidedSignal, REFUND_REASONS, type RefundWorkflowInput } from './contract';
+import { REFUND_REASONS, type RefundWorkflowInput } from './contract';
 import {
   feeShareOf,
   findRefund,
   findRefundByKey,
   insertRefund,
-  insertRefundNotification,
+  listRefunds,
   lockMerchantPayin,
   merchantRefundFee,
   refundBasis,
@@ -40,7 +43,7 @@ import {
   type RefundRow,
 } from './store';
 
-export { createRefundActivities, type RefundProvider, type RefundProviderOutcome } from './activities';
+export { createRefundActivities } from './activities';
 export { listRefunds, overdueRefunds, orphanRefundNotifications, findRefund, type RefundRow, type RefundNotificationRow } from './store';
 
 /** A TRON address (USDT TRC-20): `T` and 33 base58 characters. */
@@ -171,7 +174,7 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
     const created = await insertRefund(trx, { ...row, pending_transfer_id: randomUUID() });
     try {
       // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
-      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!);
+      const held = await placeRefundHold(deps, trx, created, 'direct', created.pending_transfer_id!, payin);
       // A fresh reference's key: never a replay of another hold (which would name another id).
       if (held.pending_transfer_id !== created.pending_transfer_id) throw new Error(`refund ${refund_reference}: hold ${held.pending_transfer_id} is not the one recorded`);
       // The fee share's hold (after the wallet's, whose id the row names already); recorded in the same transaction.
@@ -201,7 +204,7 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
  */
 export async function createRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key?: string): Promise<RefundRow> {
   checkRequest(request);
-  if (!upstreamRefundUrl(deps.config)) throw reasonError(REFUND_REASONS, 'REFUND_PROVIDER_NOT_CONFIGURED', 'no refund provider is configured');
+  if (!deps.upstream) throw reasonError(REFUND_REASONS, 'REFUND_PROVIDER_NOT_CONFIGURED', 'no refund provider is configured');
   const fingerprint = fingerprintOf(request);
   let refund = request_key ? await replayed(deps, merchant_id, request_key, fingerprint) : undefined;
   if (!refund) {
@@ -226,51 +229,87 @@ export async function refundOf(deps: PlatformDeps, merchant_id: string, refund_r
   return refund;
 }
 
-/** A signed refund notification, opened by the notification route (src/flows/payin/upstream-refunds.ts). */
-export interface VerifiedRefundNotification {
-  refund_reference: string;
-  status: 'refund_succeeded' | 'refund_failed';
-  amount_units: bigint;
-  refund_trx_ref?: string;
-  failure_reason?: string;
+// ---- The RPC ----
+
+/** Most refunds one answer lists. */
+const LIST_MAX = 500;
+const LIST_DEFAULT = 100;
+
+/** An Idempotency-Key: 1 to 255 visible ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** A refund as the RPC answers it; `merchant_id` only in operators' answers. */
+export function refundMessage(row: RefundRow, operator = false) {
+  return {
+    refundReference: row.refund_reference,
+    invoiceReference: row.invoice_reference,
+    outTradeNo: row.out_trade_no,
+    amountUnits: row.amount_units,
+    currency: row.currency,
+    status: row.status,
+    address: row.address,
+    reason: row.reason,
+    refundTrxRef: row.refund_trx_ref ?? '',
+    failureReason: row.failure_reason ?? '',
+    createdAt: row.created_at.toISOString(),
+    decidedAt: row.decided_at ? row.decided_at.toISOString() : '',
+    merchantId: operator ? row.merchant_id : '',
+  };
 }
 
-/**
- * Records a verified refund notification (the authority the RefundWorkflow's decision rests on) and signals the
- * refund's workflow. A notification of an unknown refund is recorded too (reconciliation reports it); one whose amount
- * is not the refund's is refused and recorded nowhere.
- * @returns whether this call recorded it, and the refund's status as it is now ('' when unknown)
- * @throws DomainError REFUND_NOTIFICATION_MISMATCH
- */
-export async function receiveRefundNotification(
-  deps: PlatformDeps,
-  notification: VerifiedRefundNotification,
-  raw_body: string,
-): Promise<{ applied: boolean; refund?: RefundRow }> {
-  const refund = await findRefund(deps.database, notification.refund_reference);
-  if (refund && refund.amount_units !== notification.amount_units) {
-    throw reasonError(REFUND_REASONS, 'REFUND_NOTIFICATION_MISMATCH', 'the notification names another amount than the refund');
-  }
-  const recorded = await insertRefundNotification(deps.database, {
-    refund_reference: notification.refund_reference,
-    status: notification.status,
-    amount_units: notification.amount_units,
-    refund_trx_ref: notification.refund_trx_ref ?? null,
-    failure_reason: notification.failure_reason ?? null,
-    raw_body,
-  });
-  if (!refund) {
-    deps.logger.warn({ refund_reference: notification.refund_reference }, 'refund notification of an unknown refund recorded');
-    return { applied: false };
-  }
-  if (refund.status === 'held' || refund.status === 'pending') {
-    try {
-      await deps.temporal.client.workflow.getHandle(refund.refund_reference).signal(decidedSignal, { status: notification.status });
-    } catch (error) {
-      // No run (not started yet, or gone): the run that starts reads the record; reconciliation reports it meanwhile.
-      if (!(error instanceof WorkflowNotFoundError)) throw error;
-      deps.logger.warn({ refund_reference: refund.refund_reference }, 'refund notification recorded; no running workflow to tell');
-    }
-  }
-  return { applied: recorded, refund: (await findRefund(deps.database, refund.refund_reference)) ?? refund };
+/** The merchant's payin named by out_trade_no or invoice_reference (latest live one for out_trade_no). */
+async function payinOf(deps: PlatformDeps, merchant_id: string, name: { out_trade_no: string; invoice_reference: string }) {
+  const query = deps.database('payins').select('invoice_reference').where({ merchant_id }).whereNot({ status: 'failed' });
+  if (name.invoice_reference) query.where({ invoice_reference: name.invoice_reference });
+  else query.where({ out_trade_no: name.out_trade_no }).orderBy('created_at', 'desc');
+  return (await query.first()) as { invoice_reference: string } | undefined;
+}
+
+export function createRefundService(deps: PlatformDeps): ServiceImpl<typeof RefundService> {
+  const authenticate = deps.merchantAuth.requireApiKey;
+  return {
+    async createRefund(request, context) {
+      const merchant = await authenticate(request.apiKey, context);
+      // Required, not optional: a refund moves money, and a client's retry without a key would refund twice.
+      if (!IDEMPOTENCY_KEY.test(request.idempotencyKey)) {
+        throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_INVALID', 'the Idempotency-Key must be 1 to 255 visible ASCII characters');
+      }
+      const refund = await createRefund(
+        deps,
+        merchant.id,
+        {
+          ...(request.invoiceReference ? { invoice_reference: request.invoiceReference } : {}),
+          ...(request.outTradeNo ? { out_trade_no: request.outTradeNo } : {}),
+          ...(request.amountUnits !== undefined ? { amount_units: request.amountUnits } : {}),
+          reason: request.reason,
+          address: request.address,
+        },
+        request.idempotencyKey || undefined,
+      );
+      return { refund: refundMessage(refund) };
+    },
+
+    async getRefundStatus(request, context) {
+      const merchant = await authenticate(request.apiKey, context);
+      if (request.refundReference) return { refunds: [refundMessage(await refundOf(deps, merchant.id, request.refundReference))], refundableUnits: 0n };
+      if (!request.outTradeNo && !request.invoiceReference) throw invalidFields({ out_trade_no: [problem('required')] });
+      const payin = await payinOf(deps, merchant.id, { out_trade_no: request.outTradeNo, invoice_reference: request.invoiceReference });
+      if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
+      const refunds = await listRefunds(deps.database, { merchant_id: merchant.id, invoice_reference: payin.invoice_reference, limit: LIST_MAX });
+      // Under the merchant's setting now: what a refund asked now could take.
+      const refundable = refundableOf(await refundBasis(deps.database, payin.invoice_reference), await merchantRefundFee(deps.database, merchant.id));
+      return { refunds: refunds.map((row) => refundMessage(row)), refundableUnits: refundable > 0n ? refundable : 0n };
+    },
+
+    async listRefunds(request) {
+      const rows = await listRefunds(deps.database, { merchant_id: request.merchantId || undefined, limit: request.limit || LIST_DEFAULT });
+      return { refunds: rows.map((row) => refundMessage(row, true)) };
+    },
+
+    async showRefund(request) {
+      const row = await findRefund(deps.database, request.refundReference);
+      if (!row) throw reasonError(REFUND_REASONS, 'REFUND_NOT_FOUND', 'no refund with this reference');
+      return { refund: refundMessage(row, true) };
+    },
+  };
 }

@@ -54,9 +54,27 @@ export interface RefundablePayin {
   paid_amount_units: bigint | null;
   currency: 'USDT';
   trx_ref: string | null;
+  /**
+   * The ledger accounts the payin's settlement posted to (migration 038): the merchant's wallet, the platform's
+   * settlement and fee_revenue accounts; null for a payin from before them (the refund then finds them).
+   */
+  wallet_account_id: string | null;
+  settlement_account_id: string | null;
+  fee_revenue_account_id: string | null;
 }
 
-const PAYIN_COLUMNS = ['invoice_reference', 'merchant_id', 'out_trade_no', 'status', 'paid_amount_units', 'currency', 'trx_ref'];
+const PAYIN_COLUMNS = [
+  'invoice_reference',
+  'merchant_id',
+  'out_trade_no',
+  'status',
+  'paid_amount_units',
+  'currency',
+  'trx_ref',
+  'wallet_account_id',
+  'settlement_account_id',
+  'fee_revenue_account_id',
+];
 
 /**
  * The caller's payin named by `invoice_reference`, else its latest live payin for `out_trade_no`, locked for the rest

@@ -38,8 +38,10 @@ async function loggedInMerchant(deps: PlatformDeps, request: LoginRequest, conte
 }
 
 /**
- * C1. The signed body must carry a `timestamp` within MERCHANT_LOGIN_WINDOW_SECONDS and is accepted once
- * (src/merchant-auth `authenticateLogin`), so a captured login opens no session later. Past the limit of failed logins
+ * C1 (interface "Area C": user_name and password). A signed body that carries the optional `timestamp` must lie
+ * within MERCHANT_LOGIN_WINDOW_SECONDS and is accepted once (src/merchant-auth `authenticateLogin`), so such a captured
+ * login opens no session later; one without it is the interface's login and opens a session each time its signature
+ * and credentials verify. Past the limit of failed logins
  * every attempt, right or wrong, answers RATE_LIMITED until the window ends.
  * @returns the session token (MERCHANT_SESSION_TTL_SECONDS) and the merchant's API user with its USD balance
  * @throws what `loggedInMerchant` throws

@@ -291,17 +291,37 @@ async function transferIdempotently(deps: PlatformDeps, parties: TransferPartyLo
   );
 }
 
+/** The wallet paying a preorder: its ledger account, the paying user (null for the merchant), the field naming it. */
+interface PreorderPayer {
+  walletAccountId: string;
+  userId: string | null;
+  field: 'user_id' | 'pre_order_token';
+}
+
 /**
- * pay_by_token: the merchant's user `payerUserId` pays the preorder: payer −amount, seller +(amount − commission),
- * platform fee_revenue +commission (commission_rate % half-up), one ledger transaction, in the same database
- * transaction that marks the preorder paid. @returns the payment reference.
- * @throws PREORDER_NOT_FOUND, PREORDER_ALREADY_PAID (on pre_order_token), USER_NOT_FOUND (user_id), INSUFFICIENT_FUNDS
+ * The merchant's own wallet in `currency` as a preorder's payer: the wallet the login answers (`wallet_ref`,
+ * `balance`). The interface's pay_by_token names no payer (pre_order_token only), so without `user_id` the calling
+ * merchant pays, on its own signed proof. @throws INSUFFICIENT_FUNDS (on amount) when it holds no such wallet
+ */
+async function merchantPayer(deps: PlatformDeps, merchantId: string, currency: Currency): Promise<PreorderPayer> {
+  const account = await deps.ledger.findAccount({ owner_type: 'merchant', owner_id: merchantId, currency, kind: 'wallet' });
+  if (!account) throw reasonError(WALLET_REASONS, 'INSUFFICIENT_FUNDS', 'no merchant wallet in the currency', { amount: [problem('insufficient_funds')] });
+  return { walletAccountId: account.id, userId: null, field: 'pre_order_token' };
+}
+
+/**
+ * pay_by_token: the payer pays the preorder: payer −amount, seller +(amount − commission), platform fee_revenue
+ * +commission (commission_rate % half-up), one ledger transaction, in the same database transaction that marks the
+ * preorder paid. The payer is the merchant's user `payerUserId` when sent (a platform extension), else the merchant's
+ * own wallet (interface "pay by token": pre_order_token only). @returns the payment reference.
+ * @throws PREORDER_NOT_FOUND, PREORDER_ALREADY_PAID (on pre_order_token), USER_NOT_FOUND (user_id), PAYER_IS_SELLER
+ *   (on user_id, or pre_order_token for the merchant's own preorder), INSUFFICIENT_FUNDS (on amount)
  */
 async function payByToken(
   deps: PlatformDeps,
   input: { merchantId: string; preOrderToken: string; payerUserId: string; reference?: string },
 ): Promise<string> {
-  const payer = await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id');
+  const user = input.payerUserId ? await merchantUser(deps.database, input.merchantId, input.payerUserId, 'user_id') : undefined;
   const unknown = () =>
     reasonError(PREORDER_REASONS, 'PREORDER_NOT_FOUND', 'preorder not found', { pre_order_token: [problem('not_found')] });
   const alreadyPaid = () =>
@@ -312,10 +332,13 @@ async function payByToken(
   const found = await findPreorder(deps.database, input.preOrderToken);
   if (!found || found.merchant_id !== input.merchantId) throw unknown();
   if (found.status !== 'pending') throw alreadyPaid();
-  checkWalletCurrency(payer, found.currency, 'user_id');
+  if (user) checkWalletCurrency(user, found.currency, 'user_id');
+  const payer: PreorderPayer = user
+    ? { walletAccountId: user.wallet_account_id, userId: user.id, field: 'user_id' }
+    : await merchantPayer(deps, input.merchantId, found.currency);
   const sellerAccount = await sellerAccountId(deps, input.merchantId, found.seller_code, found.currency);
-  if (sellerAccount === payer.wallet_account_id) {
-    throw reasonError(WALLET_REASONS, 'PAYER_IS_SELLER', 'payer is the seller', { user_id: [problem('payer_is_seller')] });
+  if (sellerAccount === payer.walletAccountId) {
+    throw reasonError(WALLET_REASONS, 'PAYER_IS_SELLER', 'payer is the seller', { [payer.field]: [problem('payer_is_seller')] });
   }
   const reference = input.reference ?? newReference('PAY');
   const webhookId = await deps.database.transaction(async (trx) => {
@@ -323,11 +346,11 @@ async function payByToken(
     try {
       paid = await payPreorder(deps, trx, {
         preOrderToken: found.token,
-        sourceAccountId: payer.wallet_account_id,
+        sourceAccountId: payer.walletAccountId,
         sellerAccountId: sellerAccount,
         reference,
         idempotencyKey: walletMovementIdempotencyKey('pay', reference),
-        paidByUserId: payer.id,
+        paidByUserId: payer.userId,
       });
     } catch (error) {
       mapLedgerError(error);
@@ -340,7 +363,7 @@ async function payByToken(
 }
 
 /**
- * pay_by_token: the merchant's user pays a preorder of the merchant.
+ * pay_by_token: the merchant's user (`user_id`), or the merchant itself without one, pays a preorder of the merchant.
  * @throws DomainError PREORDER_NOT_FOUND, PREORDER_ALREADY_PAID, USER_NOT_FOUND, PAYER_IS_SELLER, INSUFFICIENT_FUNDS
  */
 async function payByTokenIdempotently(deps: PlatformDeps, request: PayByTokenRequest, context: HandlerContext) {

@@ -178,7 +178,8 @@ export type CreateMerchantResponse = Message<"payments.admin.v1.CreateMerchantRe
   signatureHeader: string;
 
   /**
-   * The platform's signing public key, SPKI PEM.
+   * The platform public key a merchant uses, SPKI PEM: the field-encryption key (platform decisions §2 and §7 have
+   * merchants encrypt Area C fields with it; a merchant verifies no platform signature).
    *
    * @generated from field: string platform_public_key = 8;
    */

@@ -661,7 +661,7 @@ export type PayByTokenRequest = Message<"payments.wallet.v1.PayByTokenRequest"> 
   preOrderToken: string;
 
   /**
-   * The paying user (one of the merchant's users).
+   * The paying user (one of the merchant's users); empty: the merchant's own wallet pays (the interface names no payer).
    *
    * @generated from field: string user_id = 3;
    */

@@ -1,30 +1,114 @@
 /**
- * The upstream provider's refund port (Area B, docs/refunds.md "Providers"): a refund of a settled payin requested
- * from the upstream crypto provider, and the signed notification by which the provider decides a refund it answered
- * `pending`. The RefundWorkflow's activities call `requestUpstreamRefund` (or a port from `upstreamRefundsFromConfig`)
- * and the notification route reads a refund notification with `openRefundNotification`.
+ * The upstream crypto provider's API as the platform calls it (platform decisions §4; docs/refunds.md "Providers"):
+ * one pool of connections (undici), payin forwarding (B1) and refund requests; payouts add theirs here. What the
+ * provider sends back on its own, its signed notifications, is ./notifications.ts.
  *
- * Request: `POST {UPSTREAM_REFUND_URL}` (default `<UPSTREAM_PAYIN_URL>/refunds`, src/config.ts upstreamRefundUrl)
- * with `Content-Type: application/json`, `Authorization: Bearer {UPSTREAM_API_KEY}`, `Idempotency-Key` and
- * `X-Notify-Url`, body `{"refund_reference", "invoice_reference", "trx_ref", "amount", "currency": "USDT", "address",
- * "reason"}` (`amount` an exact JSON number, `trx_ref` the payment refunded). Answer 200/201/202
- * `{"refund_reference", "status": "succeeded" | "failed" | "pending", "refund_trx_ref"?, "failure_reason"?,
- * "amount"?, "currency"?}`. The same Idempotency-Key answers the same refund, never a second one.
+ * Payin forwarding: the merchant's body byte for byte with `Content-Type`, `Authorization: Bearer {UPSTREAM_API_KEY}`,
+ * `X-Invoice-Reference` and `X-Notify-Url`. A 200 answer must be `{"qrcode": {"content": string, "image"?: string},
+ * "trx_ref"?: string}`; anything else, a timeout (`UPSTREAM_TIMEOUT_SECONDS`) or a refused connection is
+ * `UpstreamUnavailableError`.
  *
- * Notification (the same route, `X-Upstream-Signature` and secret as the payin's, platform decisions §4): a body with
- * a `refund_reference` member is a refund notification, `{"refund_reference", "status": "refund_succeeded" |
- * "refund_failed", "amount", "currency": "USDT", "trx_ref"?, "refund_trx_ref"?, "failure_reason"?}`; every other body
- * is a payin notification (the route tells them apart: ./notifications.ts `upstreamNotificationKind`). The statuses
- * of the two kinds are disjoint as well.
+ * Refund request: `POST {UPSTREAM_REFUND_URL}` (default `<UPSTREAM_PAYIN_URL>/refunds`, src/config.ts
+ * upstreamRefundUrl) with `Content-Type: application/json`, `Authorization: Bearer {UPSTREAM_API_KEY}`,
+ * `Idempotency-Key` and `X-Notify-Url`, body `{"refund_reference", "invoice_reference", "trx_ref", "amount",
+ * "currency": "USDT", "address", "reason"}` (`amount` an exact JSON number, `trx_ref` the payment refunded). Answer
+ * 200/201/202 `{"refund_reference", "status": "succeeded" | "failed" | "pending", "refund_trx_ref"?,
+ * "failure_reason"?, "amount"?, "currency"?}`. The same Idempotency-Key answers the same refund, never a second one.
  */
-import type { Config } from '../../config';
-import { upstreamRefundUrl } from '../../config';
-import { verifyHmacSha256Hex } from '../../crypto/hmac';
-import { invalidFields, reasonError, type FieldViolations } from '../../errors';
-import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, parseJsonObject, readAmount, stringifyJson } from '../../money';
-import { hasControlCharacters } from '../../text';
-import { PAYIN_REASONS } from './contract';
-import { postToUpstream } from './upstream-client';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { Config } from '../config';
+import { upstreamRefundUrl } from '../config';
+import { amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../money';
+import { hasControlCharacters } from '../text';
+
+export class UpstreamUnavailableError extends Error {
+  constructor(detail: string) {
+    super(`upstream payin server unavailable: ${detail}`);
+    this.name = 'UpstreamUnavailableError';
+  }
+}
+
+export interface UpstreamPayinAnswer {
+  qr_content: string;
+  /** Base64 PNG when the upstream sent one. */
+  qr_image?: string;
+  trx_ref?: string;
+}
+
+/**
+ * The connections to the upstream provider, shared by payin forwarding and refund requests. Its URLs
+ * are the operator's choice, so it is not the outbound policy's guarded dispatcher (docs/security.md "Outbound
+ * requests"); live mode requires them to be https (src/config.ts liveModeProblem).
+ */
+export const upstreamAgent = new Agent({ keepAliveTimeout: 10_000, connections: 64 });
+
+/**
+ * POSTs a JSON `body` to the upstream over `upstreamAgent`, with `Authorization: Bearer {api_key}` when one is set,
+ * `headers` beside it, and `timeout_seconds` (UPSTREAM_TIMEOUT_SECONDS) on the headers, the body and the whole call.
+ * Shared by payin forwarding and refund requests. @throws undici's error when no answer came (refused, timed out)
+ */
+export function postToUpstream(
+  url: string,
+  body: string | Uint8Array,
+  options: { api_key?: string; timeout_seconds: number; headers: Record<string, string> },
+): Promise<Dispatcher.ResponseData> {
+  const timeoutMs = Math.round(options.timeout_seconds * 1000);
+  return request(url, {
+    method: 'POST',
+    body,
+    dispatcher: upstreamAgent,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    signal: AbortSignal.timeout(timeoutMs),
+    headers: { 'content-type': 'application/json', ...(options.api_key ? { authorization: `Bearer ${options.api_key}` } : {}), ...options.headers },
+  });
+}
+
+/**
+ * POSTs `body` (the raw bytes) to `url`.
+ * @param options.timeout_seconds header and body timeout (UPSTREAM_TIMEOUT_SECONDS)
+ * @throws UpstreamUnavailableError for any answer but a well-formed 200, a timeout or a network error
+ */
+export async function forwardPayin(
+  url: string,
+  body: Uint8Array,
+  options: { api_key?: string; invoice_reference: string; notify_url: string; timeout_seconds: number },
+): Promise<UpstreamPayinAnswer> {
+  let response;
+  try {
+    response = await postToUpstream(url, body, {
+      api_key: options.api_key,
+      timeout_seconds: options.timeout_seconds,
+      headers: { 'x-invoice-reference': options.invoice_reference, 'x-notify-url': options.notify_url },
+    });
+  } catch (error) {
+    throw new UpstreamUnavailableError((error as Error).message);
+  }
+  let text: string;
+  try {
+    text = await response.body.text();
+  } catch (error) {
+    throw new UpstreamUnavailableError(`reading the answer: ${(error as Error).message}`);
+  }
+  if (response.statusCode !== 200) throw new UpstreamUnavailableError(`HTTP ${response.statusCode}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UpstreamUnavailableError('answer is not JSON');
+  }
+  const answer = parsed as { qrcode?: { content?: unknown; image?: unknown }; trx_ref?: unknown };
+  const content = answer?.qrcode?.content;
+  if (typeof content !== 'string' || content === '') throw new UpstreamUnavailableError('answer has no qrcode.content');
+  const image = answer.qrcode?.image;
+  return {
+    qr_content: content,
+    ...(typeof image === 'string' && image !== '' ? { qr_image: image } : {}),
+    ...(typeof answer.trx_ref === 'string' && answer.trx_ref !== '' ? { trx_ref: answer.trx_ref } : {}),
+  };
+}
+
+// ---- Refunds ----
 
 /** Field limits of a refund request, its answer and its notification (characters). */
 export const REFUND_LIMITS = {
@@ -109,8 +193,11 @@ export interface UpstreamRefundOptions {
   timeout_seconds: number;
 }
 
-/** The upstream refund port: what the RefundWorkflow's activities are given. */
-export interface UpstreamRefunds {
+/**
+ * The upstream provider port (`deps.upstream`, built by the composition root with `upstreamFromConfig`): what the
+ * money-out flows ask it. Payouts add `payout` here.
+ */
+export interface Upstream {
   /**
    * Asks the provider to refund. A repeat with the same `idempotency_key` answers the same refund (its outcome, or
    * its decision once a pending refund was decided) and never refunds twice.
@@ -160,14 +247,14 @@ async function readAnswer(body: AsyncIterable<Uint8Array> & { destroy(): unknown
 }
 
 /** A provider's text (a failure reason): control characters replaced by spaces, at most REFUND_LIMITS.failure_reason characters. */
-function providerText(value: unknown): string {
+export function providerText(value: unknown): string {
   if (typeof value !== 'string') return '';
   // eslint-disable-next-line no-control-regex
   return [...value.replace(/[\x00-\x1f\x7f]/g, ' ').trim()].slice(0, REFUND_LIMITS.failure_reason).join('');
 }
 
 /** A reference the provider gave: a non-empty string within `limit`, without control characters. */
-function isReference(value: unknown, limit: number): value is string {
+export function isReference(value: unknown, limit: number): value is string {
   return typeof value === 'string' && value !== '' && [...value].length <= limit && !hasControlCharacters(value);
 }
 
@@ -207,7 +294,7 @@ function outcomeOf(text: string, input: UpstreamRefundRequest): UpstreamRefundOu
 
 /**
  * Requests a refund from the upstream provider at `url` (UPSTREAM_REFUND_URL), through the connections payin
- * forwarding uses.
+ * forwarding uses (`upstreamAgent`).
  * @param idempotency_key the refund's key (printable ASCII, ≤ 255 characters), sent as `Idempotency-Key`
  * @returns the provider's outcome
  * @throws UpstreamRefundError unreachable | refused | server_error | malformed (see its `retryable`)
@@ -260,9 +347,9 @@ export async function requestUpstreamRefund(
  * UPSTREAM_TIMEOUT_SECONDS, notifications to `{PUBLIC_BASE_URL}/api/v1/upstream/notifications`.
  * @returns undefined when no upstream is configured
  */
-export function upstreamRefundsFromConfig(
+export function upstreamFromConfig(
   config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_REFUND_URL' | 'UPSTREAM_API_KEY' | 'UPSTREAM_TIMEOUT_SECONDS' | 'PUBLIC_BASE_URL'>,
-): UpstreamRefunds | undefined {
+): Upstream | undefined {
   const url = upstreamRefundUrl(config);
   if (!url) return undefined;
   const options: UpstreamRefundOptions = {
@@ -272,96 +359,3 @@ export function upstreamRefundsFromConfig(
   };
   return { refund: (input, idempotency_key) => requestUpstreamRefund(url, input, idempotency_key, options) };
 }
-
-/** A refund notification's fields, read from verified bytes. */
-export interface UpstreamRefundNotification {
-  refund_reference: string;
-  status: 'refund_succeeded' | 'refund_failed';
-  /** Minor units of USDT, exact (the JSON number read without a float). */
-  amount_units: bigint;
-  currency: 'USDT';
-  /** The payment refunded, when the provider names it. */
-  trx_ref?: string;
-  /** The refund's own transaction reference: always present on `refund_succeeded`. */
-  refund_trx_ref?: string;
-  /** On `refund_failed`: the provider's reason (bounded, control characters replaced), possibly empty. */
-  failure_reason?: string;
-}
-
-function parseObject(signed_body: Uint8Array): Record<string, unknown> | undefined {
-  return parseJsonObject(Buffer.from(signed_body).toString('utf8'));
-}
-
-/** Checks an optional reference field; records its problem in `fields`. */
-function optionalReference(body: Record<string, unknown>, field: 'trx_ref' | 'refund_trx_ref', fields: FieldViolations): string | undefined {
-  const value = body[field];
-  if (value === undefined) return undefined;
-  if (!isReference(value, REFUND_LIMITS[field])) fields[field] = ['invalid'];
-  return value as string;
-}
-
-/**
- * Reads a refund notification from its verified bytes, field by field, before anything is recorded.
- * @throws DomainError VALIDATION_FAILED (every failing field: `body`, `refund_reference`, `status`, `amount` with
- *   the money module's problem, `currency`, `trx_ref`, `refund_trx_ref`, `failure_reason`)
- */
-export function readRefundNotification(signed_body: Uint8Array): UpstreamRefundNotification {
-  const body = parseObject(signed_body);
-  if (!body) throw invalidFields({ body: ['The request body must be a JSON object.'] });
-  const fields: FieldViolations = {};
-  const refund_reference = body.refund_reference;
-  if (refund_reference === undefined || refund_reference === null || refund_reference === '') fields.refund_reference = ['required'];
-  else if (!isReference(refund_reference, REFUND_LIMITS.refund_reference)) fields.refund_reference = ['invalid'];
-  const status = body.status;
-  if (status !== 'refund_succeeded' && status !== 'refund_failed') fields.status = ['invalid'];
-  let amount_units = 0n;
-  if (!isLosslessNumber(body.amount)) {
-    fields.amount = ['not_a_number'];
-  } else {
-    try {
-      amount_units = readAmount(body.amount, 'USDT');
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      fields.amount = [error.problem];
-    }
-  }
-  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
-  const trx_ref = optionalReference(body, 'trx_ref', fields);
-  const refund_trx_ref = optionalReference(body, 'refund_trx_ref', fields);
-  if (status === 'refund_succeeded' && refund_trx_ref === undefined) fields.refund_trx_ref = ['required'];
-  if (body.failure_reason !== undefined && typeof body.failure_reason !== 'string') fields.failure_reason = ['invalid'];
-  if (Object.keys(fields).length > 0) throw invalidFields(fields);
-  return {
-    refund_reference: refund_reference as string,
-    status: status as UpstreamRefundNotification['status'],
-    amount_units,
-    currency: 'USDT',
-    ...(trx_ref !== undefined ? { trx_ref } : {}),
-    ...(refund_trx_ref !== undefined ? { refund_trx_ref } : {}),
-    ...(status === 'refund_failed' ? { failure_reason: providerText(body.failure_reason) } : {}),
-  };
-}
-
-/**
- * The notification door for a refund: verifies `X-Upstream-Signature` (hex HMAC-SHA256 of the raw bytes under
- * UPSTREAM_WEBHOOK_SECRET, compared in constant time) before a single field is read, then reads the body.
- * @param secret UPSTREAM_WEBHOOK_SECRET; unset refuses every notification
- * @throws DomainError UPSTREAM_SIGNATURE_INVALID (PAYIN_REASONS), then VALIDATION_FAILED (readRefundNotification)
- */
-export function openRefundNotification(secret: string | undefined, signed_body: Uint8Array, signature: string | undefined | null): UpstreamRefundNotification {
-  if (!secret || !verifyHmacSha256Hex(secret, signed_body, signature)) {
-    throw reasonError(PAYIN_REASONS, 'UPSTREAM_SIGNATURE_INVALID', 'invalid upstream signature');
-  }
-  return readRefundNotification(signed_body);
-}
-
-/**
- * Where the notification route hands a verified refund notification (the refund flow's, wired by the composition
- * root): records it as the decision's authority and tells the refund's workflow.
- * @returns whether this notification was recorded now, the refunded payin's invoice_reference ('' for an unknown
- *   refund) and the decision recorded
- */
-export type RefundNotificationReceiver = (
-  notification: UpstreamRefundNotification,
-  raw_body: string,
-) => Promise<{ applied: boolean; invoice_reference: string; status: string }>;
