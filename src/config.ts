@@ -37,6 +37,14 @@ const schema = z.object({
   TEMPORAL_UI_PORT: port.default(8233),
   /** The longest a payment's timeline waits for Temporal's workflow history (seconds); past it the source is `unavailable`. */
   TIMELINE_TEMPORAL_DEADLINE_SECONDS: z.coerce.number().positive().max(60).default(2),
+  /**
+   * The roles `payments serve` runs and `payments health` probes when neither is given --roles (one image runs any
+   * role: a container sets it, and the image's HEALTHCHECK probes what it runs).
+   */
+  PAYMENTS_ROLES: z
+    .string()
+    .regex(/^\s*(api|facade|worker)\s*(,\s*(api|facade|worker)\s*)*$/, 'must be comma-separated roles: api, facade, worker')
+    .default('api,facade,worker'),
   HTTP_PORT: port.default(3000),
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),

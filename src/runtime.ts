@@ -23,11 +23,10 @@ import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
-import { readCredentialsFile } from './service-credentials/files';
 import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
-import { createPlatformClients } from './rpc/clients';
+import { createPlatformClients, rpcClientCredentials } from './rpc/clients';
 import { createAuditLog } from './rpc/audit';
 import { createRoutes } from './rpc/routes';
 import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
@@ -40,19 +39,9 @@ import { temporalCliFlags, temporalConnectionOptions } from './temporal/connecti
 import { startTracing, type Tracing } from './tracing';
 import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
+import type { Role } from './cli/roles';
 
-export const ROLES = ['api', 'facade', 'worker'] as const;
-export type Role = (typeof ROLES)[number];
-
-/** Parses "api,facade,worker"; throws on an unknown role. */
-export function parseRoles(text: string): Role[] {
-  const roles = text.split(',').map((role) => role.trim()).filter(Boolean);
-  for (const role of roles) {
-    if (!(ROLES as readonly string[]).includes(role)) throw new Error(`unknown role "${role}" (roles: ${ROLES.join(', ')})`);
-  }
-  if (roles.length === 0) throw new Error('no role given');
-  return [...new Set(roles)] as Role[];
-}
+export { parseRoles, ROLES, type Role } from './cli/roles';
 
 const DATA_KEY_CHECK_RETRY_MILLISECONDS = 5000;
 
@@ -99,13 +88,6 @@ async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: 
 
 /** A PEM file's text. @throws ConfigError naming `variable` when it cannot be read. */
 const readPem = (variable: string, file: string): string => readConfiguredFile(variable, file).toString('utf8');
-
-/** The token of the credentials file `file`. @throws ConfigError RPC_TOKEN_FILE when it holds none. */
-function facadeToken(file: string): string {
-  const token = readCredentialsFile(file)?.token;
-  if (!token) throw new ConfigError('RPC_TOKEN_FILE', `${file} holds no credential`);
-  return token;
-}
 
 /** The RPC listener's TLS material, when RPC_TLS_CERT and RPC_TLS_KEY are set. */
 function rpcTls(config: Config): RpcTls | undefined {
@@ -304,17 +286,7 @@ export async function runRoles(
         {
           timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
           interceptors: tracing ? [tracing.rpcClientInterceptor] : [],
-          credentials: {
-            token: config.RPC_TOKEN ?? (config.RPC_TOKEN_FILE && facadeToken(config.RPC_TOKEN_FILE)),
-            tls:
-              config.RPC_CLIENT_TLS_CERT || config.RPC_CLIENT_TLS_CA
-                ? {
-                    cert: config.RPC_CLIENT_TLS_CERT && readPem('RPC_CLIENT_TLS_CERT', config.RPC_CLIENT_TLS_CERT),
-                    key: config.RPC_CLIENT_TLS_KEY && readPem('RPC_CLIENT_TLS_KEY', config.RPC_CLIENT_TLS_KEY),
-                    ca: config.RPC_CLIENT_TLS_CA && readPem('RPC_CLIENT_TLS_CA', config.RPC_CLIENT_TLS_CA),
-                  }
-                : undefined,
-          },
+          credentials: rpcClientCredentials(config),
         },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config), metrics });

@@ -20,6 +20,7 @@ import { registerDepositRefundCommands } from './admin-deposit-refunds';
 import { registerRefundCommands } from './admin-refunds';
 import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
+import { parseRoles } from './roles';
 import { obeySignals } from './signals';
 
 // The roles, the dev stack, the database and the sandbox are loaded only by the commands that run them, so
@@ -55,15 +56,15 @@ const program = new Command('payments').description('Payments platform: Areas A,
 program
   .command('serve')
   .description('run platform roles')
-  .option('--roles <roles>', 'comma-separated roles: api, facade, worker', 'api,facade,worker')
-  .action(async (options: { roles: string }) => {
+  .option('--roles <roles>', 'comma-separated roles: api, facade, worker (default: PAYMENTS_ROLES, else all three)')
+  .action(async (options: { roles?: string }) => {
     // Obeyed before anything starts. A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in
     // order, not by a terminal's Ctrl-C.
     const lifecycle = obeySignals(say, cluster.isWorker ? ['SIGTERM'] : undefined);
     const settings = config();
     const roles = (() => {
       try {
-        return runtime().parseRoles(options.roles);
+        return parseRoles(options.roles ?? settings.PAYMENTS_ROLES);
       } catch (error) {
         fail(error);
       }
@@ -72,6 +73,28 @@ program
     const platform = await runtime().runRoles(settings, roles, logger, { abort: lifecycle.abort }).catch(lifecycle.failed);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
     lifecycle.started(platform.stop);
+  });
+
+program
+  .command('health')
+  .description('probe the roles this host runs: façade /healthz, api HealthService, worker polls seen by Temporal (the container healthcheck)')
+  .option('--roles <roles>', 'comma-separated roles to probe (default: PAYMENTS_ROLES, else all three)')
+  .option('--poll-seconds <s>', 'how recent a worker poll must be, seconds (default 90: longer than a long poll)')
+  .action(async (options: { roles?: string; pollSeconds?: string }) => {
+    const settings = config();
+    const roles = (() => {
+      try {
+        return parseRoles(options.roles ?? settings.PAYMENTS_ROLES);
+      } catch (error) {
+        fail(error);
+      }
+    })();
+    const pollSeconds = options.pollSeconds === undefined ? undefined : Number(options.pollSeconds);
+    if (pollSeconds !== undefined && (!Number.isInteger(pollSeconds) || pollSeconds < 1)) fail(`--poll-seconds must be a positive integer (got "${options.pollSeconds}")`);
+    const { checkHealth } = require('./health') as typeof import('./health');
+    const report = await checkHealth(settings, roles, { pollSeconds }).catch(fail);
+    for (const line of report.lines) process.stdout.write(`${line}\n`);
+    process.exit(report.ok ? 0 : 1);
   });
 
 program
