@@ -592,6 +592,7 @@ async function areaB(credentials, receiver) {
   const refunded = await receiver.waitFor((w) => w.body?.data?.refund_reference === refundReference, 30_000);
   printWebhook(refunded);
   equal([refunded.event, refunded.body.data.status, refunded.body.data.amount], ['refund.succeeded', 'succeeded', 2.5], 'event refund.succeeded for 2.5 USDT');
+  refundedPayin = { invoice_reference: refunded.body.data.invoice_reference, refund_reference: refundReference };
   const afterRefund = BigInt((await payins.usdtBalance())?.balance_units ?? -1);
   equal(endUnits - afterRefund, toUnits(2.5, 6), 'the wallet debited exactly the refund (the payin fee is not returned)');
 
@@ -951,11 +952,18 @@ async function merchantEvents(credentials, receiver) {
 // ---------------------------------------------------------------------------------------------------------------
 // Timeline
 // ---------------------------------------------------------------------------------------------------------------
-/** One payment's story: the last settled payin's timeline (GET /api/v1/payments/{reference}/timeline, docs/timeline.md). */
+/** The payin Area B refunded in this run, whose story the timeline tells (set by areaB). */
+let refundedPayin;
+
+/**
+ * One payment's story: the refunded payin's timeline (else the last settled payin's), GET
+ * /api/v1/payments/{reference}/timeline (docs/timeline.md), with its refund's hold and post under the payin's own
+ * reference.
+ */
 async function paymentTimeline(credentials) {
   const headers = { 'X-API-Key': credentials.merchant.api_key };
   const settled = await (await fetch(`${CONFIG.baseUrl}/api/v1/events?type=payin.success&limit=500`, { headers })).json();
-  const reference = settled.data?.events?.at(-1)?.subject;
+  const reference = refundedPayin?.invoice_reference ?? settled.data?.events?.at(-1)?.subject;
   check(Boolean(reference), 'a settled payin to tell');
   step(`GET /api/v1/payments/${reference}/timeline: requests, workflow, provider, ledger, events, webhook attempts in time order`);
   const answer = await (await fetch(`${CONFIG.baseUrl}/api/v1/payments/${reference}/timeline`, { headers })).json();
@@ -965,6 +973,11 @@ async function paymentTimeline(credentials) {
   check(entries.every((entry, index) => index === 0 || entries[index - 1].at <= entry.at), 'in time order');
   const sources = new Set(entries.map((entry) => entry.source));
   for (const source of ['request', 'workflow', 'provider', 'ledger', 'event', 'webhook']) check(sources.has(source), `the story holds its ${source} entries`);
+  if (refundedPayin) {
+    const hold = `${refundedPayin.refund_reference}:hold`;
+    const held = (kind) => entries.some((entry) => entry.kind === kind && entry.details?.idempotency_key === hold);
+    check(held('ledger.held') && held('ledger.hold_posted'), `its refund ${refundedPayin.refund_reference}: the hold and its post, in the payin's own timeline`);
+  }
   note(`the same page for a person: ${CONFIG.baseUrl}/dashboard/payments/${reference}`);
 }
 
