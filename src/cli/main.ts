@@ -48,6 +48,15 @@ function config(defaults: Record<string, string> = {}): Config {
   }
 }
 
+/** The roles of `--roles`, else PAYMENTS_ROLES. Exits on an unknown one. */
+function chosenRoles(flag: string | undefined, settings: Config): ReturnType<typeof parseRoles> {
+  try {
+    return parseRoles(flag ?? settings.PAYMENTS_ROLES);
+  } catch (error) {
+    fail(error);
+  }
+}
+
 /** Test mode, the explicit choice of the development commands (`npm start`, the sandbox, a cluster with demo data). */
 const TEST_MODE = { PAYMENTS_MODE: 'test' };
 
@@ -62,13 +71,7 @@ program
     // order, not by a terminal's Ctrl-C.
     const lifecycle = obeySignals(say, cluster.isWorker ? ['SIGTERM'] : undefined);
     const settings = config();
-    const roles = (() => {
-      try {
-        return parseRoles(options.roles ?? settings.PAYMENTS_ROLES);
-      } catch (error) {
-        fail(error);
-      }
-    })();
+    const roles = chosenRoles(options.roles, settings);
     const logger = createLogger(settings.LOG_LEVEL);
     const platform = await runtime().runRoles(settings, roles, logger, { abort: lifecycle.abort }).catch(lifecycle.failed);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
@@ -82,13 +85,7 @@ program
   .option('--poll-seconds <s>', 'how recent a worker poll must be, seconds (default 90: longer than a long poll)')
   .action(async (options: { roles?: string; pollSeconds?: string }) => {
     const settings = config();
-    const roles = (() => {
-      try {
-        return parseRoles(options.roles ?? settings.PAYMENTS_ROLES);
-      } catch (error) {
-        fail(error);
-      }
-    })();
+    const roles = chosenRoles(options.roles, settings);
     const pollSeconds = options.pollSeconds === undefined ? undefined : Number(options.pollSeconds);
     if (pollSeconds !== undefined && (!Number.isInteger(pollSeconds) || pollSeconds < 1)) fail(`--poll-seconds must be a positive integer (got "${options.pollSeconds}")`);
     const { checkHealth } = require('./health') as typeof import('./health');
