@@ -63,7 +63,7 @@ describe('payments health', () => {
       });
       serve.once('exit', (code) => reject(new Error(`serve exited (${code}): ${text}`)));
     });
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (serve && serve.exitCode === null) {
@@ -83,18 +83,18 @@ describe('payments health', () => {
       expect.stringMatching(/^worker: ok: polls health-\d+ at \S+ \(workflow \d+ s ago, activity \d+ s ago\)$/),
     ]);
     expect(result.status).toBe(0);
-  });
+  }, 120_000);
 
   it('fails the worker of a task queue no worker of this host polls', async () => {
     const result = await health('worker', { TEMPORAL_TASK_QUEUE: `nobody-${process.pid}` });
     expect(result).toEqual({ status: 1, lines: [expect.stringMatching(/^worker: failing: no worker of this host \(.+\) polls the workflow tasks of nobody-\d+/)] });
-  });
+  }, 120_000);
 
   it('fails the api without a credential: the probe proves it authenticates like any caller', async () => {
     const result = await health('api', { RPC_TOKEN_FILE: '' });
     expect(result.status).toBe(1);
     expect(result.lines).toEqual([expect.stringMatching(/^api: failing: .*unauthenticated/i)]);
-  });
+  }, 120_000);
 
   it('fails the api and the façade once the database is gone, and every role once nothing listens', async () => {
     await database.drop();
@@ -112,5 +112,5 @@ describe('payments health', () => {
     const stopped = await health('api,facade');
     expect(stopped.status).toBe(1);
     expect(stopped.lines).toEqual([expect.stringMatching(/^api: failing: /), expect.stringMatching(/^facade: failing: /)]);
-  });
+  }, 120_000);
 });

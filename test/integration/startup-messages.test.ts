@@ -23,6 +23,8 @@ import { createTestDatabase } from '../support/platform';
 import { startRefusingFrontend, type RefusingFrontend } from '../support/refusing-frontend';
 
 const ROOT = path.join(__dirname, '..', '..');
+/** Each case runs the CLI once or twice (seconds each to load, more on a busy machine). */
+const CASE_TIMEOUT_MS = 120_000;
 const BIN = path.join(ROOT, 'bin', 'payments');
 
 /**
@@ -154,7 +156,7 @@ describe('the payment search attributes on a Temporal the platform did not start
     } finally {
       expect(await stopServe(child)).toBe(0);
     }
-  });
+  }, CASE_TIMEOUT_MS);
 
   it('stops with the exact command where the frontend refuses, and the command registers them', async () => {
     const namespace = `refused-${process.pid}`;
@@ -181,7 +183,7 @@ describe('the payment search attributes on a Temporal the platform did not start
     const { child } = await serveUntilServing('api', { DATABASE_URL: database.url, TEMPORAL_ADDRESS: frontend.address, TEMPORAL_NAMESPACE: namespace });
     expect(await stopServe(child)).toBe(0);
     expect(frontend.refused).toHaveLength(calls);
-  });
+  }, CASE_TIMEOUT_MS);
 });
 
 describe('an unreachable Temporal', () => {
@@ -195,7 +197,7 @@ describe('an unreachable Temporal', () => {
     } finally {
       await database.drop();
     }
-  });
+  }, CASE_TIMEOUT_MS);
 });
 
 describe('a database refusing the login', () => {
@@ -222,12 +224,12 @@ describe('a database refusing the login', () => {
 
   it('stops start-up on an unknown user (28000)', async () => {
     await expectRefused(withCredentials(serverUrl(), `no_such_user_${process.pid}`, PASSWORD, 'postgres'), '28000|28P01');
-  });
+  }, CASE_TIMEOUT_MS);
 
   it('stops start-up on a database that does not exist (3D000)', async () => {
     const url = new URL(serverUrl());
     await expectRefused(withCredentials(serverUrl(), decodeURIComponent(url.username), PASSWORD, `no_such_database_${process.pid}`), '3D000');
-  });
+  }, CASE_TIMEOUT_MS);
 
   it('stops start-up on a wrong password (28P01)', async () => {
     // A server that checks passwords: the run's own when it does (embedded PostgreSQL), else one of this test's.
@@ -260,5 +262,5 @@ describe('a database refusing the login', () => {
       await embedded?.stop();
       if (directory) rmSync(directory, { recursive: true, force: true });
     }
-  });
+  }, CASE_TIMEOUT_MS);
 });
