@@ -72,7 +72,9 @@ describe('refunds of settled payins', () => {
     expect(events.map((event: { type: string }) => event.type)).toEqual(['payin.created', 'payin.success', 'refund.created', 'refund.succeeded']);
     const keys = (await deps().database('ledger_transactions').where('idempotency_key', 'like', `${refund.refund_reference}:%`)).map((row: { idempotency_key: string }) => row.idempotency_key);
     expect(keys).toEqual([`${refund.refund_reference}:post`]);
-    // The operator finds it in the Web UI by owner, kind, amount, currency and its decided status.
+    // The operator finds it in the Web UI by owner, kind, amount, currency and its decided status (the run marks it
+    // in the workflow task after the one that recorded the decision: read it once the run has closed).
+    await deps().temporal.client.workflow.getHandle(refund.refund_reference).result();
     const described = await deps().temporal.client.workflow.getHandle(refund.refund_reference).describe();
     expect(Object.fromEntries(['PaymentOwnerId', 'PaymentKind', 'PaymentAmountUnits', 'PaymentCurrency', 'PaymentStatus'].map((name) => [name, described.searchAttributes[name]?.[0]]))).toEqual({
       PaymentOwnerId: `merchant:${merchant.merchant_id}`,
@@ -193,6 +195,7 @@ describe('refunds of settled payins', () => {
     await harness.receiver.waitFor(() => refundWebhooks(held).length >= 1);
     await ledgerBalances();
     // A second run of the decided refund (an operator's restart) decides nothing again and hands over the same webhook.
+    await deps().temporal.client.workflow.getHandle(held).result(); // the first run closes after the decision is recorded
     const rerun = await deps().temporal.client.workflow.start(refundWorkflow, {
       taskQueue: deps().temporal.taskQueue,
       workflowId: held,
