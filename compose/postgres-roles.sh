@@ -9,13 +9,19 @@
 #   payments_worker  the worker processes: the same, except the service credentials
 #   temporal         owns `temporal` and `temporal_visibility` (schema set up by temporal-schema), nothing else
 #
-# Passwords come from the environment (see docker-compose.yml); the superuser's is used by nothing else.
+# Passwords come from the Docker secrets of docker-compose.yml (files under /run/secrets, never the environment); the
+# superuser's is used by nothing else.
 set -eu
+secret() {
+  value=$(cat "/run/secrets/$1")
+  [ -n "$value" ] || { echo "postgres-roles.sh: the secret $1 is empty (see the top of docker-compose.yml)" >&2; exit 1; }
+  printf '%s' "$value"
+}
 psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres \
-  -v owner_password="$PAYMENTS_OWNER_DB_PASSWORD" \
-  -v api_password="$PAYMENTS_API_DB_PASSWORD" \
-  -v worker_password="$PAYMENTS_WORKER_DB_PASSWORD" \
-  -v temporal_password="$TEMPORAL_DB_PASSWORD" <<'SQL'
+  -v owner_password="$(secret payments_owner_db_password)" \
+  -v api_password="$(secret payments_api_db_password)" \
+  -v worker_password="$(secret payments_worker_db_password)" \
+  -v temporal_password="$(secret temporal_db_password)" <<'SQL'
 CREATE ROLE payments_owner LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'owner_password';
 CREATE ROLE payments_api LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'api_password';
 CREATE ROLE payments_worker LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD :'worker_password';

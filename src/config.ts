@@ -2,7 +2,8 @@
  * The platform's environment, typed and read once (platform decisions §1).
  *
  * Every variable is optional; defaults are in brackets in the README's configuration table. A bad value stops
- * start-up with one line naming the variable (`ConfigError`).
+ * start-up with one line naming the variable (`ConfigError`). The secret ones may be files (`<NAME>_FILE`,
+ * SECRET_FILE_VARIABLES), and DATABASE_URL's password too (DATABASE_PASSWORD_FILE).
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -28,8 +29,23 @@ const schema = z.object({
     .refine((value) => /^https?:\/\//.test(value), 'must be an http(s) URL')
     .transform((value) => value.replace(/\/+$/, ''))
     .optional(),
+  /**
+   * The ports of the Temporal server the platform starts itself when TEMPORAL_ADDRESS is unset: the dev server of
+   * `npm start` (its Web UI on TEMPORAL_UI_PORT; 0: no UI) and the server of `payments cluster up` (its frontend; the
+   * server's other ports follow it, docs/operations.md "Cluster topology").
+   */
+  TEMPORAL_FRONTEND_PORT: z.coerce.number().int().min(1).max(65535).default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
   /** The longest a payment's timeline waits for Temporal's workflow history (seconds); past it the source is `unavailable`. */
   TIMELINE_TEMPORAL_DEADLINE_SECONDS: z.coerce.number().positive().max(60).default(2),
+  /**
+   * The roles `payments serve` runs and `payments health` probes when neither is given --roles (one image runs any
+   * role: a container sets it, and the image's HEALTHCHECK probes what it runs).
+   */
+  PAYMENTS_ROLES: z
+    .string()
+    .regex(/^\s*(api|facade|worker)\s*(,\s*(api|facade|worker)\s*)*$/, 'must be comma-separated roles: api, facade, worker')
+    .default('api,facade,worker'),
   HTTP_PORT: port.default(3000),
   RPC_PORT: port.default(8080),
   SANDBOX_PORT: port.default(3100),
@@ -372,14 +388,60 @@ export class ConfigError extends Error {
 }
 
 /**
+ * The secret variables a deployment may give as files instead (Docker secrets, Kubernetes secret volumes): `<NAME>_FILE`
+ * names a file whose content (one trailing newline dropped) is the value; an empty file is unset. (RPC_TOKEN has its
+ * own file form already, RPC_TOKEN_FILE: a credentials file of `payments credentials create --file`.)
+ */
+export const SECRET_FILE_VARIABLES = ['DATABASE_URL', 'TEMPORAL_API_KEY', 'UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET'] as const;
+
+/** A secret file's value: its content without the trailing newline an editor or `echo` adds. */
+function readSecretFile(variable: string, file: string): string {
+  return readConfiguredFile(variable, file).toString('utf8').replace(/\r?\n$/, '');
+}
+
+/**
+ * The values of SECRET_FILE_VARIABLES given as `<NAME>_FILE`, and DATABASE_URL with the password of
+ * DATABASE_PASSWORD_FILE (a URL without password in the environment, the password in a secret file).
+ * @throws ConfigError naming the `_FILE` variable: unreadable file, both forms set, or a password for a URL that
+ *   has one or for no URL
+ */
+function secretsFromFiles(environment: NodeJS.ProcessEnv): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const name of SECRET_FILE_VARIABLES) {
+    const file = environment[`${name}_FILE`];
+    if (!file) continue;
+    if (environment[name]) throw new ConfigError(`${name}_FILE`, `set ${name} or ${name}_FILE, not both`);
+    values[name] = readSecretFile(`${name}_FILE`, file);
+  }
+  const passwordFile = environment.DATABASE_PASSWORD_FILE;
+  if (passwordFile) {
+    const url = values.DATABASE_URL ?? environment.DATABASE_URL;
+    if (!url) throw new ConfigError('DATABASE_PASSWORD_FILE', 'needs DATABASE_URL (a postgres:// URL without a password)');
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'must be a postgres:// URL');
+    }
+    if (parsed.password) throw new ConfigError('DATABASE_PASSWORD_FILE', 'DATABASE_URL holds a password already: give it in one place');
+    const password = readSecretFile('DATABASE_PASSWORD_FILE', passwordFile);
+    if (!password) throw new ConfigError('DATABASE_PASSWORD_FILE', `${passwordFile} is empty`);
+    parsed.password = encodeURIComponent(password);
+    values.DATABASE_URL = parsed.toString();
+  }
+  return values;
+}
+
+/**
  * Reads the configuration from an environment (default `process.env`). Empty strings count as unset. `defaults`
  * stand in for variables the environment leaves unset (`npm start` chooses test mode this way).
  * @throws ConfigError naming the first bad variable, or the first setting live mode refuses (liveModeProblem).
  */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env, defaults: Record<string, string> = {}): Config {
   const input: Record<string, string> = {};
+  const secrets = secretsFromFiles(environment);
   for (const key of Object.keys(schema.shape)) {
-    const value = environment[key];
+    const value = secrets[key] ?? environment[key];
     if (value !== undefined && value !== '') input[key] = value;
     else if (defaults[key] !== undefined) input[key] = defaults[key];
   }

@@ -1,5 +1,41 @@
-/** Small TCP helpers for starting local servers. */
+/** Small TCP helpers for starting local servers, and for stopping a start-up early (a signal during start-up). */
 import net from 'node:net';
+
+/** A start-up stopped by a signal (src/cli/signals.ts): whoever started something stops it before rethrowing. */
+export class StartupAborted extends Error {
+  constructor(signal = 'a signal') {
+    super(`start-up stopped by ${signal}`);
+    this.name = 'StartupAborted';
+  }
+}
+
+/** Throws StartupAborted when `abort` fired: a start-up calls it between its steps. */
+export function checkAborted(abort: AbortSignal | undefined): void {
+  if (abort?.aborted) throw abort.reason instanceof StartupAborted ? abort.reason : new StartupAborted();
+}
+
+/**
+ * `work`'s outcome, or StartupAborted as soon as `abort` fires. Only for work whose result lives in this process
+ * (a connection, a bundle): it goes on unobserved, and the process exits after the start-up stopped.
+ */
+export function unlessAborted<T>(work: Promise<T>, abort: AbortSignal | undefined): Promise<T> {
+  if (!abort) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abort.reason instanceof StartupAborted ? abort.reason : new StartupAborted());
+    if (abort.aborted) return onAbort();
+    abort.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        abort.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        abort.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
+}
 
 /** Asks the OS for a free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
@@ -14,10 +50,14 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Resolves once a TCP connection to host:port succeeds; rejects after `timeoutSeconds`. */
-export async function waitForPort(host: string, port: number, timeoutSeconds: number): Promise<void> {
+/**
+ * Resolves once a TCP connection to host:port succeeds; rejects after `timeoutSeconds`, or with StartupAborted as soon
+ * as `abort` fires.
+ */
+export async function waitForPort(host: string, port: number, timeoutSeconds: number, abort?: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   for (;;) {
+    checkAborted(abort);
     const open = await new Promise<boolean>((resolve) => {
       const socket = net.connect({ host, port });
       socket.once('connect', () => {
@@ -28,7 +68,7 @@ export async function waitForPort(host: string, port: number, timeoutSeconds: nu
     });
     if (open) return;
     if (Date.now() > deadline) throw new Error(`${host}:${port} did not open within ${timeoutSeconds}s`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await unlessAborted(new Promise((resolve) => setTimeout(resolve, 200)), abort);
   }
 }
 

@@ -13,6 +13,7 @@ import { DEMO_SETTING_KEY } from './onboarding/demo';
 import { keysMayBeCreated, verifyDataKeys } from './admin/key-registry';
 import { KeyFileError, loadPlatformKeys, missingKeyFiles } from './crypto/platform-keys';
 import { createDatabase } from './db/knex';
+import { checkDatabaseLogin } from './db/login';
 import { startAuthChanges } from './auth-changes';
 import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
@@ -22,34 +23,25 @@ import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
-import { readCredentialsFile } from './service-credentials/files';
 import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
-import { createPlatformClients } from './rpc/clients';
+import { createPlatformClients, rpcClientCredentials } from './rpc/clients';
 import { createAuditLog } from './rpc/audit';
 import { createRoutes } from './rpc/routes';
 import { createInProcessTransport, startRpcServer, type RpcTls } from './rpc/server';
 import { createCredentialVerifier, hasLiveServiceCredential } from './service-credentials';
 import { connectTemporal } from './temporal/client';
+import { registerPaymentSearchAttributes } from './temporal/search-attributes';
+import { checkAborted, unlessAborted } from './net';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
-import { temporalConnectionOptions } from './temporal/connection-options';
+import { temporalCliFlags, temporalConnectionOptions } from './temporal/connection-options';
 import { startTracing, type Tracing } from './tracing';
 import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
+import type { Role } from './cli/roles';
 
-export const ROLES = ['api', 'facade', 'worker'] as const;
-export type Role = (typeof ROLES)[number];
-
-/** Parses "api,facade,worker"; throws on an unknown role. */
-export function parseRoles(text: string): Role[] {
-  const roles = text.split(',').map((role) => role.trim()).filter(Boolean);
-  for (const role of roles) {
-    if (!(ROLES as readonly string[]).includes(role)) throw new Error(`unknown role "${role}" (roles: ${ROLES.join(', ')})`);
-  }
-  if (roles.length === 0) throw new Error('no role given');
-  return [...new Set(roles)] as Role[];
-}
+export { parseRoles, ROLES, type Role } from './cli/roles';
 
 const DATA_KEY_CHECK_RETRY_MILLISECONDS = 5000;
 
@@ -97,13 +89,6 @@ async function checkDataKeys(database: ReturnType<typeof createDatabase>, keys: 
 /** A PEM file's text. @throws ConfigError naming `variable` when it cannot be read. */
 const readPem = (variable: string, file: string): string => readConfiguredFile(variable, file).toString('utf8');
 
-/** The token of the credentials file `file`. @throws ConfigError RPC_TOKEN_FILE when it holds none. */
-function facadeToken(file: string): string {
-  const token = readCredentialsFile(file)?.token;
-  if (!token) throw new ConfigError('RPC_TOKEN_FILE', `${file} holds no credential`);
-  return token;
-}
-
 /** The RPC listener's TLS material, when RPC_TLS_CERT and RPC_TLS_KEY are set. */
 function rpcTls(config: Config): RpcTls | undefined {
   if (!config.RPC_TLS_CERT || !config.RPC_TLS_KEY) return undefined;
@@ -136,6 +121,8 @@ function protectPort(deps: PlatformDeps | undefined, listening: string): void {
  */
 export async function createPlatformDeps(config: Config, logger: Logger, stops: Array<() => Promise<void>>, tracing?: Tracing): Promise<PlatformDeps> {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for the api and worker roles');
+  // A refused user, password or database stops start-up at once; an unreachable server is waited for (degraded).
+  await checkDatabaseLogin(config.DATABASE_URL);
   const database = createDatabase(config.DATABASE_URL, config.DATABASE_POOL_MAX, {
     statement_timeout_seconds: config.DATABASE_STATEMENT_TIMEOUT_SECONDS,
     idle_in_transaction_timeout_seconds: config.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS,
@@ -185,12 +172,24 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
   };
 }
 
+/**
+ * Starts `roles` in this process; resolves once each serves. `options.abort` (a signal during start-up) stops it at
+ * its next step: what started is stopped, then StartupAborted is thrown.
+ * @throws ConfigError naming a refused setting (DATABASE_URL's login, RPC_HOST, a key file, …);
+ *   TemporalUnreachableError; SearchAttributesMissingError with the command registering them
+ */
 export async function runRoles(
   config: Config,
   roles: Role[],
   logger: Logger,
-  options: { bundle?: WorkflowBundle; /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */ metricsPort?: number } = {},
+  options: {
+    bundle?: WorkflowBundle;
+    /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */
+    metricsPort?: number;
+    abort?: AbortSignal;
+  } = {},
 ): Promise<RunningPlatform> {
+  const abort = options.abort;
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) {
@@ -206,7 +205,17 @@ export async function runRoles(
     const tracing: Tracing | undefined = await startTracing(config, roles);
     if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
-    if (roles.includes('api') || roles.includes('worker')) deps = await createPlatformDeps(config, logger, stops, tracing);
+    checkAborted(abort);
+    if (roles.includes('api') || roles.includes('worker')) {
+      logger.info({ roles }, 'connecting to PostgreSQL and Temporal');
+      deps = await unlessAborted(createPlatformDeps(config, logger, stops, tracing), abort);
+      // The api starts workflows with them and the workers upsert them: registered here when the frontend allows it.
+      await unlessAborted(
+        registerPaymentSearchAttributes(deps.temporal.connection, config.TEMPORAL_NAMESPACE, (line) => logger.info(line), temporalCliFlags(config)),
+        abort,
+      );
+    }
+    checkAborted(abort);
     // One registry per process: every role here reports into it (METRICS_PORT serves it).
     const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
     const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);
@@ -214,8 +223,13 @@ export async function runRoles(
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
-      const worker = await startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing });
-      stops.push(() => worker.shutdown());
+      logger.info({ task_queue: config.TEMPORAL_TASK_QUEUE }, 'starting the Temporal worker');
+      // Bundling the workflows takes seconds: a signal meanwhile does not wait for it (a worker not created by then
+      // goes with the process).
+      let created: Awaited<ReturnType<typeof startWorker>> | undefined;
+      stops.push(async () => created?.shutdown());
+      const worker = (created = await unlessAborted(startWorker(deps, { address: workerAddress, bundle: options.bundle, tracing }), abort));
+      checkAborted(abort);
       // With the api role in this process too, its workflow starts go through the worker's connection and are
       // started eagerly on it (src/temporal/client.ts startWorkflow). Stopped before the worker: the api stops first.
       if (roles.includes('api') && config.TEMPORAL_EAGER_START) {
@@ -261,6 +275,7 @@ export async function runRoles(
       rpcUrl = rpc.url;
       protectPort(deps, rpcUrl);
       await startReconciliationSchedule(deps);
+      checkAborted(abort);
     }
     let facadeUrl: string | undefined;
     if (roles.includes('facade')) {
@@ -271,17 +286,7 @@ export async function runRoles(
         {
           timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000,
           interceptors: tracing ? [tracing.rpcClientInterceptor] : [],
-          credentials: {
-            token: config.RPC_TOKEN ?? (config.RPC_TOKEN_FILE && facadeToken(config.RPC_TOKEN_FILE)),
-            tls:
-              config.RPC_CLIENT_TLS_CERT || config.RPC_CLIENT_TLS_CA
-                ? {
-                    cert: config.RPC_CLIENT_TLS_CERT && readPem('RPC_CLIENT_TLS_CERT', config.RPC_CLIENT_TLS_CERT),
-                    key: config.RPC_CLIENT_TLS_KEY && readPem('RPC_CLIENT_TLS_KEY', config.RPC_CLIENT_TLS_KEY),
-                    ca: config.RPC_CLIENT_TLS_CA && readPem('RPC_CLIENT_TLS_CA', config.RPC_CLIENT_TLS_CA),
-                  }
-                : undefined,
-          },
+          credentials: rpcClientCredentials(config),
         },
       );
       const app = createFacadeApp({ clients, config, logger, areas: createAreaRouters(config), metrics });

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createActivities, type Activities } from './activities';
 import type { PlatformDeps } from './platform-deps';
+import { reachTemporal } from './temporal/client';
 import { temporalConnectionOptions } from './temporal/connection-options';
 import { assertPaymentSearchAttributes } from './temporal/search-attributes';
 import { WORKFLOW_INTERCEPTOR_MODULE, type Tracing } from './tracing';
@@ -118,6 +119,9 @@ export async function startWorker(
     // Once per process: the first worker's settings hold for every later one.
     const metricsAddress = temporalMetricsAddress(deps.config);
     Runtime.install({
+      // The process's own handlers (src/cli/signals.ts) stop the worker in order: the SDK's would stop it alone on
+      // SIGINT/SIGTERM and keep the process alive.
+      shutdownSignals: [],
       ...(metricsAddress
         ? { telemetryOptions: { metrics: { prometheus: { bindAddress: metricsAddress, useSecondsForDurations: true } } } }
         : {}),
@@ -132,7 +136,7 @@ export async function startWorker(
     });
     runtimeInstalled = true;
   }
-  const connection = await NativeConnection.connect({ address: options.address, ...temporalConnectionOptions(deps.config) });
+  const connection = await reachTemporal(options.address, () => NativeConnection.connect({ address: options.address, ...temporalConnectionOptions(deps.config) }));
   const worker = await Worker.create({
     connection,
     namespace: deps.config.TEMPORAL_NAMESPACE,

@@ -118,9 +118,4 @@ export function urlForRole(url: string, role: string): string {
   return parsed.toString();
 }
 
-/** `url` without its password (for files and logs). */
-export function withoutPassword(url: string): string {
-  const parsed = new URL(url);
-  parsed.password = '';
-  return parsed.toString();
-}
+export { withoutPassword } from '../db/login';

@@ -27,7 +27,8 @@ import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
 import { createLogger } from '../logger';
-import { waitForPort } from '../net';
+import { checkAborted, unlessAborted, waitForPort } from '../net';
+import { checkDatabaseLogin } from '../db/login';
 import { ensureDemoData } from '../onboarding/demo';
 import { createPlatformDeps } from '../runtime';
 import { SANDBOX_CREDENTIALS_FILE, startConfiguredSandbox } from '../sandbox/upstream';
@@ -253,7 +254,12 @@ export interface RunningCluster {
   stop(): Promise<void>;
 }
 
-export async function runCluster(initial: Config, options: ClusterOptions, say: (line: string) => void): Promise<RunningCluster> {
+/**
+ * Starts the cluster; resolves once every role serves. `abort` (a signal during start-up) stops it at its next step:
+ * the children, the UI and the Temporal server started so far are stopped, then StartupAborted is thrown.
+ * @throws ConfigError when DATABASE_URL names a user or password the server refuses
+ */
+export async function runCluster(initial: Config, options: ClusterOptions, say: (line: string) => void, abort?: AbortSignal): Promise<RunningCluster> {
   const started = Date.now();
   if (!cluster.isPrimary) throw new Error('payments cluster up must run as the primary process');
   const stops: Array<() => Promise<void>> = [];
@@ -272,11 +278,15 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const databaseUrl = initial.DATABASE_URL ?? DEFAULT_CLUSTER_DATABASE_URL;
     const endpoint = postgresEndpoint(databaseUrl);
     const platformDatabase = decodeURIComponent(new URL(databaseUrl).pathname.replace(/^\//, ''));
+    // The server's maintenance database: the platform's own is created next when absent.
+    await checkDatabaseLogin(urlForDatabase(databaseUrl, 'postgres'));
+    checkAborted(abort);
     await ensurePlatformDatabase(databaseUrl);
     const database = createDatabase(databaseUrl, 2);
     stops.push(() => database.destroy());
     const applied = await migrateToLatest(database);
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+    checkAborted(abort);
     const budget = clusterConnectionBudget(options, !initial.TEMPORAL_ADDRESS);
     const accepted = await checkConnectionBudget(database, budget);
     say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
@@ -294,6 +304,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       say(`warning: ${endpoint.user} may not create roles: the api, worker and Temporal server processes connect as ${endpoint.user} (docs/security.md "Least privilege")`);
     }
 
+    checkAborted(abort);
     let temporalAddress = initial.TEMPORAL_ADDRESS;
     let temporalServerPid: number | undefined;
     let pki: ClusterPki | undefined;
@@ -325,6 +336,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
         maxConns: options.temporalMaxConns,
         tls: { ca: pki.ca, cert: pki.server.cert, key: pki.server.key, serverName: pki.serverName, client: temporalClientOptions(pki, 'operator') },
         log: say,
+        abort,
       });
       stops.push(() => server.stop());
       temporalAddress = server.address;
@@ -339,6 +351,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       // The payment search attributes the workflows upsert (idempotent: registered once per database).
       await ensurePaymentSearchAttributes(temporalAddress, initial.TEMPORAL_NAMESPACE, say, temporalClientOptions(pki, 'operator'));
       say(`Temporal mTLS: certificates in ${pki.directory} (a client without one is refused)`);
+      checkAborted(abort);
     } else {
       say(`using the Temporal cluster at TEMPORAL_ADDRESS=${temporalAddress} (no server started; its namespace and search attributes must exist)`);
     }
@@ -352,6 +365,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
         temporalAddress,
         port: options.uiPort,
         tls: pki && { ca: pki.ca, cert: pki.clients.ui.cert, key: pki.clients.ui.key, serverName: pki.serverName },
+        abort,
       });
       stops.push(() => ui.stop());
       uiUrl = ui.url;
@@ -374,6 +388,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       say(`sandbox upstream payin server on ${sandbox.sandbox.url}`);
     }
 
+    checkAborted(abort);
     // The façades reach the api processes over the shared RPC port with their own credential (scope facade).
     const facadeCredentials = path.join(options.directory, 'facade-credentials.json');
     await ensureCredential(database, facadeCredentials, 'cluster facade', ['facade']);
@@ -501,11 +516,14 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     // One api process first: a first start creates the platform keys, which concurrent starts must not race for.
     const forking = Date.now();
     const [firstApi, ...otherApis] = apis;
-    if (firstApi) await fork(firstApi);
-    await Promise.all([...otherApis, ...workers, ...facades].map((child) => fork(child)));
+    checkAborted(abort);
+    // A signal while the children start: stop waiting for them, and stop them (they obey SIGTERM while starting).
+    if (firstApi) await unlessAborted(fork(firstApi), abort);
+    await unlessAborted(Promise.all([...otherApis, ...workers, ...facades].map((child) => fork(child))), abort);
     say(`${children.length} role processes serving in ${((Date.now() - forking) / 1000).toFixed(1)} s`);
-    if (options.facades) await waitForPort(config.HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.HTTP_HOST, config.HTTP_PORT, 30);
-    const demoCredentialsFile = options.demoData ? await seedDemoData(config, { databaseUrl, temporalAddress, platformKeyDir, directory: options.directory }, say) : undefined;
+    if (options.facades) await waitForPort(config.HTTP_HOST === '0.0.0.0' ? '127.0.0.1' : config.HTTP_HOST, config.HTTP_PORT, 30, abort);
+    const demoCredentialsFile = options.demoData ? await unlessAborted(seedDemoData(config, { databaseUrl, temporalAddress, platformKeyDir, directory: options.directory }, say), abort) : undefined;
+    checkAborted(abort);
 
     const state: ClusterState = {
       supervisorPid: process.pid,

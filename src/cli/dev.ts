@@ -6,8 +6,10 @@
 import path from 'node:path';
 import type { Config } from '../config';
 import { createDatabase, migrateToLatest, type Knex } from '../db/knex';
+import { checkDatabaseLogin } from '../db/login';
 import { startEmbeddedPostgres } from '../db/embedded';
 import type { Logger } from '../logger';
+import { checkAborted } from '../net';
 import { runRoles } from '../runtime';
 import { ensureDemoData } from '../onboarding/demo';
 import { createServiceCredential, OPERATOR_SCOPES } from '../service-credentials';
@@ -33,36 +35,51 @@ async function ensureDevAdminCredential(database: Knex, dataDirectory: string): 
   return file;
 }
 
-export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void): Promise<() => Promise<void>> {
+/**
+ * Starts the dev stack; resolves to its stop (roles first, embedded PostgreSQL last). `abort` (a signal during
+ * start-up) stops it at its next step: what started is stopped, then StartupAborted is thrown.
+ * @throws ConfigError when DATABASE_URL names a user, password or database the server refuses
+ */
+export async function runDevStack(initial: Config, logger: Logger, say: (line: string) => void, abort?: AbortSignal): Promise<() => Promise<void>> {
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) await step().catch((error) => say(`stop error: ${String(error)}`));
+    stops.length = 0;
   };
   try {
     let config: Config = devOutboundDefaults(initial);
     if (!config.DATABASE_URL) {
-      say('starting embedded PostgreSQL (data under .data/postgres)');
+      say(`starting embedded PostgreSQL (data under ${path.join(config.DATA_DIR, 'postgres')})`);
+      // Not interrupted (initdb and pg_ctl start take seconds): stopped right after if a signal came meanwhile.
       const embedded = await startEmbeddedPostgres({ directory: path.join(config.DATA_DIR, 'postgres') });
       stops.push(() => embedded.stop());
       config = { ...config, DATABASE_URL: embedded.url };
+    } else {
+      await checkDatabaseLogin(config.DATABASE_URL);
     }
+    checkAborted(abort);
     let temporalUi: string | undefined;
     if (!config.TEMPORAL_ADDRESS) {
-      say('starting the Temporal dev server (state in .data/temporal/temporal.sqlite)');
+      say(`starting the Temporal dev server on 127.0.0.1:${config.TEMPORAL_FRONTEND_PORT} (state in ${path.join(config.DATA_DIR, 'temporal', 'temporal.sqlite')})`);
       const temporal = await startTemporalDevServer({
         dataDirectory: path.join(config.DATA_DIR, 'temporal'),
         namespace: config.TEMPORAL_NAMESPACE,
+        port: config.TEMPORAL_FRONTEND_PORT,
+        uiPort: config.TEMPORAL_UI_PORT,
         log: say,
+        abort,
       });
       stops.push(() => temporal.stop());
       // The timeline links to this dev server's Web UI unless TEMPORAL_UI_URL names another.
       config = { ...config, TEMPORAL_ADDRESS: temporal.address, TEMPORAL_UI_URL: config.TEMPORAL_UI_URL ?? temporal.uiUrl };
       temporalUi = temporal.uiUrl;
     }
+    checkAborted(abort);
+    say('migrating the database');
     const database = createDatabase(config.DATABASE_URL!, 2);
-    const applied = await migrateToLatest(database);
-    await database.destroy();
+    const applied = await migrateToLatest(database).finally(() => database.destroy());
     say(applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: up to date');
+    checkAborted(abort);
     // The sandbox upstream exists only in test mode.
     const started = await startConfiguredSandbox(config);
     if (started) {
@@ -70,9 +87,12 @@ export async function runDevStack(initial: Config, logger: Logger, say: (line: s
       config = started.config;
       say(`sandbox upstream payin server on ${started.sandbox.url} (POST /sandbox/payins/{invoice_reference}/pay | /close)`);
     }
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], logger);
+    checkAborted(abort);
+    const platform = await runRoles(config, ['api', 'facade', 'worker'], logger, { abort });
     stops.push(() => platform.stop());
+    checkAborted(abort);
     const demo = await ensureDemoData(platform.deps!, config.DATA_DIR);
+    checkAborted(abort);
     say(`demo credentials (${demo.created ? 'created' : 'from the first start'}): ${demo.path}`);
     say(`admin credential for \`payments admin …\` and the demo: ${await ensureDevAdminCredential(platform.deps!.database, config.DATA_DIR)}`);
     say('');

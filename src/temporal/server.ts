@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time';
 import pg from 'pg';
-import { waitForPort } from '../net';
+import { checkAborted, unlessAborted, waitForPort } from '../net';
 import type { TemporalConnectionOptions } from './connection-options';
 import { stopChild } from './dev-server';
 import type { TemporalServerBinaries } from './server-binary';
@@ -295,10 +295,11 @@ export function findShardMismatch(text: string): { configured: number; persisted
 }
 
 /** Polls the frontend's health check until it answers SERVING (the gRPC port opens before the services are ready). */
-async function waitForFrontend(address: string, seconds: number, exited: Promise<never>, security: TemporalConnectionOptions): Promise<void> {
+async function waitForFrontend(address: string, seconds: number, exited: Promise<never>, security: TemporalConnectionOptions, abort?: AbortSignal): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   let lastError: unknown;
   while (Date.now() < deadline) {
+    checkAborted(abort);
     try {
       const connection = await Promise.race([Connection.connect({ address, connectTimeout: '2s', ...security }), exited]);
       try {
@@ -312,7 +313,7 @@ async function waitForFrontend(address: string, seconds: number, exited: Promise
       if ((error as Error).message.includes('exited early')) throw error;
       lastError = error;
     }
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await unlessAborted(new Promise((resolve) => setTimeout(resolve, 500)), abort);
   }
   throw new Error(`the Temporal frontend at ${address} was not healthy within ${seconds} s: ${String(lastError)}`);
 }
@@ -367,6 +368,8 @@ export async function startTemporalServer(options: {
   /** mTLS (see temporalServerConfig); `client` is what this process presents to check the server's health. */
   tls?: TemporalServerTls & { client: TemporalConnectionOptions };
   log: (line: string) => void;
+  /** Stops the server and rejects with StartupAborted when it fires before the frontend is healthy. */
+  abort?: AbortSignal;
 }): Promise<RunningTemporalServer> {
   const configDirectory = path.join(options.directory, 'config');
   mkdirSync(configDirectory, { recursive: true });
@@ -398,8 +401,8 @@ export async function startTemporalServer(options: {
     await stopChild(child, 20);
   };
   try {
-    await Promise.race([waitForPort('127.0.0.1', options.frontendPort, 90), exited]);
-    await waitForFrontend(address, 90, exited, options.tls?.client ?? {});
+    await Promise.race([waitForPort('127.0.0.1', options.frontendPort, 90, options.abort), exited]);
+    await waitForFrontend(address, 90, exited, options.tls?.client ?? {}, options.abort);
   } catch (error) {
     await stop();
     throw error;

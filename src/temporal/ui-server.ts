@@ -21,6 +21,8 @@ export async function startTemporalUiServer(options: {
   port: number;
   /** The UI's client certificate for an mTLS frontend (PEM file paths) and the name to verify the server by. */
   tls?: { ca: string; cert: string; key: string; serverName: string };
+  /** Stops the server and rejects with StartupAborted when it fires before the UI listens. */
+  abort?: AbortSignal;
 }): Promise<RunningUiServer> {
   const configDirectory = path.join(options.directory, 'config');
   mkdirSync(configDirectory, { recursive: true });
@@ -70,7 +72,7 @@ export async function startTemporalUiServer(options: {
     await stopChild(child);
   };
   try {
-    await Promise.race([waitForPort('127.0.0.1', options.port, 30), exited]);
+    await Promise.race([waitForPort('127.0.0.1', options.port, 30, options.abort), exited]);
   } catch (error) {
     await stop();
     throw error;

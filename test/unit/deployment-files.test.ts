@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { composeFile, COMPOSE_SECRETS } from '../support/deployment-files';
 
-const services = composeFile(COMPOSE_SECRETS).services;
+const services = composeFile().services;
+const script = (name: string) => readFileSync(path.join(__dirname, '..', '..', 'compose', name), 'utf8');
 const environment = (name: string) => Object.fromEntries(Object.entries(services[name]!.environment ?? {}).map(([key, value]) => [key, value === null || value === undefined ? '' : String(value)]));
 const volumes = (name: string) => (services[name]!.volumes ?? []).map((volume) => (typeof volume === 'string' ? volume : `${(volume as { source: string }).source}:${(volume as { target: string }).target}:${(volume as { volume?: { subpath?: string } }).volume?.subpath ?? ''}`));
 const databaseUser = (name: string) => new URL(environment(name).DATABASE_URL!).username;
@@ -17,16 +18,20 @@ const databaseUser = (name: string) => new URL(environment(name).DATABASE_URL!).
 describe('docker-compose: least privilege', () => {
   it('gives the façade no database URL, no keys, no Temporal settings and no upstream secret', () => {
     const facade = environment('payments-facade');
-    for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'TEMPORAL_TLS_KEY', 'UPSTREAM_API_KEY', 'UPSTREAM_WEBHOOK_SECRET']) expect([name, facade[name]]).toEqual([name, undefined]);
+    for (const name of ['DATABASE_URL', 'DATABASE_PASSWORD_FILE', 'TEMPORAL_ADDRESS', 'TEMPORAL_TLS_KEY', 'UPSTREAM_API_KEY', 'UPSTREAM_API_KEY_FILE', 'UPSTREAM_WEBHOOK_SECRET', 'UPSTREAM_WEBHOOK_SECRET_FILE']) {
+      expect([name, facade[name]]).toEqual([name, undefined]);
+    }
+    expect(services['payments-facade']!.secrets).toBeUndefined();
     expect(volumes('payments-facade')).toEqual(['rpc-credentials:/credentials:ro']);
     expect(facade.RPC_TOKEN_FILE).toBe('/credentials/facade.json');
   });
 
   it('gives the worker what its refund requests need (the provider URLs and API key), never the notification secret', () => {
     const worker = environment('payments-worker');
-    expect(Object.keys(worker)).toEqual(expect.arrayContaining(['UPSTREAM_PAYIN_URL', 'UPSTREAM_REFUND_URL', 'UPSTREAM_API_KEY', 'PUBLIC_BASE_URL']));
-    expect(worker.UPSTREAM_WEBHOOK_SECRET).toBeUndefined();
-    expect(Object.keys(environment('payments-api'))).toEqual(expect.arrayContaining(['UPSTREAM_REFUND_URL', 'UPSTREAM_WEBHOOK_SECRET']));
+    expect(Object.keys(worker)).toEqual(expect.arrayContaining(['UPSTREAM_PAYIN_URL', 'UPSTREAM_REFUND_URL', 'UPSTREAM_API_KEY_FILE', 'PUBLIC_BASE_URL']));
+    expect([worker.UPSTREAM_WEBHOOK_SECRET, worker.UPSTREAM_WEBHOOK_SECRET_FILE]).toEqual([undefined, undefined]);
+    expect(services['payments-worker']!.secrets).not.toContain('upstream_webhook_secret');
+    expect(Object.keys(environment('payments-api'))).toEqual(expect.arrayContaining(['UPSTREAM_REFUND_URL', 'UPSTREAM_WEBHOOK_SECRET_FILE']));
   });
 
   it('connects the api, the worker, the migrations and Temporal as roles of their own, none the superuser', () => {
@@ -39,17 +44,30 @@ describe('docker-compose: least privilege', () => {
     };
     expect(users).toEqual({ api: 'payments_api', worker: 'payments_worker', migrate: 'payments_owner', credentials: 'payments_owner', temporal: 'temporal' });
     expect(services['payments-migrate']!.command).toEqual(['migrate', '--api-role', 'payments_api', '--worker-role', 'payments_worker']);
-    // Each role's password is its own, from the operator's environment.
-    expect(new URL(environment('payments-api').DATABASE_URL!).password).toBe(COMPOSE_SECRETS.PAYMENTS_API_DB_PASSWORD);
-    expect(new URL(environment('payments-worker').DATABASE_URL!).password).toBe(COMPOSE_SECRETS.PAYMENTS_WORKER_DB_PASSWORD);
+    // Each role's password is its own secret, mounted in that role's containers only.
+    for (const [service, secret] of [['payments-api', 'payments_api_db_password'], ['payments-worker', 'payments_worker_db_password'], ['payments-migrate', 'payments_owner_db_password']] as const) {
+      expect([service, environment(service).DATABASE_PASSWORD_FILE]).toEqual([service, `/run/secrets/${secret}`]);
+      expect(services[service]!.secrets!.filter((name) => name.endsWith('_db_password'))).toEqual([secret]);
+    }
     const script = readFileSync(path.join(__dirname, '..', '..', 'compose', 'postgres-roles.sh'), 'utf8');
     for (const role of ['payments_owner', 'payments_api', 'payments_worker', 'temporal']) expect(script).toMatch(new RegExp(`CREATE ROLE ${role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD`));
   });
 
-  it('writes no password into the file: without the operator’s, compose refuses to start', () => {
-    expect(() => composeFile({})).toThrow(/is required: set the database passwords in \.env first/);
+  it('keeps every password and secret in Docker secrets (files), none in the file or in an environment', () => {
     const text = readFileSync(path.join(__dirname, '..', '..', 'docker-compose.yml'), 'utf8');
-    expect(text).not.toMatch(/postgres:\/\/[^:@\s]+:[^$@\s][^@\s]*@/);
+    expect(text).not.toMatch(/postgres:\/\/[^:@\s]+:[^@\s]*@/);
+    const compose = composeFile({});
+    expect(Object.values(compose.secrets).map((secret) => secret.file).sort()).toEqual(Object.keys(COMPOSE_SECRETS).map((name) => `./secrets/${name}`).sort());
+    const secretNames = /PASSWORD|SECRET|API_KEY|TOKEN$/;
+    for (const [name, service] of Object.entries(compose.services)) {
+      const inline = Object.entries(service.environment ?? {}).filter(([key, value]) => secretNames.test(key) && !key.endsWith('_FILE') && key !== 'RPC_TOKEN_FILE' && value);
+      expect([name, inline]).toEqual([name, []]);
+      for (const [key, value] of Object.entries(service.environment ?? {})) {
+        if (/_FILE$/.test(key) && String(value).startsWith('/run/secrets/')) expect([name, service.secrets]).toEqual([name, expect.arrayContaining([String(value).slice('/run/secrets/'.length)])]);
+      }
+    }
+    expect(environment('postgres').POSTGRES_PASSWORD_FILE).toBe('/run/secrets/postgres_password');
+    expect(script('postgres-roles.sh')).toContain('/run/secrets/$1');
   });
 
   it('runs Temporal with mTLS: client certificates required, and every party mounts only its own certificate', () => {
@@ -74,5 +92,51 @@ describe('docker-compose: least privilege', () => {
       if (name === 'payments-facade-lb') expect(port).toBe('3000:3000');
       else expect([name, port]).toEqual([name, expect.stringMatching(/^127\.0\.0\.1:/)]);
     }
+  });
+});
+
+describe('docker-compose: running it', () => {
+  const oneShots = ['temporal-certificates', 'temporal-schema', 'temporal-namespace', 'payments-migrate', 'payments-credentials'];
+
+  it('restarts every long-running service unless stopped (PostgreSQL and Temporal too), and never a one-shot', () => {
+    for (const [name, service] of Object.entries(services)) {
+      expect([name, service.restart]).toEqual([name, oneShots.includes(name) ? 'no' : 'unless-stopped']);
+    }
+    expect(services.postgres!.restart).toBe('unless-stopped');
+    expect(services.temporal!.restart).toBe('unless-stopped');
+  });
+
+  it('checks each role container with payments health for its own role', () => {
+    for (const [service, role] of [['payments-api', 'api'], ['payments-worker', 'worker'], ['payments-facade', 'facade']] as const) {
+      expect([service, services[service]!.command, environment(service).PAYMENTS_ROLES]).toEqual([service, ['serve'], role]);
+      expect(services[service]!.healthcheck?.test).toEqual(['CMD', 'node', 'bin/payments', 'health']);
+    }
+    // The api's probe calls its own RPC as any caller must: with a credential (the façades').
+    expect(environment('payments-api').RPC_TOKEN_FILE).toBe('/credentials/facade.json');
+    expect(volumes('payments-api')).toContain('rpc-credentials:/credentials:ro');
+  });
+
+  it('has nginx find a restarted façade: Docker’s resolver and a variable in proxy_pass', () => {
+    const nginx = composeFile().configs['facade-lb']!.content!;
+    expect(nginx).toMatch(/resolver 127\.0\.0\.11 valid=\d+s/);
+    expect(nginx).toMatch(/set \$\$facades payments-facade:3000;/);
+    expect(nginx).toMatch(/proxy_pass http:\/\/\$\$facades;/);
+    expect(nginx).not.toMatch(/^\s*upstream\s/m);
+  });
+
+  it('wires Prometheus, the OpenTelemetry collector and Grafana to the roles', () => {
+    const compose = composeFile();
+    for (const role of ['payments-api', 'payments-worker', 'payments-facade']) {
+      expect([role, environment(role).METRICS_PORT, environment(role).METRICS_HOST, environment(role).OTEL_EXPORTER_OTLP_ENDPOINT]).toEqual([role, '9464', '0.0.0.0', 'http://otel-collector:4318']);
+    }
+    expect(environment('payments-worker').TEMPORAL_METRICS_PORT).toBe('9465');
+    const prometheus = compose.configs.prometheus!.content!;
+    expect(prometheus).toContain('names: [payments-api, payments-worker, payments-facade]');
+    expect(prometheus).toMatch(/port: 9464[\s\S]*names: \[payments-worker\][\s\S]*port: 9465/);
+    expect(compose.configs['otel-collector']!.content).toMatch(/endpoint: 0\.0\.0\.0:4318/);
+    expect(compose.configs['grafana-datasource']!.content).toContain('url: http://prometheus:9090');
+    expect(compose.configs['grafana-dashboard']!.file).toBe('./docs/grafana-dashboard.json');
+    expect(services.grafana!.configs!.map((config) => config.source)).toEqual(['grafana-datasource', 'grafana-dashboards', 'grafana-dashboard']);
+    expect(environment('grafana').GF_SECURITY_ADMIN_PASSWORD__FILE).toBe('/run/secrets/grafana_admin_password');
   });
 });

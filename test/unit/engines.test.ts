@@ -1,7 +1,8 @@
 /**
  * The supported Node versions (package.json `engines`, stated in the README) and the locked dependencies agree: every
  * package in package-lock.json accepts the lowest release of each supported major, so `npm install` prints no
- * EBADENGINE warning on any supported Node (CI runs the lowest major, .ci/run checks it and the install output).
+ * EBADENGINE warning on any supported Node (.ci/run runs the whole suite on Node 24, the Docker image's, and a smoke
+ * on the lowest major, checking both installs' output; test/unit/deployment-image.test.ts holds the Node 24 release).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
