@@ -159,7 +159,6 @@ const policies = [
   // spans, and a workflow start's deadline reads its duration from PlatformDeps.
   { from: infrastructure, allow: { to: infrastructure } },
   { from: category('infrastructure', { path: 'src/tracing.ts' }), allow: { to: category('ledger-contract'), dependency: { kind: 'type' } } },
-  { from: element('infrastructure', { path: 'src/temporal', fileInternalPath: 'deadline.ts' }), allow: { to: category('deps'), dependency: { kind: 'type' } } },
 
   // PlatformDeps names what services and activities are built from: types only.
   { from: category('deps'), allow: { to: [...infrastructure, category('ledger-contract'), element('capability')], dependency: { kind: 'type' } } },
