@@ -105,8 +105,6 @@ const policies = [
     },
   },
   { from: element('facade'), allow: { to: element('infrastructure', { path: 'src/abuse' }), dependency: { specifiers: 'addressGroup' } } },
-  // A refusal replayed by idempotency is raised again with the kind the registry of every reason gives it.
-  { from: element('capability', { path: 'src/idempotency' }), allow: { to: category('registry', { path: 'src/reasons.ts' }) } },
 
   // The RPC layer: its own files, the generated services, infrastructure. It knows no flow: the composition root
   // hands it the service implementations.
