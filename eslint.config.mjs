@@ -105,8 +105,6 @@ const policies = [
     },
   },
   { from: element('facade'), allow: { to: element('infrastructure', { path: 'src/abuse' }), dependency: { specifiers: 'addressGroup' } } },
-  // A refusal replayed by idempotency is raised again with the kind the registry of every reason gives it.
-  { from: element('capability', { path: 'src/idempotency' }), allow: { to: category('registry', { path: 'src/reasons.ts' }) } },
 
   // The RPC layer: its own files, the generated services, infrastructure. It knows no flow: the composition root
   // hands it the service implementations.
@@ -159,7 +157,6 @@ const policies = [
   // spans, and a workflow start's deadline reads its duration from PlatformDeps.
   { from: infrastructure, allow: { to: infrastructure } },
   { from: category('infrastructure', { path: 'src/tracing.ts' }), allow: { to: category('ledger-contract'), dependency: { kind: 'type' } } },
-  { from: element('infrastructure', { path: 'src/temporal', fileInternalPath: 'deadline.ts' }), allow: { to: category('deps'), dependency: { kind: 'type' } } },
 
   // PlatformDeps names what services and activities are built from: types only.
   { from: category('deps'), allow: { to: [...infrastructure, category('ledger-contract'), element('capability')], dependency: { kind: 'type' } } },

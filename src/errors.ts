@@ -12,6 +12,21 @@
  */
 
 /** How a domain error maps onto RPC codes. */
+/** Every kind a DomainError may have (how the RPC layer maps it onto a Connect code). */
+export const DOMAIN_ERROR_KINDS = [
+  'invalid_argument',
+  'not_found',
+  'already_exists',
+  'failed_precondition',
+  'unauthenticated',
+  'permission_denied',
+  'resource_exhausted',
+  'aborted',
+  'unavailable',
+  'deadline_exceeded',
+  'internal',
+] as const satisfies readonly DomainErrorKind[];
+
 export type DomainErrorKind =
   | 'invalid_argument' // bad input: a field or the request as a whole
   | 'not_found'

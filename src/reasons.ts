@@ -1,8 +1,7 @@
 /**
  * The registry of every reason a service can fail with, and its kind (docs/architecture.md, "One error model"):
  * each capability's reason table merged into one. A reason named by two tables has the same kind in both
- * (`mergeReasonTables` throws otherwise, when this module loads). A stored refusal (src/idempotency) is raised again
- * from here, its kind read from the tables, never from the record. Every table is a leaf module, so any module may
+ * (`mergeReasonTables` throws otherwise, when this module loads). Every table is a leaf module, so any module may
  * import this one.
  */
 import { COMMON_REASONS, type DomainErrorKind, type ReasonKinds } from './errors';

@@ -22,8 +22,7 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, 
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { randomAlphanumeric } from '../crypto/secrets';
-import { COMMON_REASONS, DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
-import { REASONS } from '../reasons';
+import { COMMON_REASONS, DOMAIN_ERROR_KINDS, DomainError, reasonError, type DomainErrorKind, type FieldViolations } from '../errors';
 import type { MerchantAct } from '../merchant-auth/types';
 import { IDEMPOTENCY_REASONS } from './reasons';
 
@@ -70,7 +69,7 @@ interface KeyRow {
   fingerprint: string;
   state: 'running' | 'completed';
   response: Buffer | null;
-  /** The first run's refusal. `kind` is kept for the record only: a replay reads it from the reason's table. */
+  /** The first run's refusal, with the kind its reason's table gave it: a replay raises the same. */
   error: { reason: string; kind: DomainErrorKind; message: string; fields: FieldViolations } | null;
   locked_until: Date;
   expires_at: Date;
@@ -178,13 +177,15 @@ export interface IdempotencyStore {
 }
 
 /**
- * A stored refusal raised again, its kind read from the reason registry (src/reasons.ts). A reason no table names
- * any more (the code changed since) is an INTERNAL fault: never a kind restated from storage.
+ * A stored refusal raised again with the reason and kind the first run's table gave it, so request idempotency knows
+ * no flow's reasons (the record is the platform's own, written by `complete` below). A record whose kind is not a
+ * DomainError kind (written by other code) is an INTERNAL fault.
  */
 function storedRefusal(error: NonNullable<KeyRow['error']>): DomainError {
-  return Object.hasOwn(REASONS, error.reason)
-    ? reasonError(REASONS as Record<string, DomainErrorKind>, error.reason, error.message, error.fields)
-    : reasonError(COMMON_REASONS, 'INTERNAL', `stored refusal of an unknown reason ${error.reason}`);
+  if (!(DOMAIN_ERROR_KINDS as readonly string[]).includes(error.kind)) {
+    return reasonError(COMMON_REASONS, 'INTERNAL', `stored refusal ${error.reason} of an unknown kind`);
+  }
+  return reasonError({ [error.reason]: error.kind } as Record<string, DomainErrorKind>, error.reason, error.message, error.fields);
 }
 
 const MAX_CLAIM_TRIES = 3;

@@ -5,7 +5,8 @@
  */
 import { isGrpcDeadlineError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { COMMON_REASONS, reasonError } from '../errors';
-import type { PlatformDeps } from '../platform-deps';
+import type { Config } from '../config';
+import type { TemporalHandle } from './client';
 
 /** True when `error` is a Temporal call that ran out of its deadline. */
 export function isDeadlineExceeded(error: unknown): boolean {
@@ -19,7 +20,7 @@ export function isDeadlineExceeded(error: unknown): boolean {
 const TEMPORAL_SHARE_OF_REQUEST = 0.75;
 
 /** The longest a request's Temporal call may take, seconds: three quarters of REQUEST_TIMEOUT_SECONDS. */
-export function requestDeadlineSeconds(config: Pick<PlatformDeps['config'], 'REQUEST_TIMEOUT_SECONDS'>): number {
+export function requestDeadlineSeconds(config: Pick<Config, 'REQUEST_TIMEOUT_SECONDS'>): number {
   return config.REQUEST_TIMEOUT_SECONDS * TEMPORAL_SHARE_OF_REQUEST;
 }
 
@@ -28,7 +29,7 @@ export function requestDeadlineSeconds(config: Pick<PlatformDeps['config'], 'REQ
  * requestDeadlineSeconds).
  * @throws DomainError DEADLINE_EXCEEDED when the deadline passes first; anything else `call` throws.
  */
-export async function withRequestDeadline<T>(deps: Pick<PlatformDeps, 'temporal' | 'config'>, call: () => Promise<T>, seconds?: number): Promise<T> {
+export async function withRequestDeadline<T>(deps: { temporal: TemporalHandle; config: Pick<Config, 'REQUEST_TIMEOUT_SECONDS'> }, call: () => Promise<T>, seconds?: number): Promise<T> {
   try {
     const deadline_ms = Date.now() + Math.min(seconds ?? Infinity, requestDeadlineSeconds(deps.config)) * 1000;
     // Each connection keeps its own deadline: cover the co-located worker's too (eager starts go through it).

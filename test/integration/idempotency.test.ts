@@ -80,6 +80,17 @@ describe('idempotency keys', () => {
       fields: { amount: ['too much'] },
     });
 
+    // The replay raises the stored reason with its stored kind (request idempotency knows no flow's reason table);
+    // a record whose kind is no DomainError kind answers INTERNAL.
+    await database('idempotency_keys')
+      .where({ key: 'k-refused' })
+      .update({ error: JSON.stringify({ reason: 'SOME_FLOW_REASON', kind: 'not_found', message: 'gone', fields: {} }) });
+    await expect(store.run(request('k-refused'), text, async () => 'later')).rejects.toMatchObject({ reason: 'SOME_FLOW_REASON', kind: 'not_found' });
+    await database('idempotency_keys')
+      .where({ key: 'k-refused' })
+      .update({ error: JSON.stringify({ reason: 'SOME_FLOW_REASON', kind: 'made_up', message: 'gone', fields: {} }) });
+    await expect(store.run(request('k-refused'), text, async () => 'later')).rejects.toMatchObject({ reason: 'INTERNAL', kind: 'internal' });
+
     await expect(store.run(request('k-fault'), text, async () => Promise.reject(new Error('connection reset')))).rejects.toThrow('connection reset');
     await expect(store.run(request('k-fault'), text, async () => 'retried')).resolves.toBe('retried');
   });
