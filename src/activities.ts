@@ -16,6 +16,7 @@ import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
+import { createPayoutActivities } from './flows/payout/service';
 import type { ResolutionRefunds } from './flows/payin/resolution';
 import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
 
@@ -62,6 +63,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
     ...createRefundActivities(deps),
     ...createDepositRefundActivities(deps),
+    ...createPayoutActivities(deps),
   };
 }
 

@@ -7,3 +7,4 @@ export { depositWorkflow } from './deposit';
 export { reconciliationWorkflow } from './reconciliation';
 export { refundWorkflow } from './refund';
 export { depositRefundWorkflow } from './deposit-refund';
+export { payoutWorkflow } from './payout';

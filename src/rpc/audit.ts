@@ -46,6 +46,8 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
   'payments.events.v1.EventsService/RedeliverEvents',
+  'payments.payout.v1.PayoutService/DecidePayoutApproval',
+  'payments.payout.v1.PayoutService/SetPayoutSettings',
 ]);
 
 /** Field names whose values are secrets or payment data (request fields, at any depth; snake_case as in proto). */

@@ -34,6 +34,7 @@ import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 import * as refundFee from './039_refund_fee';
+import * as payouts from './065_payouts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -72,6 +73,7 @@ const migrations: Array<[string, Migration]> = [
   ['038_payin_settlement_accounts', payinSettlementAccounts],
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
+  ['065_payouts', payouts],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
