@@ -10,6 +10,7 @@ import { setPayoutSettings, NO_PAYOUT_SETTINGS } from '../../src/flows/payout/st
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { createServiceCredential } from '../../src/service-credentials';
 import { SANDBOX_PAYOUT_ADDRESSES } from '../../src/sandbox/upstream-payouts';
+import { runAdminCli } from '../support/admin-cli';
 import { createTestMerchant, domainRefusal, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
 const NOTIFICATIONS = '/api/v1/upstream/notifications';
@@ -24,7 +25,7 @@ describe('payouts of merchants wallets', () => {
 
   beforeAll(async () => {
     harness = await startPayinHarness({
-      env: { PAYOUT_DECISION_TIMEOUT_SECONDS: '120', PAYOUT_APPROVAL_TIMEOUT_SECONDS: '8' },
+      env: { PAYOUT_DECISION_TIMEOUT_SECONDS: '120', PAYOUT_APPROVAL_TIMEOUT_SECONDS: '15' },
       payout_decision_delay_seconds: null,
     });
   });
@@ -286,6 +287,26 @@ describe('payouts of merchants wallets', () => {
       expect(harness.sandbox.payouts.payouts.has(payout.payout_reference)).toBe(false);
       expect((await domainRefusal(decidePayoutApproval(deps(), payout.payout_reference, 'approve', 'operator:test'))).reason).toBe('PAYOUT_NOT_AWAITING_APPROVAL');
       expect(await wallet(merchant)).toEqual({ available: 10n * USDT, posted: 10n * USDT });
+      await ledgerBalances();
+    });
+
+    it('operators: limits set, the payout approved, listed and shown with `payments admin`', async () => {
+      const merchant = await fundedMerchant(10n * USDT);
+      const admin = (args: string[]) => runAdminCli(harness.platform, args);
+      const limits = await admin(['merchant', 'payout-limits', '--merchant-id', merchant.merchant_id, '--approval-threshold', '2', '--daily-max', '9', '--json']);
+      expect(limits).toMatchObject({ code: 0, json: { merchant_id: merchant.merchant_id, approval_threshold: '2.000000', daily_max: '9.000000', min: null } });
+      const payout = await createPayout(deps(), merchant.merchant_id, request({ amount_units: 3n * USDT }));
+      expect(payout.status).toBe('awaiting_approval');
+      const approved = await admin(['payouts', 'approve', payout.payout_reference, '--note', 'called the merchant', '--json']);
+      expect(approved).toMatchObject({ code: 0, json: { payout: { payout_reference: payout.payout_reference } } });
+      const listed = await admin(['payouts', 'list', '--merchant-id', merchant.merchant_id, '--json']);
+      expect(listed.json).toMatchObject({ payouts: [{ payout_reference: payout.payout_reference, amount_units: '3000000', fee_units: '1000000' }] });
+      expect((await decided(payout.payout_reference)).status).toBe('succeeded');
+      const shown = await admin(['payouts', 'show', payout.payout_reference, '--json']);
+      expect(shown.json).toMatchObject({ payout: { payout_reference: payout.payout_reference, status: 'succeeded', merchant_id: merchant.merchant_id } });
+      const again = await admin(['payouts', 'reject', payout.payout_reference]);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('PAYOUT_NOT_AWAITING_APPROVAL');
       await ledgerBalances();
     });
 
