@@ -212,6 +212,12 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   PAYOUT_DECISION_NOT_AUTHORIZED: systemError,
   PAYOUT_APPROVAL_NOT_AUTHORIZED: systemError,
   PAYOUT_NOT_AWAITING_APPROVAL: systemError,
+  // Area C's bank payouts (the PayoutService's other door): an Area B call never names a bank account.
+  INSTRUMENT_NOT_FOUND: systemError,
+  INSTRUMENT_NOT_ACTIVATED: systemError,
+  ACTIVATION_NOT_FOUND: systemError,
+  FIELD_NOT_DECRYPTABLE: systemError,
+  CARD_EXPIRED: systemError,
 };
 
 /** The one Area B error table: RPC failure reason + route → HTTP status and body. */

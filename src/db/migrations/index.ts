@@ -35,6 +35,7 @@ import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 import * as refundFee from './039_refund_fee';
 import * as payouts from './065_payouts';
+import * as bankPayouts from './066_bank_payouts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -74,6 +75,7 @@ const migrations: Array<[string, Migration]> = [
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
   ['065_payouts', payouts],
+  ['066_bank_payouts', bankPayouts],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -12,6 +12,7 @@ import type { Knex } from '../../db/knex';
 import type { LedgerJoin } from '../../ledger/types';
 import { amountJson, stringifyJson } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
+import { findInstrumentByToken } from '../../instruments/store';
 import { reasonFailure } from '../../temporal/failures';
 import { deliverWebhooks, recordWebhookEvent } from '../../webhooks';
 import type { MoneyOutDecision } from '../money-out/contract';
@@ -81,10 +82,12 @@ export function payoutWebhookBody(payout: PayoutRow, event: PayoutEvent): string
 export async function placePayoutHolds(
   deps: Pick<PlatformDeps, 'ledger'>,
   trx: Knex.Transaction,
-  payout: Pick<PayoutRow, 'payout_reference' | 'merchant_id' | 'currency' | 'amount_units' | 'fee_units'>,
+  payout: Pick<PayoutRow, 'payout_reference' | 'merchant_id' | 'user_id' | 'kind' | 'currency' | 'amount_units' | 'fee_units'>,
   join: LedgerJoin = 'savepoint',
 ): Promise<{ pending_transfer_id: string; fee_pending_transfer_id: string | null }> {
-  const address = { owner_type: 'merchant', owner_id: payout.merchant_id, currency: payout.currency, kind: 'wallet' } as const;
+  // A crypto payout leaves the merchant's wallet; a bank payout its user's (Area C).
+  const owner = payout.kind === 'bank' ? { owner_type: 'user' as const, owner_id: payout.user_id! } : { owner_type: 'merchant' as const, owner_id: payout.merchant_id };
+  const address = { ...owner, currency: payout.currency, kind: 'wallet' } as const;
   const wallet = ((await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx))).id;
   const settlement = (await deps.ledger.platformAccount('settlement', payout.currency, trx)).id;
   const revenue = payout.fee_units > 0n ? (await deps.ledger.platformAccount('fee_revenue', payout.currency, trx)).id : undefined;
@@ -137,6 +140,25 @@ async function recordDecision(deps: PlatformDeps, trx: Knex.Transaction, payout:
   return { status, webhook_id };
 }
 
+/** A bank payout asked of the bank rails (they answer at once). An error is retried under the same key. */
+async function askBankRails(deps: PlatformDeps, payout: PayoutRow): Promise<MoneyOutDecision> {
+  if (!deps.bankRails) throw ApplicationFailure.retryable('no bank rails configured', 'PAYOUT_PROVIDER_NOT_CONFIGURED');
+  const account = await findInstrumentByToken(deps.database, payout.merchant_id, payout.instrument_token ?? '');
+  const bank = account?.bankId ? ((await deps.database('banks').where({ id: account.bankId }).first('name')) as { name: string } | undefined) : undefined;
+  const outcome = await deps.bankRails.payout(
+    {
+      payout_reference: payout.payout_reference,
+      amount_units: payout.amount_units,
+      currency: payout.currency,
+      account_token: payout.instrument_token ?? '',
+      holder_name: account?.holderName ?? '',
+      bank_name: bank?.name ?? '',
+    },
+    payoutProviderKey(payout.payout_reference),
+  );
+  return outcome.status === 'succeeded' ? { status: 'succeeded', provider_reference: outcome.transfer_id } : { status: 'failed', failure_reason: outcome.message };
+}
+
 /**
  * The payout's port over the money-out saga: its row (`payouts`), its legs, the upstream's payout request, and the
  * decision's record, event and webhook.
@@ -156,9 +178,10 @@ export function payoutPort(deps: PlatformDeps, provider: Pick<NonNullable<Platfo
     placeHolds: async (trx, payout) => updatePayout(trx, payout.payout_reference, await placePayoutHolds(deps, trx, payout)),
     legs: legsOf,
     async ask(payout) {
+      if (payout.kind === 'bank') return askBankRails(deps, payout);
       if (!provider) throw ApplicationFailure.retryable('no payout provider configured', 'PAYOUT_PROVIDER_NOT_CONFIGURED');
-      const { payout_reference, amount_units, currency, address, memo } = payout;
-      const outcome = await provider.payout({ payout_reference, amount_units, currency, address, memo }, payoutProviderKey(payout_reference));
+      const { payout_reference, amount_units, address, memo } = payout;
+      const outcome = await provider.payout({ payout_reference, amount_units, currency: 'USDT', address, memo }, payoutProviderKey(payout_reference));
       return outcome.status === 'succeeded' ? { status: 'succeeded', provider_reference: outcome.payout_trx_ref } : outcome;
     },
     async markRequested(trx, payout) {

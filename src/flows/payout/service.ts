@@ -18,7 +18,11 @@ import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { recordEvent } from '../../events';
 import { problem } from '../../field-problems';
-import type { PayoutService } from '../../gen/payments/payout/v1/payout_pb';
+import { PayoutToBankResponseSchema, type PayoutService } from '../../gen/payments/payout/v1/payout_pb';
+import { journaled } from '../../events';
+import { answerIdempotently, movementRequest } from '../../idempotency';
+import { requireInstrument } from '../../instruments/store';
+import { clientAddressOf } from '../../rpc/client-address';
 import { IDEMPOTENCY_REASONS } from '../../idempotency/reasons';
 import { parseAmount } from '../../money';
 import type { PlatformDeps } from '../../platform-deps';
@@ -44,6 +48,8 @@ import {
   payoutsSince,
   setPayoutSettings,
   updatePayout,
+  NO_PAYOUT_SETTINGS,
+  type NewPayoutRow,
   type PayoutRow,
 } from './store';
 
@@ -167,38 +173,34 @@ function dayStart(now: Date): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
 }
 
+/** What a payout is recorded with beyond its reference, status and timeouts. */
+type PayoutDraft = Omit<NewPayoutRow, 'payout_reference' | 'status' | 'request_key' | 'request_fingerprint' | 'approval_due_at' | 'decision_due_at'>;
+
 /**
- * Records a payout, holds it and its fee and announces it, in one transaction under the merchant's payout lock.
+ * Records a payout, holds it and its fee and announces it, in one transaction under the merchant's payout lock; a
+ * crypto payout is checked against the merchant's limits first (minimum and per-payout before, daily under the lock).
  * @returns the payout as recorded
  */
-async function recordPayout(deps: PlatformDeps, merchant_id: string, request: PayoutRequest, request_key: string | null, fingerprint: string, fee_units: bigint): Promise<PayoutRow> {
+async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key: string | null, fingerprint: string): Promise<PayoutRow> {
   const payout_reference = newPayoutReference();
-  const settings = await payoutSettingsOf(deps.database, merchant_id);
-  if (settings.min_units !== null && request.amount_units < settings.min_units) {
+  const { merchant_id, amount_units } = draft;
+  const settings = draft.kind === 'crypto' ? await payoutSettingsOf(deps.database, merchant_id) : NO_PAYOUT_SETTINGS;
+  if (settings.min_units !== null && amount_units < settings.min_units) {
     throw reasonError(PAYOUT_REASONS, 'PAYOUT_BELOW_MINIMUM', `the minimum payout is ${settings.min_units} minor units`);
   }
-  if (settings.per_payout_max_units !== null && request.amount_units > settings.per_payout_max_units) {
+  if (settings.per_payout_max_units !== null && amount_units > settings.per_payout_max_units) {
     throw reasonError(PAYOUT_REASONS, 'PAYOUT_ABOVE_LIMIT', `the largest payout is ${settings.per_payout_max_units} minor units`);
   }
   const now = new Date();
   return deps.database.transaction(async (trx) => {
     await lockMerchantPayouts(trx, merchant_id);
-    if (settings.daily_max_units !== null && (await payoutsSince(trx, merchant_id, dayStart(now))) + request.amount_units > settings.daily_max_units) {
+    if (settings.daily_max_units !== null && (await payoutsSince(trx, merchant_id, dayStart(now))) + amount_units > settings.daily_max_units) {
       throw reasonError(PAYOUT_REASONS, 'PAYOUT_DAILY_LIMIT_EXCEEDED', `the daily payout limit is ${settings.daily_max_units} minor units`);
     }
-    const awaiting = settings.approval_threshold_units !== null && request.amount_units > settings.approval_threshold_units;
+    const awaiting = settings.approval_threshold_units !== null && amount_units > settings.approval_threshold_units;
     const created = await insertPayout(trx, {
+      ...draft,
       payout_reference,
-      merchant_id,
-      kind: 'crypto',
-      source: request.source ?? 'api',
-      out_trade_no: request.out_trade_no || null,
-      amount_units: request.amount_units,
-      fee_units,
-      currency: 'USDT',
-      channel: CRYPTO_PAYOUT_CHANNEL,
-      address: request.address,
-      memo: request.memo ?? '',
       status: awaiting ? 'awaiting_approval' : 'held',
       request_key,
       request_fingerprint: request_key ? fingerprint : null,
@@ -241,7 +243,21 @@ export async function createPayout(deps: PlatformDeps, merchant_id: string, requ
   if (!payout) {
     const fee_units = await feeOf(deps, CRYPTO_PAYOUT_CHANNEL);
     try {
-      payout = await recordPayout(deps, merchant_id, request, request_key ?? null, fingerprint, fee_units);
+      const draft: PayoutDraft = {
+        merchant_id,
+        kind: 'crypto',
+        source: request.source ?? 'api',
+        out_trade_no: request.out_trade_no || null,
+        amount_units: request.amount_units,
+        fee_units,
+        currency: 'USDT',
+        channel: CRYPTO_PAYOUT_CHANNEL,
+        user_id: null,
+        instrument_token: null,
+        address: request.address,
+        memo: request.memo ?? '',
+      };
+      payout = await recordPayout(deps, draft, request_key ?? null, fingerprint);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       // The same key at the same time: the other request recorded it. Else the out_trade_no is another payout's.
@@ -251,6 +267,67 @@ export async function createPayout(deps: PlatformDeps, merchant_id: string, requ
     }
   }
   if (payout.status === 'held' || payout.status === 'awaiting_approval') await startAfterCommit(deps, payout);
+  return payout;
+}
+
+/** An Area C bank payout request: a user's wallet to its bank account. Amount in minor units of `currency`. */
+export interface BankPayoutRequest {
+  user_id: string;
+  /** The user's tokenized bank account. */
+  token: string;
+  amount_units: bigint;
+  /** The user's wallet currency (USD). */
+  currency: string;
+}
+
+/** The fee schedule's channel of a bank: its own (`ABA Bank` → `ABA`) when the schedule has one, else `BANK`. */
+async function bankChannelOf(deps: PlatformDeps, bank_id: number | null): Promise<string> {
+  const bank = bank_id ? ((await deps.database('banks').where({ id: bank_id }).first('name')) as { name: string } | undefined) : undefined;
+  const own = bank?.name.split(/\s+/)[0]?.toUpperCase();
+  if (own && (await feePayoutOf(deps.database, own))) return own;
+  return 'BANK';
+}
+
+/**
+ * Creates an Area C bank payout (docs/payouts.md "Bank payouts"): the user's verified bank account of the same
+ * merchant, the fee of its bank's channel, the hold on the user's wallet, then its PayoutWorkflow (the bank rails).
+ * @param request_key the action's own key (its idempotency record answers repeats before this runs)
+ * @throws DomainError INSTRUMENT_NOT_FOUND (unknown, another merchant's or another user's account),
+ *   INSTRUMENT_NOT_ACTIVATED (not verified), VALIDATION_FAILED (amount, currency), PAYOUT_FEE_NOT_CONFIGURED,
+ *   PAYOUT_INSUFFICIENT_BALANCE; nothing is held for any of them
+ */
+export async function createBankPayout(deps: PlatformDeps, merchant_id: string, request: BankPayoutRequest, request_key: string | null): Promise<PayoutRow> {
+  const fields: FieldViolations = {};
+  if (request.amount_units <= 0n) fields.amount = [problem('positive')];
+  if (request.currency !== 'USD') fields.currency = [request.currency ? problem('invalid') : problem('required')];
+  if (!/^\d{1,19}$/.test(request.user_id)) fields.user_id = [request.user_id ? problem('invalid') : problem('required')];
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  // The account is the same merchant's and user's, and verified (its activation done): else refused, nothing held.
+  const account = await requireInstrument(deps.database, { merchantId: merchant_id, token: request.token, userId: request.user_id, kinds: ['bank_account'] });
+  const channel = await bankChannelOf(deps, account.bankId);
+  const fee = await feePayoutOf(deps.database, channel);
+  if (!fee || fee.currency !== request.currency) throw reasonError(PAYOUT_REASONS, 'PAYOUT_FEE_NOT_CONFIGURED', `no ${request.currency} fee_payout for channel ${channel}`);
+  const fingerprint = createHash('sha256').update(JSON.stringify([request.user_id, request.token, request.amount_units.toString(), request.currency])).digest('hex');
+  const payout = await recordPayout(
+    deps,
+    {
+      merchant_id,
+      kind: 'bank',
+      source: 'area_c',
+      out_trade_no: null,
+      amount_units: request.amount_units,
+      fee_units: parseAmount(fee.amount, 'USD', { allowZero: true, field: 'fee_payout' }),
+      currency: 'USD',
+      channel,
+      user_id: request.user_id,
+      instrument_token: account.token,
+      address: `bank account ****${account.last4}`,
+      memo: '',
+    },
+    request_key,
+    fingerprint,
+  );
+  await startAfterCommit(deps, payout);
   return payout;
 }
 
@@ -360,6 +437,30 @@ export function createPayoutService(deps: PlatformDeps): ServiceImpl<typeof Payo
       const decision = request.decision === 'approve' ? 'approve' : 'reject';
       const row = await decidePayoutApproval(deps, request.payoutReference, decision, operatorOf(context), request.note);
       return { payout: payoutMessage(row, true) };
+    },
+
+    /** payout_to_bank (Area C, signed): the same signed body, or the same Idempotency-Key, answers the first payout. */
+    async payoutToBank(request, context) {
+      const act = await deps.merchantAuth.requireMerchant(request, context);
+      const fields = { user_id: request.userId, token: request.token, amount_units: request.amountUnits, currency: request.currency };
+      return journaled(
+        deps,
+        { owner_kind: 'merchant', owner_id: act.merchantId, action: 'area-c.payout_to_bank', idempotency_key: request.idempotencyKey, client_address: clientAddressOf(context) },
+        () =>
+          answerIdempotently(
+            deps.idempotency,
+            movementRequest(act, request.idempotencyKey, 'area-c.payout_to_bank', [fields.user_id, fields.token, fields.amount_units, fields.currency]),
+            PayoutToBankResponseSchema,
+            async (ownKey) => ({ payout: payoutMessage(await createBankPayout(deps, act.merchantId, fields, ownKey ?? null)) }),
+          ),
+        (answer) => answer.payout?.payoutReference,
+      );
+    },
+
+    /** payout_status (Area C, signed): one of the merchant's payouts. */
+    async getBankPayoutStatus(request, context) {
+      const act = await deps.merchantAuth.requireMerchant(request, context);
+      return { payout: payoutMessage(await payoutOf(deps, act.merchantId, { payout_reference: request.payoutReference })) };
     },
 
     async setPayoutSettings(request) {

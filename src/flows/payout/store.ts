@@ -3,6 +3,7 @@
  * `merchant_payout_settings`, and the fee schedule's `fee_payout`. Amounts in minor units.
  */
 import type { Knex } from '../../db/knex';
+import type { Currency } from '../../money';
 import type { PayoutStatus } from './contract';
 
 type Conn = Knex | Knex.Transaction;
@@ -16,7 +17,11 @@ export interface PayoutRow {
   out_trade_no: string | null;
   amount_units: bigint;
   fee_units: bigint;
-  currency: 'USDT';
+  /** USDT (crypto), the user's wallet currency (bank). */
+  currency: Currency;
+  /** A bank payout's user (users.id) and bank account token; null for a crypto payout. */
+  user_id: string | null;
+  instrument_token: string | null;
   /** The fee schedule's channel the fee was taken from (`USDT_TRC20`). */
   channel: string;
   address: string;
@@ -47,6 +52,8 @@ export type NewPayoutRow = Pick<
   | 'fee_units'
   | 'currency'
   | 'channel'
+  | 'user_id'
+  | 'instrument_token'
   | 'address'
   | 'memo'
   | 'status'

@@ -5,13 +5,131 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb";
+import type { ActionAuth } from "../../wallet/v1/wallet_pb";
+import { file_payments_wallet_v1_wallet } from "../../wallet/v1/wallet_pb";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file payments/payout/v1/payout.proto.
  */
 export const file_payments_payout_v1_payout: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50cy9wYXlvdXQvdjEvcGF5b3V0LnByb3RvEhJwYXltZW50cy5wYXlvdXQudjEivgIKBlBheW91dBIYChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJEhQKDG91dF90cmFkZV9ubxgCIAEoCRIUCgxhbW91bnRfdW5pdHMYAyABKAMSEQoJZmVlX3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEg4KBnN0YXR1cxgGIAEoCRIPCgdhZGRyZXNzGAcgASgJEgwKBG1lbW8YCCABKAkSFgoOcGF5b3V0X3RyeF9yZWYYCSABKAkSFgoOZmFpbHVyZV9yZWFzb24YCiABKAkSEgoKY3JlYXRlZF9hdBgLIAEoCRISCgpkZWNpZGVkX2F0GAwgASgJEhMKC21lcmNoYW50X2lkGA0gASgJEgwKBGtpbmQYDiABKAkSDgoGc291cmNlGA8gASgJEg8KB2NoYW5uZWwYECABKAki1wEKE0NyZWF0ZVBheW91dFJlcXVlc3QSGQoHYXBpX2tleRgBIAEoCUIIukgFcgMYgAISFAoMYW1vdW50X3VuaXRzGAIgASgDEhkKCGN1cnJlbmN5GAMgASgJQge6SARyAhgQEhkKB2FkZHJlc3MYBCABKAlCCLpIBXIDGIABEhYKBG1lbW8YBSABKAlCCLpIBXIDGIAIEh4KDG91dF90cmFkZV9ubxgGIAEoCUIIukgFcgMY/wESIQoPaWRlbXBvdGVuY3lfa2V5GAcgASgJQgi6SAVyAxiABCJCChRDcmVhdGVQYXlvdXRSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0InYKFkdldFBheW91dFN0YXR1c1JlcXVlc3QSGQoHYXBpX2tleRgBIAEoCUIIukgFcgMYgAISIQoQcGF5b3V0X3JlZmVyZW5jZRgCIAEoCUIHukgEcgIYQBIeCgxvdXRfdHJhZGVfbm8YAyABKAlCCLpIBXIDGP8BIkUKF0dldFBheW91dFN0YXR1c1Jlc3BvbnNlEioKBnBheW91dBgBIAEoCzIaLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXQiZgoSTGlzdFBheW91dHNSZXF1ZXN0EhwKC21lcmNoYW50X2lkGAEgASgJQge6SARyAhhAEhcKBnN0YXR1cxgCIAEoCUIHukgEcgIYIBIZCgVsaW1pdBgDIAEoBUIKukgHGgUY9AMoACJCChNMaXN0UGF5b3V0c1Jlc3BvbnNlEisKB3BheW91dHMYASADKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0IjgKEVNob3dQYXlvdXRSZXF1ZXN0EiMKEHBheW91dF9yZWZlcmVuY2UYASABKAlCCbpIBnIEEAEYQCJAChJTaG93UGF5b3V0UmVzcG9uc2USKgoGcGF5b3V0GAEgASgLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCKEAQobRGVjaWRlUGF5b3V0QXBwcm92YWxSZXF1ZXN0EiMKEHBheW91dF9yZWZlcmVuY2UYASABKAlCCbpIBnIEEAEYQBIoCghkZWNpc2lvbhgCIAEoCUIWukgTchFSB2FwcHJvdmVSBnJlamVjdBIWCgRub3RlGAMgASgJQgi6SAVyAxj/ASJKChxEZWNpZGVQYXlvdXRBcHByb3ZhbFJlc3BvbnNlEioKBnBheW91dBgBIAEoCzIaLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXQiygEKGFNldFBheW91dFNldHRpbmdzUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEhoKCW1pbl91bml0cxgCIAEoA0IHukgEIgIoABIlChRwZXJfcGF5b3V0X21heF91bml0cxgDIAEoA0IHukgEIgIoABIgCg9kYWlseV9tYXhfdW5pdHMYBCABKANCB7pIBCICKAASKQoYYXBwcm92YWxfdGhyZXNob2xkX3VuaXRzGAUgASgDQge6SAQiAigAIpwBChlTZXRQYXlvdXRTZXR0aW5nc1Jlc3BvbnNlEhMKC21lcmNoYW50X2lkGAEgASgJEhEKCW1pbl91bml0cxgCIAEoAxIcChRwZXJfcGF5b3V0X21heF91bml0cxgDIAEoAxIXCg9kYWlseV9tYXhfdW5pdHMYBCABKAMSIAoYYXBwcm92YWxfdGhyZXNob2xkX3VuaXRzGAUgASgDMpQFCg1QYXlvdXRTZXJ2aWNlEmMKDENyZWF0ZVBheW91dBInLnBheW1lbnRzLnBheW91dC52MS5DcmVhdGVQYXlvdXRSZXF1ZXN0GigucGF5bWVudHMucGF5b3V0LnYxLkNyZWF0ZVBheW91dFJlc3BvbnNlIgASbAoPR2V0UGF5b3V0U3RhdHVzEioucGF5bWVudHMucGF5b3V0LnYxLkdldFBheW91dFN0YXR1c1JlcXVlc3QaKy5wYXltZW50cy5wYXlvdXQudjEuR2V0UGF5b3V0U3RhdHVzUmVzcG9uc2UiABJgCgtMaXN0UGF5b3V0cxImLnBheW1lbnRzLnBheW91dC52MS5MaXN0UGF5b3V0c1JlcXVlc3QaJy5wYXltZW50cy5wYXlvdXQudjEuTGlzdFBheW91dHNSZXNwb25zZSIAEl0KClNob3dQYXlvdXQSJS5wYXltZW50cy5wYXlvdXQudjEuU2hvd1BheW91dFJlcXVlc3QaJi5wYXltZW50cy5wYXlvdXQudjEuU2hvd1BheW91dFJlc3BvbnNlIgASewoURGVjaWRlUGF5b3V0QXBwcm92YWwSLy5wYXltZW50cy5wYXlvdXQudjEuRGVjaWRlUGF5b3V0QXBwcm92YWxSZXF1ZXN0GjAucGF5bWVudHMucGF5b3V0LnYxLkRlY2lkZVBheW91dEFwcHJvdmFsUmVzcG9uc2UiABJyChFTZXRQYXlvdXRTZXR0aW5ncxIsLnBheW1lbnRzLnBheW91dC52MS5TZXRQYXlvdXRTZXR0aW5nc1JlcXVlc3QaLS5wYXltZW50cy5wYXlvdXQudjEuU2V0UGF5b3V0U2V0dGluZ3NSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate]);
+  fileDesc("Ch9wYXltZW50cy9wYXlvdXQvdjEvcGF5b3V0LnByb3RvEhJwYXltZW50cy5wYXlvdXQudjEiuQEKE1BheW91dFRvQmFua1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSJCChRQYXlvdXRUb0JhbmtSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0InkKGkdldEJhbmtQYXlvdXRTdGF0dXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhgKEHBheW91dF9yZWZlcmVuY2UYAiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkkKG0dldEJhbmtQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0Ir4CCgZQYXlvdXQSGAoQcGF5b3V0X3JlZmVyZW5jZRgBIAEoCRIUCgxvdXRfdHJhZGVfbm8YAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhEKCWZlZV91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDwoHYWRkcmVzcxgHIAEoCRIMCgRtZW1vGAggASgJEhYKDnBheW91dF90cnhfcmVmGAkgASgJEhYKDmZhaWx1cmVfcmVhc29uGAogASgJEhIKCmNyZWF0ZWRfYXQYCyABKAkSEgoKZGVjaWRlZF9hdBgMIAEoCRITCgttZXJjaGFudF9pZBgNIAEoCRIMCgRraW5kGA4gASgJEg4KBnNvdXJjZRgPIAEoCRIPCgdjaGFubmVsGBAgASgJItcBChNDcmVhdGVQYXlvdXRSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEhQKDGFtb3VudF91bml0cxgCIAEoAxIZCghjdXJyZW5jeRgDIAEoCUIHukgEcgIYEBIZCgdhZGRyZXNzGAQgASgJQgi6SAVyAxiAARIWCgRtZW1vGAUgASgJQgi6SAVyAxiACBIeCgxvdXRfdHJhZGVfbm8YBiABKAlCCLpIBXIDGP8BEiEKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUIIukgFcgMYgAQiQgoUQ3JlYXRlUGF5b3V0UmVzcG9uc2USKgoGcGF5b3V0GAEgASgLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCJ2ChZHZXRQYXlvdXRTdGF0dXNSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEiEKEHBheW91dF9yZWZlcmVuY2UYAiABKAlCB7pIBHICGEASHgoMb3V0X3RyYWRlX25vGAMgASgJQgi6SAVyAxj/ASJFChdHZXRQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0ImYKEkxpc3RQYXlvdXRzUmVxdWVzdBIcCgttZXJjaGFudF9pZBgBIAEoCUIHukgEcgIYQBIXCgZzdGF0dXMYAiABKAlCB7pIBHICGCASGQoFbGltaXQYAyABKAVCCrpIBxoFGPQDKAAiQgoTTGlzdFBheW91dHNSZXNwb25zZRIrCgdwYXlvdXRzGAEgAygLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCI4ChFTaG93UGF5b3V0UmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEAiQAoSU2hvd1BheW91dFJlc3BvbnNlEioKBnBheW91dBgBIAEoCzIaLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXQihAEKG0RlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEASKAoIZGVjaXNpb24YAiABKAlCFrpIE3IRUgdhcHByb3ZlUgZyZWplY3QSFgoEbm90ZRgDIAEoCUIIukgFcgMY/wEiSgocRGVjaWRlUGF5b3V0QXBwcm92YWxSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0IsoBChhTZXRQYXlvdXRTZXR0aW5nc1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBIaCgltaW5fdW5pdHMYAiABKANCB7pIBCICKAASJQoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKANCB7pIBCICKAASIAoPZGFpbHlfbWF4X3VuaXRzGAQgASgDQge6SAQiAigAEikKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoA0IHukgEIgIoACKcAQoZU2V0UGF5b3V0U2V0dGluZ3NSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIRCgltaW5fdW5pdHMYAiABKAMSHAoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKAMSFwoPZGFpbHlfbWF4X3VuaXRzGAQgASgDEiAKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoAzLzBgoNUGF5b3V0U2VydmljZRJjCgxDcmVhdGVQYXlvdXQSJy5wYXltZW50cy5wYXlvdXQudjEuQ3JlYXRlUGF5b3V0UmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5DcmVhdGVQYXlvdXRSZXNwb25zZSIAEmwKD0dldFBheW91dFN0YXR1cxIqLnBheW1lbnRzLnBheW91dC52MS5HZXRQYXlvdXRTdGF0dXNSZXF1ZXN0GisucGF5bWVudHMucGF5b3V0LnYxLkdldFBheW91dFN0YXR1c1Jlc3BvbnNlIgASYAoLTGlzdFBheW91dHMSJi5wYXltZW50cy5wYXlvdXQudjEuTGlzdFBheW91dHNSZXF1ZXN0GicucGF5bWVudHMucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2UiABJdCgpTaG93UGF5b3V0EiUucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXF1ZXN0GiYucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXNwb25zZSIAEnsKFERlY2lkZVBheW91dEFwcHJvdmFsEi8ucGF5bWVudHMucGF5b3V0LnYxLkRlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBowLnBheW1lbnRzLnBheW91dC52MS5EZWNpZGVQYXlvdXRBcHByb3ZhbFJlc3BvbnNlIgAScgoRU2V0UGF5b3V0U2V0dGluZ3MSLC5wYXltZW50cy5wYXlvdXQudjEuU2V0UGF5b3V0U2V0dGluZ3NSZXF1ZXN0Gi0ucGF5bWVudHMucGF5b3V0LnYxLlNldFBheW91dFNldHRpbmdzUmVzcG9uc2UiABJjCgxQYXlvdXRUb0JhbmsSJy5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0VG9CYW5rUmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXRUb0JhbmtSZXNwb25zZSIAEngKE0dldEJhbmtQYXlvdXRTdGF0dXMSLi5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1JlcXVlc3QaLy5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1Jlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate, file_payments_wallet_v1_wallet]);
+
+/**
+ * @generated from message payments.payout.v1.PayoutToBankRequest
+ */
+export type PayoutToBankRequest = Message<"payments.payout.v1.PayoutToBankRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * The user (users.id) whose wallet pays.
+   *
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * The user's bank account token (tokenize_bank_account), verified.
+   *
+   * @generated from field: string token = 3;
+   */
+  token: string;
+
+  /**
+   * Minor units of `currency` (the user's wallet currency).
+   *
+   * @generated from field: int64 amount_units = 4;
+   */
+  amountUnits: bigint;
+
+  /**
+   * @generated from field: string currency = 5;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
+   */
+  auth?: ActionAuth | undefined;
+
+  /**
+   * The client's Idempotency-Key header (empty when none).
+   *
+   * @generated from field: string idempotency_key = 21;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message payments.payout.v1.PayoutToBankRequest.
+ * Use `create(PayoutToBankRequestSchema)` to create a new message.
+ */
+export const PayoutToBankRequestSchema: GenMessage<PayoutToBankRequest> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 0);
+
+/**
+ * @generated from message payments.payout.v1.PayoutToBankResponse
+ */
+export type PayoutToBankResponse = Message<"payments.payout.v1.PayoutToBankResponse"> & {
+  /**
+   * @generated from field: payments.payout.v1.Payout payout = 1;
+   */
+  payout?: Payout | undefined;
+};
+
+/**
+ * Describes the message payments.payout.v1.PayoutToBankResponse.
+ * Use `create(PayoutToBankResponseSchema)` to create a new message.
+ */
+export const PayoutToBankResponseSchema: GenMessage<PayoutToBankResponse> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 1);
+
+/**
+ * @generated from message payments.payout.v1.GetBankPayoutStatusRequest
+ */
+export type GetBankPayoutStatusRequest = Message<"payments.payout.v1.GetBankPayoutStatusRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * @generated from field: string payout_reference = 2;
+   */
+  payoutReference: string;
+
+  /**
+   * @generated from field: payments.wallet.v1.ActionAuth auth = 20;
+   */
+  auth?: ActionAuth | undefined;
+};
+
+/**
+ * Describes the message payments.payout.v1.GetBankPayoutStatusRequest.
+ * Use `create(GetBankPayoutStatusRequestSchema)` to create a new message.
+ */
+export const GetBankPayoutStatusRequestSchema: GenMessage<GetBankPayoutStatusRequest> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 2);
+
+/**
+ * @generated from message payments.payout.v1.GetBankPayoutStatusResponse
+ */
+export type GetBankPayoutStatusResponse = Message<"payments.payout.v1.GetBankPayoutStatusResponse"> & {
+  /**
+   * @generated from field: payments.payout.v1.Payout payout = 1;
+   */
+  payout?: Payout | undefined;
+};
+
+/**
+ * Describes the message payments.payout.v1.GetBankPayoutStatusResponse.
+ * Use `create(GetBankPayoutStatusResponseSchema)` to create a new message.
+ */
+export const GetBankPayoutStatusResponseSchema: GenMessage<GetBankPayoutStatusResponse> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 3);
 
 /**
  * Payout is one payout as recorded. Amounts in minor units of `currency`.
@@ -125,7 +243,7 @@ export type Payout = Message<"payments.payout.v1.Payout"> & {
  * Use `create(PayoutSchema)` to create a new message.
  */
 export const PayoutSchema: GenMessage<Payout> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 0);
+  messageDesc(file_payments_payout_v1_payout, 4);
 
 /**
  * @generated from message payments.payout.v1.CreatePayoutRequest
@@ -180,7 +298,7 @@ export type CreatePayoutRequest = Message<"payments.payout.v1.CreatePayoutReques
  * Use `create(CreatePayoutRequestSchema)` to create a new message.
  */
 export const CreatePayoutRequestSchema: GenMessage<CreatePayoutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 1);
+  messageDesc(file_payments_payout_v1_payout, 5);
 
 /**
  * @generated from message payments.payout.v1.CreatePayoutResponse
@@ -197,7 +315,7 @@ export type CreatePayoutResponse = Message<"payments.payout.v1.CreatePayoutRespo
  * Use `create(CreatePayoutResponseSchema)` to create a new message.
  */
 export const CreatePayoutResponseSchema: GenMessage<CreatePayoutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 2);
+  messageDesc(file_payments_payout_v1_payout, 6);
 
 /**
  * @generated from message payments.payout.v1.GetPayoutStatusRequest
@@ -224,7 +342,7 @@ export type GetPayoutStatusRequest = Message<"payments.payout.v1.GetPayoutStatus
  * Use `create(GetPayoutStatusRequestSchema)` to create a new message.
  */
 export const GetPayoutStatusRequestSchema: GenMessage<GetPayoutStatusRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 3);
+  messageDesc(file_payments_payout_v1_payout, 7);
 
 /**
  * @generated from message payments.payout.v1.GetPayoutStatusResponse
@@ -241,7 +359,7 @@ export type GetPayoutStatusResponse = Message<"payments.payout.v1.GetPayoutStatu
  * Use `create(GetPayoutStatusResponseSchema)` to create a new message.
  */
 export const GetPayoutStatusResponseSchema: GenMessage<GetPayoutStatusResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 4);
+  messageDesc(file_payments_payout_v1_payout, 8);
 
 /**
  * @generated from message payments.payout.v1.ListPayoutsRequest
@@ -268,7 +386,7 @@ export type ListPayoutsRequest = Message<"payments.payout.v1.ListPayoutsRequest"
  * Use `create(ListPayoutsRequestSchema)` to create a new message.
  */
 export const ListPayoutsRequestSchema: GenMessage<ListPayoutsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 5);
+  messageDesc(file_payments_payout_v1_payout, 9);
 
 /**
  * @generated from message payments.payout.v1.ListPayoutsResponse
@@ -285,7 +403,7 @@ export type ListPayoutsResponse = Message<"payments.payout.v1.ListPayoutsRespons
  * Use `create(ListPayoutsResponseSchema)` to create a new message.
  */
 export const ListPayoutsResponseSchema: GenMessage<ListPayoutsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 6);
+  messageDesc(file_payments_payout_v1_payout, 10);
 
 /**
  * @generated from message payments.payout.v1.ShowPayoutRequest
@@ -302,7 +420,7 @@ export type ShowPayoutRequest = Message<"payments.payout.v1.ShowPayoutRequest"> 
  * Use `create(ShowPayoutRequestSchema)` to create a new message.
  */
 export const ShowPayoutRequestSchema: GenMessage<ShowPayoutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 7);
+  messageDesc(file_payments_payout_v1_payout, 11);
 
 /**
  * @generated from message payments.payout.v1.ShowPayoutResponse
@@ -319,7 +437,7 @@ export type ShowPayoutResponse = Message<"payments.payout.v1.ShowPayoutResponse"
  * Use `create(ShowPayoutResponseSchema)` to create a new message.
  */
 export const ShowPayoutResponseSchema: GenMessage<ShowPayoutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 8);
+  messageDesc(file_payments_payout_v1_payout, 12);
 
 /**
  * @generated from message payments.payout.v1.DecidePayoutApprovalRequest
@@ -348,7 +466,7 @@ export type DecidePayoutApprovalRequest = Message<"payments.payout.v1.DecidePayo
  * Use `create(DecidePayoutApprovalRequestSchema)` to create a new message.
  */
 export const DecidePayoutApprovalRequestSchema: GenMessage<DecidePayoutApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 9);
+  messageDesc(file_payments_payout_v1_payout, 13);
 
 /**
  * @generated from message payments.payout.v1.DecidePayoutApprovalResponse
@@ -365,7 +483,7 @@ export type DecidePayoutApprovalResponse = Message<"payments.payout.v1.DecidePay
  * Use `create(DecidePayoutApprovalResponseSchema)` to create a new message.
  */
 export const DecidePayoutApprovalResponseSchema: GenMessage<DecidePayoutApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 10);
+  messageDesc(file_payments_payout_v1_payout, 14);
 
 /**
  * @generated from message payments.payout.v1.SetPayoutSettingsRequest
@@ -404,7 +522,7 @@ export type SetPayoutSettingsRequest = Message<"payments.payout.v1.SetPayoutSett
  * Use `create(SetPayoutSettingsRequestSchema)` to create a new message.
  */
 export const SetPayoutSettingsRequestSchema: GenMessage<SetPayoutSettingsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 11);
+  messageDesc(file_payments_payout_v1_payout, 15);
 
 /**
  * @generated from message payments.payout.v1.SetPayoutSettingsResponse
@@ -441,7 +559,7 @@ export type SetPayoutSettingsResponse = Message<"payments.payout.v1.SetPayoutSet
  * Use `create(SetPayoutSettingsResponseSchema)` to create a new message.
  */
 export const SetPayoutSettingsResponseSchema: GenMessage<SetPayoutSettingsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 12);
+  messageDesc(file_payments_payout_v1_payout, 16);
 
 /**
  * PayoutService: money leaving a merchant's wallet (docs/payouts.md). A payout is checked (address format, limits,
@@ -518,6 +636,29 @@ export const PayoutService: GenService<{
     methodKind: "unary";
     input: typeof SetPayoutSettingsRequestSchema;
     output: typeof SetPayoutSettingsResponseSchema;
+  },
+  /**
+   * PayoutToBank (Area C `payout_to_bank`): a user's wallet to one of its verified tokenized bank accounts, through
+   * the bank rails. Signed and idempotent like every money-moving action. Reasons: INSTRUMENT_NOT_FOUND (unknown, or
+   * another merchant's or user's account), INSTRUMENT_NOT_ACTIVATED (not verified), PAYOUT_INSUFFICIENT_BALANCE,
+   * PAYOUT_FEE_NOT_CONFIGURED, VALIDATION_FAILED; nothing is held for any of them.
+   *
+   * @generated from rpc payments.payout.v1.PayoutService.PayoutToBank
+   */
+  payoutToBank: {
+    methodKind: "unary";
+    input: typeof PayoutToBankRequestSchema;
+    output: typeof PayoutToBankResponseSchema;
+  },
+  /**
+   * GetBankPayoutStatus (Area C `payout_status`): one of the merchant's payouts. Reason: PAYOUT_NOT_FOUND.
+   *
+   * @generated from rpc payments.payout.v1.PayoutService.GetBankPayoutStatus
+   */
+  getBankPayoutStatus: {
+    methodKind: "unary";
+    input: typeof GetBankPayoutStatusRequestSchema;
+    output: typeof GetBankPayoutStatusResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_payout_v1_payout, 0);
