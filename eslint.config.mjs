@@ -26,7 +26,7 @@ const COMPOSITION_FILES = ['platform', 'runtime', 'worker', 'activities'];
  * second workflow of a flow (the deposit's refunds): the owner starts it by reference and its contract.ts is the
  * workflow's.
  */
-const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit' };
+const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit', 'payout-schedule': 'flows/payout' };
 /** The façade's npm modules (Node's own modules are allowed): no knex, pg or @temporalio/*. */
 const FACADE_MODULES = ['koa', '@koa/router', 'raw-body', 'escape-html', '@connectrpc/connect', '@bufbuild/protobuf', '@opentelemetry/api'];
 

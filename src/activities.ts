@@ -17,6 +17,7 @@ import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
 import { createPayoutActivities } from './flows/payout/service';
+import { createPayoutScheduleActivities } from './flows/payout/schedules';
 import type { ResolutionRefunds } from './flows/payin/resolution';
 import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
 
@@ -64,6 +65,7 @@ export function createActivities(deps: PlatformDeps) {
     ...createRefundActivities(deps),
     ...createDepositRefundActivities(deps),
     ...createPayoutActivities(deps),
+    ...createPayoutScheduleActivities(deps),
   };
 }
 

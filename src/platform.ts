@@ -18,6 +18,7 @@ import { applyRefundNotification } from './flows/refund/notifications';
 import { createRefundService } from './flows/refund/service';
 import { applyPayoutNotification } from './flows/payout/notifications';
 import { createPayoutService } from './flows/payout/service';
+import { createSetPayoutSchedule } from './flows/payout/schedules';
 import { createUpstreamNotifications } from './upstream/notifications';
 import type { PlatformServices } from './rpc/services';
 
@@ -51,7 +52,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
     refund: createRefundService(deps),
-    payout: createPayoutService(deps),
+    payout: { ...createPayoutService(deps), setPayoutSchedule: createSetPayoutSchedule(deps) },
     events: createEventsService(deps, ownerProofs),
     timeline: createTimelineService(deps, ownerProofs),
   };

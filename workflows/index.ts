@@ -8,3 +8,4 @@ export { reconciliationWorkflow } from './reconciliation';
 export { refundWorkflow } from './refund';
 export { depositRefundWorkflow } from './deposit-refund';
 export { payoutWorkflow } from './payout';
+export { scheduledPayoutWorkflow } from './payout-schedule';

@@ -8,6 +8,9 @@
  *   admin payouts reject PAYOUT_REFERENCE [--note TEXT] [--json]   reject it: its holds are voided (audited)
  *   admin merchant payout-limits --merchant-id ID [--min USDT] [--per-payout-max USDT] [--daily-max USDT]
  *                                [--approval-threshold USDT] [--json]   set a merchant's limits (0 or absent: none)
+ *   admin merchant payout-schedule --merchant-id ID --every daily|weekly --minimum USDT [--reserve USDT]
+ *                                  --address T… [--json]    automatic payouts (a Temporal Schedule per merchant)
+ *   admin merchant payout-schedule --merchant-id ID --remove [--json]
  *
  * With `--json` prints exactly one JSON object; a failure exits 1 with one line on stderr.
  */
@@ -93,6 +96,36 @@ export function registerPayoutCommands(program: Command): void {
           per_payout_max: shown(set.perPayoutMaxUnits),
           daily_max: shown(set.dailyMaxUnits),
           approval_threshold: shown(set.approvalThresholdUnits),
+        };
+      }, Boolean(options.json)),
+    );
+  merchant
+    .command('payout-schedule')
+    .description('set or remove a merchant\'s automatic payouts (docs/payouts.md "Schedules"): one Temporal Schedule per merchant')
+    .requiredOption('--merchant-id <id>', 'merchant id')
+    .option('--every <period>', 'daily (00:05 UTC) or weekly (Mondays, 00:05 UTC)')
+    .option('--minimum <usdt>', 'the smallest scheduled payout; a period with less is skipped')
+    .option('--reserve <usdt>', 'what stays on the wallet', '0')
+    .option('--address <address>', 'the saved destination (TRON)')
+    .option('--remove', 'remove the schedule')
+    .option('--json', 'print one JSON object')
+    .action((options: { merchantId: string; every?: string; minimum?: string; reserve: string; address?: string; remove?: boolean; json?: boolean }) =>
+      runAdminCall(async (clients) => {
+        const set = await clients.payout.setPayoutSchedule({
+          merchantId: options.merchantId,
+          remove: Boolean(options.remove),
+          every: options.every ?? '',
+          minimumUnits: options.remove ? 0n : parseAmount(options.minimum ?? '', 'USDT'),
+          reserveUnits: units(options.reserve),
+          address: options.address ?? '',
+        });
+        return {
+          merchant_id: set.merchantId,
+          schedule_id: set.scheduleId,
+          every: set.every || null,
+          minimum: set.every ? formatAmount(set.minimumUnits, 'USDT') : null,
+          reserve: set.every ? formatAmount(set.reserveUnits, 'USDT') : null,
+          address: set.address || null,
         };
       }, Boolean(options.json)),
     );

@@ -88,6 +88,7 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.payout.v1.PayoutService/ShowPayout': ['admin'],
   'payments.payout.v1.PayoutService/DecidePayoutApproval': ['admin'],
   'payments.payout.v1.PayoutService/SetPayoutSettings': ['admin'],
+  'payments.payout.v1.PayoutService/SetPayoutSchedule': ['admin'],
   'payments.deposit.v1.DepositService/OperatorListDepositRefunds': ['admin'],
   'payments.deposit.v1.DepositService/OperatorShowDepositRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).

@@ -7,6 +7,8 @@ import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { approvalSignal, decidedSignal } from '../../src/flows/payout/contract';
 import { createPayout, decidePayoutApproval, type PayoutRequest, type PayoutRow } from '../../src/flows/payout/service';
 import { setPayoutSettings, NO_PAYOUT_SETTINGS } from '../../src/flows/payout/store';
+import { payoutScheduleId, removePayoutSchedule, scheduledPayoutKey, setPayoutSchedule } from '../../src/flows/payout/schedules';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { createServiceCredential } from '../../src/service-credentials';
 import { SANDBOX_PAYOUT_ADDRESSES } from '../../src/sandbox/upstream-payouts';
@@ -317,6 +319,34 @@ describe('payouts of merchants wallets', () => {
       expect(failed).toMatchObject({ status: 'failed', failure_reason: 'approval_timed_out' });
       expect(await events(payout.payout_reference)).toEqual(['payout.created', 'payout.pending_approval', 'payout.failed']);
       expect(await wallet(merchant)).toEqual({ available: 10n * USDT, posted: 10n * USDT });
+      await ledgerBalances();
+    });
+  });
+
+  describe('schedules', () => {
+    it('a schedule fired twice for one period pays once, keeping the reserve; removed, its Temporal Schedule is gone', async () => {
+      const merchant = await fundedMerchant(10n * USDT);
+      await setPayoutSchedule(deps(), { merchant_id: merchant.merchant_id, every: 'daily', minimum_units: USDT, reserve_units: 2n * USDT, address: SANDBOX_PAYOUT_ADDRESSES.succeeds });
+      const handle = deps().temporal.client.schedule.getHandle(payoutScheduleId(merchant.merchant_id));
+      // Two firings of the same period (a run's workflow id names its second: the second firing a second later).
+      await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      await eventually(async () => (await handle.describe()).info.recentActions.length >= 1);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await handle.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      const runs = await eventually(async () => {
+        const actions = (await handle.describe()).info.recentActions;
+        return actions.length >= 2 ? actions : undefined;
+      });
+      const results = await Promise.all(runs.map((run) => deps().temporal.client.workflow.getHandle(run.action.workflow.workflowId).result()));
+      expect(results.map((result) => result.outcome)).toEqual(['paid', 'paid']);
+      expect(new Set(results.map((result) => (result as { payout_reference: string }).payout_reference)).size).toBe(1);
+      const payouts = await payoutsOf(merchant);
+      expect(payouts).toHaveLength(1);
+      expect(payouts[0]).toMatchObject({ source: 'schedule', amount_units: 7n * USDT, request_key: scheduledPayoutKey(merchant.merchant_id, 'daily', new Date()) });
+      await decided(payouts[0]!.payout_reference);
+      expect(await wallet(merchant)).toEqual({ available: 2n * USDT, posted: 2n * USDT });
+      expect(await removePayoutSchedule(deps(), merchant.merchant_id)).toBe(true);
+      await expect(handle.describe()).rejects.toThrow();
       await ledgerBalances();
     });
   });

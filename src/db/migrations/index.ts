@@ -36,6 +36,7 @@ import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 import * as refundFee from './039_refund_fee';
 import * as payouts from './065_payouts';
 import * as bankPayouts from './066_bank_payouts';
+import * as payoutSchedules from './067_payout_schedules';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -76,6 +77,7 @@ const migrations: Array<[string, Migration]> = [
   ['042_request_journal_owners', requestJournalOwners],
   ['065_payouts', payouts],
   ['066_bank_payouts', bankPayouts],
+  ['067_payout_schedules', payoutSchedules],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

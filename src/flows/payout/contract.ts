@@ -123,3 +123,21 @@ export interface PayoutActivities {
    */
   expirePayoutApproval(input: { payout_reference: string }): Promise<PayoutStep>;
 }
+
+/** A merchant's scheduled payout run: which merchant, and when the schedule fired (epoch ms, the run's start). */
+export interface ScheduledPayoutInput {
+  merchant_id: string;
+}
+
+/** What a scheduled run did: paid (a payout, new or the period's first), or skipped (below the minimum, no schedule). */
+export type ScheduledPayoutResult = { outcome: 'paid'; payout_reference: string } | { outcome: 'skipped'; reason: string };
+
+/** The scheduled payout's activity (src/flows/payout/schedules.ts). */
+export interface PayoutScheduleActivities {
+  /**
+   * Pays the merchant's available balance less its reserve and the fee to its saved address, under the idempotency
+   * key of the schedule's period (`schedule:<period>`): a schedule that fires twice in one period pays once.
+   * @param fired_at_ms when the schedule fired (the run's start, epoch ms): its period is the UTC day or ISO week
+   */
+  runScheduledPayout(input: ScheduledPayoutInput & { fired_at_ms: number }): Promise<ScheduledPayoutResult>;
+}

@@ -398,7 +398,8 @@ function operatorOf(context: HandlerContext): string {
 
 const orNull = (units: bigint) => (units > 0n ? units : null);
 
-export function createPayoutService(deps: PlatformDeps): ServiceImpl<typeof PayoutService> {
+/** The PayoutService but SetPayoutSchedule (./schedules.ts `createSetPayoutSchedule`, joined by the composition root). */
+export function createPayoutService(deps: PlatformDeps): Omit<ServiceImpl<typeof PayoutService>, 'setPayoutSchedule'> {
   const authenticate = deps.merchantAuth.requireApiKey;
   return {
     async createPayout(request, context) {

@@ -13,7 +13,105 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/payout/v1/payout.proto.
  */
 export const file_payments_payout_v1_payout: GenFile = /*@__PURE__*/
-  fileDesc("Ch9wYXltZW50cy9wYXlvdXQvdjEvcGF5b3V0LnByb3RvEhJwYXltZW50cy5wYXlvdXQudjEiuQEKE1BheW91dFRvQmFua1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSJCChRQYXlvdXRUb0JhbmtSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0InkKGkdldEJhbmtQYXlvdXRTdGF0dXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhgKEHBheW91dF9yZWZlcmVuY2UYAiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkkKG0dldEJhbmtQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0Ir4CCgZQYXlvdXQSGAoQcGF5b3V0X3JlZmVyZW5jZRgBIAEoCRIUCgxvdXRfdHJhZGVfbm8YAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhEKCWZlZV91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDwoHYWRkcmVzcxgHIAEoCRIMCgRtZW1vGAggASgJEhYKDnBheW91dF90cnhfcmVmGAkgASgJEhYKDmZhaWx1cmVfcmVhc29uGAogASgJEhIKCmNyZWF0ZWRfYXQYCyABKAkSEgoKZGVjaWRlZF9hdBgMIAEoCRITCgttZXJjaGFudF9pZBgNIAEoCRIMCgRraW5kGA4gASgJEg4KBnNvdXJjZRgPIAEoCRIPCgdjaGFubmVsGBAgASgJItcBChNDcmVhdGVQYXlvdXRSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEhQKDGFtb3VudF91bml0cxgCIAEoAxIZCghjdXJyZW5jeRgDIAEoCUIHukgEcgIYEBIZCgdhZGRyZXNzGAQgASgJQgi6SAVyAxiAARIWCgRtZW1vGAUgASgJQgi6SAVyAxiACBIeCgxvdXRfdHJhZGVfbm8YBiABKAlCCLpIBXIDGP8BEiEKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUIIukgFcgMYgAQiQgoUQ3JlYXRlUGF5b3V0UmVzcG9uc2USKgoGcGF5b3V0GAEgASgLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCJ2ChZHZXRQYXlvdXRTdGF0dXNSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEiEKEHBheW91dF9yZWZlcmVuY2UYAiABKAlCB7pIBHICGEASHgoMb3V0X3RyYWRlX25vGAMgASgJQgi6SAVyAxj/ASJFChdHZXRQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0ImYKEkxpc3RQYXlvdXRzUmVxdWVzdBIcCgttZXJjaGFudF9pZBgBIAEoCUIHukgEcgIYQBIXCgZzdGF0dXMYAiABKAlCB7pIBHICGCASGQoFbGltaXQYAyABKAVCCrpIBxoFGPQDKAAiQgoTTGlzdFBheW91dHNSZXNwb25zZRIrCgdwYXlvdXRzGAEgAygLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCI4ChFTaG93UGF5b3V0UmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEAiQAoSU2hvd1BheW91dFJlc3BvbnNlEioKBnBheW91dBgBIAEoCzIaLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXQihAEKG0RlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEASKAoIZGVjaXNpb24YAiABKAlCFrpIE3IRUgdhcHByb3ZlUgZyZWplY3QSFgoEbm90ZRgDIAEoCUIIukgFcgMY/wEiSgocRGVjaWRlUGF5b3V0QXBwcm92YWxSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0IsoBChhTZXRQYXlvdXRTZXR0aW5nc1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBIaCgltaW5fdW5pdHMYAiABKANCB7pIBCICKAASJQoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKANCB7pIBCICKAASIAoPZGFpbHlfbWF4X3VuaXRzGAQgASgDQge6SAQiAigAEikKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoA0IHukgEIgIoACKcAQoZU2V0UGF5b3V0U2V0dGluZ3NSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIRCgltaW5fdW5pdHMYAiABKAMSHAoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKAMSFwoPZGFpbHlfbWF4X3VuaXRzGAQgASgDEiAKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoAzLzBgoNUGF5b3V0U2VydmljZRJjCgxDcmVhdGVQYXlvdXQSJy5wYXltZW50cy5wYXlvdXQudjEuQ3JlYXRlUGF5b3V0UmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5DcmVhdGVQYXlvdXRSZXNwb25zZSIAEmwKD0dldFBheW91dFN0YXR1cxIqLnBheW1lbnRzLnBheW91dC52MS5HZXRQYXlvdXRTdGF0dXNSZXF1ZXN0GisucGF5bWVudHMucGF5b3V0LnYxLkdldFBheW91dFN0YXR1c1Jlc3BvbnNlIgASYAoLTGlzdFBheW91dHMSJi5wYXltZW50cy5wYXlvdXQudjEuTGlzdFBheW91dHNSZXF1ZXN0GicucGF5bWVudHMucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2UiABJdCgpTaG93UGF5b3V0EiUucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXF1ZXN0GiYucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXNwb25zZSIAEnsKFERlY2lkZVBheW91dEFwcHJvdmFsEi8ucGF5bWVudHMucGF5b3V0LnYxLkRlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBowLnBheW1lbnRzLnBheW91dC52MS5EZWNpZGVQYXlvdXRBcHByb3ZhbFJlc3BvbnNlIgAScgoRU2V0UGF5b3V0U2V0dGluZ3MSLC5wYXltZW50cy5wYXlvdXQudjEuU2V0UGF5b3V0U2V0dGluZ3NSZXF1ZXN0Gi0ucGF5bWVudHMucGF5b3V0LnYxLlNldFBheW91dFNldHRpbmdzUmVzcG9uc2UiABJjCgxQYXlvdXRUb0JhbmsSJy5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0VG9CYW5rUmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXRUb0JhbmtSZXNwb25zZSIAEngKE0dldEJhbmtQYXlvdXRTdGF0dXMSLi5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1JlcXVlc3QaLy5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1Jlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate, file_payments_wallet_v1_wallet]);
+  fileDesc("Ch9wYXltZW50cy9wYXlvdXQvdjEvcGF5b3V0LnByb3RvEhJwYXltZW50cy5wYXlvdXQudjEiqwEKGFNldFBheW91dFNjaGVkdWxlUmVxdWVzdBIeCgttZXJjaGFudF9pZBgBIAEoCUIJukgGcgQQARhAEhYKBWV2ZXJ5GAIgASgJQge6SARyAhgQEhUKDW1pbmltdW1fdW5pdHMYAyABKAMSFQoNcmVzZXJ2ZV91bml0cxgEIAEoAxIZCgdhZGRyZXNzGAUgASgJQgi6SAVyAxiAARIOCgZyZW1vdmUYBiABKAgikwEKGVNldFBheW91dFNjaGVkdWxlUmVzcG9uc2USEwoLbWVyY2hhbnRfaWQYASABKAkSDQoFZXZlcnkYAiABKAkSFQoNbWluaW11bV91bml0cxgDIAEoAxIVCg1yZXNlcnZlX3VuaXRzGAQgASgDEg8KB2FkZHJlc3MYBSABKAkSEwoLc2NoZWR1bGVfaWQYBiABKAkiuQEKE1BheW91dFRvQmFua1JlcXVlc3QSEwoLbWVyY2hhbnRfaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCRINCgV0b2tlbhgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoEhcKD2lkZW1wb3RlbmN5X2tleRgVIAEoCSJCChRQYXlvdXRUb0JhbmtSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0InkKGkdldEJhbmtQYXlvdXRTdGF0dXNSZXF1ZXN0EhMKC21lcmNoYW50X2lkGAEgASgJEhgKEHBheW91dF9yZWZlcmVuY2UYAiABKAkSLAoEYXV0aBgUIAEoCzIeLnBheW1lbnRzLndhbGxldC52MS5BY3Rpb25BdXRoIkkKG0dldEJhbmtQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0Ir4CCgZQYXlvdXQSGAoQcGF5b3V0X3JlZmVyZW5jZRgBIAEoCRIUCgxvdXRfdHJhZGVfbm8YAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhEKCWZlZV91bml0cxgEIAEoAxIQCghjdXJyZW5jeRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDwoHYWRkcmVzcxgHIAEoCRIMCgRtZW1vGAggASgJEhYKDnBheW91dF90cnhfcmVmGAkgASgJEhYKDmZhaWx1cmVfcmVhc29uGAogASgJEhIKCmNyZWF0ZWRfYXQYCyABKAkSEgoKZGVjaWRlZF9hdBgMIAEoCRITCgttZXJjaGFudF9pZBgNIAEoCRIMCgRraW5kGA4gASgJEg4KBnNvdXJjZRgPIAEoCRIPCgdjaGFubmVsGBAgASgJItcBChNDcmVhdGVQYXlvdXRSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEhQKDGFtb3VudF91bml0cxgCIAEoAxIZCghjdXJyZW5jeRgDIAEoCUIHukgEcgIYEBIZCgdhZGRyZXNzGAQgASgJQgi6SAVyAxiAARIWCgRtZW1vGAUgASgJQgi6SAVyAxiACBIeCgxvdXRfdHJhZGVfbm8YBiABKAlCCLpIBXIDGP8BEiEKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUIIukgFcgMYgAQiQgoUQ3JlYXRlUGF5b3V0UmVzcG9uc2USKgoGcGF5b3V0GAEgASgLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCJ2ChZHZXRQYXlvdXRTdGF0dXNSZXF1ZXN0EhkKB2FwaV9rZXkYASABKAlCCLpIBXIDGIACEiEKEHBheW91dF9yZWZlcmVuY2UYAiABKAlCB7pIBHICGEASHgoMb3V0X3RyYWRlX25vGAMgASgJQgi6SAVyAxj/ASJFChdHZXRQYXlvdXRTdGF0dXNSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0ImYKEkxpc3RQYXlvdXRzUmVxdWVzdBIcCgttZXJjaGFudF9pZBgBIAEoCUIHukgEcgIYQBIXCgZzdGF0dXMYAiABKAlCB7pIBHICGCASGQoFbGltaXQYAyABKAVCCrpIBxoFGPQDKAAiQgoTTGlzdFBheW91dHNSZXNwb25zZRIrCgdwYXlvdXRzGAEgAygLMhoucGF5bWVudHMucGF5b3V0LnYxLlBheW91dCI4ChFTaG93UGF5b3V0UmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEAiQAoSU2hvd1BheW91dFJlc3BvbnNlEioKBnBheW91dBgBIAEoCzIaLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXQihAEKG0RlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBIjChBwYXlvdXRfcmVmZXJlbmNlGAEgASgJQgm6SAZyBBABGEASKAoIZGVjaXNpb24YAiABKAlCFrpIE3IRUgdhcHByb3ZlUgZyZWplY3QSFgoEbm90ZRgDIAEoCUIIukgFcgMY/wEiSgocRGVjaWRlUGF5b3V0QXBwcm92YWxSZXNwb25zZRIqCgZwYXlvdXQYASABKAsyGi5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0IsoBChhTZXRQYXlvdXRTZXR0aW5nc1JlcXVlc3QSHgoLbWVyY2hhbnRfaWQYASABKAlCCbpIBnIEEAEYQBIaCgltaW5fdW5pdHMYAiABKANCB7pIBCICKAASJQoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKANCB7pIBCICKAASIAoPZGFpbHlfbWF4X3VuaXRzGAQgASgDQge6SAQiAigAEikKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoA0IHukgEIgIoACKcAQoZU2V0UGF5b3V0U2V0dGluZ3NSZXNwb25zZRITCgttZXJjaGFudF9pZBgBIAEoCRIRCgltaW5fdW5pdHMYAiABKAMSHAoUcGVyX3BheW91dF9tYXhfdW5pdHMYAyABKAMSFwoPZGFpbHlfbWF4X3VuaXRzGAQgASgDEiAKGGFwcHJvdmFsX3RocmVzaG9sZF91bml0cxgFIAEoAzLnBwoNUGF5b3V0U2VydmljZRJjCgxDcmVhdGVQYXlvdXQSJy5wYXltZW50cy5wYXlvdXQudjEuQ3JlYXRlUGF5b3V0UmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5DcmVhdGVQYXlvdXRSZXNwb25zZSIAEmwKD0dldFBheW91dFN0YXR1cxIqLnBheW1lbnRzLnBheW91dC52MS5HZXRQYXlvdXRTdGF0dXNSZXF1ZXN0GisucGF5bWVudHMucGF5b3V0LnYxLkdldFBheW91dFN0YXR1c1Jlc3BvbnNlIgASYAoLTGlzdFBheW91dHMSJi5wYXltZW50cy5wYXlvdXQudjEuTGlzdFBheW91dHNSZXF1ZXN0GicucGF5bWVudHMucGF5b3V0LnYxLkxpc3RQYXlvdXRzUmVzcG9uc2UiABJdCgpTaG93UGF5b3V0EiUucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXF1ZXN0GiYucGF5bWVudHMucGF5b3V0LnYxLlNob3dQYXlvdXRSZXNwb25zZSIAEnsKFERlY2lkZVBheW91dEFwcHJvdmFsEi8ucGF5bWVudHMucGF5b3V0LnYxLkRlY2lkZVBheW91dEFwcHJvdmFsUmVxdWVzdBowLnBheW1lbnRzLnBheW91dC52MS5EZWNpZGVQYXlvdXRBcHByb3ZhbFJlc3BvbnNlIgAScgoRU2V0UGF5b3V0U2V0dGluZ3MSLC5wYXltZW50cy5wYXlvdXQudjEuU2V0UGF5b3V0U2V0dGluZ3NSZXF1ZXN0Gi0ucGF5bWVudHMucGF5b3V0LnYxLlNldFBheW91dFNldHRpbmdzUmVzcG9uc2UiABJjCgxQYXlvdXRUb0JhbmsSJy5wYXltZW50cy5wYXlvdXQudjEuUGF5b3V0VG9CYW5rUmVxdWVzdBooLnBheW1lbnRzLnBheW91dC52MS5QYXlvdXRUb0JhbmtSZXNwb25zZSIAEngKE0dldEJhbmtQYXlvdXRTdGF0dXMSLi5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1JlcXVlc3QaLy5wYXltZW50cy5wYXlvdXQudjEuR2V0QmFua1BheW91dFN0YXR1c1Jlc3BvbnNlIgAScgoRU2V0UGF5b3V0U2NoZWR1bGUSLC5wYXltZW50cy5wYXlvdXQudjEuU2V0UGF5b3V0U2NoZWR1bGVSZXF1ZXN0Gi0ucGF5bWVudHMucGF5b3V0LnYxLlNldFBheW91dFNjaGVkdWxlUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate, file_payments_wallet_v1_wallet]);
+
+/**
+ * @generated from message payments.payout.v1.SetPayoutScheduleRequest
+ */
+export type SetPayoutScheduleRequest = Message<"payments.payout.v1.SetPayoutScheduleRequest"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * daily | weekly (ignored with remove)
+   *
+   * @generated from field: string every = 2;
+   */
+  every: string;
+
+  /**
+   * Minor units of USDT: the smallest scheduled payout.
+   *
+   * @generated from field: int64 minimum_units = 3;
+   */
+  minimumUnits: bigint;
+
+  /**
+   * Minor units of USDT kept on the wallet.
+   *
+   * @generated from field: int64 reserve_units = 4;
+   */
+  reserveUnits: bigint;
+
+  /**
+   * The saved destination (TRON).
+   *
+   * @generated from field: string address = 5;
+   */
+  address: string;
+
+  /**
+   * Remove the schedule instead.
+   *
+   * @generated from field: bool remove = 6;
+   */
+  remove: boolean;
+};
+
+/**
+ * Describes the message payments.payout.v1.SetPayoutScheduleRequest.
+ * Use `create(SetPayoutScheduleRequestSchema)` to create a new message.
+ */
+export const SetPayoutScheduleRequestSchema: GenMessage<SetPayoutScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 0);
+
+/**
+ * @generated from message payments.payout.v1.SetPayoutScheduleResponse
+ */
+export type SetPayoutScheduleResponse = Message<"payments.payout.v1.SetPayoutScheduleResponse"> & {
+  /**
+   * @generated from field: string merchant_id = 1;
+   */
+  merchantId: string;
+
+  /**
+   * daily | weekly; empty when removed.
+   *
+   * @generated from field: string every = 2;
+   */
+  every: string;
+
+  /**
+   * @generated from field: int64 minimum_units = 3;
+   */
+  minimumUnits: bigint;
+
+  /**
+   * @generated from field: int64 reserve_units = 4;
+   */
+  reserveUnits: bigint;
+
+  /**
+   * @generated from field: string address = 5;
+   */
+  address: string;
+
+  /**
+   * The Temporal Schedule's id (payout-schedule-<merchant_id>).
+   *
+   * @generated from field: string schedule_id = 6;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message payments.payout.v1.SetPayoutScheduleResponse.
+ * Use `create(SetPayoutScheduleResponseSchema)` to create a new message.
+ */
+export const SetPayoutScheduleResponseSchema: GenMessage<SetPayoutScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_payments_payout_v1_payout, 1);
 
 /**
  * @generated from message payments.payout.v1.PayoutToBankRequest
@@ -68,7 +166,7 @@ export type PayoutToBankRequest = Message<"payments.payout.v1.PayoutToBankReques
  * Use `create(PayoutToBankRequestSchema)` to create a new message.
  */
 export const PayoutToBankRequestSchema: GenMessage<PayoutToBankRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 0);
+  messageDesc(file_payments_payout_v1_payout, 2);
 
 /**
  * @generated from message payments.payout.v1.PayoutToBankResponse
@@ -85,7 +183,7 @@ export type PayoutToBankResponse = Message<"payments.payout.v1.PayoutToBankRespo
  * Use `create(PayoutToBankResponseSchema)` to create a new message.
  */
 export const PayoutToBankResponseSchema: GenMessage<PayoutToBankResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 1);
+  messageDesc(file_payments_payout_v1_payout, 3);
 
 /**
  * @generated from message payments.payout.v1.GetBankPayoutStatusRequest
@@ -112,7 +210,7 @@ export type GetBankPayoutStatusRequest = Message<"payments.payout.v1.GetBankPayo
  * Use `create(GetBankPayoutStatusRequestSchema)` to create a new message.
  */
 export const GetBankPayoutStatusRequestSchema: GenMessage<GetBankPayoutStatusRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 2);
+  messageDesc(file_payments_payout_v1_payout, 4);
 
 /**
  * @generated from message payments.payout.v1.GetBankPayoutStatusResponse
@@ -129,7 +227,7 @@ export type GetBankPayoutStatusResponse = Message<"payments.payout.v1.GetBankPay
  * Use `create(GetBankPayoutStatusResponseSchema)` to create a new message.
  */
 export const GetBankPayoutStatusResponseSchema: GenMessage<GetBankPayoutStatusResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 3);
+  messageDesc(file_payments_payout_v1_payout, 5);
 
 /**
  * Payout is one payout as recorded. Amounts in minor units of `currency`.
@@ -243,7 +341,7 @@ export type Payout = Message<"payments.payout.v1.Payout"> & {
  * Use `create(PayoutSchema)` to create a new message.
  */
 export const PayoutSchema: GenMessage<Payout> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 4);
+  messageDesc(file_payments_payout_v1_payout, 6);
 
 /**
  * @generated from message payments.payout.v1.CreatePayoutRequest
@@ -298,7 +396,7 @@ export type CreatePayoutRequest = Message<"payments.payout.v1.CreatePayoutReques
  * Use `create(CreatePayoutRequestSchema)` to create a new message.
  */
 export const CreatePayoutRequestSchema: GenMessage<CreatePayoutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 5);
+  messageDesc(file_payments_payout_v1_payout, 7);
 
 /**
  * @generated from message payments.payout.v1.CreatePayoutResponse
@@ -315,7 +413,7 @@ export type CreatePayoutResponse = Message<"payments.payout.v1.CreatePayoutRespo
  * Use `create(CreatePayoutResponseSchema)` to create a new message.
  */
 export const CreatePayoutResponseSchema: GenMessage<CreatePayoutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 6);
+  messageDesc(file_payments_payout_v1_payout, 8);
 
 /**
  * @generated from message payments.payout.v1.GetPayoutStatusRequest
@@ -342,7 +440,7 @@ export type GetPayoutStatusRequest = Message<"payments.payout.v1.GetPayoutStatus
  * Use `create(GetPayoutStatusRequestSchema)` to create a new message.
  */
 export const GetPayoutStatusRequestSchema: GenMessage<GetPayoutStatusRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 7);
+  messageDesc(file_payments_payout_v1_payout, 9);
 
 /**
  * @generated from message payments.payout.v1.GetPayoutStatusResponse
@@ -359,7 +457,7 @@ export type GetPayoutStatusResponse = Message<"payments.payout.v1.GetPayoutStatu
  * Use `create(GetPayoutStatusResponseSchema)` to create a new message.
  */
 export const GetPayoutStatusResponseSchema: GenMessage<GetPayoutStatusResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 8);
+  messageDesc(file_payments_payout_v1_payout, 10);
 
 /**
  * @generated from message payments.payout.v1.ListPayoutsRequest
@@ -386,7 +484,7 @@ export type ListPayoutsRequest = Message<"payments.payout.v1.ListPayoutsRequest"
  * Use `create(ListPayoutsRequestSchema)` to create a new message.
  */
 export const ListPayoutsRequestSchema: GenMessage<ListPayoutsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 9);
+  messageDesc(file_payments_payout_v1_payout, 11);
 
 /**
  * @generated from message payments.payout.v1.ListPayoutsResponse
@@ -403,7 +501,7 @@ export type ListPayoutsResponse = Message<"payments.payout.v1.ListPayoutsRespons
  * Use `create(ListPayoutsResponseSchema)` to create a new message.
  */
 export const ListPayoutsResponseSchema: GenMessage<ListPayoutsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 10);
+  messageDesc(file_payments_payout_v1_payout, 12);
 
 /**
  * @generated from message payments.payout.v1.ShowPayoutRequest
@@ -420,7 +518,7 @@ export type ShowPayoutRequest = Message<"payments.payout.v1.ShowPayoutRequest"> 
  * Use `create(ShowPayoutRequestSchema)` to create a new message.
  */
 export const ShowPayoutRequestSchema: GenMessage<ShowPayoutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 11);
+  messageDesc(file_payments_payout_v1_payout, 13);
 
 /**
  * @generated from message payments.payout.v1.ShowPayoutResponse
@@ -437,7 +535,7 @@ export type ShowPayoutResponse = Message<"payments.payout.v1.ShowPayoutResponse"
  * Use `create(ShowPayoutResponseSchema)` to create a new message.
  */
 export const ShowPayoutResponseSchema: GenMessage<ShowPayoutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 12);
+  messageDesc(file_payments_payout_v1_payout, 14);
 
 /**
  * @generated from message payments.payout.v1.DecidePayoutApprovalRequest
@@ -466,7 +564,7 @@ export type DecidePayoutApprovalRequest = Message<"payments.payout.v1.DecidePayo
  * Use `create(DecidePayoutApprovalRequestSchema)` to create a new message.
  */
 export const DecidePayoutApprovalRequestSchema: GenMessage<DecidePayoutApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 13);
+  messageDesc(file_payments_payout_v1_payout, 15);
 
 /**
  * @generated from message payments.payout.v1.DecidePayoutApprovalResponse
@@ -483,7 +581,7 @@ export type DecidePayoutApprovalResponse = Message<"payments.payout.v1.DecidePay
  * Use `create(DecidePayoutApprovalResponseSchema)` to create a new message.
  */
 export const DecidePayoutApprovalResponseSchema: GenMessage<DecidePayoutApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 14);
+  messageDesc(file_payments_payout_v1_payout, 16);
 
 /**
  * @generated from message payments.payout.v1.SetPayoutSettingsRequest
@@ -522,7 +620,7 @@ export type SetPayoutSettingsRequest = Message<"payments.payout.v1.SetPayoutSett
  * Use `create(SetPayoutSettingsRequestSchema)` to create a new message.
  */
 export const SetPayoutSettingsRequestSchema: GenMessage<SetPayoutSettingsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 15);
+  messageDesc(file_payments_payout_v1_payout, 17);
 
 /**
  * @generated from message payments.payout.v1.SetPayoutSettingsResponse
@@ -559,7 +657,7 @@ export type SetPayoutSettingsResponse = Message<"payments.payout.v1.SetPayoutSet
  * Use `create(SetPayoutSettingsResponseSchema)` to create a new message.
  */
 export const SetPayoutSettingsResponseSchema: GenMessage<SetPayoutSettingsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_payout_v1_payout, 16);
+  messageDesc(file_payments_payout_v1_payout, 18);
 
 /**
  * PayoutService: money leaving a merchant's wallet (docs/payouts.md). A payout is checked (address format, limits,
@@ -659,6 +757,17 @@ export const PayoutService: GenService<{
     methodKind: "unary";
     input: typeof GetBankPayoutStatusRequestSchema;
     output: typeof GetBankPayoutStatusResponseSchema;
+  },
+  /**
+   * SetPayoutSchedule sets (or removes) a merchant's automatic payouts and its Temporal Schedule (operators, audited).
+   * Reason: VALIDATION_FAILED (address, minimum).
+   *
+   * @generated from rpc payments.payout.v1.PayoutService.SetPayoutSchedule
+   */
+  setPayoutSchedule: {
+    methodKind: "unary";
+    input: typeof SetPayoutScheduleRequestSchema;
+    output: typeof SetPayoutScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_payout_v1_payout, 0);
