@@ -12,6 +12,8 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { createServiceCredential } from '../../src/service-credentials';
 import { SANDBOX_PAYOUT_ADDRESSES } from '../../src/sandbox/upstream-payouts';
+import { createReconciliationRepairs } from '../../src/activities';
+import { reconcile } from '../../src/flows/reconciliation/activities';
 import { runAdminCli } from '../support/admin-cli';
 import { createTestMerchant, domainRefusal, eventually, post, startPayinHarness, UPSTREAM_WEBHOOK_SECRET, type PayinHarness } from '../support/payin-setup';
 
@@ -349,5 +351,21 @@ describe('payouts of merchants wallets', () => {
       await expect(handle.describe()).rejects.toThrow();
       await ledgerBalances();
     });
+  });
+
+  it('reconciliation reports a provider outcome with no payout and a payout undecided past its timeout', async () => {
+    const merchant = await fundedMerchant(10n * USDT);
+    const payout = await createPayout(deps(), merchant.merchant_id, request({ amount_units: 2n * USDT, address: SANDBOX_PAYOUT_ADDRESSES.pending }));
+    await eventually(async () => (await row(payout.payout_reference)).status === 'requested');
+    await deps().database('payouts').where({ payout_reference: payout.payout_reference }).update({ decision_due_at: new Date(Date.now() - 1000) });
+    const orphan = JSON.stringify({ payout_reference: 'PO-NOTOURS0000000000000', status: 'payout_succeeded', amount: 1, currency: 'USDT', payout_trx_ref: 'a'.repeat(64) });
+    const notified = await post(harness.platform.facadeUrl, NOTIFICATIONS, orphan, { 'X-Upstream-Signature': hmacSha256Hex(UPSTREAM_WEBHOOK_SECRET, orphan) });
+    expect(notified.status).toBe(200);
+    const report = await reconcile(deps(), createReconciliationRepairs(deps()), { repair: true, grace_seconds: 0 });
+    expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'payout_undecided', id: payout.payout_reference, action: 'reported' }));
+    expect(report.findings).toContainEqual(expect.objectContaining({ kind: 'payout_outcome_unknown', id: 'PO-NOTOURS0000000000000', action: 'reported' }));
+    expect((await harness.sandbox.decidePayout(payout.payout_reference, 'failed')).status).toBe(200);
+    expect((await decided(payout.payout_reference)).status).toBe('failed');
+    await ledgerBalances();
   });
 });
