@@ -97,6 +97,11 @@ describe('payouts of merchants wallets', () => {
     expect(await events(reference)).toEqual(['payout.created', 'payout.succeeded']);
     const webhook = await eventually(async () => harness.receiver.received.find((item) => item.json?.data?.payout_reference === reference));
     expect(webhook.json).toMatchObject({ event: 'payout.succeeded', data: { status: 'succeeded', amount: 9, fee: 1 } });
+    // The payout's timeline: its workflow, ledger steps, events and webhook, in time order.
+    const timeline = await fetch(`${harness.platform.facadeUrl}/api/v1/payments/${reference}/timeline`, { headers: { 'X-API-Key': merchant.api_key } });
+    expect(timeline.status).toBe(200);
+    const sources = new Set(((await timeline.json()) as { data: { entries: Array<{ source: string }> } }).data.entries.map((entry) => entry.source));
+    expect([...sources].sort()).toEqual(expect.arrayContaining(['event', 'ledger', 'workflow']));
     // Status by reference and by out_trade_no.
     for (const body of [{ payout_reference: reference }, { out_trade_no: 'PO-ORDER-1' }]) {
       const status = await post(harness.platform.facadeUrl, '/api/v1/payouts/status', JSON.stringify(body), { 'X-API-Key': merchant.api_key });
