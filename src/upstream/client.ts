@@ -484,8 +484,9 @@ export function upstreamFromConfig(
   config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_REFUND_URL' | 'UPSTREAM_PAYOUT_URL' | 'UPSTREAM_API_KEY' | 'UPSTREAM_TIMEOUT_SECONDS' | 'PUBLIC_BASE_URL'>,
 ): Upstream | undefined {
   const url = upstreamRefundUrl(config);
+  if (!url) return undefined;
+  // Set with UPSTREAM_REFUND_URL alone (no UPSTREAM_PAYIN_URL to derive it from): payouts wait until it is configured.
   const payout_url = upstreamPayoutUrl(config);
-  if (!url || !payout_url) return undefined;
   const options: UpstreamRefundOptions = {
     api_key: config.UPSTREAM_API_KEY,
     notify_url: `${config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
@@ -493,6 +494,7 @@ export function upstreamFromConfig(
   };
   return {
     refund: (input, idempotency_key) => requestUpstreamRefund(url, input, idempotency_key, options),
-    payout: (input, idempotency_key) => requestUpstreamPayout(payout_url, input, idempotency_key, options),
+    payout: (input, idempotency_key) =>
+      payout_url ? requestUpstreamPayout(payout_url, input, idempotency_key, options) : Promise.reject(new UpstreamPayoutError('unreachable', 'no UPSTREAM_PAYOUT_URL configured')),
   };
 }
