@@ -17,7 +17,7 @@ describe('reasons by service', () => {
   it('each area answers every reason of every service it calls', () => {
     expect(Object.keys(AREA_A_ERRORS).sort()).toEqual(Object.keys(REASONS_BY_SERVICE.transfer).sort());
     const areaC = new Set(
-      (['wallet', 'deposit', 'instrument', 'events', 'timeline'] as const).flatMap((service) => Object.keys(REASONS_BY_SERVICE[service])),
+      (['wallet', 'deposit', 'instrument', 'events', 'timeline', 'payout'] as const).flatMap((service) => Object.keys(REASONS_BY_SERVICE[service])),
     );
     expect(Object.keys(AREA_C_REASON_ERRORS).sort()).toEqual([...areaC].sort());
     for (const reason of Object.keys(REASONS_BY_SERVICE.payin) as Array<keyof typeof REASONS_BY_SERVICE.payin>) {

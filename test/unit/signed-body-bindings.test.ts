@@ -8,6 +8,7 @@ import { DepositService } from '../../src/gen/payments/deposit/v1/deposit_pb';
 import { EventsQuerySchema } from '../../src/gen/payments/events/v1/events_pb';
 import { GetPaymentTimelineRequestSchema } from '../../src/gen/payments/timeline/v1/timeline_pb';
 import { InstrumentService } from '../../src/gen/payments/instrument/v1/instrument_pb';
+import { PayoutService } from '../../src/gen/payments/payout/v1/payout_pb';
 import { LoginRequestSchema, TransferRequestSchema, ListBanksRequestSchema, WalletService } from '../../src/gen/payments/wallet/v1/wallet_pb';
 import { SIGNED_BODY_BINDINGS, UNBOUND_FIELDS, unboundFields } from '../../src/merchant-auth';
 import { parseJsonLossless } from '../../src/money';
@@ -22,7 +23,7 @@ const OWNER_PROOF_REQUESTS: DescMessage[] = [EventsQuerySchema, GetPaymentTimeli
 
 /** The input messages of every method whose request carries the merchant's proof (ActionAuth or SignedEnvelope). */
 function signedInputs(): DescMessage[] {
-  return [WalletService, DepositService, InstrumentService]
+  return [WalletService, DepositService, InstrumentService, PayoutService]
     .flatMap((service) => service.methods.map((method) => method.input))
     .filter((input) => input.fields.some((field) => field.localName === 'auth' || (field.localName === 'envelope' && input.typeName !== 'payments.wallet.v1.AuthenticateActionRequest')));
 }
@@ -32,7 +33,7 @@ const body = (json: string) => parseJsonLossless(json) as Record<string, unknown
 describe('SIGNED_BODY_BINDINGS', () => {
   it('has an entry for every RPC carrying the merchant proof, naming each of its typed fields, and no other', () => {
     const inputs = [...signedInputs(), ...OWNER_PROOF_REQUESTS];
-    expect(inputs.length).toBe(21);
+    expect(inputs.length).toBe(23);
     expect(Object.keys(SIGNED_BODY_BINDINGS).sort()).toEqual(inputs.map((input) => input.typeName).sort());
     for (const input of inputs) {
       const bound = Object.keys(SIGNED_BODY_BINDINGS[input.typeName]!.fields).sort();
