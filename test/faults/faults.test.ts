@@ -9,6 +9,7 @@
  *   postgres    PostgreSQL restarted (fast shutdown) during settlements
  *   merchant    the merchant's webhook endpoint answering 503 for FAULT_WEBHOOK_DOWN_SECONDS (20)
  *   refund      the worker killed while refunds wait for the provider, which decides them (twice) meanwhile
+ *   payouts     the worker killed while payouts wait for the provider, which decides them (twice) meanwhile
  *
  * Invariants after each: every payin settled exactly once with its paid amount and fee (the merchant's balance is
  * their sum); every confirm answered SUCCESS (or USED for a retry of one that went through) and posted exactly once
@@ -189,8 +190,12 @@ describe('money under faults', () => {
     expect(BigInt(settlements.n)).toBe(BigInt(settled.length));
     // Less what the merchant refunded (succeeded refunds; held ones are still posted on the wallet).
     const refunded = (await platform.database('refunds').where({ status: 'succeeded' }).select('amount_units')) as Array<{ amount_units: bigint }>;
+    // And what it paid out (succeeded payouts with their fees; held ones are still posted on the wallet).
+    const paidOut = (await platform.database('payouts').where({ status: 'succeeded', kind: 'crypto' }).select('amount_units', 'fee_units')) as Array<{ amount_units: bigint; fee_units: bigint }>;
     const expectedMerchant =
-      settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n) - refunded.reduce((sum, refund) => sum + BigInt(refund.amount_units), 0n);
+      settled.reduce((sum, payin) => sum + payin.paid_amount_units! - payin.fee_units, 0n) -
+      refunded.reduce((sum, refund) => sum + BigInt(refund.amount_units), 0n) -
+      paidOut.reduce((sum, payout) => sum + BigInt(payout.amount_units) + BigInt(payout.fee_units), 0n);
     const merchantDifference = (await merchantUsdt()) - expectedMerchant;
 
     const confirmed = (await platform.database('pre_transfers').where({ state: 'confirmed' }).select('amount_units')) as Array<{ amount_units: bigint }>;
@@ -435,5 +440,46 @@ describe('money under faults', () => {
     const difference = await checkInvariants();
     expect(difference).toBe(0n);
     record('refund', refunds.length, histogram, seconds, difference);
+  }, 600_000);
+  it('the worker killed while payouts wait for the provider: its late decision, notified twice meanwhile, applied once', async () => {
+    const setup = new Histogram();
+    const payins = await createPayins(3, setup);
+    for (const payin of payins) expect((await platform.sandbox.pay(payin.invoice, (Number(payin.units) / 1_000_000).toString())).status).toBe(200);
+    await convergence(payins, Date.now());
+    const histogram = new Histogram();
+    // Payouts the provider answers `pending` and decides only when told (the sandbox's decide route).
+    const payouts = await eachLimited([1, 2, 3], 3, async (index) => {
+      const body = JSON.stringify({ amount: 0.25, currency: 'USDT', address: 'TAi85uzd1NN73YmUSmfuXEC8XUeiyjFAqq', memo: 'fault scenario' });
+      const reply = await untilAnswered(
+        histogram,
+        60,
+        () => post(`${platform.facadeUrl}/api/v1/payouts`, body, { 'X-API-Key': merchant.apiKey, 'Idempotency-Key': `payout-fault-${index}` }),
+        (r) => r.status === 200,
+      );
+      return (reply.json!.data as { payout_reference: string }).payout_reference;
+    });
+    const statusCount = async (status: string) =>
+      BigInt(((await platform.database('payouts').whereIn('payout_reference', payouts).where({ status }).count('* as n').first()) as unknown as { n: bigint }).n);
+    await converge('payouts pending at the provider', 60, async () => (await statusCount('requested')) === BigInt(payouts.length));
+    await platform.worker.kill();
+    for (const reference of payouts) {
+      expect((await platform.sandbox.decidePayout(reference, 'succeeded')).status).toBe(200);
+      expect((await platform.sandbox.decidePayout(reference, 'succeeded')).status).toBe(200);
+    }
+    expect(await statusCount('requested')).toBe(BigInt(payouts.length));
+    await platform.worker.start();
+    const healedAt = Date.now();
+    await converge('payouts decided and announced', CONVERGE_SECONDS, async () => {
+      const delivered = (await platform.database('webhook_events').where({ event: 'payout.succeeded', status: 'delivered' }).whereIn('invoice_reference', payouts).count('* as n').first()) as unknown as { n: bigint };
+      return (await statusCount('succeeded')) === BigInt(payouts.length) && BigInt(delivered.n) === BigInt(payouts.length);
+    });
+    const seconds = Math.max(0, (Date.now() - healedAt) / 1000);
+    const posts = (await platform.database('ledger_idempotency_keys').whereIn('idempotency_key', payouts.map((reference) => `${reference}:post`)).count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(posts.n)).toBe(BigInt(payouts.length));
+    const events = (await platform.database('events').where({ type: 'payout.succeeded' }).whereIn('subject', payouts).count('* as n').first()) as unknown as { n: bigint };
+    expect(BigInt(events.n)).toBe(BigInt(payouts.length));
+    const difference = await checkInvariants();
+    expect(difference).toBe(0n);
+    record('payouts', payouts.length, histogram, seconds, difference);
   }, 600_000);
 });
