@@ -28,9 +28,11 @@ async function awaitApproval(payout_reference: string, timeout_seconds: number):
     hints += 1;
   });
   const deadline = Date.now() + Math.max(1, Math.round(timeout_seconds * 1000));
+  // An approval recorded before this run (its hint lost, or the run restarted) is applied at once.
+  hints = 1;
   for (;;) {
     const remaining = deadline - Date.now();
-    if (remaining > 0 && (await condition(() => hints > 0, remaining))) {
+    if (remaining > 0 && (hints > 0 || (await condition(() => hints > 0, remaining)))) {
       hints = 0;
       try {
         const step = await applyPayoutApproval({ payout_reference });

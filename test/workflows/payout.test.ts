@@ -68,8 +68,15 @@ describe('PayoutWorkflow', () => {
   });
 
   it('is voided when its approval timeout runs out', async () => {
-    const { handle, calls } = await start({}, true, 1);
+    const none = async () => Promise.reject(ApplicationFailure.nonRetryable('no recorded approval', 'PAYOUT_APPROVAL_NOT_AUTHORIZED'));
+    const { handle, calls } = await start({ applyPayoutApproval: none }, true, 1);
     expect(await handle.result()).toEqual({ status: 'failed', webhook_ids: ['WH-T'] });
-    expect(calls.map((call) => call.name)).toEqual(['expirePayoutApproval']);
+    expect(calls.map((call) => call.name)).toEqual(['applyPayoutApproval', 'expirePayoutApproval']);
+  });
+
+  it('applies an approval recorded before the run started, without waiting for a hint', async () => {
+    const { handle, calls } = await start({}, true);
+    expect(await handle.result()).toEqual({ status: 'succeeded', webhook_ids: ['WH-S'] });
+    expect(calls.map((call) => call.name)).toEqual(['applyPayoutApproval', 'requestPayout']);
   });
 });

@@ -11,7 +11,7 @@
  * 00:00 UTC) and its wallet (the holds of the amount and the fee: INSUFFICIENT_FUNDS rolls everything back).
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import bs58check from 'bs58check';
 import { createHash } from 'node:crypto';
 import { randomAlphanumeric } from '../../crypto/secrets';
@@ -358,7 +358,12 @@ export async function decidePayoutApproval(deps: PlatformDeps, payout_reference:
   try {
     await deps.temporal.client.workflow.getHandle(payout_reference).signal(approvalSignal, { decision });
   } catch (error) {
-    deps.logger.warn({ payout_reference, err: (error as Error).message }, 'payout approval recorded; its run was not told (it reads the record on its timeout)');
+    if (!(error instanceof WorkflowNotFoundError)) {
+      deps.logger.warn({ payout_reference, err: (error as Error).message }, 'payout approval recorded; its run was not told (it reads the record on its timeout)');
+    } else {
+      // No run (its start failed after the commit): one that starts applies the record first.
+      await startAfterCommit(deps, payout);
+    }
   }
   return payout;
 }
