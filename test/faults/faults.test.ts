@@ -9,7 +9,8 @@
  *   postgres    PostgreSQL restarted (fast shutdown) during settlements
  *   merchant    the merchant's webhook endpoint answering 503 for FAULT_WEBHOOK_DOWN_SECONDS (20)
  *   refund      the worker killed while refunds wait for the provider, which decides them (twice) meanwhile
- *   payouts     the worker killed while payouts wait for the provider, which decides them (twice) meanwhile
+ *   payouts     the worker killed while payouts wait for the provider, which decides them (twice) meanwhile, and
+ *               while a payout schedule fires (twice in one period)
  *
  * Invariants after each: every payin settled exactly once with its paid amount and fee (the merchant's balance is
  * their sum); every confirm answered SUCCESS (or USED for a retry of one that went through) and posted exactly once
@@ -18,6 +19,7 @@
  * ledger check ok; reconciliation finds nothing left to repair. Each scenario prints what it sent, the HTTP status
  * histogram, the time to converge and the money difference in minor units (0).
  */
+import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { generateKeyPairSync } from 'node:crypto';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { converge, eachLimited, FAULT_UPSTREAM, Histogram, startFaultPlatform, type FaultPlatform } from '../support/fault-harness';
@@ -481,5 +483,46 @@ describe('money under faults', () => {
     const difference = await checkInvariants();
     expect(difference).toBe(0n);
     record('payouts', payouts.length, histogram, seconds, difference);
+  }, 600_000);
+
+  it('the worker killed while a payout schedule fires twice in one period: it pays once', async () => {
+    const setup = new Histogram();
+    const payins = await createPayins(2, setup);
+    await eachLimited(payins, 2, (payin) => settle(setup, payin));
+    await convergence(payins, Date.now());
+    const histogram = new Histogram();
+    await platform.admin.payout.setPayoutSchedule({ merchantId: merchant.merchantId, every: 'daily', minimumUnits: 100_000n, reserveUnits: 0n, address: 'TBCfDME9Ay3epGBPhwHcf9Epo42CsFtsBq' });
+    const connection = await Connection.connect({ address: platform.temporalAddress });
+    try {
+      const schedule = new Client({ connection }).schedule.getHandle(`payout-schedule-${merchant.merchantId}`);
+      await platform.worker.kill();
+      // Two firings, a second apart (a run's workflow id names its second): both wait for a worker.
+      await schedule.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      await sleep(1100);
+      await schedule.trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+      await converge('both firings recorded', 30, async () => (await schedule.describe()).info.recentActions.length >= 2);
+      await platform.worker.start();
+      const healedAt = Date.now();
+      const scheduled = () => platform.database('payouts').where({ merchant_id: merchant.merchantId, source: 'schedule' });
+      await converge('the scheduled payout made and announced', CONVERGE_SECONDS, async () => {
+        const rows = (await scheduled()) as Array<{ status: string; payout_reference: string }>;
+        if (rows.length !== 1 || rows[0]!.status !== 'succeeded') return false;
+        const delivered = (await platform.database('webhook_events').where({ event: 'payout.succeeded', status: 'delivered', invoice_reference: rows[0]!.payout_reference }).count('* as n').first()) as unknown as { n: bigint };
+        return BigInt(delivered.n) === 1n;
+      });
+      // Both firings ran (each run's result names the one payout of the period).
+      for (const action of (await schedule.describe()).info.recentActions) {
+        const result = (await new Client({ connection }).workflow.getHandle(action.action.workflow.workflowId).result()) as { outcome: string };
+        expect(result.outcome).toBe('paid');
+      }
+      expect(await scheduled()).toHaveLength(1);
+      const seconds = Math.max(0, (Date.now() - healedAt) / 1000);
+      await platform.admin.payout.setPayoutSchedule({ merchantId: merchant.merchantId, remove: true });
+      const difference = await checkInvariants();
+      expect(difference).toBe(0n);
+      record('schedule', 2, histogram, seconds, difference);
+    } finally {
+      await connection.close();
+    }
   }, 600_000);
 });

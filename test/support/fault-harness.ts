@@ -143,6 +143,8 @@ export interface FaultPlatform {
   database: Knex;
   postgres: HostedPostgres;
   temporal: Restartable;
+  /** The Temporal dev server's address (host:port), for a client of the test's own. */
+  temporalAddress: string;
   api: Restartable;
   worker: Restartable;
   sandbox: SandboxUpstream;
@@ -219,6 +221,7 @@ export async function startFaultPlatform(env: Record<string, string> = {}): Prom
     database,
     postgres,
     temporal,
+    temporalAddress: `127.0.0.1:${temporalPort}`,
     api,
     worker,
     sandbox,
