@@ -5,7 +5,7 @@
  */
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { approvalSignal, decidedSignal } from '../../src/flows/payout/contract';
-import { createPayout, decidePayoutApproval, type PayoutRequest, type PayoutRow } from '../../src/flows/payout/service';
+import { createPayout, decidePayoutApproval, merchantDecidesPayout, type PayoutRequest, type PayoutRow } from '../../src/flows/payout/service';
 import { setPayoutSettings, NO_PAYOUT_SETTINGS } from '../../src/flows/payout/store';
 import { payoutScheduleId, removePayoutSchedule, scheduledPayoutKey, setPayoutSchedule } from '../../src/flows/payout/schedules';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
@@ -316,6 +316,18 @@ describe('payouts of merchants wallets', () => {
       const again = await admin(['payouts', 'reject', payout.payout_reference]);
       expect(again.code).toBe(1);
       expect(again.stderr).toContain('PAYOUT_NOT_AWAITING_APPROVAL');
+      await ledgerBalances();
+    });
+
+    it("approved by the merchant itself (its sign-in), never by another merchant", async () => {
+      const merchant = await fundedMerchant(10n * USDT);
+      const other = await fundedMerchant(USDT);
+      const payout = await awaiting(merchant);
+      expect((await domainRefusal(merchantDecidesPayout(deps(), other.merchant_id, payout.payout_reference, 'approve'))).reason).toBe('PAYOUT_NOT_FOUND');
+      expect(await deps().database('payout_approvals').where({ payout_reference: payout.payout_reference })).toHaveLength(0);
+      await merchantDecidesPayout(deps(), merchant.merchant_id, payout.payout_reference, 'approve');
+      expect((await decided(payout.payout_reference)).status).toBe('succeeded');
+      expect(await deps().database('payout_approvals').where({ payout_reference: payout.payout_reference }).first()).toMatchObject({ actor: `merchant:${merchant.merchant_id}` });
       await ledgerBalances();
     });
 

@@ -368,6 +368,16 @@ export async function decidePayoutApproval(deps: PlatformDeps, payout_reference:
   return payout;
 }
 
+/**
+ * The merchant's own approval or rejection of its payout awaiting approval (its dashboard sign-in, checked by the
+ * caller): recorded as `merchant:<merchant_id>`, as an operator's is. Another merchant's payout is not found.
+ * @throws DomainError PAYOUT_NOT_FOUND, PAYOUT_NOT_AWAITING_APPROVAL
+ */
+export async function merchantDecidesPayout(deps: PlatformDeps, merchant_id: string, payout_reference: string, decision: 'approve' | 'reject'): Promise<PayoutRow> {
+  await payoutOf(deps, merchant_id, { payout_reference });
+  return decidePayoutApproval(deps, payout_reference, decision, `merchant:${merchant_id}`);
+}
+
 // ---- The RPC ----
 
 const LIST_DEFAULT = 100;
