@@ -275,6 +275,11 @@ const schema = z.object({
    * batches. The owners' sequences are never purged: `seq` keeps growing.
    */
   EVENTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(90),
+  /**
+   * How often (seconds, fractions allowed) the api role's event sequencer sweeps for committed events no writer
+   * numbered (its process stopped between its commit and the numbering; docs/events.md "Sequence guarantees").
+   */
+  EVENTS_SEQUENCER_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(1),
 }).superRefine((config, context) => {
   const pairs: Array<[string, string | undefined, string, string | undefined]> = [
     ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],

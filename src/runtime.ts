@@ -22,6 +22,7 @@ import { createSandboxAcquirer } from './sandbox/acquirer';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
+import { startEventSequencer } from './events';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
 import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
@@ -247,6 +248,12 @@ export async function runRoles(
       const outbox = startPayinOutboxDispatcher(deps);
       deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
+      // Numbers the committed events no writer numbered (it stopped between its commit and the numbering).
+      const sequencer = startEventSequencer(deps.database, {
+        interval_ms: config.EVENTS_SEQUENCER_INTERVAL_SECONDS * 1000,
+        onError: (error) => logger.warn({ err: (error as Error).message }, 'event sequencer sweep failed'),
+      });
+      stops.push(() => sequencer.stop());
       const tls = rpcTls(config);
       if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !(await hasLiveServiceCredential(deps.database))) {
         throw new ConfigError(
