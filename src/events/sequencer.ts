@@ -57,38 +57,57 @@ export async function numberPendingEvents(conn: Knex): Promise<number> {
   return owners.length;
 }
 
-/** Per pool and owner: a numbering in flight, and whether another must follow it (a commit came meanwhile). */
-const inFlight = new WeakMap<Knex, Map<string, { again: boolean }>>();
+/**
+ * Numbers several owners' pending events in one statement (in one order, so two such statements never wait on each
+ * other's advisory locks in a cycle). @returns the owners that had a full batch (more to number)
+ */
+async function numberOwnersTogether(database: Knex, owners: SequencedOwner[]): Promise<SequencedOwner[]> {
+  const sorted = [...owners].sort((a, b) => (`${a.type}:${a.id}` < `${b.type}:${b.id}` ? -1 : 1));
+  const result = await database.raw(
+    `SELECT o.n, number_owner_events(o.t, o.i, ?) AS numbered
+       FROM unnest(?::text[], ?::text[]) WITH ORDINALITY AS o(t, i, n) ORDER BY o.n`,
+    [NUMBERING_BATCH, textArray(sorted.map((owner) => owner.type)), textArray(sorted.map((owner) => owner.id))],
+  );
+  return (result.rows as Array<{ n: string; numbered: number }>).filter((row) => Number(row.numbered) >= NUMBERING_BATCH).map((row) => sorted[Number(row.n) - 1]!);
+}
+
+/** A PostgreSQL text[] literal (each element double-quoted, `"` and `\` escaped). */
+function textArray(values: readonly string[]): string {
+  return `{${values.map((value) => `"${value.replace(/["\\]/g, (character) => `\\${character}`)}"`).join(',')}}`;
+}
+
+/** Per pool: the owners whose commits wait for a numbering, and whether one runs. */
+const queues = new WeakMap<Knex, { pending: Map<string, SequencedOwner>; running: boolean }>();
 
 /**
- * Numbers `owner`'s events once `trx` committed, on another connection of its pool, without delaying the commit: a
- * commit while a numbering of the owner runs in this process asks for one more after it, not one each, so a burst of
- * one owner's commits costs a few numbering statements. A failure is left to the readers and the sweep.
+ * Numbers `owner`'s events once `trx` committed, on another connection of its pool, without delaying the commit.
+ * One numbering statement runs at a time per pool, for every owner whose commit came since the last one began: a
+ * burst of commits, of one owner or of many, costs a few numbering statements, not one each. A failure is left to
+ * the readers and the sweep.
  */
 export function numberAfterCommit(trx: Knex.Transaction, owner: SequencedOwner): void {
   const database = rootDatabaseOf(trx);
   if (!database) return;
   afterCommit(trx, () => {
-    let owners = inFlight.get(database);
-    if (!owners) inFlight.set(database, (owners = new Map()));
-    const key = `${owner.type}:${owner.id}`;
-    const running = owners.get(key);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const state = { again: true };
-    owners.set(key, state);
+    let queue = queues.get(database);
+    if (!queue) queues.set(database, (queue = { pending: new Map(), running: false }));
+    queue.pending.set(`${owner.type}:${owner.id}`, owner);
+    if (queue.running) return;
+    queue.running = true;
+    const drain = queue;
     void (async () => {
       try {
-        while (state.again) {
-          state.again = false;
-          await numberOwnerEvents(database, owner);
+        while (drain.pending.size > 0) {
+          const owners = [...drain.pending.values()];
+          drain.pending.clear();
+          try {
+            for (const more of await numberOwnersTogether(database, owners)) drain.pending.set(`${more.type}:${more.id}`, more);
+          } catch {
+            // Left pending: the next reader, commit or sweep numbers it.
+          }
         }
-      } catch {
-        // Left pending: the next reader, commit or sweep numbers it.
       } finally {
-        owners.delete(key);
+        drain.running = false;
       }
     })();
   });
