@@ -24,7 +24,10 @@ import type { BenchResult } from './run';
 import { freePort } from '../src/net';
 import {
   countRoundTrips,
+  cpuAccount,
+  cpuColumns,
   cpuSecondsOf,
+  machineCpuGroups,
   describeRoundTrips,
   measure,
   roundTripsPerOperation,
@@ -100,6 +103,10 @@ export async function run(): Promise<BenchResult> {
 
     const localTrips = countRoundTrips(deps.database);
     const ledgerTripsBefore = localTrips();
+    // CPU per operation by process (bench = the client and, for the direct ledger call, the ledger; serve = the
+    // measured api + façade process; postgres; temporal): phase 0 the direct ledger, 1 one merchant, 2 many merchants.
+    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!] }));
+    machine.begin();
     const ledgerCpu = process.cpuUsage();
     const ledger = await measure(operations, CONCURRENCY, async (index) => {
       const [from, candidate] = pair(index);
@@ -114,6 +121,7 @@ export async function run(): Promise<BenchResult> {
       });
     });
     const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
+    machine.end(0, operations);
     const ledgerTrips = roundTripsPerOperation(ledgerTripsBefore, localTrips(), operations);
     // A merchant signs on its own machine: sign every body up front, each a new movement with its own request_id (a
     // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
@@ -132,12 +140,15 @@ export async function run(): Promise<BenchResult> {
       spreadBodies.set(index, { client: merchant.client, body: JSON.stringify(signRequestParameters(body, merchant.private_key)) });
     }
     let failures = 0;
+    let phases = 0;
     const facadePhase = async (send: (index: number) => Promise<number>) => {
       const tripsBefore = await scrapeRoundTrips(metricsUrl);
       const cpuBefore = processCpuMs(child.pid!);
+      machine.begin();
       const sample = await measure(operations, CONCURRENCY, async (index) => {
         if ((await send(index)) !== 200) failures++;
       });
+      machine.end(++phases, operations);
       const cpu = (processCpuMs(child.pid!) - cpuBefore) / operations;
       return { sample, cpu, trips: roundTripsPerOperation(tripsBefore, await scrapeRoundTrips(metricsUrl), operations) };
     };
@@ -147,20 +158,20 @@ export async function run(): Promise<BenchResult> {
       return (await merchantClient.post('/do-action', {}, { raw: body })).status;
     });
     const check = await deps.ledger.check();
-    const row = (label: string, sample: Measurement, trips: Record<string, number>, cpu: number) => ({
+    const row = (label: string, sample: Measurement, trips: Record<string, number>, phase: number) => ({
       path: label,
       concurrency: CONCURRENCY,
       operations,
       ...sample,
       round_trips: trips.total!,
-      cpu_ms: Math.round(cpu * 100) / 100,
+      ...cpuColumns(machine, phase),
     });
     return {
       name: 'wallet',
       rows: [
-        row('façade /do-action transfer, one merchant', one.sample, one.trips, one.cpu),
-        row(`façade /do-action transfer, ${MERCHANTS} merchants`, many.sample, many.trips, many.cpu),
-        row('ledger.transfer', ledger, ledgerTrips, ledgerCpuMs),
+        row('façade /do-action transfer, one merchant', one.sample, one.trips, 1),
+        row(`façade /do-action transfer, ${MERCHANTS} merchants`, many.sample, many.trips, 2),
+        row('ledger.transfer', ledger, ledgerTrips, 0),
       ],
       ratios: [
         { label: 'façade transfer ÷ ledger transfer (c=32, one merchant)', value: one.sample.per_second / ledger.per_second, goal: 0.6 },
@@ -171,6 +182,7 @@ export async function run(): Promise<BenchResult> {
         'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time; the body parsed again and bound by the api) + the signed body’s idempotency claim and answer + the ledger transfer + its event + the request journal',
         `round trips to PostgreSQL per operation (counted): façade transfer, one merchant ${describeRoundTrips(one.trips)}; ${MERCHANTS} merchants ${describeRoundTrips(many.trips)}; direct ledger.transfer ${describeRoundTrips(ledgerTrips)} (the serving process's counts include its background work: the outbox dispatcher, the event sequencer, a metrics scrape)`,
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
+        'cpu_ms_*: CPU milliseconds per operation by process, from /proc around each phase (bench: the client, and the ledger itself for the direct call; serve: the api + façade process; postgres: every PostgreSQL process; temporal: its server, idle here)',
         `CPU per operation (less noisy than rates on a shared machine): façade process ${one.cpu.toFixed(2)} ms (one merchant), ${many.cpu.toFixed(2)} ms (${MERCHANTS} merchants); ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
       ],
     };
