@@ -234,6 +234,13 @@ const schema = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
   /** The window of both failure counts, and how long a lockout lasts at most. */
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Refused privileged RPC calls (and refused calls of owner-bound credentials) of one credential that get an audit
+   * row per AUDIT_REFUSAL_WINDOW_SECONDS, shared by every process; past it the call is still refused, its row is
+   * dropped and counted (payments_audit_refusals_dropped_total).
+   */
+  AUDIT_REFUSALS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  AUDIT_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   /**

@@ -241,7 +241,9 @@ export async function runRoles(
     }
     let rpcUrl: string | undefined;
     let routes: ReturnType<typeof createRoutes> | undefined;
-    const audit = deps && createAuditLog(deps.database);
+    const audit =
+      deps &&
+      createAuditLog(deps.database, { admitRefusal: (credentialId) => deps.abuse.admitRefusalRecord(credentialId), dropped: metrics.auditRefusalsDropped });
     if (roles.includes('api') && deps) {
       // Starts the PayinWorkflows of committed payins (transactional outbox); stopped after the RPC server drained.
       const outbox = startPayinOutboxDispatcher(deps);

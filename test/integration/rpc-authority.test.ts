@@ -55,11 +55,11 @@ describe('the client address is the façade’s word only', () => {
     // Nothing was counted under A's address: A keeps logging in from there.
     const forged = await platform.deps.database('rate_limits').where('key', 'like', `%${A_ADDRESS}%`).pluck('key');
     expect(forged).toEqual([]);
-    const attempt = await platform.deps.abuse.beginAttempt('merchant_login', shopA.merchant_id, A_ADDRESS);
-    await attempt.withdrawn();
     // B's failures count under B's own connection.
     const own = await platform.deps.database('rate_limits').where('key', 'like', `fail_pair:merchant_login:%|${shopA.merchant_id}`).pluck('key');
     expect(own).toEqual([expect.stringMatching(/127\.0\.0\.1\|/)]);
+    const attempt = await platform.deps.abuse.beginAttempt('merchant_login', shopA.merchant_id, A_ADDRESS);
+    await attempt.withdrawn();
     const records = await platform.deps.database('audit_records').where({ credential_id: id }).select('caller_address', 'client_address');
     expect(records.length).toBeGreaterThan(0);
     for (const record of records) {
