@@ -22,6 +22,10 @@ import type { TemporalConnectionOptions } from './connection-options';
 export const TEMPORAL_CLIENTS = ['api', 'worker', 'ui', 'operator'] as const;
 export type TemporalClient = (typeof TEMPORAL_CLIENTS)[number];
 
+/** The callers of the internal RPC that get a client certificate of the RPC CA. */
+export const RPC_CLIENTS = ['facade', 'operator'] as const;
+export type RpcClient = (typeof RPC_CLIENTS)[number];
+
 /** The name clients verify the server certificate against (also in its DNS names, beside 127.0.0.1). */
 export const TEMPORAL_SERVER_NAME = 'localhost';
 
@@ -34,10 +38,6 @@ export interface CertificateFiles {
   cert: string;
   key: string;
 }
-
-/** The callers of the internal RPC that get a client certificate of the RPC CA. */
-export const RPC_CLIENTS = ['facade', 'operator'] as const;
-export type RpcClient = (typeof RPC_CLIENTS)[number];
 
 /** The internal RPC's mTLS (src/rpc/server.ts): its CA, the api role's server certificate, the callers'. */
 export interface RpcPki {
@@ -68,12 +68,12 @@ export function temporalClientSettings(pki: ClusterPki, client: TemporalClient):
   };
 }
 
-/** The parties exportClusterPki copies files for: the server and every client. */
-export const PKI_PARTIES = ['server', ...TEMPORAL_CLIENTS] as const;
+/** The parties exportClusterPki copies files for: Temporal's server and every client, then the RPC's. */
+export const PKI_PARTIES = ['server', ...TEMPORAL_CLIENTS, 'rpc-server', ...RPC_CLIENTS.map((client) => `rpc-${client}` as const)] as const;
 
 /**
  * Copies to `directory/<party>/` what each party needs and nothing more: `ca.pem`, `cert.pem`, `key.pem` (the
- * server's, or that client's). Each party's container mounts its own subdirectory only (docker-compose), so
+ * server's, or that client's; for `rpc-server`, `rpc-facade` and `rpc-operator` the RPC CA's and certificates). Each party's container mounts its own subdirectory only (docker-compose), so
  * isolation is by mount: the files are 0644 there because the Temporal images run as users of their own. The CA
  * key is never copied.
  */
@@ -81,8 +81,10 @@ export function exportClusterPki(pki: ClusterPki, directory: string): void {
   for (const party of PKI_PARTIES) {
     const target = path.join(directory, party);
     mkdirSync(target, { recursive: true, mode: 0o755 });
-    const files = party === 'server' ? pki.server : pki.clients[party];
-    writeFileSync(path.join(target, 'ca.pem'), readFileSync(pki.ca), { mode: 0o644 });
+    const rpc = party.startsWith('rpc-');
+    const files =
+      party === 'server' ? pki.server : party === 'rpc-server' ? pki.rpc.server : rpc ? pki.rpc.clients[party.slice(4) as RpcClient] : pki.clients[party as TemporalClient];
+    writeFileSync(path.join(target, 'ca.pem'), readFileSync(rpc ? pki.rpc.ca : pki.ca), { mode: 0o644 });
     writeFileSync(path.join(target, 'cert.pem'), readFileSync(files.cert), { mode: 0o644 });
     writeFileSync(path.join(target, 'key.pem'), readFileSync(files.key), { mode: 0o644 });
     for (const name of ['ca.pem', 'cert.pem', 'key.pem']) chmodSync(path.join(target, name), 0o644);
@@ -136,8 +138,12 @@ function issue(options: {
   const key = newKey();
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
-  // A positive random serial (the high bit cleared), as RFC 5280 asks.
-  cert.serialNumber = `0${randomBytes(15).toString('hex')}`;
+  // A positive random serial, as RFC 5280 asks, in whole bytes whose first is 0x40-0x7f: DER then needs no leading
+  // zero byte. (An odd-length hex serial made node-forge write a padded INTEGER that OpenSSL refuses as "illegal
+  // padding", so about one certificate in ten could not be loaded.)
+  const serial = randomBytes(16);
+  serial[0] = (serial[0]! & 0x3f) | 0x40;
+  cert.serialNumber = serial.toString('hex');
   cert.validity.notBefore = new Date(Date.now() - 5 * 60_000);
   cert.validity.notAfter = new Date(Date.now() + VALIDITY_DAYS * DAY_MS);
   const subject = [
