@@ -250,6 +250,13 @@ export async function runRoles(
       deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
       const tls = rpcTls(config);
+      // Plaintext only on loopback (`npm start`): beyond it a bearer token would cross the network in clear.
+      if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !config.RPC_ALLOW_PLAINTEXT) {
+        throw new ConfigError(
+          'RPC_HOST',
+          `${config.RPC_HOST} is not loopback and the RPC would run without mTLS: set RPC_TLS_CERT, RPC_TLS_KEY and RPC_TLS_CLIENT_CA (payments cluster certificates makes them), or RPC_ALLOW_PLAINTEXT=true on a network that encrypts`,
+        );
+      }
       if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !(await hasLiveServiceCredential(deps.database))) {
         throw new ConfigError(
           'RPC_HOST',
