@@ -1038,6 +1038,12 @@ describe("each Ledger method's documented errors", () => {
       ACCOUNT_NOT_FOUND: () => ledger.entriesOf(randomUUID()),
       VALIDATION_FAILED: () => ledger.entriesOf(fixture.usd.id, { limit: 0 }),
     },
+    // The reads by key find nothing rather than fail (test/integration/ledger-key-reads.test.ts).
+    transactionsByKey: {},
+    postingsOf: {},
+    holdsByKey: {},
+    usedKeys: {},
+    missingTransactions: {},
     check: {},
   };
 
