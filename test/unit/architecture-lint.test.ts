@@ -119,13 +119,10 @@ const refused: Probe[] = [
   ...each('infrastructure → the ledger’s contract', 'src/crypto/{tag}.ts', '../ledger/types'),
   ...each('rpc → a flow’s service', 'src/rpc/{tag}.ts', '../flows/payin/service'),
   ...each('rpc → a capability', 'src/rpc/{tag}.ts', '../merchant-auth'),
-  // The read models reach the flows through their contracts, like every other caller.
+  // The timeline reaches the flows through their contracts, like every other caller.
   ...each('timeline → a flow’s store', 'src/timeline/{tag}.ts', '../flows/payin/store'),
   ...each('timeline → a flow’s service', 'src/timeline/{tag}.ts', '../flows/refund/service'),
   ...each('timeline → the dashboard’s service', 'src/timeline/{tag}.ts', '../dashboard/service'),
-  ...each('dashboard → a flow’s store', 'src/dashboard/{tag}.ts', '../flows/payin/store'),
-  ...each('dashboard → a flow’s activities', 'src/dashboard/{tag}.ts', '../flows/refund/activities'),
-  ...each('dashboard → the timeline', 'src/dashboard/{tag}.ts', '../timeline/payment-timeline'),
   // The dashboard reads flows and capabilities; none of them reads it.
   ...each('flow → the dashboard', FLOW, '../../dashboard/service'),
   ...each('capability → the dashboard', 'src/webhooks/{tag}.ts', '../dashboard/sessions'),
@@ -208,7 +205,7 @@ const accepted: Probe[] = [
   ...each('timeline → the dashboard’s session lookup (named)', 'src/timeline/{tag}.ts', '../dashboard/sessions'),
   ...each('timeline → a capability', 'src/timeline/{tag}.ts', '../events'),
   ...each('dashboard → a flow’s contract', 'src/dashboard/{tag}.ts', '../flows/payin/contract'),
-  ...each('dashboard → the payin’s outcome policy (named)', 'src/dashboard/{tag}.ts', '../flows/payin/policy'),
+  ...each('dashboard → a flow’s internals (named, a debt)', 'src/dashboard/{tag}.ts', '../flows/payin/policy'),
   ...each('dashboard → a capability', 'src/dashboard/{tag}.ts', '../webhooks'),
 ];
 
