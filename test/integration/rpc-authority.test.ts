@@ -114,13 +114,9 @@ describe('audit rows are written only through the stamping function', () => {
   });
 
   it('refuses the api role’s direct INSERT and stamps its role on a row it appends', async () => {
-    await ensureRoles(platform.deps.database, roles());
+    const passwords = await ensureRoles(platform.deps.database, roles());
     await grantPlatformDatabase(platform.deps.database, platform.databaseName, roles());
-    // This server may ask TCP clients for a password: the test gives the role one.
-    await platform.deps.database.raw(`ALTER ROLE "${roles().api}" PASSWORD 'attacker'`);
-    const url = new URL(urlForRole(platform.config.DATABASE_URL!, roles().api));
-    url.password = 'attacker';
-    api = new pg.Client({ connectionString: url.toString() });
+    api = new pg.Client({ connectionString: urlForRole(platform.config.DATABASE_URL!, roles().api, passwords[roles().api]) });
     await api.connect();
     const forged = await api
       .query("INSERT INTO audit_records (credential_id, caller_address, procedure, arguments, outcome) VALUES ('cred_someone_else', '10.9.9.9', 'x/Y', '{}', 'ok')")
