@@ -6,6 +6,8 @@
  *   payments_http_request_duration_seconds{route,method,status}   façade requests (route = the route pattern)
  *   payments_rpc_duration_seconds{procedure,code}                 Connect RPCs served
  *   payments_webhook_attempt_duration_seconds{event,outcome}      webhook delivery attempts (delivered | failed)
+ *   payments_audit_refusals_dropped_total{procedure}              refused RPC calls left without an audit row (per
+ *                                                                 credential limit, src/rpc/audit.ts)
  *   payments_payins{status}                                       payins by status (api and worker roles)
  *   payments_payin_outbox_lag_seconds                             age of the oldest workflow start in the outbox
  *   payments_db_round_trips_total{statement}                      queries sent to PostgreSQL by this process's pool, by
@@ -25,6 +27,7 @@ export interface PlatformMetrics {
   httpRequests: Histogram<'route' | 'method' | 'status'>;
   rpcRequests: Histogram<'procedure' | 'code'>;
   webhookAttempts: Histogram<'event' | 'outcome'>;
+  auditRefusalsDropped: Counter<'procedure'>;
 }
 
 /**
@@ -57,6 +60,12 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
       help: 'Webhook delivery attempts by event and outcome, seconds',
       labelNames: ['event', 'outcome'],
       buckets: LATENCY_BUCKETS_SECONDS,
+      registers: [registry],
+    }),
+    auditRefusalsDropped: new Counter({
+      name: 'payments_audit_refusals_dropped_total',
+      help: 'Refused RPC calls of a credential past AUDIT_REFUSALS_PER_CREDENTIAL, answered without an audit row, by procedure',
+      labelNames: ['procedure'],
       registers: [registry],
     }),
   };

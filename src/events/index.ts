@@ -18,7 +18,6 @@ import { numberAfterCommit, numberOwnerEvents, numberSubjectOwners } from './seq
 import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
-export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
 export { eventWriteCtes, type NewEventRow } from './store';
 export { numberAfterCommit, numberOwnerEvents, numberPendingEvents, startEventSequencer, type EventSequencer } from './sequencer';
 export {
