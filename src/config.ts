@@ -140,6 +140,12 @@ const schema = z.object({
   MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
   /** Lifetime of a merchant dashboard session from its sign-in (docs/dashboard.md); signing out ends it sooner. */
   DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
+  /**
+   * Whether the merchant dashboard's payment page links its technical entries to the Temporal Web UI
+   * (TEMPORAL_UI_URL). The UI is an operator's tool: false (the default) unless the deployment opens it to the
+   * dashboard's readers.
+   */
+  TEMPORAL_UI_PUBLIC: flag.default(false),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**

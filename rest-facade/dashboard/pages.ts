@@ -21,7 +21,7 @@ export interface DashboardPage extends NavigationEntry {
 }
 
 /** A query parameter as a short text ('' when absent, repeated or longer than `max`). */
-function queryText(ctx: FacadeContext, name: string, max = 128): string {
+export function queryText(ctx: FacadeContext, name: string, max = 128): string {
   const value = ctx.query[name];
   return typeof value === 'string' && value.length <= max ? value : '';
 }

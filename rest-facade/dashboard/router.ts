@@ -16,14 +16,18 @@
  *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent,
  *                                                    refund_fee → 303 to the policy page with a notice; 400 the
  *                                                    page again naming each refused field (nothing changed)
- *   GET  /dashboard/payments/:reference              one payment's postings and timeline (TimelineService; 404 for
- *                                                    an unknown reference and another merchant's alike)
+ *   GET  /dashboard/payments/:reference              one payment in the merchant's words (DashboardService
+ *                                                    GetPayment; 404 for an unknown reference and another
+ *                                                    merchant's alike)
+ *   POST /dashboard/payments/:reference/refund       csrf_token, idempotency_key, amount, reason → 303 to the
+ *                                                    payment with a notice; 400 naming why a refund was refused
  *
  * A form from another site (Sec-Fetch-Site), without its CSRF token or with another session's changes nothing and
  * answers 403. Errors are pages that say nothing internal.
  */
 import Router from '@koa/router';
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
@@ -33,7 +37,7 @@ import { paymentContent } from '../views/dashboard-payment';
 import { POLICY_FIELD_TEXTS, policyContent, POLICY_PATH } from '../views/dashboard-policy';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
-import { DASHBOARD_PAGES, type DashboardPage } from './pages';
+import { DASHBOARD_PAGES, queryText, type DashboardPage } from './pages';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
@@ -238,15 +242,63 @@ async function showPayment(ctx: FacadeContext): Promise<void> {
   const sessionToken = cookieOf(ctx, SESSION_COOKIE);
   if (!sessionToken) return seeOther(ctx, SIGN_IN);
   const reference = ctx.params.reference ?? '';
-  const notFound = () => sendMessage(ctx, 404, 'Not found', 'There is no such payment.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
   try {
     const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
-    if (!PAYMENT_REFERENCE.test(reference)) return notFound();
-    const timeline = await ctx.state.clients.timeline.getPaymentTimeline({ reference, dashboardSession: sessionToken }, rpcCallOptions(ctx));
-    sendPage(ctx, 200, dashboardDocument({ title: `Payment ${reference}`, content: paymentContent(timeline), signedIn: session!, navigation: DASHBOARD_PAGES }));
+    if (!PAYMENT_REFERENCE.test(reference)) return unknownPayment(ctx);
+    const answer = await ctx.state.clients.dashboard.getPayment({ sessionToken, reference }, rpcCallOptions(ctx));
+    const refunded = queryText(ctx, 'refunded');
+    const notice = refunded ? `Refund ${refunded} requested: the amount is held on your balance until the provider sends it.` : undefined;
+    const content = paymentContent(answer, session!.csrfToken, randomUUID(), notice);
+    sendPage(ctx, 200, dashboardDocument({ title: `Payment ${answer.payment!.outTradeNo || answer.payment!.reference}`, content, signedIn: session!, navigation: DASHBOARD_PAGES }));
   } catch (error) {
-    if (readRpcFailure(error).reason === 'PAYMENT_NOT_FOUND') return notFound();
+    if (readRpcFailure(error).reason === 'PAYMENT_NOT_FOUND') return unknownPayment(ctx);
     answerFailure(ctx, error);
+  }
+}
+
+function unknownPayment(ctx: FacadeContext): void {
+  sendMessage(ctx, 404, 'Not found', 'There is no such payment.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+}
+
+/** What a refused refund says (the refund rules, docs/refunds.md). */
+const REFUND_REFUSALS: Record<string, string> = {
+  REFUND_PAYIN_NOT_SETTLED: 'This payment is not settled: there is nothing to refund.',
+  REFUND_AMOUNT_EXCEEDS_REFUNDABLE: 'The amount is more than what can still be refunded.',
+  REFUND_INSUFFICIENT_BALANCE: 'Your available balance is less than the refund.',
+  REFUND_PROVIDER_NOT_CONFIGURED: 'Refunds are not available on this platform.',
+  IDEMPOTENCY_KEY_REUSED: 'This form was already sent with other values: open the payment again.',
+};
+
+/** The refund form: a refund through the refund flow, then 303 to the payment with a notice; refusals are 400 pages. */
+async function refundPayment(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const reference = ctx.params.reference ?? '';
+  if (!PAYMENT_REFERENCE.test(reference)) return unknownPayment(ctx);
+  const form = formOf(ctx);
+  const back = { href: `${DASHBOARD_BASE}/payments/${encodeURIComponent(reference)}`, text: 'Back to the payment' };
+  try {
+    const answer = await ctx.state.clients.dashboard.refundPayment(
+      { sessionToken, csrfToken, reference, amount: (form.get('amount') ?? '').trim(), reason: form.get('reason') ?? '', idempotencyKey: form.get('idempotency_key') ?? '' },
+      rpcCallOptions(ctx),
+    );
+    seeOther(ctx, `/payments/${encodeURIComponent(reference)}?refunded=${encodeURIComponent(answer.refundReference)}`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason === 'PAYMENT_NOT_FOUND') return unknownPayment(ctx);
+    const refusal = REFUND_REFUSALS[failure.reason ?? ''];
+    if (refusal) return sendMessage(ctx, 400, 'Refund refused', `${refusal} Nothing was refunded.`, back);
+    if (failure.reason === 'VALIDATION_FAILED') {
+      const texts = Object.keys(failure.fields).map((field) =>
+        field === 'amount'
+          ? 'Amount must be a positive amount in the payment\'s currency, such as 12.50.'
+          : field === 'address'
+            ? 'No payer address was reported with this payment: it cannot be refunded from here.'
+            : field === 'reason'
+              ? 'Reason must be at most 255 characters, without control characters.'
+              : 'The form is not valid: open the payment again.',
+      );
+      return sendMessage(ctx, 400, 'Refund refused', `${texts.join(' ')} Nothing was refunded.`, back);
+    }
+    throw error;
   }
 }
 
@@ -282,6 +334,7 @@ export function dashboardRouter(): Router<FacadeState> {
   router.post(`${DASHBOARD_BASE}${POLICY_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => savePolicy(ctx, sessionToken, csrfToken)));
   for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
+  router.post(`${DASHBOARD_BASE}/payments/:reference/refund`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => refundPayment(ctx, sessionToken, csrfToken)));
   return router;
 }
 

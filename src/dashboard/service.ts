@@ -21,6 +21,11 @@
  *   GetOutcomePolicy       the merchant's payment-outcome policy (src/flows/payin/policy.ts), the default without one
  *   SetOutcomePolicy       session + CSRF token; sets the merchant's own policy (every field checked, nothing changed
  *                          on a refusal); `updated_by` is `dashboard:<merchant id>`; audited (src/rpc/audit.ts)
+ *   GetPayment             one payment in the merchant's words (./payment-story.ts over src/timeline's timeline as
+ *                          the merchant sees it): summary, steps, technical entries (Web UI links only when
+ *                          TEMPORAL_UI_PUBLIC)
+ *   RefundPayment          session + CSRF token; src/flows/refund `createRefund` to the payer's reported address,
+ *                          idempotent on the form's key; audited (src/rpc/audit.ts)
  *
  * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
  */
@@ -38,6 +43,13 @@ import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, t
 import { retryScheduleOf } from './next-retry';
 import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
+import { timelineFor, timelineMessage } from '../timeline/service';
+import { latestPayerAddress } from '../flows/payin/store';
+import { createRefund } from '../flows/refund/service';
+import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
+import { parseAmount } from '../money';
+import { stepsOf, summaryOf } from './payment-story';
+import { TIMELINE_REASONS } from '../timeline/reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
 
 /** Deliveries per page unless the request asks for another number (1 to 100). */
@@ -186,6 +198,13 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     }));
   }
 
+  /** A payin's refundable amount now (minor units, never negative), 0 for any other kind or an unsettled payin. */
+  async function refundableNow(merchant_id: string, reference: string, kind: string, status: string): Promise<bigint> {
+    if (kind !== 'payin' || status !== 'success') return 0n;
+    const refundable = refundableOf(await refundBasis(database, reference), await merchantRefundFee(database, merchant_id));
+    return refundable > 0n ? refundable : 0n;
+  }
+
   return {
     /**
      * Opens a dashboard session. @throws DomainError LOGIN_FAILED (wrong name or password, unknown name, suspended
@@ -293,6 +312,90 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       const row = await saveOutcomePolicy(database, session.merchant_id, change, `dashboard:${session.merchant_id}`);
       deps.logger.info({ merchant_id: session.merchant_id, policy: change }, 'merchant outcome policy set on the dashboard');
       return { policy: outcomePolicyFields(row) };
+    },
+
+    /**
+     * One of the merchant's payments: summary, the merchant's steps and the technical entries.
+     * @throws DomainError SESSION_INVALID, PAYMENT_NOT_FOUND (unknown or another merchant's: one answer),
+     *   VALIDATION_FAILED (reference)
+     */
+    async getPayment(request) {
+      const session = await requireSession(request.sessionToken);
+      const timeline = await timelineFor(deps, request.reference, { kind: 'owner', owner: { type: 'merchant', id: session.merchant_id } });
+      const summary = summaryOf(timeline.entries);
+      const reference = timeline.reference;
+      const payer = summary.kind === 'payin' ? await latestPayerAddress(database, reference) : null;
+      const refundable = await refundableNow(session.merchant_id, reference, summary.kind, summary.status);
+      const message = timelineMessage(timeline);
+      const links = deps.config.TEMPORAL_UI_PUBLIC;
+      return {
+        payment: {
+          reference,
+          kind: summary.kind,
+          status: summary.status,
+          currency: summary.currency,
+          decimals: isCurrency(summary.currency) ? decimalsOf(summary.currency) : 0,
+          amountUnits: summary.amount_units,
+          feeUnits: summary.fee_units,
+          netUnits: summary.net_units,
+          paidAmountUnits: summary.paid_units ?? 0n,
+          hasPaid: summary.paid_units !== undefined,
+          payerAddress: payer ?? summary.payer_address,
+          outTradeNo: summary.out_trade_no,
+          createdAt: summary.created_at,
+          settledAt: summary.settled_at,
+          refunds: summary.refunds.map((refund) => ({
+            refundReference: refund.refund_reference,
+            amountUnits: refund.amount_units,
+            status: refund.status,
+            createdAt: refund.created_at,
+            decidedAt: refund.decided_at,
+            reason: refund.reason,
+          })),
+          refundableUnits: refundable,
+        },
+        steps: stepsOf(timeline.entries, summary),
+        // The Web UI is an operator's tool: its links only where the deployment opens it to the dashboard's readers.
+        technical: message.entries.map((entry) => (links ? entry : { ...entry, link: '' })),
+        sources: message.sources,
+        truncated: message.truncated,
+      };
+    },
+
+    /**
+     * Refunds one of the merchant's settled payins to the address its payer paid from (the refund flow's rules).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (amount, reason, address: no payer
+     *   address known), PAYMENT_NOT_FOUND (not the merchant's payin) and the refund flow's reasons
+     *   (REFUND_PAYIN_NOT_SETTLED, REFUND_AMOUNT_EXCEEDS_REFUNDABLE, REFUND_INSUFFICIENT_BALANCE,
+     *   REFUND_PROVIDER_NOT_CONFIGURED)
+     */
+    async refundPayment(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const payin = (await database('payins').where({ invoice_reference: request.reference, merchant_id: session.merchant_id }).first('invoice_reference', 'currency')) as
+        | { invoice_reference: string; currency: string }
+        | undefined;
+      if (!payin) throw reasonError(TIMELINE_REASONS, 'PAYMENT_NOT_FOUND', 'no payin of the merchant with this reference');
+      const problems: Record<string, string[]> = {};
+      let amount_units: bigint | undefined;
+      if (request.amount.trim() !== '') {
+        try {
+          amount_units = isCurrency(payin.currency) ? parseAmount(request.amount.trim(), payin.currency) : undefined;
+        } catch {
+          problems.amount = [problem('invalid')];
+        }
+      }
+      const address = await latestPayerAddress(database, payin.invoice_reference);
+      if (!address) problems.address = [problem('required')];
+      if (!/^[\x21-\x7e]{1,100}$/.test(request.idempotencyKey)) problems.idempotency_key = [problem('invalid')];
+      if (Object.keys(problems).length > 0) throw invalidFields(problems);
+      const refund = await createRefund(
+        deps,
+        session.merchant_id,
+        { invoice_reference: payin.invoice_reference, ...(amount_units !== undefined ? { amount_units } : {}), reason: request.reason, address: address! },
+        `dashboard:${request.idempotencyKey}`,
+      );
+      deps.logger.info({ merchant_id: session.merchant_id, refund_reference: refund.refund_reference }, 'refund created on the dashboard');
+      return { refundReference: refund.refund_reference, status: refund.status };
     },
 
     /** @throws DomainError SESSION_INVALID */

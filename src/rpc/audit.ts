@@ -45,6 +45,7 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
+  'payments.dashboard.v1.DashboardService/RefundPayment',
   'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 
