@@ -16,6 +16,9 @@
  *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent,
  *                                                    refund_fee → 303 to the policy page with a notice; 400 the
  *                                                    page again naming each refused field (nothing changed)
+ *   GET  /dashboard/payments.csv                     the filtered payments list as CSV, every page, streamed
+ *   GET  /dashboard/balances/:currency               one wallet's balance transactions, newest first (before=)
+ *   GET  /dashboard/balances/:currency.csv           all of them as CSV, streamed
  *   GET  /dashboard/payments/:reference              one payment in the merchant's words (DashboardService
  *                                                    GetPayment; 404 for an unknown reference and another
  *                                                    merchant's alike)
@@ -37,7 +40,10 @@ import { paymentContent } from '../views/dashboard-payment';
 import { POLICY_FIELD_TEXTS, policyContent, POLICY_PATH } from '../views/dashboard-policy';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
-import { DASHBOARD_PAGES, queryText, type DashboardPage } from './pages';
+import { DASHBOARD_PAGES, listQuery, queryText, type DashboardPage } from './pages';
+import { exportBalanceTransactions, exportPayments } from './csv';
+import { PAYMENT_FILTER_NAMES } from '../views/dashboard-lists';
+import { balanceTransactionsContent } from '../views/dashboard-balance';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
@@ -116,6 +122,14 @@ function fieldText(field: string, code: string): string {
       return code === 'invalid' ? 'Created to must not be before Created from.' : 'Created to must be one day, written YYYY-MM-DD.';
     case 'type':
       return 'Type must be one of the event types the list offers.';
+    case 'out_trade_no':
+      return 'Order id must be one value of at most 128 characters.';
+    case 'amount_from':
+      return 'Amount from must be an amount such as 10 or 12.50.';
+    case 'amount_to':
+      return code === 'min' ? 'Amount to must not be less than Amount from.' : 'Amount to must be an amount such as 10 or 12.50.';
+    case 'currency':
+      return 'There is no wallet in this currency.';
     case 'page_size':
       return 'Page size must be a whole number from 1 to 100.';
     case 'before':
@@ -302,6 +316,30 @@ async function refundPayment(ctx: FacadeContext, sessionToken: string, csrfToken
   }
 }
 
+/** A wallet's currency as the platform names them; anything else is refused like an unknown wallet. */
+const CURRENCY = /^[A-Z]{3,5}$/;
+
+/** A GET behind sign-in that answers something else than a page of ./pages.ts (a download, a sub-page). */
+async function signedInGet(ctx: FacadeContext, answer: (sessionToken: string) => Promise<void>): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (!sessionToken) return seeOther(ctx, SIGN_IN);
+  try {
+    await answer(sessionToken);
+  } catch (error) {
+    answerFailure(ctx, error);
+  }
+}
+
+/** One wallet's balance transactions, newest first, paged. */
+async function showBalanceTransactions(ctx: FacadeContext, sessionToken: string): Promise<void> {
+  const currency = ctx.params.currency ?? '';
+  const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+  const before = queryText(ctx, 'before', 64);
+  const answer = await ctx.state.clients.dashboard.listBalanceTransactions({ sessionToken, currency: CURRENCY.test(currency) ? currency : '', before }, rpcCallOptions(ctx));
+  const content = balanceTransactionsContent(answer, before !== '');
+  sendPage(ctx, 200, dashboardDocument({ title: `${answer.currency} balance transactions`, content, signedIn: session!, navigation: DASHBOARD_PAGES, current: '/balances' }));
+}
+
 function serveStylesheet(ctx: FacadeContext): void {
   // Like every dashboard answer, not stored (2 KB, read once per page).
   setSecurityHeaders(ctx);
@@ -333,6 +371,11 @@ export function dashboardRouter(): Router<FacadeState> {
   );
   router.post(`${DASHBOARD_BASE}${POLICY_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => savePolicy(ctx, sessionToken, csrfToken)));
   for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
+  router.get(`${DASHBOARD_BASE}/payments.csv`, (ctx) => signedInGet(ctx, (sessionToken) => exportPayments(ctx, sessionToken, listQuery(ctx, PAYMENT_FILTER_NAMES).filters)));
+  router.get(`${DASHBOARD_BASE}/balances/:currency.csv`, (ctx) =>
+    signedInGet(ctx, (sessionToken) => exportBalanceTransactions(ctx, sessionToken, CURRENCY.test(ctx.params.currency ?? '') ? ctx.params.currency! : '')),
+  );
+  router.get(`${DASHBOARD_BASE}/balances/:currency`, (ctx) => signedInGet(ctx, (sessionToken) => showBalanceTransactions(ctx, sessionToken)));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
   router.post(`${DASHBOARD_BASE}/payments/:reference/refund`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => refundPayment(ctx, sessionToken, csrfToken)));
   return router;

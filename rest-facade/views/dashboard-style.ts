@@ -17,7 +17,7 @@ nav ul{display:flex;flex-wrap:wrap;align-items:center;gap:.25rem 1.5rem;list-sty
 nav li.sign-out{margin-left:auto}
 nav li.sign-out button{padding:.25rem .8rem;font-size:.95rem}
 nav a[aria-current="page"]{font-weight:700;color:#1b1b1b;text-decoration:none}
-main{max-width:64rem;margin:0 auto;padding:1rem 1.5rem 3rem}
+main{max-width:90rem;margin:0 auto;padding:1rem 1.5rem 3rem}
 h1{font-size:1.5rem}
 h2{font-size:1.15rem;margin:0 0 .5rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem;width:100%;background:#fff}
@@ -67,5 +67,11 @@ ol.timeline li{margin:0 0 .75rem;overflow-wrap:anywhere}
 form.refund{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem}
 form.refund button{margin-top:.75rem}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:24rem;overflow-y:auto}
-@media (max-width:40rem){main{padding:1rem .75rem 2rem}header,nav ul{padding-left:.75rem;padding-right:.75rem}dl{grid-template-columns:1fr}dt{margin-top:.4rem}}
+span.ref{font-size:.8rem;overflow-wrap:anywhere}
+table.list th,table.list td{padding:.3rem .45rem}
+form.filters input.short{width:7rem}
+ol.events{list-style:none;padding:0;margin:0 0 1rem}
+ol.events li{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.4rem .75rem;margin:0 0 .4rem;overflow-wrap:anywhere}
+ol.events li p{margin:.1rem 0}
+@media (max-width:40rem){main{padding:1rem .75rem 2rem}form.filters input[type=text],form.filters input.short{width:100%}form.filters>div{flex:1 1 100%}header,nav ul{padding-left:.75rem;padding-right:.75rem}dl{grid-template-columns:1fr}dt{margin-top:.4rem}}
 `;

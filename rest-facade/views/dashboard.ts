@@ -105,7 +105,7 @@ export function amount(units: bigint, currency: string): string {
 export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
   const rows = wallets.map(
     (wallet) => html`<tr>
-<th scope="row">${wallet.currency}</th>
+<th scope="row"><a href="${DASHBOARD_BASE}/balances/${encodeURIComponent(wallet.currency)}" id="transactions-${wallet.currency}">${wallet.currency}</a></th>
 <td class="amount">${amount(wallet.balanceUnits, wallet.currency)}</td>
 <td class="amount" id="available-${wallet.currency}">${amount(wallet.availableUnits, wallet.currency)}</td>
 <td class="amount">${amount(wallet.heldUnits, wallet.currency)}</td>
@@ -117,7 +117,8 @@ export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
 <tbody>${rows}</tbody>
 </table>
 <p class="muted">Balance is every posted movement; held is money reserved by movements not finished yet (blocked money,
-pending transfers); available is what you can spend: the balance less what is held.</p>`;
+pending transfers); available is what you can spend: the balance less what is held. Open a currency for every
+movement behind its balance.</p>`;
 }
 
 const STATUS_TEXT: Record<string, string> = { pending: 'Pending', delivered: 'Delivered', failed: 'Failed: retries ended' };

@@ -74,6 +74,12 @@ function afterIdOf(pageToken: string): string | undefined {
   return id;
 }
 
+/** The payment a ledger key belongs to: the flows key theirs `<reference>:<step>`; '' for another key. */
+function paymentOfLedgerKey(key: string): string {
+  const [reference, step] = key.split(':');
+  return step !== undefined && /^[A-Za-z0-9._-]{1,128}$/.test(reference ?? '') ? reference! : '';
+}
+
 const pageTokenOf = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
 
 const SEQ = /^\d{1,18}$/;
@@ -94,7 +100,21 @@ function dayStart(text: string): Date | undefined {
  * before created_from; before / after: integer, after: invalid with before).
  * @throws DomainError VALIDATION_FAILED
  */
-function paymentsQueryOf(request: { kind: string; status: string; reference: string; createdFrom: string; createdTo: string; before: string; after: string }) {
+/** A major-units bound of the amount filters: a plain decimal, at most 8 decimals. */
+const MAJOR_AMOUNT = /^\d{1,15}(\.\d{1,8})?$/;
+
+function paymentsQueryOf(request: {
+  kind: string;
+  status: string;
+  reference: string;
+  createdFrom: string;
+  createdTo: string;
+  before: string;
+  after: string;
+  outTradeNo: string;
+  amountFrom: string;
+  amountTo: string;
+}) {
   const problems: Record<string, string[]> = {};
   const kind = request.kind === '' ? undefined : isPaymentKind(request.kind) ? request.kind : undefined;
   if (request.kind !== '' && !kind) problems.kind = [problem('invalid')];
@@ -108,8 +128,17 @@ function paymentsQueryOf(request: { kind: string; status: string; reference: str
   if (request.before !== '' && !SEQ.test(request.before)) problems.before = [problem('integer')];
   if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
   else if (request.after !== '' && request.before !== '') problems.after = [problem('invalid')];
+  if ([...request.outTradeNo].length > EVENT_SUBJECT_MAX_LENGTH) problems.out_trade_no = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
+  const amountFrom = request.amountFrom.trim();
+  const amountTo = request.amountTo.trim();
+  if (amountFrom !== '' && !MAJOR_AMOUNT.test(amountFrom)) problems.amount_from = [problem('invalid')];
+  if (amountTo !== '' && !MAJOR_AMOUNT.test(amountTo)) problems.amount_to = [problem('invalid')];
+  else if (amountFrom !== '' && amountTo !== '' && MAJOR_AMOUNT.test(amountFrom) && Number(amountTo) < Number(amountFrom)) problems.amount_to = [problem('min', amountFrom)];
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
   return {
+    out_trade_no: request.outTradeNo || undefined,
+    amount_from: amountFrom || undefined,
+    amount_to: amountTo || undefined,
     kind: kind as PaymentKind | undefined,
     status: request.status || undefined,
     reference: request.reference || undefined,
@@ -124,13 +153,20 @@ function paymentsQueryOf(request: { kind: string; status: string; reference: str
  * The events list's filters and cursor, checked (type: invalid, not a type of the catalog; subject: max_length:128;
  * after: integer). @throws DomainError VALIDATION_FAILED
  */
-function eventsQueryOf(request: { type: string; subject: string; after: string }) {
+function eventsQueryOf(request: { type: string; subject: string; after: string; before: string; newestFirst: boolean }) {
   const problems: Record<string, string[]> = {};
+  if (request.before !== '' && !SEQ.test(request.before)) problems.before = [problem('integer')];
+  if (request.newestFirst && request.after !== '') problems.after = [problem('invalid')];
   if (request.type !== '' && !isEventType(request.type)) problems.type = [problem('invalid')];
   if ([...request.subject].length > EVENT_SUBJECT_MAX_LENGTH) problems.subject = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
   if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
-  return { type: request.type || undefined, subject: request.subject || undefined, after: request.after ? BigInt(request.after) : 0n };
+  return {
+    type: request.type || undefined,
+    subject: request.subject || undefined,
+    after: request.after ? BigInt(request.after) : 0n,
+    ...(request.newestFirst ? { before: request.before ? BigInt(request.before) : 0n } : {}),
+  };
 }
 
 export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof DashboardService> {
@@ -398,6 +434,35 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       return { refundReference: refund.refund_reference, status: refund.status };
     },
 
+    /**
+     * Every posting on one of the merchant's wallets, newest first (the ledger's `entriesOf`), each with the balance it
+     * left and its payment (the reference its ledger key starts with).
+     * @throws DomainError SESSION_INVALID, VALIDATION_FAILED (currency: no wallet of the merchant; before: not a
+     *   transaction of it)
+     */
+    async listBalanceTransactions(request) {
+      const session = await requireSession(request.sessionToken);
+      const wallet = (await deps.ledger.accountsOf('merchant', session.merchant_id)).find((account) => account.kind === 'wallet' && account.currency === request.currency);
+      if (!wallet) throw invalidFields({ currency: [problem('invalid')] });
+      const limit = request.pageSize || 50;
+      const entries = await deps.ledger.entriesOf(wallet.id, { limit: limit + 1, ...(request.before ? { before_transaction_id: request.before } : {}) });
+      const page = entries.slice(0, limit);
+      return {
+        currency: wallet.currency,
+        decimals: isCurrency(wallet.currency) ? decimalsOf(wallet.currency) : 0,
+        transactions: page.map((entry) => ({
+          transactionId: entry.transaction_id,
+          at: entry.created_at.toISOString(),
+          amountUnits: entry.amount_units,
+          balanceAfterUnits: entry.balance_after_units ?? 0n,
+          description: entry.description,
+          paymentReference: paymentOfLedgerKey(entry.idempotency_key),
+          ledgerKey: entry.idempotency_key,
+        })),
+        nextBefore: entries.length > limit ? page.at(-1)!.transaction_id : '',
+      };
+    },
+
     /** @throws DomainError SESSION_INVALID */
     async getWebhookEndpoint(request) {
       const session = await requireSession(request.sessionToken);
@@ -432,6 +497,10 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
           createdAt: payment.created_at.toISOString(),
           updatedAt: payment.updated_at.toISOString(),
           seq: payment.seq,
+          outTradeNo: payment.out_trade_no,
+          feeUnits: payment.fee_units,
+          netUnits: payment.net_units ?? 0n,
+          hasNet: payment.net_units !== undefined,
         })),
         nextBefore: page.next_before ?? 0n,
         newerAfter: page.newer_after ?? 0n,
@@ -459,6 +528,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         hasMore: page.has_more,
         nextAfter: page.next_after,
         types: [...EVENT_TYPES],
+        nextBefore: request.newestFirst && page.has_more ? page.next_after : 0n,
       };
     },
   };

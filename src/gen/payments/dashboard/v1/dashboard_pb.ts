@@ -13,7 +13,143 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file payments/dashboard/v1/dashboard.proto.
  */
 export const file_payments_dashboard_v1_dashboard: GenFile = /*@__PURE__*/
-  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEiUQoRR2V0UGF5bWVudFJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISGwoJcmVmZXJlbmNlGAIgASgJQgi6SAVyAxiAASKHAQoNUGF5bWVudFJlZnVuZBIYChByZWZ1bmRfcmVmZXJlbmNlGAEgASgJEhQKDGFtb3VudF91bml0cxgCIAEoAxIOCgZzdGF0dXMYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRISCgpkZWNpZGVkX2F0GAUgASgJEg4KBnJlYXNvbhgGIAEoCSL0AgoOUGF5bWVudERldGFpbHMSEQoJcmVmZXJlbmNlGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEhAKCGRlY2ltYWxzGAUgASgFEhQKDGFtb3VudF91bml0cxgGIAEoAxIRCglmZWVfdW5pdHMYByABKAMSEQoJbmV0X3VuaXRzGAggASgDEhkKEXBhaWRfYW1vdW50X3VuaXRzGAkgASgDEhAKCGhhc19wYWlkGAogASgIEhUKDXBheWVyX2FkZHJlc3MYCyABKAkSFAoMb3V0X3RyYWRlX25vGAwgASgJEhIKCmNyZWF0ZWRfYXQYDSABKAkSEgoKc2V0dGxlZF9hdBgOIAEoCRI1CgdyZWZ1bmRzGA8gAygLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnRSZWZ1bmQSGAoQcmVmdW5kYWJsZV91bml0cxgQIAEoAyJWCgtQYXltZW50U3RlcBIMCgRzdGVwGAEgASgJEg0KBXRpdGxlGAIgASgJEgoKAmF0GAMgASgJEg8KB291dGNvbWUYBCABKAkSDQoFc3RhdGUYBSABKAki/wEKEkdldFBheW1lbnRSZXNwb25zZRI2CgdwYXltZW50GAEgASgLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnREZXRhaWxzEjEKBXN0ZXBzGAIgAygLMiIucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnRTdGVwEjYKCXRlY2huaWNhbBgDIAMoCzIjLnBheW1lbnRzLnRpbWVsaW5lLnYxLlRpbWVsaW5lRW50cnkSMwoHc291cmNlcxgEIAMoCzIiLnBheW1lbnRzLnRpbWVsaW5lLnYxLlNvdXJjZVN0YXR1cxIRCgl0cnVuY2F0ZWQYBSADKAkiyAEKFFJlZnVuZFBheW1lbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCmNzcmZfdG9rZW4YAiABKAlCCLpIBXIDGIACEhsKCXJlZmVyZW5jZRgDIAEoCUIIukgFcgMYgAESFwoGYW1vdW50GAQgASgJQge6SARyAhhAEhgKBnJlYXNvbhgFIAEoCUIIukgFcgMYgAgSIQoPaWRlbXBvdGVuY3lfa2V5GAYgASgJQgi6SAVyAxiAASJBChVSZWZ1bmRQYXltZW50UmVzcG9uc2USGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSAoNU2lnbkluUmVxdWVzdBIbCgl1c2VyX25hbWUYASABKAlCCLpIBXIDGIACEhoKCHBhc3N3b3JkGAIgASgJQgi6SAVyAxiAAiJ0Cg5TaWduSW5SZXNwb25zZRIVCg1zZXNzaW9uX3Rva2VuGAEgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgCIAEoAxIvCgdzZXNzaW9uGAMgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iXQoHU2Vzc2lvbhITCgttZXJjaGFudF9pZBgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhIKCmNzcmZfdG9rZW4YAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCSJPCg5TaWduT3V0UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIRCg9TaWduT3V0UmVzcG9uc2UiNAoRR2V0U2Vzc2lvblJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2Vzc2lvbiI1ChJHZXRCYWxhbmNlc1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIicAoGV2FsbGV0EhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSFwoPYXZhaWxhYmxlX3VuaXRzGAQgASgDEhIKCmhlbGRfdW5pdHMYBSABKAMiRQoTR2V0QmFsYW5jZXNSZXNwb25zZRIuCgd3YWxsZXRzGAEgAygLMh0ucGF5bWVudHMuZGFzaGJvYXJkLnYxLldhbGxldCJ7ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgCIAEoBUIJukgGGgQYZCgAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIABIm8KDldlYmhvb2tBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAkipQIKD1dlYmhvb2tEZWxpdmVyeRISCgp3ZWJob29rX2lkGAEgASgJEhkKEXN1YmplY3RfcmVmZXJlbmNlGAIgASgJEg0KBWV2ZW50GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIUCgxjYWxsYmFja191cmwYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIUCgxkZWxpdmVyZWRfYXQYByABKAkSNwoIYXR0ZW1wdHMYCCADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuV2ViaG9va0F0dGVtcHQSFQoNbmV4dF9yZXRyeV9hdBgJIAEoCRI0CgpuZXh0X3JldHJ5GAogASgOMiAucGF5bWVudHMuZGFzaGJvYXJkLnYxLk5leHRSZXRyeSJ0Ch1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidgoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISHAoKd2ViaG9va19pZBgDIAEoCUIIukgFcgMYgAEiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeSI8ChlHZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIowBChpHZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZRIUCgxjYWxsYmFja191cmwYASABKAkSGAoQc2lnbmF0dXJlX2hlYWRlchgCIAEoCRIPCgdoZWFkZXJzGAMgAygJEhMKC3NlY3JldF9uYW1lGAQgASgJEhgKEHNlY3JldF9pc3N1ZWRfYXQYBSABKAkilAIKE0xpc3RQYXltZW50c1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISFgoEa2luZBgCIAEoCUIIukgFcgMYgAISGAoGc3RhdHVzGAMgASgJQgi6SAVyAxiAAhIbCglyZWZlcmVuY2UYBCABKAlCCLpIBXIDGIACEh4KDGNyZWF0ZWRfZnJvbRgFIAEoCUIIukgFcgMYgAISHAoKY3JlYXRlZF90bxgGIAEoCUIIukgFcgMYgAISGAoGYmVmb3JlGAcgASgJQgi6SAVyAxiAAhIXCgVhZnRlchgIIAEoCUIIukgFcgMYgAISHAoJcGFnZV9zaXplGAkgASgFQgm6SAYaBBhkKAAisAEKDlBheW1lbnRTdW1tYXJ5EhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSEAoIZGVjaW1hbHMYBiABKAUSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEgsKA3NlcRgJIAEoAyKaAQoUTGlzdFBheW1lbnRzUmVzcG9uc2USNwoIcGF5bWVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuUGF5bWVudFN1bW1hcnkSEwoLbmV4dF9iZWZvcmUYAiABKAMSEwoLbmV3ZXJfYWZ0ZXIYAyABKAMSDQoFa2luZHMYBCADKAkSEAoIc3RhdHVzZXMYBSADKAkingEKEUxpc3RFdmVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBHR5cGUYAiABKAlCCLpIBXIDGIACEhkKB3N1YmplY3QYAyABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAQgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYBSABKAVCCbpIBhoEGGQoACJjCg5EYXNoYm9hcmRFdmVudBILCgNzZXEYASABKAMSDAoEdHlwZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJIoABChJMaXN0RXZlbnRzUmVzcG9uc2USNQoGZXZlbnRzGAEgAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkRhc2hib2FyZEV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhIKCm5leHRfYWZ0ZXIYAyABKAMSDQoFdHlwZXMYBCADKAkiqQEKDU91dGNvbWVQb2xpY3kSEQoJdW5kZXJwYWlkGAEgASgJEhAKCG92ZXJwYWlkGAIgASgJEgwKBGxhdGUYAyABKAkSGQoRdG9sZXJhbmNlX3BlcmNlbnQYBCABKAkSDgoGc3RvcmVkGAUgASgIEhIKCnVwZGF0ZWRfYXQYBiABKAkSEgoKdXBkYXRlZF9ieRgHIAEoCRISCgpyZWZ1bmRfZmVlGAggASgJIjoKF0dldE91dGNvbWVQb2xpY3lSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIlAKGEdldE91dGNvbWVQb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5wYXltZW50cy5kYXNoYm9hcmQudjEuT3V0Y29tZVBvbGljeSLnAQoXU2V0T3V0Y29tZVBvbGljeVJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISGgoJdW5kZXJwYWlkGAMgASgJQge6SARyAhggEhkKCG92ZXJwYWlkGAQgASgJQge6SARyAhggEhUKBGxhdGUYBSABKAlCB7pIBHICGCASIgoRdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlCB7pIBHICGBASGwoKcmVmdW5kX2ZlZRgHIAEoCUIHukgEcgIYICJQChhTZXRPdXRjb21lUG9saWN5UmVzcG9uc2USNAoGcG9saWN5GAEgASgLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLk91dGNvbWVQb2xpY3kqqAEKCU5leHRSZXRyeRIaChZORVhUX1JFVFJZX1VOU1BFQ0lGSUVEEAASEwoPTkVYVF9SRVRSWV9OT05FEAESGAoUTkVYVF9SRVRSWV9TQ0hFRFVMRUQQAhIaChZORVhUX1JFVFJZX0lOX1BST0dSRVNTEAMSHAoYTkVYVF9SRVRSWV9OT1RfU0NIRURVTEVEEAQSFgoSTkVYVF9SRVRSWV9VTktOT1dOEAUyoAsKEERhc2hib2FyZFNlcnZpY2USVwoGU2lnbkluEiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25JblJlcXVlc3QaJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVzcG9uc2UiABJaCgdTaWduT3V0EiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXF1ZXN0GiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXNwb25zZSIAEmMKCkdldFNlc3Npb24SKC5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlc3BvbnNlIgASZgoLR2V0QmFsYW5jZXMSKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldEJhbGFuY2VzUmVzcG9uc2UiABKEAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjMucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaNC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiABJ1ChBSZWRlbGl2ZXJXZWJob29rEi4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZSIAEnsKEkdldFdlYmhvb2tFbmRwb2ludBIwLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjEucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIgASaQoMTGlzdFBheW1lbnRzEioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaKy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiABJjCgpMaXN0RXZlbnRzEigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXNwb25zZSIAEnUKEEdldE91dGNvbWVQb2xpY3kSLi5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlcXVlc3QaLy5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlc3BvbnNlIgASdQoQU2V0T3V0Y29tZVBvbGljeRIuLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVxdWVzdBovLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVzcG9uc2UiABJjCgpHZXRQYXltZW50EigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFBheW1lbnRSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFBheW1lbnRSZXNwb25zZSIAEmwKDVJlZnVuZFBheW1lbnQSKy5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVmdW5kUGF5bWVudFJlcXVlc3QaLC5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVmdW5kUGF5bWVudFJlc3BvbnNlIgBiBnByb3RvMw", [file_buf_validate_validate, file_payments_timeline_v1_timeline]);
+  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEilAEKHkxpc3RCYWxhbmNlVHJhbnNhY3Rpb25zUmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIZCghjdXJyZW5jeRgCIAEoCUIHukgEcgIYEBIXCgZiZWZvcmUYAyABKAlCB7pIBHICGEASHQoJcGFnZV9zaXplGAQgASgFQgq6SAcaBRj0AygAIq8BChJCYWxhbmNlVHJhbnNhY3Rpb24SFgoOdHJhbnNhY3Rpb25faWQYASABKAkSCgoCYXQYAiABKAkSFAoMYW1vdW50X3VuaXRzGAMgASgDEhsKE2JhbGFuY2VfYWZ0ZXJfdW5pdHMYBCABKAMSEwoLZGVzY3JpcHRpb24YBSABKAkSGQoRcGF5bWVudF9yZWZlcmVuY2UYBiABKAkSEgoKbGVkZ2VyX2tleRgHIAEoCSKbAQofTGlzdEJhbGFuY2VUcmFuc2FjdGlvbnNSZXNwb25zZRIQCghjdXJyZW5jeRgBIAEoCRIQCghkZWNpbWFscxgCIAEoBRI/Cgx0cmFuc2FjdGlvbnMYAyADKAsyKS5wYXltZW50cy5kYXNoYm9hcmQudjEuQmFsYW5jZVRyYW5zYWN0aW9uEhMKC25leHRfYmVmb3JlGAQgASgJIlEKEUdldFBheW1lbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhsKCXJlZmVyZW5jZRgCIAEoCUIIukgFcgMYgAEihwEKDVBheW1lbnRSZWZ1bmQSGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIUCgxhbW91bnRfdW5pdHMYAiABKAMSDgoGc3RhdHVzGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAkSEgoKZGVjaWRlZF9hdBgFIAEoCRIOCgZyZWFzb24YBiABKAki9AIKDlBheW1lbnREZXRhaWxzEhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIQCghjdXJyZW5jeRgEIAEoCRIQCghkZWNpbWFscxgFIAEoBRIUCgxhbW91bnRfdW5pdHMYBiABKAMSEQoJZmVlX3VuaXRzGAcgASgDEhEKCW5ldF91bml0cxgIIAEoAxIZChFwYWlkX2Ftb3VudF91bml0cxgJIAEoAxIQCghoYXNfcGFpZBgKIAEoCBIVCg1wYXllcl9hZGRyZXNzGAsgASgJEhQKDG91dF90cmFkZV9ubxgMIAEoCRISCgpjcmVhdGVkX2F0GA0gASgJEhIKCnNldHRsZWRfYXQYDiABKAkSNQoHcmVmdW5kcxgPIAMoCzIkLnBheW1lbnRzLmRhc2hib2FyZC52MS5QYXltZW50UmVmdW5kEhgKEHJlZnVuZGFibGVfdW5pdHMYECABKAMiVgoLUGF5bWVudFN0ZXASDAoEc3RlcBgBIAEoCRINCgV0aXRsZRgCIAEoCRIKCgJhdBgDIAEoCRIPCgdvdXRjb21lGAQgASgJEg0KBXN0YXRlGAUgASgJIv8BChJHZXRQYXltZW50UmVzcG9uc2USNgoHcGF5bWVudBgBIAEoCzIlLnBheW1lbnRzLmRhc2hib2FyZC52MS5QYXltZW50RGV0YWlscxIxCgVzdGVwcxgCIAMoCzIiLnBheW1lbnRzLmRhc2hib2FyZC52MS5QYXltZW50U3RlcBI2Cgl0ZWNobmljYWwYAyADKAsyIy5wYXltZW50cy50aW1lbGluZS52MS5UaW1lbGluZUVudHJ5EjMKB3NvdXJjZXMYBCADKAsyIi5wYXltZW50cy50aW1lbGluZS52MS5Tb3VyY2VTdGF0dXMSEQoJdHJ1bmNhdGVkGAUgAygJIsgBChRSZWZ1bmRQYXltZW50UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAhIbCglyZWZlcmVuY2UYAyABKAlCCLpIBXIDGIABEhcKBmFtb3VudBgEIAEoCUIHukgEcgIYQBIYCgZyZWFzb24YBSABKAlCCLpIBXIDGIAIEiEKD2lkZW1wb3RlbmN5X2tleRgGIAEoCUIIukgFcgMYgAEiQQoVUmVmdW5kUGF5bWVudFJlc3BvbnNlEhgKEHJlZnVuZF9yZWZlcmVuY2UYASABKAkSDgoGc3RhdHVzGAIgASgJIkgKDVNpZ25JblJlcXVlc3QSGwoJdXNlcl9uYW1lGAEgASgJQgi6SAVyAxiAAhIaCghwYXNzd29yZBgCIAEoCUIIukgFcgMYgAIidAoOU2lnbkluUmVzcG9uc2USFQoNc2Vzc2lvbl90b2tlbhgBIAEoCRIaChJleHBpcmVzX2luX3NlY29uZHMYAiABKAMSLwoHc2Vzc2lvbhgDIAEoCzIeLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXNzaW9uIl0KB1Nlc3Npb24SEwoLbWVyY2hhbnRfaWQYASABKAkSFQoNbWVyY2hhbnRfbmFtZRgCIAEoCRISCgpjc3JmX3Rva2VuGAMgASgJEhIKCmV4cGlyZXNfYXQYBCABKAkiTwoOU2lnbk91dFJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAIiEQoPU2lnbk91dFJlc3BvbnNlIjQKEUdldFNlc3Npb25SZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIkUKEkdldFNlc3Npb25SZXNwb25zZRIvCgdzZXNzaW9uGAEgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iNQoSR2V0QmFsYW5jZXNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACInAKBldhbGxldBIQCghjdXJyZW5jeRgBIAEoCRIQCghkZWNpbWFscxgCIAEoBRIVCg1iYWxhbmNlX3VuaXRzGAMgASgDEhcKD2F2YWlsYWJsZV91bml0cxgEIAEoAxISCgpoZWxkX3VuaXRzGAUgASgDIkUKE0dldEJhbGFuY2VzUmVzcG9uc2USLgoHd2FsbGV0cxgBIAMoCzIdLnBheW1lbnRzLmRhc2hib2FyZC52MS5XYWxsZXQiewocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYAiABKAVCCbpIBhoEGGQoABIcCgpwYWdlX3Rva2VuGAMgASgJQgi6SAVyAxiAASJvCg5XZWJob29rQXR0ZW1wdBIPCgdhdHRlbXB0GAEgASgFEhQKDGF0dGVtcHRlZF9hdBgCIAEoCRITCgtzdGF0dXNfY29kZRgDIAEoBRISCgpsYXRlbmN5X21zGAQgASgFEg0KBWVycm9yGAUgASgJIqUCCg9XZWJob29rRGVsaXZlcnkSEgoKd2ViaG9va19pZBgBIAEoCRIZChFzdWJqZWN0X3JlZmVyZW5jZRgCIAEoCRINCgVldmVudBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSFAoMY2FsbGJhY2tfdXJsGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAkSFAoMZGVsaXZlcmVkX2F0GAcgASgJEjcKCGF0dGVtcHRzGAggAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tBdHRlbXB0EhUKDW5leHRfcmV0cnlfYXQYCSABKAkSNAoKbmV4dF9yZXRyeRgKIAEoDjIgLnBheW1lbnRzLmRhc2hib2FyZC52MS5OZXh0UmV0cnkidAodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USOgoKZGVsaXZlcmllcxgBIAMoCzImLnBheW1lbnRzLmRhc2hib2FyZC52MS5XZWJob29rRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKF1JlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCmNzcmZfdG9rZW4YAiABKAlCCLpIBXIDGIACEhwKCndlYmhvb2tfaWQYAyABKAlCCLpIBXIDGIABIlQKGFJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRI4CghkZWxpdmVyeRgBIAEoCzImLnBheW1lbnRzLmRhc2hib2FyZC52MS5XZWJob29rRGVsaXZlcnkiPAoZR2V0V2ViaG9va0VuZHBvaW50UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAiKMAQoaR2V0V2ViaG9va0VuZHBvaW50UmVzcG9uc2USFAoMY2FsbGJhY2tfdXJsGAEgASgJEhgKEHNpZ25hdHVyZV9oZWFkZXIYAiABKAkSDwoHaGVhZGVycxgDIAMoCRITCgtzZWNyZXRfbmFtZRgEIAEoCRIYChBzZWNyZXRfaXNzdWVkX2F0GAUgASgJIvACChNMaXN0UGF5bWVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBGtpbmQYAiABKAlCCLpIBXIDGIACEhgKBnN0YXR1cxgDIAEoCUIIukgFcgMYgAISGwoJcmVmZXJlbmNlGAQgASgJQgi6SAVyAxiAAhIeCgxjcmVhdGVkX2Zyb20YBSABKAlCCLpIBXIDGIACEhwKCmNyZWF0ZWRfdG8YBiABKAlCCLpIBXIDGIACEhgKBmJlZm9yZRgHIAEoCUIIukgFcgMYgAISFwoFYWZ0ZXIYCCABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgJIAEoBUIJukgGGgQYZCgAEh4KDG91dF90cmFkZV9ubxgKIAEoCUIIukgFcgMYgAISHQoLYW1vdW50X2Zyb20YCyABKAlCCLpIBXIDGIACEhsKCWFtb3VudF90bxgMIAEoCUIIukgFcgMYgAIi/QEKDlBheW1lbnRTdW1tYXJ5EhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSEAoIZGVjaW1hbHMYBiABKAUSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEgsKA3NlcRgJIAEoAxIUCgxvdXRfdHJhZGVfbm8YCiABKAkSEQoJZmVlX3VuaXRzGAsgASgDEhEKCW5ldF91bml0cxgMIAEoAxIPCgdoYXNfbmV0GA0gASgIIpoBChRMaXN0UGF5bWVudHNSZXNwb25zZRI3CghwYXltZW50cxgBIAMoCzIlLnBheW1lbnRzLmRhc2hib2FyZC52MS5QYXltZW50U3VtbWFyeRITCgtuZXh0X2JlZm9yZRgCIAEoAxITCgtuZXdlcl9hZnRlchgDIAEoAxINCgVraW5kcxgEIAMoCRIQCghzdGF0dXNlcxgFIAMoCSLOAQoRTGlzdEV2ZW50c1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISFgoEdHlwZRgCIAEoCUIIukgFcgMYgAISGQoHc3ViamVjdBgDIAEoCUIIukgFcgMYgAISFwoFYWZ0ZXIYBCABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgFIAEoBUIJukgGGgQYZCgAEhQKDG5ld2VzdF9maXJzdBgGIAEoCBIYCgZiZWZvcmUYByABKAlCCLpIBXIDGIACImMKDkRhc2hib2FyZEV2ZW50EgsKA3NlcRgBIAEoAxIMCgR0eXBlGAIgASgJEg8KB3N1YmplY3QYAyABKAkSEQoJZGF0YV9qc29uGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkilQEKEkxpc3RFdmVudHNSZXNwb25zZRI1CgZldmVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuRGFzaGJvYXJkRXZlbnQSEAoIaGFzX21vcmUYAiABKAgSEgoKbmV4dF9hZnRlchgDIAEoAxINCgV0eXBlcxgEIAMoCRITCgtuZXh0X2JlZm9yZRgFIAEoAyKpAQoNT3V0Y29tZVBvbGljeRIRCgl1bmRlcnBhaWQYASABKAkSEAoIb3ZlcnBhaWQYAiABKAkSDAoEbGF0ZRgDIAEoCRIZChF0b2xlcmFuY2VfcGVyY2VudBgEIAEoCRIOCgZzdG9yZWQYBSABKAgSEgoKdXBkYXRlZF9hdBgGIAEoCRISCgp1cGRhdGVkX2J5GAcgASgJEhIKCnJlZnVuZF9mZWUYCCABKAkiOgoXR2V0T3V0Y29tZVBvbGljeVJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiUAoYR2V0T3V0Y29tZVBvbGljeVJlc3BvbnNlEjQKBnBvbGljeRgBIAEoCzIkLnBheW1lbnRzLmRhc2hib2FyZC52MS5PdXRjb21lUG9saWN5IucBChdTZXRPdXRjb21lUG9saWN5UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAhIaCgl1bmRlcnBhaWQYAyABKAlCB7pIBHICGCASGQoIb3ZlcnBhaWQYBCABKAlCB7pIBHICGCASFQoEbGF0ZRgFIAEoCUIHukgEcgIYIBIiChF0b2xlcmFuY2VfcGVyY2VudBgGIAEoCUIHukgEcgIYEBIbCgpyZWZ1bmRfZmVlGAcgASgJQge6SARyAhggIlAKGFNldE91dGNvbWVQb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5wYXltZW50cy5kYXNoYm9hcmQudjEuT3V0Y29tZVBvbGljeSqoAQoJTmV4dFJldHJ5EhoKFk5FWFRfUkVUUllfVU5TUEVDSUZJRUQQABITCg9ORVhUX1JFVFJZX05PTkUQARIYChRORVhUX1JFVFJZX1NDSEVEVUxFRBACEhoKFk5FWFRfUkVUUllfSU5fUFJPR1JFU1MQAxIcChhORVhUX1JFVFJZX05PVF9TQ0hFRFVMRUQQBBIWChJORVhUX1JFVFJZX1VOS05PV04QBTKtDAoQRGFzaGJvYXJkU2VydmljZRJXCgZTaWduSW4SJC5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVxdWVzdBolLnBheW1lbnRzLmRhc2hib2FyZC52MS5TaWduSW5SZXNwb25zZSIAEloKB1NpZ25PdXQSJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbk91dFJlcXVlc3QaJi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbk91dFJlc3BvbnNlIgASYwoKR2V0U2Vzc2lvbhIoLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRTZXNzaW9uUmVxdWVzdBopLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRTZXNzaW9uUmVzcG9uc2UiABJmCgtHZXRCYWxhbmNlcxIpLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRCYWxhbmNlc1JlcXVlc3QaKi5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXNwb25zZSIAEoQBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBo0LnBheW1lbnRzLmRhc2hib2FyZC52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZSIAEnUKEFJlZGVsaXZlcldlYmhvb2sSLi5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaLy5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlIgASewoSR2V0V2ViaG9va0VuZHBvaW50EjAucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlcXVlc3QaMS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0V2ViaG9va0VuZHBvaW50UmVzcG9uc2UiABJpCgxMaXN0UGF5bWVudHMSKi5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVxdWVzdBorLnBheW1lbnRzLmRhc2hib2FyZC52MS5MaXN0UGF5bWVudHNSZXNwb25zZSIAEmMKCkxpc3RFdmVudHMSKC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdEV2ZW50c1JlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgASdQoQR2V0T3V0Y29tZVBvbGljeRIuLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRPdXRjb21lUG9saWN5UmVxdWVzdBovLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRPdXRjb21lUG9saWN5UmVzcG9uc2UiABJ1ChBTZXRPdXRjb21lUG9saWN5Ei4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNldE91dGNvbWVQb2xpY3lSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNldE91dGNvbWVQb2xpY3lSZXNwb25zZSIAEmMKCkdldFBheW1lbnQSKC5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0UGF5bWVudFJlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0UGF5bWVudFJlc3BvbnNlIgASbAoNUmVmdW5kUGF5bWVudBIrLnBheW1lbnRzLmRhc2hib2FyZC52MS5SZWZ1bmRQYXltZW50UmVxdWVzdBosLnBheW1lbnRzLmRhc2hib2FyZC52MS5SZWZ1bmRQYXltZW50UmVzcG9uc2UiABKKAQoXTGlzdEJhbGFuY2VUcmFuc2FjdGlvbnMSNS5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdEJhbGFuY2VUcmFuc2FjdGlvbnNSZXF1ZXN0GjYucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RCYWxhbmNlVHJhbnNhY3Rpb25zUmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate, file_payments_timeline_v1_timeline]);
+
+/**
+ * @generated from message payments.dashboard.v1.ListBalanceTransactionsRequest
+ */
+export type ListBalanceTransactionsRequest = Message<"payments.dashboard.v1.ListBalanceTransactionsRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * The wallet's currency (USD, KHR, USDT).
+   *
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * A transaction id: the page of postings older than that transaction's (the previous page's next_before); empty:
+   * the newest.
+   *
+   * @generated from field: string before = 3;
+   */
+  before: string;
+
+  /**
+   * 1 to 500; 0: 50.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.ListBalanceTransactionsRequest.
+ * Use `create(ListBalanceTransactionsRequestSchema)` to create a new message.
+ */
+export const ListBalanceTransactionsRequestSchema: GenMessage<ListBalanceTransactionsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 0);
+
+/**
+ * BalanceTransaction is one posting on a merchant's wallet.
+ *
+ * @generated from message payments.dashboard.v1.BalanceTransaction
+ */
+export type BalanceTransaction = Message<"payments.dashboard.v1.BalanceTransaction"> & {
+  /**
+   * The ledger transaction's id: where the page's cursor points.
+   *
+   * @generated from field: string transaction_id = 1;
+   */
+  transactionId: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * Minor units: positive entered the wallet, negative left it.
+   *
+   * @generated from field: int64 amount_units = 3;
+   */
+  amountUnits: bigint;
+
+  /**
+   * The wallet's balance after it, minor units.
+   *
+   * @generated from field: int64 balance_after_units = 4;
+   */
+  balanceAfterUnits: bigint;
+
+  /**
+   * The movement's description ("payin settlement", …).
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * The payment it belongs to (the reference its ledger key starts with); empty when none.
+   *
+   * @generated from field: string payment_reference = 6;
+   */
+  paymentReference: string;
+
+  /**
+   * The ledger key of its transaction.
+   *
+   * @generated from field: string ledger_key = 7;
+   */
+  ledgerKey: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.BalanceTransaction.
+ * Use `create(BalanceTransactionSchema)` to create a new message.
+ */
+export const BalanceTransactionSchema: GenMessage<BalanceTransaction> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 1);
+
+/**
+ * @generated from message payments.dashboard.v1.ListBalanceTransactionsResponse
+ */
+export type ListBalanceTransactionsResponse = Message<"payments.dashboard.v1.ListBalanceTransactionsResponse"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: int32 decimals = 2;
+   */
+  decimals: number;
+
+  /**
+   * @generated from field: repeated payments.dashboard.v1.BalanceTransaction transactions = 3;
+   */
+  transactions: BalanceTransaction[];
+
+  /**
+   * Ask before = this for the next, older page; empty when there is none.
+   *
+   * @generated from field: string next_before = 4;
+   */
+  nextBefore: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.ListBalanceTransactionsResponse.
+ * Use `create(ListBalanceTransactionsResponseSchema)` to create a new message.
+ */
+export const ListBalanceTransactionsResponseSchema: GenMessage<ListBalanceTransactionsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 2);
 
 /**
  * @generated from message payments.dashboard.v1.GetPaymentRequest
@@ -37,7 +173,7 @@ export type GetPaymentRequest = Message<"payments.dashboard.v1.GetPaymentRequest
  * Use `create(GetPaymentRequestSchema)` to create a new message.
  */
 export const GetPaymentRequestSchema: GenMessage<GetPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 0);
+  messageDesc(file_payments_dashboard_v1_dashboard, 3);
 
 /**
  * PaymentRefund is one refund of a payment.
@@ -89,7 +225,7 @@ export type PaymentRefund = Message<"payments.dashboard.v1.PaymentRefund"> & {
  * Use `create(PaymentRefundSchema)` to create a new message.
  */
 export const PaymentRefundSchema: GenMessage<PaymentRefund> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 1);
+  messageDesc(file_payments_dashboard_v1_dashboard, 4);
 
 /**
  * PaymentDetails is a payment's summary as its own events and the ledger tell it.
@@ -207,7 +343,7 @@ export type PaymentDetails = Message<"payments.dashboard.v1.PaymentDetails"> & {
  * Use `create(PaymentDetailsSchema)` to create a new message.
  */
 export const PaymentDetailsSchema: GenMessage<PaymentDetails> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 2);
+  messageDesc(file_payments_dashboard_v1_dashboard, 5);
 
 /**
  * PaymentStep is one step of a payment's story, in the merchant's words.
@@ -257,7 +393,7 @@ export type PaymentStep = Message<"payments.dashboard.v1.PaymentStep"> & {
  * Use `create(PaymentStepSchema)` to create a new message.
  */
 export const PaymentStepSchema: GenMessage<PaymentStep> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 3);
+  messageDesc(file_payments_dashboard_v1_dashboard, 6);
 
 /**
  * @generated from message payments.dashboard.v1.GetPaymentResponse
@@ -303,7 +439,7 @@ export type GetPaymentResponse = Message<"payments.dashboard.v1.GetPaymentRespon
  * Use `create(GetPaymentResponseSchema)` to create a new message.
  */
 export const GetPaymentResponseSchema: GenMessage<GetPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 4);
+  messageDesc(file_payments_dashboard_v1_dashboard, 7);
 
 /**
  * @generated from message payments.dashboard.v1.RefundPaymentRequest
@@ -353,7 +489,7 @@ export type RefundPaymentRequest = Message<"payments.dashboard.v1.RefundPaymentR
  * Use `create(RefundPaymentRequestSchema)` to create a new message.
  */
 export const RefundPaymentRequestSchema: GenMessage<RefundPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 5);
+  messageDesc(file_payments_dashboard_v1_dashboard, 8);
 
 /**
  * @generated from message payments.dashboard.v1.RefundPaymentResponse
@@ -377,7 +513,7 @@ export type RefundPaymentResponse = Message<"payments.dashboard.v1.RefundPayment
  * Use `create(RefundPaymentResponseSchema)` to create a new message.
  */
 export const RefundPaymentResponseSchema: GenMessage<RefundPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 6);
+  messageDesc(file_payments_dashboard_v1_dashboard, 9);
 
 /**
  * @generated from message payments.dashboard.v1.SignInRequest
@@ -401,7 +537,7 @@ export type SignInRequest = Message<"payments.dashboard.v1.SignInRequest"> & {
  * Use `create(SignInRequestSchema)` to create a new message.
  */
 export const SignInRequestSchema: GenMessage<SignInRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 7);
+  messageDesc(file_payments_dashboard_v1_dashboard, 10);
 
 /**
  * @generated from message payments.dashboard.v1.SignInResponse
@@ -432,7 +568,7 @@ export type SignInResponse = Message<"payments.dashboard.v1.SignInResponse"> & {
  * Use `create(SignInResponseSchema)` to create a new message.
  */
 export const SignInResponseSchema: GenMessage<SignInResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 8);
+  messageDesc(file_payments_dashboard_v1_dashboard, 11);
 
 /**
  * Session is a live dashboard session: its merchant, its CSRF token and its end.
@@ -470,7 +606,7 @@ export type Session = Message<"payments.dashboard.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 9);
+  messageDesc(file_payments_dashboard_v1_dashboard, 12);
 
 /**
  * @generated from message payments.dashboard.v1.SignOutRequest
@@ -492,7 +628,7 @@ export type SignOutRequest = Message<"payments.dashboard.v1.SignOutRequest"> & {
  * Use `create(SignOutRequestSchema)` to create a new message.
  */
 export const SignOutRequestSchema: GenMessage<SignOutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 10);
+  messageDesc(file_payments_dashboard_v1_dashboard, 13);
 
 /**
  * @generated from message payments.dashboard.v1.SignOutResponse
@@ -505,7 +641,7 @@ export type SignOutResponse = Message<"payments.dashboard.v1.SignOutResponse"> &
  * Use `create(SignOutResponseSchema)` to create a new message.
  */
 export const SignOutResponseSchema: GenMessage<SignOutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 11);
+  messageDesc(file_payments_dashboard_v1_dashboard, 14);
 
 /**
  * @generated from message payments.dashboard.v1.GetSessionRequest
@@ -522,7 +658,7 @@ export type GetSessionRequest = Message<"payments.dashboard.v1.GetSessionRequest
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 12);
+  messageDesc(file_payments_dashboard_v1_dashboard, 15);
 
 /**
  * @generated from message payments.dashboard.v1.GetSessionResponse
@@ -539,7 +675,7 @@ export type GetSessionResponse = Message<"payments.dashboard.v1.GetSessionRespon
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 13);
+  messageDesc(file_payments_dashboard_v1_dashboard, 16);
 
 /**
  * @generated from message payments.dashboard.v1.GetBalancesRequest
@@ -556,7 +692,7 @@ export type GetBalancesRequest = Message<"payments.dashboard.v1.GetBalancesReque
  * Use `create(GetBalancesRequestSchema)` to create a new message.
  */
 export const GetBalancesRequestSchema: GenMessage<GetBalancesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 14);
+  messageDesc(file_payments_dashboard_v1_dashboard, 17);
 
 /**
  * Wallet is one wallet of the merchant, in minor units of its currency.
@@ -603,7 +739,7 @@ export type Wallet = Message<"payments.dashboard.v1.Wallet"> & {
  * Use `create(WalletSchema)` to create a new message.
  */
 export const WalletSchema: GenMessage<Wallet> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 15);
+  messageDesc(file_payments_dashboard_v1_dashboard, 18);
 
 /**
  * @generated from message payments.dashboard.v1.GetBalancesResponse
@@ -620,7 +756,7 @@ export type GetBalancesResponse = Message<"payments.dashboard.v1.GetBalancesResp
  * Use `create(GetBalancesResponseSchema)` to create a new message.
  */
 export const GetBalancesResponseSchema: GenMessage<GetBalancesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 16);
+  messageDesc(file_payments_dashboard_v1_dashboard, 19);
 
 /**
  * @generated from message payments.dashboard.v1.ListWebhookDeliveriesRequest
@@ -651,7 +787,7 @@ export type ListWebhookDeliveriesRequest = Message<"payments.dashboard.v1.ListWe
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 17);
+  messageDesc(file_payments_dashboard_v1_dashboard, 20);
 
 /**
  * WebhookAttempt is one POST of a delivery to the merchant's URL.
@@ -698,7 +834,7 @@ export type WebhookAttempt = Message<"payments.dashboard.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 18);
+  messageDesc(file_payments_dashboard_v1_dashboard, 21);
 
 /**
  * WebhookDelivery is one event sent to the merchant and its attempts.
@@ -778,7 +914,7 @@ export type WebhookDelivery = Message<"payments.dashboard.v1.WebhookDelivery"> &
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 19);
+  messageDesc(file_payments_dashboard_v1_dashboard, 22);
 
 /**
  * @generated from message payments.dashboard.v1.ListWebhookDeliveriesResponse
@@ -802,7 +938,7 @@ export type ListWebhookDeliveriesResponse = Message<"payments.dashboard.v1.ListW
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 20);
+  messageDesc(file_payments_dashboard_v1_dashboard, 23);
 
 /**
  * @generated from message payments.dashboard.v1.RedeliverWebhookRequest
@@ -829,7 +965,7 @@ export type RedeliverWebhookRequest = Message<"payments.dashboard.v1.RedeliverWe
  * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
  */
 export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 21);
+  messageDesc(file_payments_dashboard_v1_dashboard, 24);
 
 /**
  * @generated from message payments.dashboard.v1.RedeliverWebhookResponse
@@ -846,7 +982,7 @@ export type RedeliverWebhookResponse = Message<"payments.dashboard.v1.RedeliverW
  * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
  */
 export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 22);
+  messageDesc(file_payments_dashboard_v1_dashboard, 25);
 
 /**
  * @generated from message payments.dashboard.v1.GetWebhookEndpointRequest
@@ -863,7 +999,7 @@ export type GetWebhookEndpointRequest = Message<"payments.dashboard.v1.GetWebhoo
  * Use `create(GetWebhookEndpointRequestSchema)` to create a new message.
  */
 export const GetWebhookEndpointRequestSchema: GenMessage<GetWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 23);
+  messageDesc(file_payments_dashboard_v1_dashboard, 26);
 
 /**
  * @generated from message payments.dashboard.v1.GetWebhookEndpointResponse
@@ -910,7 +1046,7 @@ export type GetWebhookEndpointResponse = Message<"payments.dashboard.v1.GetWebho
  * Use `create(GetWebhookEndpointResponseSchema)` to create a new message.
  */
 export const GetWebhookEndpointResponseSchema: GenMessage<GetWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 24);
+  messageDesc(file_payments_dashboard_v1_dashboard, 27);
 
 /**
  * ListPaymentsRequest: every filter is optional and arrives as the page's query text; the service checks each and
@@ -982,6 +1118,28 @@ export type ListPaymentsRequest = Message<"payments.dashboard.v1.ListPaymentsReq
    * @generated from field: int32 page_size = 9;
    */
   pageSize: number;
+
+  /**
+   * The merchant's order id (out_trade_no), exactly; empty: any.
+   *
+   * @generated from field: string out_trade_no = 10;
+   */
+  outTradeNo: string;
+
+  /**
+   * Major units as decimal text ("10", "12.50"), in each payment's own currency: payments of at least this amount;
+   * empty: no lower bound.
+   *
+   * @generated from field: string amount_from = 11;
+   */
+  amountFrom: string;
+
+  /**
+   * Major units: payments of at most this amount; empty: no upper bound.
+   *
+   * @generated from field: string amount_to = 12;
+   */
+  amountTo: string;
 };
 
 /**
@@ -989,7 +1147,7 @@ export type ListPaymentsRequest = Message<"payments.dashboard.v1.ListPaymentsReq
  * Use `create(ListPaymentsRequestSchema)` to create a new message.
  */
 export const ListPaymentsRequestSchema: GenMessage<ListPaymentsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 25);
+  messageDesc(file_payments_dashboard_v1_dashboard, 28);
 
 /**
  * PaymentSummary is one payment of the merchant as its latest status event tells it.
@@ -1057,6 +1215,33 @@ export type PaymentSummary = Message<"payments.dashboard.v1.PaymentSummary"> & {
    * @generated from field: int64 seq = 9;
    */
   seq: bigint;
+
+  /**
+   * The merchant's order id (out_trade_no) its events name; empty when none.
+   *
+   * @generated from field: string out_trade_no = 10;
+   */
+  outTradeNo: string;
+
+  /**
+   * The platform's fee its latest status event names (minor units); 0 when none.
+   *
+   * @generated from field: int64 fee_units = 11;
+   */
+  feeUnits: bigint;
+
+  /**
+   * What reached the merchant: paid (else the amount) less the fee, minor units; with has_net only (a settled
+   * payment).
+   *
+   * @generated from field: int64 net_units = 12;
+   */
+  netUnits: bigint;
+
+  /**
+   * @generated from field: bool has_net = 13;
+   */
+  hasNet: boolean;
 };
 
 /**
@@ -1064,7 +1249,7 @@ export type PaymentSummary = Message<"payments.dashboard.v1.PaymentSummary"> & {
  * Use `create(PaymentSummarySchema)` to create a new message.
  */
 export const PaymentSummarySchema: GenMessage<PaymentSummary> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 26);
+  messageDesc(file_payments_dashboard_v1_dashboard, 29);
 
 /**
  * @generated from message payments.dashboard.v1.ListPaymentsResponse
@@ -1111,7 +1296,7 @@ export type ListPaymentsResponse = Message<"payments.dashboard.v1.ListPaymentsRe
  * Use `create(ListPaymentsResponseSchema)` to create a new message.
  */
 export const ListPaymentsResponseSchema: GenMessage<ListPaymentsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 27);
+  messageDesc(file_payments_dashboard_v1_dashboard, 30);
 
 /**
  * ListEventsRequest: the filters as the page's query text, checked by the service (VALIDATION_FAILED
@@ -1152,6 +1337,19 @@ export type ListEventsRequest = Message<"payments.dashboard.v1.ListEventsRequest
    * @generated from field: int32 page_size = 5;
    */
   pageSize: number;
+
+  /**
+   * Newest first: the events before `before` (decimal seq; empty: the newest), in descending seq; `after` is then
+   * refused.
+   *
+   * @generated from field: bool newest_first = 6;
+   */
+  newestFirst: boolean;
+
+  /**
+   * @generated from field: string before = 7;
+   */
+  before: string;
 };
 
 /**
@@ -1159,7 +1357,7 @@ export type ListEventsRequest = Message<"payments.dashboard.v1.ListEventsRequest
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 28);
+  messageDesc(file_payments_dashboard_v1_dashboard, 31);
 
 /**
  * DashboardEvent is one event of the merchant's stream.
@@ -1202,7 +1400,7 @@ export type DashboardEvent = Message<"payments.dashboard.v1.DashboardEvent"> & {
  * Use `create(DashboardEventSchema)` to create a new message.
  */
 export const DashboardEventSchema: GenMessage<DashboardEvent> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 29);
+  messageDesc(file_payments_dashboard_v1_dashboard, 32);
 
 /**
  * @generated from message payments.dashboard.v1.ListEventsResponse
@@ -1233,6 +1431,13 @@ export type ListEventsResponse = Message<"payments.dashboard.v1.ListEventsRespon
    * @generated from field: repeated string types = 4;
    */
   types: string[];
+
+  /**
+   * Newest first: ask before = this for the next, older page; 0 when there is none.
+   *
+   * @generated from field: int64 next_before = 5;
+   */
+  nextBefore: bigint;
 };
 
 /**
@@ -1240,7 +1445,7 @@ export type ListEventsResponse = Message<"payments.dashboard.v1.ListEventsRespon
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 30);
+  messageDesc(file_payments_dashboard_v1_dashboard, 33);
 
 /**
  * OutcomePolicy is what the payin settlement does with a payment that does not match its invoice.
@@ -1310,7 +1515,7 @@ export type OutcomePolicy = Message<"payments.dashboard.v1.OutcomePolicy"> & {
  * Use `create(OutcomePolicySchema)` to create a new message.
  */
 export const OutcomePolicySchema: GenMessage<OutcomePolicy> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 31);
+  messageDesc(file_payments_dashboard_v1_dashboard, 34);
 
 /**
  * @generated from message payments.dashboard.v1.GetOutcomePolicyRequest
@@ -1327,7 +1532,7 @@ export type GetOutcomePolicyRequest = Message<"payments.dashboard.v1.GetOutcomeP
  * Use `create(GetOutcomePolicyRequestSchema)` to create a new message.
  */
 export const GetOutcomePolicyRequestSchema: GenMessage<GetOutcomePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 32);
+  messageDesc(file_payments_dashboard_v1_dashboard, 35);
 
 /**
  * @generated from message payments.dashboard.v1.GetOutcomePolicyResponse
@@ -1344,7 +1549,7 @@ export type GetOutcomePolicyResponse = Message<"payments.dashboard.v1.GetOutcome
  * Use `create(GetOutcomePolicyResponseSchema)` to create a new message.
  */
 export const GetOutcomePolicyResponseSchema: GenMessage<GetOutcomePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 33);
+  messageDesc(file_payments_dashboard_v1_dashboard, 36);
 
 /**
  * @generated from message payments.dashboard.v1.SetOutcomePolicyRequest
@@ -1393,7 +1598,7 @@ export type SetOutcomePolicyRequest = Message<"payments.dashboard.v1.SetOutcomeP
  * Use `create(SetOutcomePolicyRequestSchema)` to create a new message.
  */
 export const SetOutcomePolicyRequestSchema: GenMessage<SetOutcomePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 34);
+  messageDesc(file_payments_dashboard_v1_dashboard, 37);
 
 /**
  * @generated from message payments.dashboard.v1.SetOutcomePolicyResponse
@@ -1410,7 +1615,7 @@ export type SetOutcomePolicyResponse = Message<"payments.dashboard.v1.SetOutcome
  * Use `create(SetOutcomePolicyResponseSchema)` to create a new message.
  */
 export const SetOutcomePolicyResponseSchema: GenMessage<SetOutcomePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 35);
+  messageDesc(file_payments_dashboard_v1_dashboard, 38);
 
 /**
  * NextRetry says what comes next for a delivery.
@@ -1620,6 +1825,17 @@ export const DashboardService: GenService<{
     methodKind: "unary";
     input: typeof RefundPaymentRequestSchema;
     output: typeof RefundPaymentResponseSchema;
+  },
+  /**
+   * ListBalanceTransactions answers every posting that changed one of the merchant's wallets, newest first, with the
+   * balance it left and the payment it belongs to (src/ledger balance-transactions); keyset-paged by transaction.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.ListBalanceTransactions
+   */
+  listBalanceTransactions: {
+    methodKind: "unary";
+    input: typeof ListBalanceTransactionsRequestSchema;
+    output: typeof ListBalanceTransactionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_dashboard_v1_dashboard, 0);
