@@ -158,6 +158,15 @@ const schema = z.object({
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
   /**
+   * An endpoint that failed every attempt for this many days (fractions allowed: tests use seconds' worth) is
+   * disabled, with a dashboard notice and a `webhook_endpoint.disabled` event (docs/webhooks.md).
+   */
+  WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
+  /** How long a rotated-out signing secret keeps signing beside the new one (docs/webhooks.md "Rotating the secret"). */
+  WEBHOOK_SECRET_OVERLAP_SECONDS: seconds.default(86_400),
+  /** Jitter of the webhook retry delays: each wait is its backoff times a random factor in [1 − j/2, 1 + j/2]. */
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
+  /**
    * Payin webhooks: make the first delivery attempt right after the settlement commits, in the payin's own
    * activity (at most WEBHOOK_INLINE_TIMEOUT_SECONDS), and start the WebhookDeliveryWorkflow only when it fails.
    * false: every event gets its workflow, which makes every attempt.

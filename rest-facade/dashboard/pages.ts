@@ -114,8 +114,12 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     label: 'Webhooks',
     async render(ctx, sessionToken, session) {
       const pageToken = queryText(ctx, 'page_token');
-      const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken }, rpcCallOptions(ctx));
+      const status = queryText(ctx, 'status', 32);
+      const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken, status }, rpcCallOptions(ctx));
+      const endpoint = await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx));
       return deliveriesContent({
+        status,
+        disabledAt: endpoint.disabledAt,
         deliveries: answer.deliveries,
         csrfToken: session.csrfToken,
         nextPageToken: answer.nextPageToken,
@@ -128,8 +132,9 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     path: '/webhook-endpoint',
     title: 'Webhook endpoint',
     label: 'Endpoint',
-    async render(ctx, sessionToken) {
-      return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)));
+    async render(ctx, sessionToken, session) {
+      const notice = { changed: 'The callback URL was changed: new webhooks go there.', enabled: 'The endpoint is enabled again: webhooks are sent to it.' }[queryText(ctx, 'done')];
+      return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)), session.csrfToken, { notice });
     },
   },
   {

@@ -16,6 +16,11 @@
  *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent,
  *                                                    refund_fee → 303 to the policy page with a notice; 400 the
  *                                                    page again naming each refused field (nothing changed)
+ *   POST /dashboard/webhook-endpoint/url             csrf_token, callback_url → a test event to it, saved on a 2xx:
+ *                                                    303 with a notice; 400 the page naming why (nothing changed)
+ *   POST /dashboard/webhook-endpoint/test            csrf_token → the page with the test event's outcome
+ *   POST /dashboard/webhook-endpoint/rotate          csrf_token → the page with the new secret, shown once
+ *   POST /dashboard/webhook-endpoint/enable          csrf_token → 303 to the page with a notice
  *   GET  /dashboard/payments.csv                     the filtered payments list as CSV, every page, streamed
  *   GET  /dashboard/balances/:currency               one wallet's balance transactions, newest first (before=)
  *   GET  /dashboard/balances/:currency.csv           all of them as CSV, streamed
@@ -35,7 +40,7 @@ import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, endpointContent, invalidContent, messageContent, signInContent, type EndpointResult, type SignedIn } from '../views/dashboard';
 import { paymentContent } from '../views/dashboard-payment';
 import { POLICY_FIELD_TEXTS, policyContent, POLICY_PATH } from '../views/dashboard-policy';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
@@ -316,6 +321,33 @@ async function refundPayment(ctx: FacadeContext, sessionToken: string, csrfToken
   }
 }
 
+const ENDPOINT_PATH = '/webhook-endpoint';
+
+/** The endpoint page after one of its forms, with what it did (a new secret, a test's outcome, a refusal). */
+async function sendEndpointPage(ctx: FacadeContext, status: number, sessionToken: string, result: EndpointResult): Promise<void> {
+  const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+  const endpoint = await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx));
+  const page = DASHBOARD_PAGES.find((entry) => entry.path === ENDPOINT_PATH)!;
+  sendPage(ctx, status, dashboardDocument({ title: page.title, content: endpointContent(endpoint, session!.csrfToken, result), signedIn: session!, navigation: DASHBOARD_PAGES, current: ENDPOINT_PATH }));
+}
+
+/**
+ * The URL form: the SSRF rules, then a test event to the new URL; saved only when it answered 2xx (303 with a
+ * notice), else 400 with the page naming why (nothing changed).
+ */
+async function changeEndpointUrl(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const callbackUrl = (formOf(ctx).get('callback_url') ?? '').trim();
+  try {
+    await ctx.state.clients.dashboard.updateWebhookEndpoint({ sessionToken, csrfToken, callbackUrl: callbackUrl.slice(0, 2048) }, rpcCallOptions(ctx));
+    seeOther(ctx, `${ENDPOINT_PATH}?done=changed`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason !== 'VALIDATION_FAILED') throw error;
+    const why = (failure.fields.callback_url ?? []).join(' ') || 'the URL is not valid';
+    await sendEndpointPage(ctx, 400, sessionToken, { test: undefined, notice: undefined, refused: `The URL was not changed: ${why}.` });
+  }
+}
+
 /** A wallet's currency as the platform names them; anything else is refused like an unknown wallet. */
 const CURRENCY = /^[A-Z]{3,5}$/;
 
@@ -367,6 +399,26 @@ export function dashboardRouter(): Router<FacadeState> {
       if (!WEBHOOK_ID.test(webhookId)) return unknownDelivery(ctx);
       await ctx.state.clients.dashboard.redeliverWebhook({ sessionToken, csrfToken, webhookId }, rpcCallOptions(ctx));
       seeOther(ctx, `/webhooks?redelivered=${encodeURIComponent(webhookId)}`);
+    }),
+  );
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/url`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => changeEndpointUrl(ctx, sessionToken, csrfToken)));
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/test`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      const { test } = await ctx.state.clients.dashboard.sendTestWebhook({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      await sendEndpointPage(ctx, 200, sessionToken, { test });
+    }),
+  );
+  // The new secret is shown in this answer only: never in a URL, so no redirect.
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/rotate`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      const rotated = await ctx.state.clients.dashboard.rotateWebhookSecret({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      await sendEndpointPage(ctx, 200, sessionToken, { rotated: { secret: rotated.secret, previousValidUntil: rotated.previousSecretValidUntil } });
+    }),
+  );
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/enable`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      await ctx.state.clients.dashboard.enableWebhookEndpoint({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      seeOther(ctx, `${ENDPOINT_PATH}?done=enabled`);
     }),
   );
   router.post(`${DASHBOARD_BASE}${POLICY_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => savePolicy(ctx, sessionToken, csrfToken)));

@@ -67,6 +67,9 @@ ol.timeline li{margin:0 0 .75rem;overflow-wrap:anywhere}
 form.refund{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem}
 form.refund button{margin-top:.75rem}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:24rem;overflow-y:auto}
+form.manage{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 .75rem}
+form.manage p{margin:.4rem 0}
+#new-secret{font-size:1rem;overflow-wrap:anywhere}
 span.ref{font-size:.8rem;overflow-wrap:anywhere}
 table.list th,table.list td{padding:.3rem .45rem}
 form.filters input.short{width:7rem}

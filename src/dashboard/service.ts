@@ -33,13 +33,23 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import { type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
-import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
+import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, recordEvent, type PaymentKind } from '../events';
 import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
-import { getMerchant, MERCHANT_WALLET_CURRENCIES, merchantIdOfApiUserName, verifyMerchantApiLogin } from '../onboarding/merchants';
+import {
+  checkCallbackUrl,
+  enableWebhookEndpoint,
+  getMerchant,
+  MERCHANT_WALLET_CURRENCIES,
+  merchantIdOfApiUserName,
+  rotateMerchantHmacSecret,
+  setMerchantCallbackUrl,
+  verifyMerchantApiLogin,
+  webhookEndpointState,
+} from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
-import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';
+import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, sendTestWebhook, type WebhookEventRow } from '../webhooks';
 import { retryScheduleOf } from './next-retry';
 import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
@@ -72,6 +82,14 @@ function afterIdOf(pageToken: string): string | undefined {
   const id = /^[A-Za-z0-9_-]{1,120}$/.test(pageToken) ? Buffer.from(pageToken, 'base64url').toString('utf8') : '';
   if (!id || id.length > 80 || Buffer.from(id, 'utf8').toString('base64url') !== pageToken) throw invalidFields({ page_token: ['invalid'] });
   return id;
+}
+
+/** The statuses the deliveries' filter takes. */
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
+
+/** A test delivery as the RPC answers it. */
+function testMessage(test: { webhook_id: string; status_code: number | null; response_body: string | null; error: string | null }) {
+  return { webhookId: test.webhook_id, statusCode: test.status_code ?? 0, responseBody: test.response_body ?? '', error: test.error ?? '' };
 }
 
 /** The payment a ledger key belongs to: the flows key theirs `<reference>:<step>`; '' for another key. */
@@ -228,7 +246,9 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
           statusCode: attempt.status_code ?? 0,
           latencyMs: attempt.latency_ms,
           error: attempt.error ?? '',
+          responseBody: attempt.response_body ?? '',
         })),
+      body: event.body,
       nextRetry: schedules[index]!.next,
       nextRetryAt: schedules[index]!.at?.toISOString() ?? '',
     }));
@@ -306,7 +326,8 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     async listWebhookDeliveries(request) {
       const session = await requireSession(request.sessionToken);
       const afterId = afterIdOf(request.pageToken);
-      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
+      if (request.status !== '' && !DELIVERY_STATUSES.includes(request.status)) throw invalidFields({ status: [problem('invalid')] });
+      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId, request.status || undefined);
       return {
         deliveries: await deliveriesOf(rows),
         nextPageToken: more && rows.length > 0 ? pageTokenOf(rows[rows.length - 1]!.id) : '',
@@ -467,15 +488,72 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     async getWebhookEndpoint(request) {
       const session = await requireSession(request.sessionToken);
       const merchant = await getMerchant(database, session.merchant_id);
+      const state = await webhookEndpointState(database, session.merchant_id);
       // The session's merchant exists (the session joined it); a vanished one is a fault, not the caller's doing.
-      if (!merchant) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
+      if (!merchant || !state) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
       return {
         callbackUrl: merchant.callback_url,
         signatureHeader: merchant.signature_header,
         headers: [merchant.signature_header, ...WEBHOOK_HEADERS],
         secretName: 'hmac_secret',
-        secretIssuedAt: merchant.created_at.toISOString(),
+        secretIssuedAt: (state.secret_rotated_at ?? merchant.created_at).toISOString(),
+        previousSecretValidUntil: state.previous_secret_until?.toISOString() ?? '',
+        disabledAt: state.disabled_at?.toISOString() ?? '',
+        failingSince: state.failing_since?.toISOString() ?? '',
+        disableAfterSeconds: BigInt(Math.round(deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400)),
       };
+    },
+
+    /**
+     * A new signing secret (answered once); the replaced one signs beside it for WEBHOOK_SECRET_OVERLAP_SECONDS.
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID
+     */
+    async rotateWebhookSecret(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const rotated = await rotateMerchantHmacSecret(deps, session.merchant_id, deps.config.WEBHOOK_SECRET_OVERLAP_SECONDS);
+      deps.logger.info({ merchant_id: session.merchant_id, previous_until: rotated.previous_until.toISOString() }, 'webhook signing secret rotated on the dashboard');
+      return { secret: rotated.secret, previousSecretValidUntil: rotated.previous_until.toISOString() };
+    },
+
+    /**
+     * A new callback URL, saved only after a signed test event to it answered 2xx.
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (callback_url: not a public http(s)
+     *   URL, or the test delivery was not accepted: the test's outcome in the message)
+     */
+    async updateWebhookEndpoint(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const url = checkCallbackUrl(deps, request.callbackUrl.trim());
+      const test = await sendTestWebhook(deps, session.merchant_id, url);
+      if (test.error !== null) {
+        throw invalidFields({ callback_url: [`the test delivery was not accepted (${test.status_code === null ? 'no answer' : `HTTP ${test.status_code}`}): nothing changed`] });
+      }
+      const saved = await setMerchantCallbackUrl(deps, session.merchant_id, url);
+      deps.logger.info({ merchant_id: session.merchant_id }, 'webhook callback URL changed on the dashboard');
+      return { callbackUrl: saved, test: testMessage(test) };
+    },
+
+    /** One signed test event to the current URL. @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID */
+    async sendTestWebhook(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const merchant = await getMerchant(database, session.merchant_id);
+      if (!merchant) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
+      return { test: testMessage(await sendTestWebhook(deps, session.merchant_id, merchant.callback_url)) };
+    },
+
+    /** Enables a disabled endpoint (`webhook_endpoint.enabled`). @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID */
+    async enableWebhookEndpoint(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      await database.transaction(async (trx) => {
+        if (!(await enableWebhookEndpoint(trx, session.merchant_id))) return;
+        const merchant = await getMerchant(trx as unknown as typeof database, session.merchant_id);
+        await recordEvent(trx, {
+          owner: { type: 'merchant', id: session.merchant_id },
+          subject: session.merchant_id,
+          type: 'webhook_endpoint.enabled',
+          data: { callback_url: merchant?.callback_url ?? null },
+        });
+      });
+      return {};
     },
 
     /**

@@ -46,6 +46,10 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
   'payments.dashboard.v1.DashboardService/RefundPayment',
+  'payments.dashboard.v1.DashboardService/RotateWebhookSecret',
+  'payments.dashboard.v1.DashboardService/UpdateWebhookEndpoint',
+  'payments.dashboard.v1.DashboardService/SendTestWebhook',
+  'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
   'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 
