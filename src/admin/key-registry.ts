@@ -108,7 +108,7 @@ export async function keysMayBeCreated(database: Knex): Promise<boolean> {
 export async function resealAll(database: Knex, ring: DataKeyring): Promise<Record<string, number>> {
   const resealed: Record<string, number> = {};
   for (const sealed of SEALED_COLUMNS) {
-    resealed[sealed.table] = 0;
+    resealed[sealed.table] ??= 0;
     for (;;) {
       const { selected, changed } = await database.transaction(async (trx) => {
         const rows = (await trx(sealed.table)

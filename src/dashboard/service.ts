@@ -500,7 +500,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         previousSecretValidUntil: state.previous_secret_until?.toISOString() ?? '',
         disabledAt: state.disabled_at?.toISOString() ?? '',
         failingSince: state.failing_since?.toISOString() ?? '',
-        disableAfterSeconds: BigInt(Math.round(deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400)),
+        disableAfterSeconds: Math.round(deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400),
       };
     },
 
