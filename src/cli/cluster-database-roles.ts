@@ -13,10 +13,11 @@
  * start, after the migrations, so new tables are covered. Roles are created only when the supervisor may
  * (superuser, or CREATEROLE); otherwise every process keeps the supervisor's user, with a warning.
  *
- * The machine's server here trusts local connections, so the roles have no password: a deployment gives each one a
- * password (`ALTER ROLE … PASSWORD`) or a certificate, puts it in that role's DATABASE_URL, and switches pg_hba.conf
- * to scram-sha-256 or cert (what a deployment must add).
+ * Every start gives each role a fresh random password (sent as a SCRAM-SHA-256 verifier, so the plaintext never
+ * reaches the server or its statement log) and hands it to that role's processes only, in their DATABASE_URL: the
+ * roles log in whether the server trusts local connections or checks passwords (scram-sha-256 or md5 in pg_hba.conf).
  */
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
 import type { Knex } from '../db/knex';
 import { TEMPORAL_DATABASES, type TemporalDatabases } from '../temporal/server';
 
@@ -54,22 +55,49 @@ export async function mayCreateRoles(database: Knex): Promise<boolean> {
   return Boolean(rows[0]?.may);
 }
 
-/** Creates every role of `roles` that does not exist yet: login, no superuser, no role or database creation. */
-export async function ensureRoles(database: Knex, roles: ClusterDatabaseRoles): Promise<void> {
+/** The SCRAM iteration count PostgreSQL itself uses for new verifiers. */
+const SCRAM_ITERATIONS = 4096;
+
+/**
+ * A SCRAM-SHA-256 verifier of `password` as PostgreSQL stores it (RFC 5802, RFC 7677): `ALTER ROLE … PASSWORD` takes
+ * it as is, so the plaintext never travels.
+ */
+export function scramSha256Verifier(password: string, salt: Buffer = randomBytes(16)): string {
+  const salted = pbkdf2Sync(password, salt, SCRAM_ITERATIONS, 32, 'sha256');
+  const clientKey = createHmac('sha256', salted).update('Client Key').digest();
+  const storedKey = createHash('sha256').update(clientKey).digest();
+  const serverKey = createHmac('sha256', salted).update('Server Key').digest();
+  return `SCRAM-SHA-256$${SCRAM_ITERATIONS}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+/** Role name → the password this start gave it. */
+export type ClusterRolePasswords = Record<string, string>;
+
+/**
+ * Creates every role of `roles` that does not exist yet (login, no superuser, no role or database creation), takes
+ * from an existing one any privilege a role of the cluster must not have, and gives each a fresh random password.
+ * @returns each role's new password (hex, 48 characters), for that role's processes only
+ */
+export async function ensureRoles(database: Knex, roles: ClusterDatabaseRoles): Promise<ClusterRolePasswords> {
+  const passwords: ClusterRolePasswords = {};
   for (const role of new Set(Object.values(roles))) {
     const found = await database.raw('SELECT 1 FROM pg_roles WHERE rolname = ?', [role]);
-    if (found.rowCount) {
-      // An existing role keeps its password; it loses any privilege a role of the cluster must not have.
-      await database.raw(`ALTER ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
-      continue;
+    if (!found.rowCount) {
+      try {
+        await database.raw(`CREATE ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
+      } catch (error) {
+        // Another cluster starting on the same server created it meanwhile.
+        if ((error as { code?: string }).code !== '42710') throw error;
+      }
     }
-    try {
-      await database.raw(`CREATE ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS`);
-    } catch (error) {
-      // Another cluster starting on the same server created it meanwhile.
-      if ((error as { code?: string }).code !== '42710') throw error;
-    }
+    const password = randomBytes(24).toString('hex');
+    // The verifier is base64 and `$:` only: nothing to escape in the literal.
+    await database.raw(
+      `ALTER ROLE ${identifier(role)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '${scramSha256Verifier(password)}'`,
+    );
+    passwords[role] = password;
   }
+  return passwords;
 }
 
 /**
@@ -110,11 +138,11 @@ export async function grantTemporalDatabase(database: Knex, databaseName: string
   });
 }
 
-/** `url` with its user replaced by `role` and no password (the roles authenticate as the server's pg_hba says). */
-export function urlForRole(url: string, role: string): string {
+/** `url` with its user replaced by `role` and its password by the role's (none when `password` is empty). */
+export function urlForRole(url: string, role: string, password = ''): string {
   const parsed = new URL(url);
   parsed.username = encodeURIComponent(role);
-  parsed.password = '';
+  parsed.password = encodeURIComponent(password);
   return parsed.toString();
 }
 

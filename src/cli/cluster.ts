@@ -52,6 +52,7 @@ import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
 import {
   clusterRoleNames,
+  type ClusterRolePasswords,
   ensureRoles,
   grantPlatformDatabase,
   grantTemporalDatabase,
@@ -292,12 +293,13 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
     // A role per process kind, none a superuser, granted after the migrations (new tables included).
     let roles: ClusterDatabaseRoles | undefined;
+    let passwords: ClusterRolePasswords = {};
     if (platformDatabase === 'postgres') {
       // The maintenance database is everyone's: its CONNECT is not the cluster's to take from PUBLIC.
       say('warning: the platform runs in the maintenance database "postgres": no database roles of its own (give DATABASE_URL a database of its own)');
     } else if (await mayCreateRoles(database)) {
       roles = clusterRoleNames(platformDatabase, options.temporalDatabases);
-      await ensureRoles(database, roles);
+      passwords = await ensureRoles(database, roles);
       await grantPlatformDatabase(database, platformDatabase, roles);
       say(`database roles: api ${roles.api}, worker ${roles.worker}${initial.TEMPORAL_ADDRESS ? '' : `, Temporal server ${roles.temporal}`} (no superuser; docs/security.md "Least privilege")`);
     } else {
@@ -329,7 +331,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       const server = await startTemporalServer({
         binaries,
         directory: path.join(options.directory, 'temporal'),
-        endpoint: roles ? postgresEndpoint(urlForRole(databaseUrl, roles.temporal)) : endpoint,
+        endpoint: roles ? postgresEndpoint(urlForRole(databaseUrl, roles.temporal, passwords[roles.temporal])) : endpoint,
         frontendPort: options.temporalPort,
         historyShards: options.historyShards,
         databases: options.temporalDatabases,
@@ -419,11 +421,11 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     // provider's API key for refunds, not the notification secret: only the api role checks notifications); the façade only its RPC
     // credential (no database, keys, Temporal or upstream secret).
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
-      api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
+      api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api, passwords[roles.api]) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
       worker: {
         ...childEnvironment,
         ...Object.fromEntries(WORKER_WITHHELD.map((name) => [name, ''])),
-        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker) } : {}),
+        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker, passwords[roles.worker]) } : {}),
         ...(pki ? temporalClientSettings(pki, 'worker') : {}),
       },
       facade: {

@@ -16,7 +16,6 @@ import type { EventType } from './catalog';
 import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
-export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
 export { eventWriteCtes, type NewEventRow } from './store';
 export {
   isPaymentKind,

@@ -3,13 +3,15 @@
  *
  * One module per operation (accounts.ts, transfer.ts, create-pending.ts, post-pending.ts, void-pending.ts,
  * reads.ts, check.ts) over one lock/replay kernel (kernel.ts: atomicity, locks in one order, idempotent replay,
- * the balance postconditions) and one store (store.ts, the port; postgres-store.ts, every SQL statement).
+ * the balance postconditions) and one store (store.ts, the port; postgres-store.ts, its SQL statements); the reads by
+ * business key other modules make (key-reads.ts, read-only statements of their own).
  */
 import type { Knex } from 'knex';
 import { accountsOf, findAccount, getAccount, openAccount, platformAccount } from './accounts';
 import { check } from './check';
 import { createPendingTransfer } from './create-pending';
 import { createPostgresLedgerStore } from './postgres-store';
+import { createKeyReads } from './key-reads';
 import { postPendingTransfer } from './post-pending';
 import { entriesOf, getPendingTransfer } from './reads';
 import { transfer } from './transfer';
@@ -32,5 +34,6 @@ export function createLedger(database: Knex): Ledger {
     getPendingTransfer: (pending_transfer_id, trx) => getPendingTransfer(store.within(trx), pending_transfer_id),
     entriesOf: (account_id, options) => entriesOf(store, account_id, options),
     check: () => check(store),
+    ...createKeyReads(database),
   };
 }

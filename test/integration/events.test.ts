@@ -3,9 +3,8 @@
  * rollbacks, owners are independent, pages see each event once, the subject's events come back in order, and purging
  * keeps the sequence growing.
  */
-import { randomUUID } from 'node:crypto';
 import { createDatabase, type Knex } from '../../src/db/knex';
-import { eventsOfSubject, ledgerKeysOf, listEvents, purgeEvents, recordEvent, recordEventOnce, type EventOwner, type EventType } from '../../src/events';
+import { eventsOfSubject, listEvents, purgeEvents, recordEvent, recordEventOnce, type EventOwner, type EventType } from '../../src/events';
 import { createTestDatabase } from '../support/platform';
 
 describe('event log', () => {
@@ -102,17 +101,6 @@ describe('event log', () => {
     expect(await once()).toBe(1n);
     expect(await once()).toBeUndefined();
     expect(await write(owner, 'TRF-NEXT', 'wallet_transfer.completed')).toBe(2n);
-  });
-
-  it('finds a flow’s ledger transactions by its reference: every <reference>:<step> key and the bare reference, nothing else', async () => {
-    const transaction = (key: string) => ({ id: randomUUID(), idempotency_key: key, request_fingerprint: 'f', description: key });
-    await database('ledger_transactions').insert(
-      ['PAYIN-KEYS:settle', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS', 'PAYIN-KEYSX:settle', 'payin:PAYIN-KEYS:settle', 'PAY_%:pay', 'PAYXX:pay'].map(transaction),
-    );
-    expect((await ledgerKeysOf(database, 'PAYIN-KEYS')).map((found) => found.idempotency_key).sort()).toEqual(['PAYIN-KEYS', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS:settle']);
-    // LIKE's wildcards in a reference match only themselves.
-    expect((await ledgerKeysOf(database, 'PAY_%')).map((found) => found.idempotency_key)).toEqual(['PAY_%:pay']);
-    expect(await ledgerKeysOf(database, '')).toEqual([]);
   });
 
   it('purges events past their retention in batches and never reuses a seq', async () => {

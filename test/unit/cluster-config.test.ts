@@ -221,5 +221,6 @@ describe('the cluster’s database roles', () => {
     });
     expect(clusterRoleNames('p'.repeat(80)).worker).toHaveLength(63);
     expect(urlForRole('postgres://postgres:secret@db:5432/payments', 'payments_api')).toBe('postgres://payments_api@db:5432/payments');
+    expect(urlForRole('postgres://postgres:secret@db:5432/payments', 'payments_api', 'f00d')).toBe('postgres://payments_api:f00d@db:5432/payments');
   });
 });
