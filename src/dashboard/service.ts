@@ -257,7 +257,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
   /** A payin's refundable amount now (minor units, never negative), 0 for any other kind or an unsettled payin. */
   async function refundableNow(merchant_id: string, reference: string, kind: string, status: string): Promise<bigint> {
     if (kind !== 'payin' || status !== 'success') return 0n;
-    const refundable = refundableOf(await refundBasis(database, reference), await merchantRefundFee(database, merchant_id));
+    const refundable = refundableOf(await refundBasis(deps.ledger, database, reference), await merchantRefundFee(database, merchant_id));
     return refundable > 0n ? refundable : 0n;
   }
 
