@@ -42,6 +42,12 @@ export function statusBadge(status: string): SafeHtml {
   return html`<span class="badge badge-${known.tone}" data-status="${status}">${known.text}</span>`;
 }
 
+/** A refund's status as a badge: held and pending are in progress. */
+function refundBadge(status: string): SafeHtml {
+  const [text, tone] = status === 'succeeded' ? ['Refunded', 'ok'] : status === 'failed' ? ['Failed', 'bad'] : ['In progress', 'wait'];
+  return html`<span class="badge badge-${tone}" data-status="${status}">${text}</span>`;
+}
+
 const money = (units: bigint, payment: PaymentDetails) => `${amount(units, payment.currency)} ${payment.currency}`;
 
 function refundsSection(payment: PaymentDetails, csrfToken: string, formKey: string): SafeHtml {
@@ -49,13 +55,13 @@ function refundsSection(payment: PaymentDetails, csrfToken: string, formKey: str
     (refund) => html`<tr>
 <td><code>${refund.refundReference}</code></td>
 <td class="amount">${money(refund.amountUnits, payment)}</td>
-<td>${statusBadge(refund.status === 'succeeded' ? 'success' : refund.status === 'failed' ? 'failed' : 'created')} <span class="muted">${refund.status}</span></td>
+<td>${refundBadge(refund.status)}</td>
 <td>${time(refund.createdAt)}</td>
 <td>${refund.decidedAt ? time(refund.decidedAt) : '—'}</td>
 </tr>`,
   );
   const table = rows.length
-    ? html`<div class="scroll"><table id="refunds"><caption>Refunds</caption>
+    ? html`<div class="scroll"><table id="refunds">
 <thead><tr><th scope="col">Refund</th><th scope="col">Amount</th><th scope="col">Status</th><th scope="col">Requested</th><th scope="col">Decided</th></tr></thead>
 <tbody>${rows}</tbody></table></div>`
     : html`<p class="muted" id="no-refunds">No refunds.</p>`;
