@@ -221,3 +221,11 @@ export function stepsOf(entries: readonly TimelineEntry[], summary: PaymentSumma
   }
   return steps.map(({ step, title, at, outcome, state }) => ({ step, title, at, outcome, state }));
 }
+
+/**
+ * The technical entries as the merchant's page shows them: the Temporal Web UI is an operator's tool, so each entry's
+ * link is dropped unless the deployment opened the UI to the dashboard's readers (TEMPORAL_UI_PUBLIC).
+ */
+export function technicalEntries<Entry extends { link: string }>(entries: readonly Entry[], uiPublic: boolean): Entry[] {
+  return entries.map((entry) => (uiPublic ? entry : { ...entry, link: '' }));
+}

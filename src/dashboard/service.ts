@@ -58,7 +58,7 @@ import { latestPayerAddress } from '../flows/payin/store';
 import { createRefund } from '../flows/refund/service';
 import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
 import { parseAmount } from '../money';
-import { stepsOf, summaryOf } from './payment-story';
+import { stepsOf, summaryOf, technicalEntries } from './payment-story';
 import { TIMELINE_REASONS } from '../timeline/reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
 
@@ -384,7 +384,6 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       const payer = summary.kind === 'payin' ? await latestPayerAddress(database, reference) : null;
       const refundable = await refundableNow(session.merchant_id, reference, summary.kind, summary.status);
       const message = timelineMessage(timeline);
-      const links = deps.config.TEMPORAL_UI_PUBLIC;
       return {
         payment: {
           reference,
@@ -412,8 +411,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
           refundableUnits: refundable,
         },
         steps: stepsOf(timeline.entries, summary),
-        // The Web UI is an operator's tool: its links only where the deployment opens it to the dashboard's readers.
-        technical: message.entries.map((entry) => (links ? entry : { ...entry, link: '' })),
+        technical: technicalEntries(message.entries, deps.config.TEMPORAL_UI_PUBLIC),
         sources: message.sources,
         truncated: message.truncated,
       };

@@ -3,7 +3,7 @@
  * money added later, refunds and webhook attempts become steps in the merchant's words; workflow, ledger and request
  * entries make none; fee and net follow what was paid.
  */
-import { stepsOf, summaryOf } from '../../src/dashboard/payment-story';
+import { stepsOf, summaryOf, technicalEntries } from '../../src/dashboard/payment-story';
 import type { TimelineEntry } from '../../src/timeline/types';
 
 const at = (second: number) => `2026-05-04T11:00:${String(second).padStart(2, '0')}.000Z`;
@@ -64,5 +64,14 @@ describe('the payment story', () => {
     const summary = summaryOf(unpaid);
     expect([summary.status, summary.paid_units, summary.net_units, summary.settled_at]).toEqual(['expired', undefined, 0n, '']);
     expect(stepsOf(unpaid, summary).map((step) => [step.step, step.state])).toEqual([['created', 'done'], ['expired', 'failed']]);
+  });
+});
+
+describe('the technical entries', () => {
+  const entries = [{ kind: 'workflow.started', link: 'http://ui.example/namespaces/default/workflows/PAYIN-X/run/history' }, { kind: 'ledger.posted', link: '' }];
+
+  it('drop the Temporal Web UI links unless the UI is public to the dashboard’s readers', () => {
+    expect(technicalEntries(entries, false).map((entry) => entry.link)).toEqual(['', '']);
+    expect(technicalEntries(entries, true).map((entry) => entry.link)).toEqual([entries[0]!.link, '']);
   });
 });
