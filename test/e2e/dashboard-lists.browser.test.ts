@@ -15,6 +15,8 @@ import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarn
 
 let harness: PayinHarness;
 let merchant: MerchantCredentials;
+let other: MerchantCredentials;
+let otherInvoice: string;
 let browser: Browser;
 let page: Page;
 let base: string;
@@ -34,6 +36,11 @@ beforeAll(async () => {
   base = harness.platform.facadeUrl;
   merchant = await createTestMerchant(harness);
   harness.receiver.configure({ hmac_secret: merchant.hmac_secret });
+  // Another merchant using the same order id: never in this merchant's lists or exports.
+  other = await createTestMerchant(harness);
+  const theirs = await post(base, '/api/v1/payins', JSON.stringify({ amount: 30, out_trade_no: orders[1] }), { 'X-API-Key': other.api_key });
+  expect(theirs.status).toBe(200);
+  otherInvoice = theirs.json.data.invoice_reference as string;
   for (const [index, order] of orders.entries()) {
     const created = await post(base, '/api/v1/payins', JSON.stringify({ amount: [12.5, 30, 99.99][index], out_trade_no: order }), { 'X-API-Key': merchant.api_key });
     expect(created.status).toBe(200);
@@ -81,7 +88,11 @@ it('finds a payment by its order id and exports its month as CSV', async () => {
   await page.fill('#out_trade_no', orders[1]!);
   await Promise.all([page.waitForNavigation(), page.click('#apply')]);
   expect(new URL(page.url()).searchParams.get('out_trade_no')).toBe(orders[1]);
+  // Only this merchant's payment of that order id, though another merchant used it too.
   expect(await rowsOf()).toEqual([invoices[1]]);
+  const exported = await (await page.request.get(`${base}/dashboard/payments.csv?out_trade_no=${orders[1]}`)).text();
+  expect(exported).toContain(invoices[1]);
+  expect(exported).not.toContain(otherInvoice);
   const row = page.locator(`#payments tr[data-reference="${invoices[1]}"]`);
   expect(await row.locator('th a').textContent()).toBe(orders[1]);
   const payin = await harness.platform.deps.database('payins').where({ invoice_reference: invoices[1] }).first();
@@ -111,6 +122,7 @@ it('finds a payment by its order id and exports its month as CSV', async () => {
   const lines = csv.trimEnd().split('\r\n');
   expect(lines[0]).toBe('reference,order_id,kind,status,currency,amount,fee,net,created_at,updated_at');
   // Every payment of the month, though the page showed one (page_size is not the export's).
+  expect(csv).not.toContain(otherInvoice);
   expect(lines.slice(1).map((line) => csvCells(line).slice(0, 6))).toEqual([
     [invoices[1], orders[1], 'payin', 'success', 'USDT', '30.000000'],
     [invoices[0], orders[0], 'payin', 'success', 'USDT', '12.500000'],

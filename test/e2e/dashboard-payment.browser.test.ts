@@ -132,6 +132,14 @@ it('shows the payment in the merchant’s words: summary, steps, technical detai
     maxRedirects: 0,
   });
   expect(forged.status()).toBe(403);
+  // Another merchant's payin, with this session's own token: the same 404 as an unknown one, nothing refunded.
+  const foreign = await page.request.post(`${base}/dashboard/payments/${otherInvoice}/refund`, {
+    form: { ...sent, idempotency_key: 'foreign-key' },
+    headers: origin,
+    maxRedirects: 0,
+  });
+  expect(foreign.status()).toBe(404);
+  expect(await harness.platform.deps.database('refunds').where({ invoice_reference: otherInvoice })).toEqual([]);
   const count = await harness.platform.deps.database('refunds').where({ invoice_reference: invoice }).count({ n: '*' });
   expect(String(count[0]!.n)).toBe('1');
   await context.close();
