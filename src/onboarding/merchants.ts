@@ -290,6 +290,9 @@ export interface SigningSecrets {
   /** The replaced secret, until `previous_until`; absent once the overlap ended (or without a rotation). */
   previous?: string;
   previous_until?: Date;
+  /** The endpoint's state, read with the secrets (one query per attempt): disabled since, failing since. */
+  disabled_at: Date | null;
+  failing_since: Date | null;
 }
 
 /**
@@ -299,9 +302,11 @@ export async function merchantSigningSecrets(deps: Pick<PlatformDeps, 'database'
   const row = (await merchantRow(deps.database, merchant_id)) as (MerchantRow & EndpointColumns) | undefined;
   if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
   const current = openSecret(deps.keys.dataKeys, row.hmac_secret_encrypted, hmacContext(row.id));
-  if (!row.previous_hmac_secret_encrypted || !row.previous_hmac_secret_until || row.previous_hmac_secret_until <= now) return { current };
+  const state = { disabled_at: row.webhook_disabled_at ?? null, failing_since: row.webhook_failing_since ?? null };
+  if (!row.previous_hmac_secret_encrypted || !row.previous_hmac_secret_until || row.previous_hmac_secret_until <= now) return { current, ...state };
   return {
     current,
+    ...state,
     previous: openSecret(deps.keys.dataKeys, row.previous_hmac_secret_encrypted, previousHmacContext(row.id)),
     previous_until: row.previous_hmac_secret_until,
   };

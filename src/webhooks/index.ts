@@ -26,7 +26,7 @@ import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
 import { eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
-import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState } from '../onboarding/merchants';
+import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState, type SigningSecrets } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
@@ -402,8 +402,10 @@ export async function signedPost(
   target: { id: string; merchant_id: string; event: string; body: string; callback_url: string; signature_header: string; event_seq: bigint | null },
   attempt: number,
   timeout_seconds: number,
+  /** The merchant's secrets when the caller read them already. */
+  read?: SigningSecrets,
 ): Promise<PostOutcome> {
-  const secrets = await merchantSigningSecrets(deps, target.merchant_id);
+  const secrets = read ?? (await merchantSigningSecrets(deps, target.merchant_id));
   const timeoutMs = Math.round(timeout_seconds * 1000);
   const timestamp_seconds = Math.floor(Date.now() / 1000);
   let status_code: number | null = null;
@@ -477,14 +479,16 @@ export async function attemptDelivery(
   const attempt = event.last_attempt + 1;
   const attempted_at = new Date();
   const started = performance.now();
-  // A disabled endpoint gets nothing until the merchant enables it; the attempt is recorded as refused here.
-  const endpoint = await webhookEndpointState(deps.database, event.merchant_id);
-  const { status_code, response_body, error } = endpoint?.disabled_at
+  // One read: the secrets and the endpoint's state. A disabled endpoint gets nothing until the merchant enables it;
+  // the attempt is recorded as refused here.
+  const secrets = await merchantSigningSecrets(deps, event.merchant_id);
+  const { status_code, response_body, error } = secrets.disabled_at
     ? { status_code: null, response_body: null, error: ENDPOINT_DISABLED_ERROR }
-    : await signedPost(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
+    : await signedPost(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS, secrets);
   const latency_ms = Math.round(performance.now() - started);
   const delivered = error === null;
-  if (!endpoint?.disabled_at) await trackEndpoint(deps, event, delivered);
+  // A delivered attempt to an endpoint that was not failing changes nothing: no write.
+  if (!secrets.disabled_at && !(delivered && secrets.failing_since === null)) await trackEndpoint(deps, event, delivered);
   deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
   if (!delivered) {
     deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
