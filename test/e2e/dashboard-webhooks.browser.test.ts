@@ -63,6 +63,23 @@ afterAll(async () => {
 
 const testEvents = (receiver: MerchantReceiver) => receiver.received.filter((webhook) => webhook.headers['x-webhook-event'] === 'webhook.test');
 
+it('refuses every endpoint form without the session’s CSRF token or from another site, changing nothing', async () => {
+  const sealed = async () => (await harness.platform.deps.database('merchants').where({ id: merchant.merchant_id }).first('hmac_secret_encrypted', 'callback_url', 'previous_hmac_secret_encrypted')) as Record<string, unknown>;
+  const before = await sealed();
+  const received = harness.receiver.received.length;
+  for (const action of ['rotate', 'url', 'test', 'enable']) {
+    const form = { csrf_token: 'not-this-session', callback_url: second.url };
+    const forged = await page.request.post(`${base}/dashboard/webhook-endpoint/${action}`, { form, headers: { Origin: base, 'Sec-Fetch-Site': 'same-origin' }, maxRedirects: 0 });
+    expect([action, forged.status()]).toEqual([action, 403]);
+    const token = (await page.goto(`${base}/dashboard/webhook-endpoint`), await page.getAttribute('form[action$="/rotate"] input[name=csrf_token]', 'value'))!;
+    const crossSite = await page.request.post(`${base}/dashboard/webhook-endpoint/${action}`, { form: { ...form, csrf_token: token }, headers: { 'Sec-Fetch-Site': 'cross-site' }, maxRedirects: 0 });
+    expect([action, crossSite.status()]).toEqual([action, 403]);
+  }
+  expect(await sealed()).toEqual(before);
+  expect(harness.receiver.received.length).toBe(received);
+  expect(second.received).toHaveLength(0);
+}, 60_000);
+
 it('rotates the signing secret: both signatures during the overlap, then only the new one', async () => {
   await page.goto(`${base}/dashboard/webhook-endpoint`);
   await expectClean('webhooks-endpoint');
