@@ -145,6 +145,12 @@ const schema = z.object({
   MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
   /** Lifetime of a merchant dashboard session from its sign-in (docs/dashboard.md); signing out ends it sooner. */
   DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
+  /**
+   * Whether the merchant dashboard's payment page links its technical entries to the Temporal Web UI
+   * (TEMPORAL_UI_URL). The UI is an operator's tool: false (the default) unless the deployment opens it to the
+   * dashboard's readers.
+   */
+  TEMPORAL_UI_PUBLIC: flag.default(false),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**
@@ -156,6 +162,15 @@ const schema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * An endpoint that failed every attempt for this many days (fractions allowed: tests use seconds' worth) is
+   * disabled, with a dashboard notice and a `webhook_endpoint.disabled` event (docs/webhooks.md).
+   */
+  WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
+  /** How long a rotated-out signing secret keeps signing beside the new one (docs/webhooks.md "Rotating the secret"). */
+  WEBHOOK_SECRET_OVERLAP_SECONDS: seconds.default(86_400),
+  /** Jitter of the webhook retry delays: each wait is its backoff times a random factor in [1 − j/2, 1 + j/2]. */
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
   /**
    * Payin webhooks: make the first delivery attempt right after the settlement commits, in the payin's own
    * activity (at most WEBHOOK_INLINE_TIMEOUT_SECONDS), and start the WebhookDeliveryWorkflow only when it fails.

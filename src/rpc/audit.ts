@@ -50,6 +50,11 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
+  'payments.dashboard.v1.DashboardService/RefundPayment',
+  'payments.dashboard.v1.DashboardService/RotateWebhookSecret',
+  'payments.dashboard.v1.DashboardService/UpdateWebhookEndpoint',
+  'payments.dashboard.v1.DashboardService/SendTestWebhook',
+  'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
   'payments.events.v1.EventsService/RedeliverEvents',
 ]);
 

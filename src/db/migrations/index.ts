@@ -31,6 +31,7 @@ import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
 import * as auditAppendFunction from './043_audit_append_function';
 import * as eventsNumberedAfterCommit from './048_events_numbered_after_commit';
+import * as webhookEndpointManagement from './053_webhook_endpoint_management';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
@@ -76,6 +77,7 @@ const migrations: Array<[string, Migration]> = [
   ['042_request_journal_owners', requestJournalOwners],
   ['043_audit_append_function', auditAppendFunction],
   ['048_events_numbered_after_commit', eventsNumberedAfterCommit],
+  ['053_webhook_endpoint_management', webhookEndpointManagement],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
