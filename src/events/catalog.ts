@@ -16,6 +16,11 @@ export const EVENT_TYPES = [
   'refund.created',
   'refund.succeeded',
   'refund.failed',
+  // Area B: payouts from a merchant's wallet (subject: the payout reference).
+  'payout.created',
+  'payout.pending_approval',
+  'payout.succeeded',
+  'payout.failed',
   // Area A: a partner's pre-transfers (subject: the pre_transfer_id); also the receiving user's merchant's.
   'pre_transfer.created',
   'pre_transfer.confirmed',

@@ -56,6 +56,9 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.dashboard.v1.DashboardService/SendTestWebhook',
   'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
   'payments.events.v1.EventsService/RedeliverEvents',
+  'payments.payout.v1.PayoutService/DecidePayoutApproval',
+  'payments.payout.v1.PayoutService/SetPayoutSettings',
+  'payments.payout.v1.PayoutService/SetPayoutSchedule',
 ]);
 
 /** Field names whose values are secrets or payment data (request fields, at any depth; snake_case as in proto). */
