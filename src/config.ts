@@ -95,6 +95,11 @@ const schema = z.object({
   RPC_TLS_CERT: file.optional(),
   RPC_TLS_KEY: file.optional(),
   RPC_TLS_CLIENT_CA: file.optional(),
+  /**
+   * Serve the RPC in plaintext on a non-loopback RPC_HOST (a network of the operator's own that encrypts): without it,
+   * such an RPC_HOST needs mTLS (RPC_TLS_CLIENT_CA). A development choice: live mode refuses it.
+   */
+  RPC_ALLOW_PLAINTEXT: flag.default(false),
   /** The service credential (`pps_…`) a façade presents to the RPC server at RPC_URL. */
   RPC_TOKEN: z.string().min(1).optional(),
   /** A credentials file (`payments credentials create --file`) holding that token, when RPC_TOKEN is unset. */
@@ -249,6 +254,13 @@ const schema = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
   /** The window of both failure counts, and how long a lockout lasts at most. */
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Refused privileged RPC calls (and refused calls of owner-bound credentials) of one credential that get an audit
+   * row per AUDIT_REFUSAL_WINDOW_SECONDS, shared by every process; past it the call is still refused, its row is
+   * dropped and counted (payments_audit_refusals_dropped_total).
+   */
+  AUDIT_REFUSALS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  AUDIT_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   /**
@@ -290,6 +302,11 @@ const schema = z.object({
    * batches. The owners' sequences are never purged: `seq` keeps growing.
    */
   EVENTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(90),
+  /**
+   * How often (seconds, fractions allowed) the api role's event sequencer sweeps for committed events no writer
+   * numbered (its process stopped between its commit and the numbering; docs/events.md "Sequence guarantees").
+   */
+  EVENTS_SEQUENCER_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(1),
 }).superRefine((config, context) => {
   const pairs: Array<[string, string | undefined, string, string | undefined]> = [
     ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],
@@ -334,6 +351,7 @@ const PUBLISHED_SECRETS = new Set(['sandbox-upstream-key', 'sandbox-upstream-web
  *   UPSTREAM_PAYIN_URL            http (the sandbox upstream is http on loopback; a real provider is reached over TLS)
  *   UPSTREAM_REFUND_URL           http, likewise (the API key travels with every refund request)
  *   UPSTREAM_API_KEY / _SECRET    a published default, or shorter than LIVE_SECRET_MIN_LENGTH
+ *   RPC_ALLOW_PLAINTEXT           a plaintext internal RPC over a network: a development choice
  *   TEMPORAL_ALLOW_INSECURE       plaintext Temporal over a network: a development choice
  */
 export function liveModeProblem(config: Config): { variable: string; detail: string } | undefined {
@@ -352,6 +370,9 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
     if (value === undefined) continue;
     if (PUBLISHED_SECRETS.has(value)) return { variable, detail: 'is a published sandbox default: live mode needs a secret of its own' };
     if (value.length < LIVE_SECRET_MIN_LENGTH) return { variable, detail: `is shorter than ${LIVE_SECRET_MIN_LENGTH} characters: live mode needs a secret of its own` };
+  }
+  if (config.RPC_ALLOW_PLAINTEXT) {
+    return { variable: 'RPC_ALLOW_PLAINTEXT', detail: 'a plaintext internal RPC over a network is a development choice: live mode needs mTLS (RPC_TLS_CERT, RPC_TLS_KEY, RPC_TLS_CLIENT_CA)' };
   }
   if (config.TEMPORAL_ALLOW_INSECURE) {
     return { variable: 'TEMPORAL_ALLOW_INSECURE', detail: 'plaintext Temporal over a network is a development choice: live mode needs TLS (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY)' };

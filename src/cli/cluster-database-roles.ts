@@ -4,7 +4,8 @@
  * and gives each process kind a role of its own, none of them a superuser:
  *
  *   <platform database>_api       the api processes: SELECT, INSERT, UPDATE, DELETE on the platform's tables and
- *                                 their sequences; no DDL, no migration bookkeeping
+ *                                 their sequences, but only SELECT on the audit trail (appended through
+ *                                 append_audit_record, which stamps the role); no DDL, no migration bookkeeping
  *   <platform database>_worker    the worker processes: the same, except the service credentials (a worker never
  *                                 authenticates an RPC caller, so it can neither read their hashes nor mint one)
  *   <temporal database>_server    the Temporal server: the same on Temporal's two databases, nothing on the platform's
@@ -33,10 +34,13 @@ export const WORKER_EXCLUDED_TABLES = ['service_credentials'] as const;
 /** Tables only the migrating user touches. */
 const MIGRATION_TABLES = ['knex_migrations', 'knex_migrations_lock'];
 /**
- * Tables the serving roles may read and append to but never change: the audit trail. Its trigger refuses UPDATE and
- * DELETE too, but a trigger is the owner's to drop; the privileges are the database's own word.
+ * Tables the serving roles may read but never write directly: the audit trail. They append to it only through
+ * AUDIT_APPEND_FUNCTION, which stamps their role on the row. Its trigger refuses UPDATE and DELETE too, but a trigger
+ * is the owner's to drop; the privileges are the database's own word.
  */
 export const APPEND_ONLY_TABLES = ['audit_records'] as const;
+/** The one way a serving role writes an audit row (migration 043, SECURITY DEFINER). */
+export const AUDIT_APPEND_FUNCTION = 'append_audit_record(text, text, text, text, jsonb, text)';
 
 /** PostgreSQL's limit on identifiers. */
 const IDENTIFIER_MAX = 63;
@@ -115,7 +119,10 @@ export async function grantPlatformDatabase(database: Knex, databaseName: string
     `GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO ${api}, ${worker}`,
     `REVOKE ALL ON ${MIGRATION_TABLES.join(', ')} FROM ${api}, ${worker}`,
     `REVOKE ALL ON ${WORKER_EXCLUDED_TABLES.join(', ')} FROM ${worker}`,
-    `REVOKE UPDATE, DELETE, TRUNCATE ON ${APPEND_ONLY_TABLES.join(', ')} FROM ${api}, ${worker}`,
+    `REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ${APPEND_ONLY_TABLES.join(', ')} FROM ${api}, ${worker}`,
+    // The audit trail is appended only through the function that stamps the calling role (migration 043).
+    `REVOKE ALL ON FUNCTION ${AUDIT_APPEND_FUNCTION} FROM PUBLIC`,
+    `GRANT EXECUTE ON FUNCTION ${AUDIT_APPEND_FUNCTION} TO ${api}, ${worker}`,
   ];
   await database.transaction(async (trx) => {
     for (const statement of statements) await trx.raw(statement);

@@ -14,6 +14,7 @@ import type { Knex } from 'knex';
 import { assert } from '../errors';
 import { CURRENCIES, decimalsOf } from '../money';
 import { EVENT_TYPES } from './catalog';
+import { numberOwnerEvents } from './sequencer';
 import { selectLatestPayments } from './store';
 
 /** The kinds of payment an owner's events describe, in the order the dashboard offers them. */
@@ -116,6 +117,7 @@ export async function listPayments(conn: Knex | Knex.Transaction, query: Payment
     return (!query.kind || kind === query.kind) && (!query.status || verb === query.status);
   });
   if (types.length === 0) return { payments: [] };
+  await numberOwnerEvents(conn, query.owner);
   const select = (cursor: { before?: bigint; after?: bigint }, limit: number) =>
     selectLatestPayments(conn, {
       owner_type: query.owner.type,

@@ -24,7 +24,7 @@ import type {
   NewTransaction,
   WriteOutcome,
 } from './store';
-import type { AccountAddress, AccountOwnerType, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
+import type { AccountAddress, AccountOwnerType, LedgerAlso, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
 
 type Conn = Knex | Knex.Transaction;
 
@@ -203,8 +203,13 @@ class PostgresLedgerStore implements LedgerStore {
     return row;
   }
 
-  writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[]): Promise<WriteOutcome<{ id: string; created_at: Date }>> {
-    return this.write([this.claimKey(claim, { transaction_id: transaction.id }), this.updateBalances(changes), ...this.insertTransaction(claim, transaction)], 't');
+  async writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[], also?: LedgerAlso): Promise<WriteOutcome<{ id: string; created_at: Date }>> {
+    const outcome = await this.write<{ id: string; created_at: Date }>(
+      [this.claimKey(claim, { transaction_id: transaction.id }), this.updateBalances(changes), ...this.insertTransaction(claim, transaction), ...(also?.parts ?? [])],
+      't',
+    );
+    if (also) also.written = true;
+    return outcome;
   }
 
   writeCreatePending(claim: KeyClaim, pending: NewPending, changes: BalanceChange[]): Promise<WriteOutcome<PendingRow>> {

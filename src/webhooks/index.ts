@@ -25,7 +25,7 @@ import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
+import { eventRowOf, eventWriteCtes, numberAfterCommit, numberOwnerEvents, recordEvent, type EventType, type NewEventRow } from '../events';
 import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState, type SigningSecrets } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
@@ -70,11 +70,11 @@ export interface OutboundWebhook {
 }
 
 /**
- * Records `webhook`'s event (owner: the merchant, with its next `seq`) and the webhook produced from it, for delivery
+ * Records `webhook`'s event (owner: the merchant; numbered after the commit) and the webhook produced from it, for delivery
  * to its own URL, else the merchant's callback URL, signed under the merchant's HMAC secret with its signature
  * header, inside the caller's transaction: both exist if and only if the change they announce committed. A webhook
- * id recorded before writes nothing (a replayed change announces nothing twice). Call it as the transaction's last
- * write (the event locks the merchant's sequence until the commit). Start its delivery after the commit with
+ * id recorded before writes nothing (a replayed change announces nothing twice). The webhook takes its event's `seq`
+ * when the event is numbered (after the commit; a delivery numbers it first if it is not yet). Start its delivery after the commit with
  * `startWebhookDeliveries`. With `url: null` (a record without a call-back URL) only the event is written.
  * @returns the webhook id (null with `url: null`)
  * @throws Error when the merchant does not exist (a programming error).
@@ -105,6 +105,7 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     default_header: DEFAULT_SIGNATURE_HEADER,
   });
   if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
+  if (written.written) numberAfterCommit(trx, event.owner);
   return webhook.id;
 }
 
@@ -121,6 +122,7 @@ async function recordWithoutEvent(trx: Knex.Transaction, webhook: OutboundWebhoo
     callback_url: webhook.url ?? merchant.callback_url,
     signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
     event_seq: null,
+    event_id: null,
   });
   return webhook.id;
 }
@@ -152,7 +154,7 @@ const CURRENCY = /^[A-Z]{3,5}$/;
 async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, { typedSearchAttributes: SearchAttributePair[] }>> {
   const rows = (await database('webhook_events as w')
     .leftJoin('events as e', (join) => {
-      join.on('e.owner_id', '=', 'w.merchant_id').andOn('e.seq', '=', 'w.event_seq').andOnVal('e.owner_type', '=', 'merchant');
+      join.on('e.id', '=', 'w.event_id');
     })
     .whereIn('w.id', webhook_ids)
     .select('w.id', 'w.merchant_id', database.raw("e.data->>'amount_units' AS amount_units"), database.raw("e.data->>'currency' AS currency"))) as Array<{
@@ -563,8 +565,13 @@ export interface WebhookEventRow {
   signature_header: string;
   status: 'pending' | 'delivered' | 'failed';
   attempt_count: number;
-  /** The `seq` of the event the webhook was produced from (null on rows written before events). */
+  /**
+   * The `seq` of the event the webhook was produced from: null on rows written before events, and until the event is
+   * numbered (after its transaction committed; `numberedWebhook` numbers it).
+   */
   event_seq: bigint | null;
+  /** The id of the event the webhook was produced from (null on rows written before events, and the bench's floor). */
+  event_id: bigint | null;
   created_at: Date;
   delivered_at: Date | null;
 }
@@ -585,40 +592,40 @@ export interface WebhookAttemptRow {
 export type NewWebhookEvent = Pick<
   WebhookEventRow,
   'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body' | 'callback_url' | 'signature_header'
-> & { event_seq: bigint | null };
+> & { event_seq: bigint | null; event_id: bigint | null };
 
 /** Records a webhook without an event (a repeat with the same id is ignored): the bench's floor only. */
 export async function insertWebhookEvent(trx: Conn, event: NewWebhookEvent): Promise<void> {
   await trx('webhook_events')
-    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString() })
+    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString(), event_id: event.event_id === null ? null : event.event_id.toString() })
     .onConflict('id')
     .ignore();
 }
 
 /**
  * Writes an event and the webhook produced from it, in one statement: unless a webhook with this id was recorded
- * before (then neither, and no number is taken), the event with the merchant's next `seq`, and the webhook carrying
- * it, to `url` (null: the merchant's callback_url) signed under the merchant's signature header (`default_header`
- * when it has none). One statement keeps the merchant's sequence row locked for the commit only.
- * @returns whether the merchant exists, and the event's seq (null when the webhook was recorded before)
+ * before (then neither), the event (unnumbered) and the webhook carrying its id, to `url` (null: the merchant's
+ * callback_url) signed under the merchant's signature header (`default_header` when it has none). The sequencer
+ * gives both the event's `seq` after the commit.
+ * @returns whether the merchant exists, and whether the two were written now
  */
 export async function insertWebhookWithEvent(
   trx: Knex.Transaction,
   event: NewEventRow,
   webhook: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body'> & { url: string | null; default_header: string },
-): Promise<{ merchant_found: boolean; event_seq: bigint | null }> {
+): Promise<{ merchant_found: boolean; written: boolean }> {
   const write = eventWriteCtes(event, { sql: 'EXISTS (SELECT 1 FROM fresh)', bindings: [] });
   const result = await trx.raw(
     `WITH merchant AS (SELECT callback_url, signature_header FROM merchants WHERE id = ?),
      fresh AS (SELECT 1 FROM merchant WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ?)),
      ${write.sql},
      webhook AS (
-       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_seq)
-       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.seq
+       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_id)
+       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.id
          FROM written_event, merchant
-       RETURNING event_seq
+       RETURNING event_id
      )
-     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, (SELECT event_seq FROM webhook) AS event_seq`,
+     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, EXISTS (SELECT 1 FROM webhook) AS written`,
     [
       webhook.merchant_id,
       webhook.id,
@@ -632,8 +639,17 @@ export async function insertWebhookWithEvent(
       webhook.default_header,
     ],
   );
-  const row = result.rows[0] as { merchant_found: boolean; event_seq: bigint | string | null };
-  return { merchant_found: row.merchant_found, event_seq: row.event_seq === null ? null : BigInt(row.event_seq) };
+  return result.rows[0] as { merchant_found: boolean; written: boolean };
+}
+
+/**
+ * Numbers the merchant's pending events (with their webhooks) when `row`'s event is not numbered yet: its place in
+ * its subject's order, and the `seq` it carries, are known only then. @returns whether it numbered
+ */
+async function numberedWebhook(database: Knex, row: Pick<WebhookEventRow, 'merchant_id' | 'event_seq' | 'event_id'>): Promise<boolean> {
+  if (row.event_seq !== null || row.event_id === null) return false;
+  await numberOwnerEvents(database, { type: 'merchant', id: row.merchant_id });
+  return true;
 }
 
 export function findWebhookEvent(database: Conn, id: string): Promise<WebhookEventRow | undefined> {
@@ -659,8 +675,17 @@ function pendingPredecessorOf(database: Conn, alias: string): Knex.QueryBuilder 
  */
 export type EventForAttempt = WebhookEventRow & { last_attempt: number; pending_predecessor: string | null };
 
-/** The event, its last attempt's number and its pending predecessor, in one query. */
+/**
+ * The event, its last attempt's number and its pending predecessor, in one query (two more when its event was not
+ * numbered yet: the numbering, and the query again).
+ */
 export async function findEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
+  const found = await readEventForAttempt(database, id);
+  if (found && (await numberedWebhook(database, found))) return readEventForAttempt(database, id);
+  return found;
+}
+
+async function readEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
   const row = await database('webhook_events as e')
     .where('e.id', id)
     .first(
@@ -673,7 +698,12 @@ export async function findEventForAttempt(database: Knex, id: string): Promise<E
 
 /** The pending webhook just before `id` in its subject's order, or null (also for an unknown id). */
 export async function findPendingPredecessor(database: Knex, id: string): Promise<string | null> {
-  const row = await database('webhook_events as e').where('e.id', id).first(pendingPredecessorOf(database, 'e').as('pending_predecessor'));
+  const read = () =>
+    database('webhook_events as e')
+      .where('e.id', id)
+      .first('e.merchant_id', 'e.event_seq', 'e.event_id', pendingPredecessorOf(database, 'e').as('pending_predecessor'));
+  let row = await read();
+  if (row && (await numberedWebhook(database, row as WebhookEventRow))) row = await read();
   return row?.pending_predecessor ?? null;
 }
 
@@ -764,8 +794,9 @@ export async function merchantWebhooksPage(
   return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit`. */
-export function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
+/** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit` (numbered first). */
+export async function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
+  await numberOwnerEvents(database, { type: 'merchant', id: merchant_id });
   return database<WebhookEventRow>('webhook_events')
     .where({ merchant_id })
     .where('event_seq', '>', after_seq.toString())

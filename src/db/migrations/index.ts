@@ -29,6 +29,8 @@ import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
+import * as auditAppendFunction from './043_audit_append_function';
+import * as eventsNumberedAfterCommit from './048_events_numbered_after_commit';
 import * as webhookEndpointManagement from './053_webhook_endpoint_management';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
@@ -73,6 +75,8 @@ const migrations: Array<[string, Migration]> = [
   ['038_payin_settlement_accounts', payinSettlementAccounts],
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
+  ['043_audit_append_function', auditAppendFunction],
+  ['048_events_numbered_after_commit', eventsNumberedAfterCommit],
   ['053_webhook_endpoint_management', webhookEndpointManagement],
 ];
 
