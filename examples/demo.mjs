@@ -18,6 +18,8 @@
  *   PARTNER_BASE_URL, BASE_URL, MERCHANT_BASE_URL                [http://127.0.0.1:<HTTP_PORT or 3000> + *_PREFIX]
  *   SANDBOX_URL            the sandbox upstream provider         [http://127.0.0.1:<SANDBOX_PORT or 3100>]
  *   RPC_URL                AdminService, for the operator's view of user/partner balances and the ledger check
+ *   RPC_CLIENT_TLS_CERT, RPC_CLIENT_TLS_KEY, RPC_CLIENT_TLS_CA
+ *                          the operator's client certificate, for an https RPC_URL (a cluster's RPC speaks mTLS only)
  *   PAYMENTS_ADMIN_TOKEN   the operator's service credential  [the token in <DATA_DIR or .data>/admin-credentials.json]
  *                                                                [http://127.0.0.1:<RPC_PORT or 8080>]
  *   SANDBOX_OTP [123456], PAYIN_TTL_SECONDS (as given to the stack; enables the expiry case when short),
@@ -33,6 +35,7 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import { setTimeout } from 'node:timers';
 import { URL, URLSearchParams } from 'node:url';
@@ -227,14 +230,26 @@ async function payoutAdmin(method, body) {
 /** The operator's view (AdminService over Connect JSON): posted and available balances of any wallet. */
 const operator = {
   async call(method, body) {
-    const response = await fetch(`${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` },
-      body: JSON.stringify(body),
-    });
-    const answer = await response.json();
-    if (!response.ok) throw new Error(`AdminService ${method}: ${response.status} ${JSON.stringify(answer)}`);
+    const url = `${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`;
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` };
+    const { status, text } = url.startsWith('https:') ? await this.mtlsPost(url, headers, JSON.stringify(body)) : await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (response) => ({ status: response.status, text: await response.text() }));
+    const answer = JSON.parse(text);
+    if (status !== 200) throw new Error(`AdminService ${method}: ${status} ${JSON.stringify(answer)}`);
     return answer;
+  },
+  /** A POST over mTLS (a cluster's RPC): the operator's certificate of RPC_CLIENT_TLS_CERT / _KEY, the server's CA of _CA. */
+  mtlsPost(url, headers, body) {
+    const read = (name) => (env[name] ? readFileSync(env[name]) : undefined);
+    return new Promise((resolve, reject) => {
+      const request = https.request(url, { method: 'POST', headers, cert: read('RPC_CLIENT_TLS_CERT'), key: read('RPC_CLIENT_TLS_KEY'), ca: read('RPC_CLIENT_TLS_CA') }, (response) => {
+        const chunks = [];
+        response.on('data', (chunk) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
   },
   /** The operator's service credential: PAYMENTS_ADMIN_TOKEN, else the one `npm start` wrote. */
   token() {

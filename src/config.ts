@@ -95,6 +95,11 @@ const schema = z.object({
   RPC_TLS_CERT: file.optional(),
   RPC_TLS_KEY: file.optional(),
   RPC_TLS_CLIENT_CA: file.optional(),
+  /**
+   * Serve the RPC in plaintext on a non-loopback RPC_HOST (a network of the operator's own that encrypts): without it,
+   * such an RPC_HOST needs mTLS (RPC_TLS_CLIENT_CA). A development choice: live mode refuses it.
+   */
+  RPC_ALLOW_PLAINTEXT: flag.default(false),
   /** The service credential (`pps_…`) a façade presents to the RPC server at RPC_URL. */
   RPC_TOKEN: z.string().min(1).optional(),
   /** A credentials file (`payments credentials create --file`) holding that token, when RPC_TOKEN is unset. */
@@ -155,6 +160,12 @@ const schema = z.object({
   MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
   /** Lifetime of a merchant dashboard session from its sign-in (docs/dashboard.md); signing out ends it sooner. */
   DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
+  /**
+   * Whether the merchant dashboard's payment page links its technical entries to the Temporal Web UI
+   * (TEMPORAL_UI_URL). The UI is an operator's tool: false (the default) unless the deployment opens it to the
+   * dashboard's readers.
+   */
+  TEMPORAL_UI_PUBLIC: flag.default(false),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**
@@ -166,6 +177,15 @@ const schema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * An endpoint that failed every attempt for this many days (fractions allowed: tests use seconds' worth) is
+   * disabled, with a dashboard notice and a `webhook_endpoint.disabled` event (docs/webhooks.md).
+   */
+  WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
+  /** How long a rotated-out signing secret keeps signing beside the new one (docs/webhooks.md "Rotating the secret"). */
+  WEBHOOK_SECRET_OVERLAP_SECONDS: seconds.default(86_400),
+  /** Jitter of the webhook retry delays: each wait is its backoff times a random factor in [1 − j/2, 1 + j/2]. */
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
   /**
    * Payin webhooks: make the first delivery attempt right after the settlement commits, in the payin's own
    * activity (at most WEBHOOK_INLINE_TIMEOUT_SECONDS), and start the WebhookDeliveryWorkflow only when it fails.
@@ -249,6 +269,13 @@ const schema = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
   /** The window of both failure counts, and how long a lockout lasts at most. */
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Refused privileged RPC calls (and refused calls of owner-bound credentials) of one credential that get an audit
+   * row per AUDIT_REFUSAL_WINDOW_SECONDS, shared by every process; past it the call is still refused, its row is
+   * dropped and counted (payments_audit_refusals_dropped_total).
+   */
+  AUDIT_REFUSALS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  AUDIT_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   /**
@@ -290,6 +317,11 @@ const schema = z.object({
    * batches. The owners' sequences are never purged: `seq` keeps growing.
    */
   EVENTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(90),
+  /**
+   * How often (seconds, fractions allowed) the api role's event sequencer sweeps for committed events no writer
+   * numbered (its process stopped between its commit and the numbering; docs/events.md "Sequence guarantees").
+   */
+  EVENTS_SEQUENCER_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(1),
 }).superRefine((config, context) => {
   const pairs: Array<[string, string | undefined, string, string | undefined]> = [
     ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],
@@ -335,6 +367,7 @@ const PUBLISHED_SECRETS = new Set(['sandbox-upstream-key', 'sandbox-upstream-web
  *   UPSTREAM_REFUND_URL           http, likewise (the API key travels with every refund request)
  *   UPSTREAM_PAYOUT_URL           http, likewise
  *   UPSTREAM_API_KEY / _SECRET    a published default, or shorter than LIVE_SECRET_MIN_LENGTH
+ *   RPC_ALLOW_PLAINTEXT           a plaintext internal RPC over a network: a development choice
  *   TEMPORAL_ALLOW_INSECURE       plaintext Temporal over a network: a development choice
  */
 export function liveModeProblem(config: Config): { variable: string; detail: string } | undefined {
@@ -356,6 +389,9 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
     if (value === undefined) continue;
     if (PUBLISHED_SECRETS.has(value)) return { variable, detail: 'is a published sandbox default: live mode needs a secret of its own' };
     if (value.length < LIVE_SECRET_MIN_LENGTH) return { variable, detail: `is shorter than ${LIVE_SECRET_MIN_LENGTH} characters: live mode needs a secret of its own` };
+  }
+  if (config.RPC_ALLOW_PLAINTEXT) {
+    return { variable: 'RPC_ALLOW_PLAINTEXT', detail: 'a plaintext internal RPC over a network is a development choice: live mode needs mTLS (RPC_TLS_CERT, RPC_TLS_KEY, RPC_TLS_CLIENT_CA)' };
   }
   if (config.TEMPORAL_ALLOW_INSECURE) {
     return { variable: 'TEMPORAL_ALLOW_INSECURE', detail: 'plaintext Temporal over a network is a development choice: live mode needs TLS (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY)' };

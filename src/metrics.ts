@@ -6,12 +6,17 @@
  *   payments_http_request_duration_seconds{route,method,status}   façade requests (route = the route pattern)
  *   payments_rpc_duration_seconds{procedure,code}                 Connect RPCs served
  *   payments_webhook_attempt_duration_seconds{event,outcome}      webhook delivery attempts (delivered | failed)
+ *   payments_audit_refusals_dropped_total{procedure}              refused RPC calls left without an audit row (per
+ *                                                                 credential limit, src/rpc/audit.ts)
  *   payments_payins{status}                                       payins by status (api and worker roles)
  *   payments_payin_outbox_lag_seconds                             age of the oldest workflow start in the outbox
+ *   payments_db_round_trips_total{statement}                      queries sent to PostgreSQL by this process's pool, by
+ *                                                                 their first keyword (begin, commit, select, insert,
+ *                                                                 with, …): one round trip each, counted as sent
  *   process_*, nodejs_*                                           prom-client's default process metrics
  */
 import http from 'node:http';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Knex } from './db/knex';
 import { listenOn } from './net';
 
@@ -22,6 +27,7 @@ export interface PlatformMetrics {
   httpRequests: Histogram<'route' | 'method' | 'status'>;
   rpcRequests: Histogram<'procedure' | 'code'>;
   webhookAttempts: Histogram<'event' | 'outcome'>;
+  auditRefusalsDropped: Counter<'procedure'>;
 }
 
 /**
@@ -56,8 +62,22 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
       buckets: LATENCY_BUCKETS_SECONDS,
       registers: [registry],
     }),
+    auditRefusalsDropped: new Counter({
+      name: 'payments_audit_refusals_dropped_total',
+      help: 'Refused RPC calls of a credential past AUDIT_REFUSALS_PER_CREDENTIAL, answered without an audit row, by procedure',
+      labelNames: ['procedure'],
+      registers: [registry],
+    }),
   };
   if (database) {
+    const roundTrips = new Counter({
+      name: 'payments_db_round_trips_total',
+      help: 'Queries this process sent to PostgreSQL (one round trip each), by their first keyword',
+      labelNames: ['statement'],
+      registers: [registry],
+    });
+    // A stand-in without events (a test's registry listing) counts nothing.
+    if (typeof database.on === 'function') database.on('query', (query: { sql?: string }) => roundTrips.inc({ statement: firstKeyword(query.sql) }));
     new Gauge({
       name: 'payments_payins',
       help: 'Payins by status',
@@ -81,6 +101,14 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
   }
   return metrics;
 }
+
+/** The first SQL keyword of `sql`, lower case (`other` when none): a bounded label. */
+function firstKeyword(sql: string | undefined): string {
+  const keyword = /^\s*([A-Za-z]+)/.exec(sql ?? '')?.[1]?.toLowerCase();
+  return keyword && KEYWORDS.has(keyword) ? keyword : 'other';
+}
+
+const KEYWORDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'select', 'insert', 'update', 'delete', 'with', 'set', 'lock']);
 
 /** Serves `GET /metrics` of `metrics` on host:port (port 0: any free one). */
 export async function startMetricsServer(metrics: PlatformMetrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {

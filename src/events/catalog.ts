@@ -42,6 +42,10 @@ export const EVENT_TYPES = [
   'bank_account.activated',
   // A webhook given up after its retry window (subject: the webhook's subject).
   'webhook.failed',
+  // The merchant's webhook endpoint disabled after failing every attempt for WEBHOOK_DISABLE_AFTER_DAYS, and enabled
+  // again from the dashboard (subject: the merchant id).
+  'webhook_endpoint.disabled',
+  'webhook_endpoint.enabled',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

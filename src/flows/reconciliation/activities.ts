@@ -53,7 +53,6 @@ import {
   undecidedPayouts,
   undecidedRefunds,
   uncreditedDeposits,
-  usedLedgerKeys,
   type NotificationCandidate,
 } from './store';
 
@@ -105,7 +104,7 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
     if (await isRunning(deps, reference)) continue;
     await act('deposit_past_expiry', reference, 'deposit pending past its lifetime with no workflow', () => repairs.expireDeposit(reference));
   }
-  for (const reference of await uncreditedDeposits(deps.database, cutoff)) {
+  for (const reference of await uncreditedDeposits(deps.database, deps.ledger, cutoff)) {
     await act('deposit_not_credited', reference, 'completed deposit without its ledger transaction');
   }
   for (const id of await pendingWebhooks(deps.database, cutoff)) {
@@ -186,7 +185,7 @@ async function reconcileNotifications(
   const additionalKeys = candidates
     .filter((candidate) => candidate.outcome === 'applied' && candidate.status === 'success')
     .map((candidate) => additionalKey(candidate));
-  const credited = await usedLedgerKeys(deps.database, additionalKeys);
+  const credited = await deps.ledger.usedKeys(additionalKeys);
   for (const candidate of candidates) {
     const payment = paymentOf(candidate);
     const detail = `${candidate.status} ${candidate.amount_units ?? ''} trx_ref ${candidate.trx_ref ?? '-'}`.trim();
