@@ -100,9 +100,9 @@ export async function lockMerchantPayouts(trx: Knex.Transaction, merchant_id: st
   await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 65))', [`payouts:${merchant_id}`]);
 }
 
-/** What the merchant's payouts since `since` (not failed) amount to, fees excluded. Minor units. */
+/** What the merchant's crypto payouts since `since` (not failed) amount to, fees excluded. Minor units of USDT. */
 export async function payoutsSince(conn: Conn, merchant_id: string, since: Date): Promise<bigint> {
-  const row = (await conn('payouts').where({ merchant_id }).whereNot({ status: 'failed' }).where('created_at', '>=', since).first(conn.raw('coalesce(sum(amount_units), 0)::text AS total'))) as
+  const row = (await conn('payouts').where({ merchant_id, kind: 'crypto' }).whereNot({ status: 'failed' }).where('created_at', '>=', since).first(conn.raw('coalesce(sum(amount_units), 0)::text AS total'))) as
     | { total: string }
     | undefined;
   return BigInt(row?.total ?? '0');
