@@ -75,6 +75,7 @@ export function payoutWebhookBody(payout: PayoutRow, event: PayoutEvent): string
 /**
  * Places the payout's holds on the merchant's wallet as ledger pending transfers: `amount_units` towards settlement
  * (`<ref>:hold`) and `fee_units` towards fee_revenue (`<ref>:hold-fee`, skipped when 0). Minor units.
+ * @param payout its holds' ids when the caller chose them beforehand (recorded in its row before the holds)
  * @param join `direct` only for a caller whose transaction rolls back on any error of this call
  * @returns the pending transfers' ids (the fee's null without a fee)
  * @throws DomainError INSUFFICIENT_FUNDS when the wallet has less available than both (the caller maps it)
@@ -82,7 +83,8 @@ export function payoutWebhookBody(payout: PayoutRow, event: PayoutEvent): string
 export async function placePayoutHolds(
   deps: Pick<PlatformDeps, 'ledger'>,
   trx: Knex.Transaction,
-  payout: Pick<PayoutRow, 'payout_reference' | 'merchant_id' | 'user_id' | 'kind' | 'currency' | 'amount_units' | 'fee_units'>,
+  payout: Pick<PayoutRow, 'payout_reference' | 'merchant_id' | 'user_id' | 'kind' | 'currency' | 'amount_units' | 'fee_units'> &
+    Partial<Pick<PayoutRow, 'pending_transfer_id' | 'fee_pending_transfer_id'>>,
   join: LedgerJoin = 'savepoint',
 ): Promise<{ pending_transfer_id: string; fee_pending_transfer_id: string | null }> {
   // A crypto payout leaves the merchant's wallet; a bank payout its user's (Area C).
@@ -96,9 +98,9 @@ export async function placePayoutHolds(
     deps,
     trx,
     [
-      { idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold'), debit_account_id: wallet, credit_account_id: settlement, amount_units: payout.amount_units, description: `payout ${payout.payout_reference} held`, metadata },
+      { idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold'), debit_account_id: wallet, credit_account_id: settlement, amount_units: payout.amount_units, description: `payout ${payout.payout_reference} held`, metadata, ...(payout.pending_transfer_id ? { id: payout.pending_transfer_id } : {}) },
       ...(revenue
-        ? [{ idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold', 'fee'), debit_account_id: wallet, credit_account_id: revenue, amount_units: payout.fee_units, description: `payout ${payout.payout_reference} fee held`, metadata }]
+        ? [{ idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold', 'fee'), debit_account_id: wallet, credit_account_id: revenue, amount_units: payout.fee_units, description: `payout ${payout.payout_reference} fee held`, metadata, ...(payout.fee_pending_transfer_id ? { id: payout.fee_pending_transfer_id } : {}) }]
         : []),
     ],
     join,

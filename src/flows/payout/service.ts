@@ -13,7 +13,7 @@
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import bs58check from 'bs58check';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { recordEvent } from '../../events';
@@ -47,7 +47,6 @@ import {
   payoutSettingsOf,
   payoutsSince,
   setPayoutSettings,
-  updatePayout,
   NO_PAYOUT_SETTINGS,
   type NewPayoutRow,
   type PayoutRow,
@@ -198,8 +197,12 @@ async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key:
       throw reasonError(PAYOUT_REASONS, 'PAYOUT_DAILY_LIMIT_EXCEEDED', `the daily payout limit is ${settings.daily_max_units} minor units`);
     }
     const awaiting = settings.approval_threshold_units !== null && amount_units > settings.approval_threshold_units;
+    // The holds' ids chosen beforehand and written with the row: nothing but the events follows the holds, which keep
+    // the wallet locked until the commit.
     const created = await insertPayout(trx, {
       ...draft,
+      pending_transfer_id: randomUUID(),
+      fee_pending_transfer_id: draft.fee_units > 0n ? randomUUID() : null,
       payout_reference,
       status: awaiting ? 'awaiting_approval' : 'held',
       request_key,
@@ -210,8 +213,10 @@ async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key:
     try {
       // `direct`: an error here rolls the whole request back (nothing recorded, nothing held).
       const held = await placePayoutHolds(deps, trx, created, 'direct');
-      await updatePayout(trx, payout_reference, held);
-      Object.assign(created, held);
+      // A fresh reference's keys: never a replay of another hold (which would name other ids).
+      if (held.pending_transfer_id !== created.pending_transfer_id || held.fee_pending_transfer_id !== created.fee_pending_transfer_id) {
+        throw new Error(`payout ${payout_reference}: holds are not the ones recorded`);
+      }
     } catch (error) {
       if (error instanceof DomainError && error.reason === 'INSUFFICIENT_FUNDS') {
         throw reasonError(PAYOUT_REASONS, 'PAYOUT_INSUFFICIENT_BALANCE', 'the wallet has less available than the payout and its fee');

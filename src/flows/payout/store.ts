@@ -63,7 +63,8 @@ export type NewPayoutRow = Pick<
   | 'decision_due_at'
 >;
 
-export async function insertPayout(trx: Knex.Transaction, row: NewPayoutRow): Promise<PayoutRow> {
+/** Records a new payout (with its holds' ids when chosen beforehand). @returns the row as stored */
+export async function insertPayout(trx: Knex.Transaction, row: NewPayoutRow & Partial<Pick<PayoutRow, 'pending_transfer_id' | 'fee_pending_transfer_id'>>): Promise<PayoutRow> {
   const [stored] = (await trx('payouts').insert(row).returning('*')) as PayoutRow[];
   return stored!;
 }
