@@ -10,6 +10,9 @@
  *                                                                 credential limit, src/rpc/audit.ts)
  *   payments_payins{status}                                       payins by status (api and worker roles)
  *   payments_payin_outbox_lag_seconds                             age of the oldest workflow start in the outbox
+ *   payments_db_round_trips_total{statement}                      queries sent to PostgreSQL by this process's pool, by
+ *                                                                 their first keyword (begin, commit, select, insert,
+ *                                                                 with, …): one round trip each, counted as sent
  *   process_*, nodejs_*                                           prom-client's default process metrics
  */
 import http from 'node:http';
@@ -67,6 +70,14 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
     }),
   };
   if (database) {
+    const roundTrips = new Counter({
+      name: 'payments_db_round_trips_total',
+      help: 'Queries this process sent to PostgreSQL (one round trip each), by their first keyword',
+      labelNames: ['statement'],
+      registers: [registry],
+    });
+    // A stand-in without events (a test's registry listing) counts nothing.
+    if (typeof database.on === 'function') database.on('query', (query: { sql?: string }) => roundTrips.inc({ statement: firstKeyword(query.sql) }));
     new Gauge({
       name: 'payments_payins',
       help: 'Payins by status',
@@ -90,6 +101,14 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
   }
   return metrics;
 }
+
+/** The first SQL keyword of `sql`, lower case (`other` when none): a bounded label. */
+function firstKeyword(sql: string | undefined): string {
+  const keyword = /^\s*([A-Za-z]+)/.exec(sql ?? '')?.[1]?.toLowerCase();
+  return keyword && KEYWORDS.has(keyword) ? keyword : 'other';
+}
+
+const KEYWORDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'select', 'insert', 'update', 'delete', 'with', 'set', 'lock']);
 
 /** Serves `GET /metrics` of `metrics` on host:port (port 0: any free one). */
 export async function startMetricsServer(metrics: PlatformMetrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {

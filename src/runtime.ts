@@ -19,9 +19,11 @@ import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
 import { createMerchantAuth } from './merchant-auth';
 import { createSandboxAcquirer } from './sandbox/acquirer';
+import { createSandboxBankRails } from './sandbox/bank-rails';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
+import { startEventSequencer } from './events';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
 import { createMetrics, startMetricsServer } from './metrics';
 import { createServices } from './platform';
@@ -162,6 +164,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
     acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
     upstream: upstreamFromConfig(config),
+    bankRails: config.PAYMENTS_MODE === 'test' ? createSandboxBankRails() : undefined,
     idempotency: createIdempotencyStore(database, {
       retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
       // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
@@ -249,6 +252,12 @@ export async function runRoles(
       const outbox = startPayinOutboxDispatcher(deps);
       deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
+      // Numbers the committed events no writer numbered (it stopped between its commit and the numbering).
+      const sequencer = startEventSequencer(deps.database, {
+        interval_ms: config.EVENTS_SEQUENCER_INTERVAL_SECONDS * 1000,
+        onError: (error) => logger.warn({ err: (error as Error).message }, 'event sequencer sweep failed'),
+      });
+      stops.push(() => sequencer.stop());
       const tls = rpcTls(config);
       // Plaintext only on loopback (`npm start`): beyond it a bearer token would cross the network in clear.
       if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !config.RPC_ALLOW_PLAINTEXT) {

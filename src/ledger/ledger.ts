@@ -27,7 +27,7 @@ export function createLedger(database: Knex): Ledger {
     findAccount: (input, trx) => findAccount(store.within(trx), input),
     accountsOf: (owner_type, owner_id, trx) => accountsOf(store.within(trx), owner_type, owner_id),
     platformAccount: (kind, currency, trx) => platformAccount(store.within(trx), kind, currency),
-    transfer: (input, trx, join = 'savepoint') => transfer(store, input, { trx, join }),
+    transfer: (input, trx, join = 'savepoint', also) => transfer(store, input, { trx, join }, also),
     createPendingTransfer: (input, trx, join = 'savepoint') => createPendingTransfer(store, input, { trx, join }),
     postPendingTransfer: (input, trx, join = 'savepoint') => postPendingTransfer(store, input, { trx, join }),
     voidPendingTransfer: (input, trx, join = 'savepoint') => voidPendingTransfer(store, input, { trx, join }),

@@ -102,6 +102,8 @@ export interface LedgerEntry {
   balance_after_units: bigint | null;
   currency: Currency;
   description: string;
+  /** Its transaction's idempotency key: the flows key theirs `<payment reference>:<step>`. */
+  idempotency_key: string;
   created_at: Date;
 }
 
@@ -123,6 +125,20 @@ export interface LedgerCheck {
  * write.
  */
 export type LedgerJoin = 'savepoint' | 'direct';
+
+/**
+ * Rows of the caller's to write in the same statement as a transfer's postings (one round trip fewer each): common
+ * table expressions (`name AS (INSERT … | UPDATE …)`, their `?` bindings in order) that read nothing of the
+ * ledger's. Only with the caller's transaction joined `direct`. The ledger sets `written` when the statement that
+ * included them ran; a transfer answered from its key (a replay) or refused does not write them, and the caller
+ * then writes them itself.
+ */
+export interface LedgerAlso {
+  /** The id (a uuid) the transfer's transaction is written with, so the caller's rows can name it. */
+  transaction_id: string;
+  parts: Array<{ sql: string; bindings: unknown[] }>;
+  written: boolean;
+}
 
 
 /** What identifies an account: one per owner, currency and kind. */
@@ -180,6 +196,7 @@ export interface Ledger extends LedgerKeyReads {
     input: { idempotency_key: string; description: string; postings: Array<Posting | PlatformPosting>; metadata?: Record<string, unknown> },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
+    also?: LedgerAlso,
   ): Promise<LedgerTransaction>;
 
   /**

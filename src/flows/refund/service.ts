@@ -138,7 +138,7 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string }).code 
 /**
  * Records a refund, holds it and announces it, in one transaction. Every payment of the merchant waits on its
  * wallet's lock, which the hold takes until the commit: so the refund's row is written first, naming the hold's id
- * chosen beforehand, and only the event (the transaction's last write: it locks the merchant's sequence) follows the
+ * chosen beforehand, and only the event (the transaction's last write) follows the
  * hold. @returns the refund as recorded
  */
 async function recordRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key: string | null, fingerprint: string): Promise<RefundRow> {
