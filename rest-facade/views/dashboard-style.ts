@@ -44,7 +44,7 @@ pre{background:#f1f3f7;border:1px solid #c9ced8;padding:.75rem;overflow-x:auto}
 form.filters{display:flex;flex-wrap:wrap;align-items:flex-end;gap:.5rem 1rem;background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 1rem}
 form.filters label{margin:.5rem 0 .25rem}
 form.filters input[type=text]{width:14rem}
-select,input[type=date]{padding:.4rem;font-size:1rem;border:1px solid #767c88;border-radius:3px;background:#fff}
+select,input[type=date]{padding:.4rem;font-size:1rem;border:1px solid #767c88;border-radius:3px;background:#fff;max-width:100%}
 .filter-actions{display:flex;align-items:center;gap:1rem}
 code.data{font-size:.85rem;overflow-wrap:anywhere}
 td time{white-space:nowrap}

@@ -23,7 +23,7 @@ export interface NavigationEntry {
 }
 
 /** What the layout shows of the signed-in merchant (absent on the sign-in page and signed-out error pages). */
-export type SignedIn = Pick<Session, 'merchantId' | 'merchantName' | 'csrfToken'>;
+export type SignedIn = Pick<Session, 'merchantId' | 'merchantName' | 'csrfToken'> & Partial<Pick<Session, 'webhookDisabledAt'>>;
 
 const csrfField = (token: string) => html`<input type="hidden" name="csrf_token" value="${token}">`;
 
@@ -73,6 +73,7 @@ export function dashboardDocument(view: {
 ${header(view.signedIn)}
 ${view.signedIn && view.navigation ? navigation(view.navigation, view.current, view.signedIn.csrfToken) : ''}
 <main id="main">
+${view.signedIn?.webhookDisabledAt && !['/webhook-endpoint', '/webhooks'].includes(view.current ?? '') ? html`<p class="error" id="endpoint-disabled-banner" role="status">Your webhook endpoint is disabled: nothing is sent to it. <a href="${DASHBOARD_BASE}/webhook-endpoint">Review and enable it</a>.</p>` : ''}
 <h1>${view.title}</h1>
 ${view.content}
 </main>
@@ -111,11 +112,11 @@ export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
 <td class="amount">${amount(wallet.heldUnits, wallet.currency)}</td>
 </tr>`,
   );
-  return html`<table id="balances">
+  return html`<div class="scroll"><table id="balances">
 <caption>Your wallets</caption>
 <thead><tr><th scope="col">Currency</th><th scope="col">Balance</th><th scope="col">Available</th><th scope="col">Held</th></tr></thead>
 <tbody>${rows}</tbody>
-</table>
+</table></div>
 <p class="muted">Balance is every posted movement; held is money reserved by movements not finished yet (blocked money,
 pending transfers); available is what you can spend: the balance less what is held. Open a currency for every
 movement behind its balance.</p>`;

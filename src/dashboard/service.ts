@@ -213,6 +213,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     merchantName: session.merchant_name,
     csrfToken: session.csrf_token,
     expiresAt: session.expires_at.toISOString(),
+    webhookDisabledAt: session.webhook_disabled_at?.toISOString() ?? '',
   });
 
   /** The events as deliveries: their attempts (one query) and, for pending ones, when the next is due (./next-retry.ts). */

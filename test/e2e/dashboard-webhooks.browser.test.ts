@@ -182,6 +182,10 @@ it('disables an endpoint failing every attempt for the window, with a notice and
   }, 30_000);
   expect(harness.receiver.received.length).toBe(before);
 
+  // A notice on every page: the balances, the webhooks, the endpoint.
+  await page.goto(`${base}/dashboard/balances`);
+  expect(await page.textContent('#endpoint-disabled-banner')).toContain('Your webhook endpoint is disabled');
+  await expectClean('webhooks-disabled-banner');
   await page.goto(`${base}/dashboard/webhooks`);
   expect(await page.textContent('#endpoint-disabled')).toContain('Your endpoint was disabled');
   await page.goto(`${base}/dashboard/webhook-endpoint`);
@@ -192,6 +196,8 @@ it('disables an endpoint failing every attempt for the window, with a notice and
   await Promise.all([page.waitForNavigation(), page.click('#enable')]);
   expect(await page.textContent('#notice')).toContain('enabled again');
   expect(await page.locator('#endpoint-disabled').count()).toBe(0);
+  await page.goto(`${base}/dashboard/balances`);
+  expect(await page.locator('#endpoint-disabled-banner').count()).toBe(0);
   expect(await harness.platform.deps.database('events').where({ owner_type: 'merchant', owner_id: merchant.merchant_id, type: 'webhook_endpoint.enabled' })).toHaveLength(1);
   // The webhook still in its retry window is delivered once the endpoint is enabled.
   await eventually(async () => ((await harness.platform.deps.database('webhook_events').where({ invoice_reference: invoice }).first())?.status === 'delivered' ? true : undefined), 60_000);

@@ -18,6 +18,7 @@ import { chromium, type Browser, type BrowserContext, type Page, type Response }
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { recordWebhookEvent } from '../../src/webhooks';
 import { chromiumPath } from '../support/chromium';
+import { auditPage } from '../support/dashboard-audit';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
 
 const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'dashboard');
@@ -35,8 +36,11 @@ let attackerPort: number;
 /** The attacker's page: a form posting to `action`, fields as hidden inputs. */
 let attackerForm = { action: '', fields: {} as Record<string, string> };
 
+/** Every page shot is also checked: axe-core finds no violation, no sideways scrolling at 390, 1280 or 1440 px. */
 async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const audit = await auditPage(page, name);
+  expect([name, audit.violations]).toEqual([name, []]);
+  expect([name, audit.overflowing]).toEqual([name, []]);
 }
 
 /** The headers every dashboard page answers with, and no script in it. */
