@@ -10,9 +10,9 @@ import tseslint from 'typescript-eslint';
 /**
  * Shared capabilities: several flows use them; they know no flow. `upstream` is the upstream crypto provider's port
  * (requests out, signed notifications in, dispatched to flows the composition root hands in), as `acquirers` is the
- * card acquirer's.
+ * card acquirer's, and `bank-rails` the bank payouts' rails (docs/payouts.md "Bank payouts").
  */
-const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events', 'upstream'];
+const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events', 'upstream', 'bank-rails'];
 /** The money-out saga's kernel (docs/money-out.md): below the flows that send money out, above the capabilities. */
 const MONEY_OUT = 'src/flows/money-out';
 /** Infrastructure folders: they know no domain. */
@@ -26,7 +26,7 @@ const COMPOSITION_FILES = ['platform', 'runtime', 'worker', 'activities'];
  * second workflow of a flow (the deposit's refunds): the owner starts it by reference and its contract.ts is the
  * workflow's.
  */
-const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit' };
+const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit', 'payout-schedule': 'flows/payout' };
 /** The façade's npm modules (Node's own modules are allowed): no knex, pg or @temporalio/*. */
 const FACADE_MODULES = ['koa', '@koa/router', 'raw-body', 'escape-html', '@connectrpc/connect', '@bufbuild/protobuf', '@opentelemetry/api'];
 

@@ -19,6 +19,7 @@ import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
 import { createMerchantAuth } from './merchant-auth';
 import { createSandboxAcquirer } from './sandbox/acquirer';
+import { createSandboxBankRails } from './sandbox/bank-rails';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
@@ -163,6 +164,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
     acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
     upstream: upstreamFromConfig(config),
+    bankRails: config.PAYMENTS_MODE === 'test' ? createSandboxBankRails() : undefined,
     idempotency: createIdempotencyStore(database, {
       retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
       // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.

@@ -21,6 +21,8 @@ export interface DashboardSession {
   /** The token every form of this session carries. */
   csrf_token: string;
   expires_at: Date;
+  /** When the merchant's webhook endpoint was disabled (every page shows a notice), else null. */
+  webhook_disabled_at: Date | null;
 }
 
 interface SessionRow {
@@ -28,6 +30,7 @@ interface SessionRow {
   merchant_name: string;
   csrf_secret: string;
   expires_at: Date;
+  webhook_disabled_at: Date | null;
 }
 
 /** The CSRF token of the session `token` whose secret is `csrfSecret` (base64url, 43 characters). */
@@ -50,11 +53,11 @@ export async function openDashboardSession(database: Knex, merchantId: string, t
        VALUES (?, ?, ?, now() + make_interval(secs => ?))
        RETURNING merchant_id, expires_at
      )
-     SELECT opened.merchant_id, opened.expires_at, merchants.name AS merchant_name
+     SELECT opened.merchant_id, opened.expires_at, merchants.name AS merchant_name, merchants.webhook_disabled_at
        FROM opened JOIN merchants ON merchants.id = opened.merchant_id`,
     [merchantId, sha256Hex(token), merchantId, csrfSecret, ttlSeconds],
   );
-  const row = result.rows[0] as { merchant_id: string; merchant_name: string; expires_at: Date };
+  const row = result.rows[0] as { merchant_id: string; merchant_name: string; expires_at: Date; webhook_disabled_at: Date | null };
   return { token, session: { ...row, csrf_token: csrfTokenOf(csrfSecret, token) } };
 }
 
@@ -66,11 +69,23 @@ export async function findDashboardSession(database: Knex, token: string): Promi
     .where('dashboard_sessions.token_hash', sha256Hex(token))
     .andWhere('dashboard_sessions.expires_at', '>', database.fn.now())
     .andWhere('merchants.status', 'active')
-    .first('dashboard_sessions.merchant_id', 'merchants.name as merchant_name', 'dashboard_sessions.csrf_secret', 'dashboard_sessions.expires_at')) as
+    .first(
+      'dashboard_sessions.merchant_id',
+      'merchants.name as merchant_name',
+      'dashboard_sessions.csrf_secret',
+      'dashboard_sessions.expires_at',
+      'merchants.webhook_disabled_at',
+    )) as
     | SessionRow
     | undefined;
   if (!row) return undefined;
-  return { merchant_id: row.merchant_id, merchant_name: row.merchant_name, expires_at: row.expires_at, csrf_token: csrfTokenOf(row.csrf_secret, token) };
+  return {
+    merchant_id: row.merchant_id,
+    merchant_name: row.merchant_name,
+    expires_at: row.expires_at,
+    csrf_token: csrfTokenOf(row.csrf_secret, token),
+    webhook_disabled_at: row.webhook_disabled_at,
+  };
 }
 
 /** True when `presented` is `session`'s CSRF token (compared in constant time). */

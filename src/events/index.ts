@@ -142,12 +142,14 @@ export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): P
 
 /**
  * One page of `owner`'s events after `after` (0 = from the first), in `seq` order, optionally of one type or subject.
+ * With `before` (0 = from the newest) the page is newest first instead, below that seq (`after` is then 0), and
+ * `has_more` says older events exist (ask `before = next_after`, the last seq answered).
  * @param limit 1..500
  * @throws AssertionError on a limit out of range or a negative `after` (the services check both first)
  */
 export async function listEvents(
   conn: Knex | Knex.Transaction,
-  query: { owner: EventOwner; after: bigint; limit: number; type?: string; subject?: string },
+  query: { owner: EventOwner; after: bigint; limit: number; type?: string; subject?: string; before?: bigint },
 ): Promise<EventsPage> {
   assert(Number.isInteger(query.limit) && query.limit >= 1 && query.limit <= EVENTS_PAGE_MAX, `events limit out of range: ${query.limit}`);
   assert(query.after >= 0n, 'events cursor is negative');
@@ -159,6 +161,7 @@ export async function listEvents(
     limit: query.limit + 1,
     type: query.type,
     subject: query.subject,
+    before: query.before,
   });
   const events = rows.slice(0, query.limit).map(toEvent);
   return { events, has_more: rows.length > query.limit, next_after: events.at(-1)?.seq ?? query.after };

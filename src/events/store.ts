@@ -56,14 +56,17 @@ export async function insertEvent(trx: Knex.Transaction, event: NewEventRow): Pr
 /** Up to `limit` events of the owner after `after`, in `seq` order, optionally of one type and/or one subject. */
 export async function selectEvents(
   conn: Conn,
-  query: { owner_type: string; owner_id: string; after: bigint; limit: number; type?: string; subject?: string },
+  query: { owner_type: string; owner_id: string; after: bigint; limit: number; type?: string; subject?: string; before?: bigint },
 ): Promise<EventRow[]> {
+  // `before`: newest first, below that seq (0: from the newest); else oldest first after `after`.
+  const newest = query.before !== undefined;
   const builder = conn('events')
     .where({ owner_type: query.owner_type, owner_id: query.owner_id })
     .andWhere('seq', '>', query.after.toString())
-    .orderBy('seq', 'asc')
+    .orderBy('seq', newest ? 'desc' : 'asc')
     .limit(query.limit)
     .select('id', 'owner_type', 'owner_id', 'seq', 'subject', 'type', 'data', 'ledger_transaction_id', 'created_at');
+  if (newest && query.before! > 0n) builder.andWhere('seq', '<', query.before!.toString());
   if (query.type) builder.andWhere('type', query.type);
   if (query.subject) builder.andWhere('subject', query.subject);
   return (await builder) as EventRow[];
@@ -132,6 +135,13 @@ export async function selectLatestPayments(
     before?: bigint;
     after?: bigint;
     limit: number;
+    /** The latest event's `out_trade_no`, exactly. */
+    out_trade_no?: string;
+    /** Major units (decimal text), compared with the latest event's amount in its own currency's decimals. */
+    amount_from?: string;
+    amount_to?: string;
+    /** Decimals of each currency (the amount filters' scale); a currency not named has 0. */
+    decimals?: Record<string, number>;
   },
 ): Promise<PaymentRow[]> {
   const conditions: string[] = [];
@@ -150,6 +160,21 @@ export async function selectLatestPayments(
   if (query.created_before !== undefined) {
     conditions.push('first.created_at < ?');
     bindings.push(query.created_before);
+  }
+  if (query.out_trade_no !== undefined) {
+    conditions.push("e.data->>'out_trade_no' = ?");
+    bindings.push(query.out_trade_no);
+  }
+  if (query.amount_from !== undefined || query.amount_to !== undefined) {
+    // The amount in major units of its own currency: minor units scaled by the currency's decimals.
+    const scale = Object.entries(query.decimals ?? {});
+    const decimals = scale.length ? `CASE e.data->>'currency' ${scale.map(() => 'WHEN ? THEN ?').join(' ')} ELSE 0 END` : '0';
+    const major = `(CASE WHEN e.data->>'amount_units' ~ '^-{0,1}[0-9]{1,30}$' THEN (e.data->>'amount_units')::numeric END / power(10::numeric, ${decimals}))`;
+    for (const [bound, operator] of [[query.amount_from, '>='], [query.amount_to, '<=']] as const) {
+      if (bound === undefined) continue;
+      conditions.push(`${major} ${operator} ?::numeric`);
+      bindings.push(...scale.flatMap(([currency, places]) => [currency, places]), bound);
+    }
   }
   if (query.before !== undefined) {
     conditions.push('e.seq < ?');

@@ -344,7 +344,7 @@ class PostgresLedgerStore implements LedgerStore {
   async entries(account_id: string, page: { before_posting_id?: bigint; limit: number }): Promise<LedgerEntry[]> {
     const before = page.before_posting_id;
     const found = await this.rows<LedgerEntry>(
-      `SELECT p.transaction_id, p.account_id, p.amount_units, p.balance_after_units, p.currency, t.description, t.created_at
+      `SELECT p.transaction_id, p.account_id, p.amount_units, p.balance_after_units, p.currency, t.description, t.idempotency_key, t.created_at
          FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id
         WHERE p.account_id = ?${before === undefined ? '' : ' AND p.id < ?'}
         ORDER BY p.id DESC LIMIT ?`,

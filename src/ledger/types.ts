@@ -102,6 +102,8 @@ export interface LedgerEntry {
   balance_after_units: bigint | null;
   currency: Currency;
   description: string;
+  /** Its transaction's idempotency key: the flows key theirs `<payment reference>:<step>`. */
+  idempotency_key: string;
   created_at: Date;
 }
 

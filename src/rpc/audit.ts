@@ -50,7 +50,15 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
+  'payments.dashboard.v1.DashboardService/RefundPayment',
+  'payments.dashboard.v1.DashboardService/RotateWebhookSecret',
+  'payments.dashboard.v1.DashboardService/UpdateWebhookEndpoint',
+  'payments.dashboard.v1.DashboardService/SendTestWebhook',
+  'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
   'payments.events.v1.EventsService/RedeliverEvents',
+  'payments.payout.v1.PayoutService/DecidePayoutApproval',
+  'payments.payout.v1.PayoutService/SetPayoutSettings',
+  'payments.payout.v1.PayoutService/SetPayoutSchedule',
 ]);
 
 /** Field names whose values are secrets or payment data (request fields, at any depth; snake_case as in proto). */

@@ -64,6 +64,8 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.timeline.v1.TimelineService': ['facade', 'partner', 'merchant', 'admin'],
   // The merchant's calls carry its API key, checked by the service; ListRefunds and ShowRefund are operators'.
   'payments.refund.v1.RefundService': ['facade', 'merchant'],
+  // The merchant's calls carry its API key, checked by the service; the listing, approvals and limits are operators'.
+  'payments.payout.v1.PayoutService': ['facade', 'merchant'],
 };
 
 /** Procedures that need other powers than their service's. */
@@ -87,6 +89,11 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
   'payments.refund.v1.RefundService/ListRefunds': ['admin'],
   'payments.refund.v1.RefundService/ShowRefund': ['admin'],
+  'payments.payout.v1.PayoutService/ListPayouts': ['admin'],
+  'payments.payout.v1.PayoutService/ShowPayout': ['admin'],
+  'payments.payout.v1.PayoutService/DecidePayoutApproval': ['admin'],
+  'payments.payout.v1.PayoutService/SetPayoutSettings': ['admin'],
+  'payments.payout.v1.PayoutService/SetPayoutSchedule': ['admin'],
   'payments.deposit.v1.DepositService/OperatorListDepositRefunds': ['admin'],
   'payments.deposit.v1.DepositService/OperatorShowDepositRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).

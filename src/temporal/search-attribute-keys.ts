@@ -6,7 +6,7 @@
  * side (registration, the start option) is src/temporal/search-attributes.ts.
  *
  *   PaymentOwnerId       Keyword  `merchant:<merchant_id>` or `partner:<partner_id>`
- *   PaymentKind          Keyword  pre_transfer, payin, deposit, webhook, refund
+ *   PaymentKind          Keyword  pre_transfer, payin, deposit, webhook, refund, payout
  *   PaymentAmountUnits   Int      the amount in minor units (absent above 2^53 − 1, which a search attribute's
  *                                JSON number cannot carry exactly)
  *   PaymentCurrency      Keyword  the currency code
@@ -31,7 +31,7 @@ export const PAYMENT_STATUS: KeyOf<'KEYWORD'> = { name: 'PaymentStatus', type: '
 export const PAYMENT_SEARCH_ATTRIBUTE_KEYS = [PAYMENT_OWNER_ID, PAYMENT_KIND, PAYMENT_AMOUNT_UNITS, PAYMENT_CURRENCY, PAYMENT_STATUS] as const;
 
 /** The kind of money flow (or delivery) a workflow runs: the value of PaymentKind. */
-export type PaymentKind = 'pre_transfer' | 'payin' | 'deposit' | 'webhook' | 'refund';
+export type PaymentKind = 'pre_transfer' | 'payin' | 'deposit' | 'webhook' | 'refund' | 'payout';
 
 /**
  * Records the run's kind and state in PaymentKind and PaymentStatus, upserting only what differs from the run's

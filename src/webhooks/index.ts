@@ -20,12 +20,13 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import type { SearchAttributePair } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
 import { eventRowOf, eventWriteCtes, numberAfterCommit, numberOwnerEvents, recordEvent, type EventType, type NewEventRow } from '../events';
-import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
+import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState, type SigningSecrets } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
@@ -334,6 +335,7 @@ export function webhookRetrySettings(deps: Pick<PlatformDeps, 'config'>): Webhoo
     initial_seconds: deps.config.WEBHOOK_RETRY_INITIAL_SECONDS,
     max_interval_seconds: deps.config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
     window_seconds: deps.config.WEBHOOK_RETRY_WINDOW_SECONDS,
+    jitter: deps.config.WEBHOOK_RETRY_JITTER,
   };
 }
 
@@ -356,45 +358,111 @@ export async function nudgeSuccessor(
   }
 }
 
-/** The signed POST of one attempt: its status code and error (null when a 2xx came within the timeout). */
-async function post(deps: PlatformDeps, event: EventForAttempt, attempt: number, timeout_seconds: number): Promise<{ status_code: number | null; error: string | null }> {
-  const secret = await merchantHmacSecret(deps, event.merchant_id);
+/** Longest part of an answer's body recorded with its attempt, bytes (docs/webhooks.md "Attempts"). */
+export const RESPONSE_BODY_BYTES = 2048;
+
+/** The first RESPONSE_BODY_BYTES of a body as text (whole characters, no NUL), the rest read and dropped. */
+async function bodyStart(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_BODY_BYTES) break;
+  }
+  await body.dump().catch(() => undefined);
+  let text = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_BYTES)).replaceAll(String.fromCharCode(0), '');
+  while (Buffer.byteLength(text, 'utf8') > RESPONSE_BODY_BYTES) text = text.slice(0, -1);
+  return text;
+}
+
+/**
+ * The signing headers of one attempt: `signature_header` (hex HMAC-SHA256 of the body under the current secret) and
+ * Standard Webhooks' `webhook-signature`, one `v1,<base64>` per secret, space-separated: the current secret's, then,
+ * during a rotation's overlap, the replaced one's (a receiver holding either verifies).
+ */
+export function signatureHeaders(secrets: { current: string; previous?: string }, event: { id: string; body: string; signature_header: string }, timestamp_seconds: number) {
+  const signatures = [secrets.current, ...(secrets.previous ? [secrets.previous] : [])].map((secret) => standardWebhookSignature(secret, event.id, timestamp_seconds, event.body));
+  return {
+    [event.signature_header]: hmacSha256Hex(secrets.current, event.body),
+    'webhook-signature': signatures.join(' '),
+  };
+}
+
+/** What one POST answered: its status code, the start of its body, and its error (null: a 2xx within the timeout). */
+interface PostOutcome {
+  status_code: number | null;
+  response_body: string | null;
+  error: string | null;
+}
+
+/**
+ * One signed POST of `body` to `url` (the SSRF rules of deps.outbound), under the merchant's secrets.
+ */
+export async function signedPost(
+  deps: PlatformDeps,
+  target: { id: string; merchant_id: string; event: string; body: string; callback_url: string; signature_header: string; event_seq: bigint | null },
+  attempt: number,
+  timeout_seconds: number,
+  /** The merchant's secrets when the caller read them already. */
+  read?: SigningSecrets,
+): Promise<PostOutcome> {
+  const secrets = read ?? (await merchantSigningSecrets(deps, target.merchant_id));
   const timeoutMs = Math.round(timeout_seconds * 1000);
   const timestamp_seconds = Math.floor(Date.now() / 1000);
   let status_code: number | null = null;
+  let response_body: string | null = null;
   let error: string | null = null;
-  const refusal = deps.outbound.checkUrl(event.callback_url);
+  const refusal = deps.outbound.checkUrl(target.callback_url);
   try {
     if (refusal) throw new OutboundRefusedError(refusal);
-    const response = await request(event.callback_url, {
+    const response = await request(target.callback_url, {
       dispatcher: deps.outbound.dispatcher,
       method: 'POST',
-      body: event.body,
+      body: target.body,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),
       headers: {
         'content-type': 'application/json',
-        [event.signature_header]: hmacSha256Hex(secret, event.body),
-        'x-webhook-id': event.id,
-        'x-webhook-event': event.event,
+        'x-webhook-id': target.id,
+        'x-webhook-event': target.event,
         'x-webhook-attempt': String(attempt),
-        // Standard Webhooks: the same secret, over id, timestamp and body, so replays and altered ids fail.
-        'webhook-id': event.id,
+        // Standard Webhooks: over id, timestamp and body, so replays and altered ids fail.
+        'webhook-id': target.id,
         'webhook-timestamp': String(timestamp_seconds),
-        'webhook-signature': standardWebhookSignature(secret, event.id, timestamp_seconds, event.body),
+        ...signatureHeaders(secrets, target, timestamp_seconds),
         // The event's place in its owner's stream (GET /api/v1/events), when the webhook was produced from one.
-        ...(event.event_seq === null ? {} : { [EVENT_SEQ_HEADER]: String(event.event_seq) }),
+        ...(target.event_seq === null ? {} : { [EVENT_SEQ_HEADER]: String(target.event_seq) }),
       },
     });
     status_code = response.statusCode;
-    await response.body.dump();
+    response_body = await bodyStart(response.body);
     if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
   } catch (failure) {
     error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
   }
-  return { status_code, error };
+  return { status_code, response_body, error };
 }
+
+/**
+ * Sends one signed `webhook.test` event to `url` under the merchant's secrets and signature header (the dashboard's
+ * test delivery: before a URL change is saved, and on demand). Recorded nowhere but the log.
+ * @returns what it answered (error null: a 2xx within WEBHOOK_TIMEOUT_SECONDS)
+ */
+export async function sendTestWebhook(deps: PlatformDeps, merchant_id: string, url: string): Promise<PostOutcome & { webhook_id: string }> {
+  const merchant = await getMerchant(deps.database, merchant_id);
+  if (!merchant) throw new Error(`merchant ${merchant_id} not found`);
+  const id = `whtest_${randomUUID()}`;
+  const body = JSON.stringify({ event: 'webhook.test', webhook_id: id, merchant_id, created_at: new Date().toISOString() });
+  const target = { id, merchant_id, event: 'webhook.test', body, callback_url: url, signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER, event_seq: null };
+  const outcome = await signedPost(deps, target, 1, deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  deps.logger.info({ merchant_id, webhook_id: id, status_code: outcome.status_code, error: outcome.error }, 'test webhook sent');
+  return { ...outcome, webhook_id: id };
+}
+
+/** The error an attempt records when the merchant's endpoint is disabled (nothing is sent). */
+export const ENDPOINT_DISABLED_ERROR = 'endpoint disabled: enable it on the dashboard';
 
 /**
  * One signed delivery attempt of a recorded event, recorded (time, status code, latency, error, and when the next
@@ -413,18 +481,45 @@ export async function attemptDelivery(
   const attempt = event.last_attempt + 1;
   const attempted_at = new Date();
   const started = performance.now();
-  const { status_code, error } = await post(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  // One read: the secrets and the endpoint's state. A disabled endpoint gets nothing until the merchant enables it;
+  // the attempt is recorded as refused here.
+  const secrets = await merchantSigningSecrets(deps, event.merchant_id);
+  const { status_code, response_body, error } = secrets.disabled_at
+    ? { status_code: null, response_body: null, error: ENDPOINT_DISABLED_ERROR }
+    : await signedPost(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS, secrets);
   const latency_ms = Math.round(performance.now() - started);
   const delivered = error === null;
+  // A delivered attempt to an endpoint that was not failing changes nothing: no write.
+  if (!secrets.disabled_at && !(delivered && secrets.failing_since === null)) await trackEndpoint(deps, event, delivered);
   deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
   if (!delivered) {
     deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
   }
   const next_retry_at =
     delivered || options.next_retry_seconds === null ? null : new Date(attempted_at.getTime() + latency_ms + Math.round(options.next_retry_seconds * 1000));
-  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at }, delivered);
+  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at, response_body }, delivered);
   if (delivered) await nudgeSuccessor(deps, event, successor);
   return { delivered, attempt };
+}
+
+/**
+ * Keeps the merchant's endpoint's failing time (src/onboarding `recordEndpointOutcome`) and, when this failed attempt
+ * ends WEBHOOK_DISABLE_AFTER_DAYS of nothing but failures, records `webhook_endpoint.disabled` (no webhook: the
+ * endpoint is failing; the dashboard shows a notice).
+ */
+async function trackEndpoint(deps: PlatformDeps, event: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'callback_url'>, delivered: boolean): Promise<void> {
+  const disabled = await recordEndpointOutcome(deps.database, event.merchant_id, delivered, deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400);
+  if (!disabled) return;
+  const state = await webhookEndpointState(deps.database, event.merchant_id);
+  await deps.database.transaction((trx) =>
+    recordEvent(trx, {
+      owner: { type: 'merchant', id: event.merchant_id },
+      subject: event.merchant_id,
+      type: 'webhook_endpoint.disabled',
+      data: { callback_url: event.callback_url, failing_since: state?.failing_since?.toISOString() ?? null, webhook_id: event.id },
+    }),
+  );
+  deps.logger.warn({ merchant_id: event.merchant_id, webhook_id: event.id }, 'webhook endpoint disabled: every attempt failed for WEBHOOK_DISABLE_AFTER_DAYS');
 }
 
 /**
@@ -490,6 +585,8 @@ export interface WebhookAttemptRow {
   error: string | null;
   /** When the next attempt is due after this failed one; null when delivered or none follows. */
   next_retry_at?: Date | null;
+  /** The first 2 KiB of the answer's body (null when no answer came, or recorded before migration 053). */
+  response_body?: string | null;
 }
 
 export type NewWebhookEvent = Pick<
@@ -670,13 +767,20 @@ const MAX_WEBHOOK_ID_LENGTH = 256;
 
 /**
  * One page of `merchantId`'s webhooks, newest first (created_at, then id, both descending), of at most `limit` rows,
- * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030).
+ * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030),
+ * of one `status` when given.
  * An `afterId` that is not one of this merchant's webhooks yields an empty page, never another merchant's rows.
  * `more` says whether a further page exists.
  */
-export async function merchantWebhooksPage(database: Knex, merchantId: string, limit: number, afterId?: string): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
+export async function merchantWebhooksPage(
+  database: Knex,
+  merchantId: string,
+  limit: number,
+  afterId?: string,
+  status?: WebhookEventRow['status'] | string,
+): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
   const query = database<WebhookEventRow>('webhook_events')
-    .where({ merchant_id: merchantId })
+    .where({ merchant_id: merchantId, ...(status ? { status: status as WebhookEventRow['status'] } : {}) })
     .orderBy([
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },

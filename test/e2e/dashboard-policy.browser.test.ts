@@ -12,6 +12,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page, type Response } from 'playwright-core';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { chromiumPath } from '../support/chromium';
+import { auditPage } from '../support/dashboard-audit';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
 
 const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'dashboard');
@@ -22,8 +23,11 @@ let merchant: MerchantCredentials;
 let browser: Browser;
 let base: string;
 
+/** Every page shot is also checked: axe-core finds no violation, no sideways scrolling at 390, 1280 or 1440 px. */
 async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const audit = await auditPage(page, name);
+  expect([name, audit.violations]).toEqual([name, []]);
+  expect([name, audit.overflowing]).toEqual([name, []]);
 }
 
 async function expectSecurePage(response: Response | null, status = 200): Promise<void> {

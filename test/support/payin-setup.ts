@@ -67,12 +67,13 @@ export interface PayinHarness {
 
 /** Starts sandbox, receiver and platform. `env` overrides the platform environment. */
 export async function startPayinHarness(
-  options: { env?: Record<string, string>; proxy?: boolean; roles?: Array<'api' | 'facade' | 'worker'>; refund_decision_delay_seconds?: number | null } = {},
+  options: { env?: Record<string, string>; proxy?: boolean; roles?: Array<'api' | 'facade' | 'worker'>; refund_decision_delay_seconds?: number | null; payout_decision_delay_seconds?: number | null } = {},
 ): Promise<PayinHarness> {
   const sandbox = await startSandboxUpstream({
     api_key: UPSTREAM_API_KEY,
     webhook_secret: UPSTREAM_WEBHOOK_SECRET,
     refund_decision_delay_seconds: options.refund_decision_delay_seconds,
+    payout_decision_delay_seconds: options.payout_decision_delay_seconds,
   });
   const proxy = options.proxy ? await startFaultProxy(sandbox.payinUrl) : undefined;
   const receiver = await startMerchantReceiver();

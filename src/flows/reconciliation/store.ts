@@ -124,6 +124,31 @@ export async function undecidedRefunds(database: Knex, cutoff: Date): Promise<Ar
     .select('refund_reference', 'status', 'decision_due_at');
 }
 
+/** Payouts still undecided (held or requested) whose decision was due before `cutoff`, oldest first. */
+export async function undecidedPayouts(database: Knex, cutoff: Date): Promise<Array<{ payout_reference: string; status: string; decision_due_at: Date }>> {
+  return database('payouts')
+    .whereIn('status', ['held', 'requested'])
+    .where('decision_due_at', '<', cutoff)
+    .orderBy('decision_due_at')
+    .limit(FINDINGS_LIMIT)
+    .select('payout_reference', 'status', 'decision_due_at');
+}
+
+/** Payouts still awaiting approval whose approval was due before `cutoff`, oldest first. */
+export async function staleApprovalPayouts(database: Knex, cutoff: Date): Promise<Array<{ payout_reference: string; approval_due_at: Date }>> {
+  return database('payouts').where({ status: 'awaiting_approval' }).where('approval_due_at', '<', cutoff).orderBy('approval_due_at').limit(FINDINGS_LIMIT).select('payout_reference', 'approval_due_at');
+}
+
+/** Signed provider payout decisions recorded for a payout_reference no payout has. */
+export async function payoutOutcomesWithoutPayout(database: Knex): Promise<Array<{ payout_reference: string; status: string }>> {
+  return database('payout_notifications as n')
+    .leftJoin('payouts as p', 'p.payout_reference', 'n.payout_reference')
+    .whereNull('p.payout_reference')
+    .orderBy('n.id')
+    .limit(FINDINGS_LIMIT)
+    .select('n.payout_reference', 'n.status');
+}
+
 /** Deposit refunds still held, recorded before `cutoff` (their workflow decides within seconds when it runs). */
 export async function heldDepositRefunds(database: Knex, cutoff: Date): Promise<string[]> {
   return database('deposit_refunds').where({ status: 'held' }).where('created_at', '<', cutoff).orderBy('created_at').limit(FINDINGS_LIMIT).pluck('refund_reference');
