@@ -19,7 +19,6 @@
  * compatibility: it holds any flow's reference, migration 017).
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
@@ -30,7 +29,7 @@ import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
 import { withRequestDeadline } from '../temporal/deadline';
-import { PAYMENT_KIND, PAYMENT_OWNER_ID, paymentOwnerId, paymentSearchAttributes } from '../temporal/search-attributes';
+import { paymentSearchAttributes, type PaymentStartOptions } from '../temporal/search-attributes';
 import { OutboundRefusedError } from '../web/outbound';
 import {
   predecessorSettledSignal,
@@ -148,7 +147,7 @@ const CURRENCY = /^[A-Z]{3,5}$/;
  * PaymentStatus is the workflow's, at its end. One query for all `webhook_ids`; a webhook without an event (purged,
  * or recorded before events) gets its owner and kind only.
  */
-async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, { typedSearchAttributes: SearchAttributePair[] }>> {
+async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, PaymentStartOptions>> {
   const rows = (await database('webhook_events as w')
     .leftJoin('events as e', (join) => {
       join.on('e.owner_id', '=', 'w.merchant_id').andOn('e.seq', '=', 'w.event_seq').andOnVal('e.owner_type', '=', 'merchant');
@@ -166,7 +165,7 @@ async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): 
       const attributes =
         row.amount_units !== null && MINOR_UNITS.test(row.amount_units) && row.currency !== null && CURRENCY.test(row.currency)
           ? paymentSearchAttributes({ owner, kind: 'webhook', amount_units: row.amount_units, currency: row.currency })
-          : { typedSearchAttributes: [{ key: PAYMENT_OWNER_ID, value: paymentOwnerId(owner) }, { key: PAYMENT_KIND, value: 'webhook' }] as SearchAttributePair[] };
+          : paymentSearchAttributes({ owner, kind: 'webhook' });
       return [row.id, attributes];
     }),
   );
