@@ -29,6 +29,7 @@ import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
+import * as merchantListIndex from './060_merchant_list_index';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
@@ -72,6 +73,7 @@ const migrations: Array<[string, Migration]> = [
   ['038_payin_settlement_accounts', payinSettlementAccounts],
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
+  ['060_merchant_list_index', merchantListIndex],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {
