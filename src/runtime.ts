@@ -23,7 +23,8 @@ import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
-import { createMetrics, startMetricsServer } from './metrics';
+import { createMetrics, startMetricsServer, type PlatformMetrics } from './metrics';
+import { onEventCommitted, type EventType } from './events';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
 import { createPlatformClients, rpcClientCredentials } from './rpc/clients';
@@ -219,7 +220,12 @@ export async function runRoles(
     // One registry per process: every role here reports into it (METRICS_PORT serves it).
     const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
     const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);
-    if (deps) deps.metrics = metrics;
+    if (deps) {
+      deps.metrics = metrics;
+      deps.abuse.onRefused = (door, limit) => metrics.lockouts.inc({ door, limit });
+      const stopCounting = onEventCommitted((type) => countPayment(metrics, type));
+      stops.push(async () => stopCounting());
+    }
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
@@ -310,4 +316,13 @@ export async function runRoles(
     await stop();
     throw error;
   }
+}
+
+/** The payment kinds payments_payments_total counts: the event catalog's types of these, but a policy's decision. */
+const PAYMENT_EVENT_KINDS = new Set(['payin', 'refund', 'pre_transfer', 'deposit']);
+
+/** Counts a committed event announcing a payment's state (`payin.success` → kind payin, status success). */
+function countPayment(metrics: PlatformMetrics, type: EventType): void {
+  const [kind, status] = type.split('.') as [string, string];
+  if (PAYMENT_EVENT_KINDS.has(kind) && type !== 'payin.resolution') metrics.payments.inc({ kind, status });
 }

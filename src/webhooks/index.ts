@@ -23,9 +23,10 @@ import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
+import { announceOnCommit, eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
 import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
+import type { WebhookAttemptOutcome } from '../metrics';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
 import { withRequestDeadline } from '../temporal/deadline';
@@ -103,6 +104,7 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     default_header: DEFAULT_SIGNATURE_HEADER,
   });
   if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
+  if (written.event_seq !== null) announceOnCommit(trx, webhook.event);
   return webhook.id;
 }
 
@@ -354,12 +356,18 @@ export async function nudgeSuccessor(
 }
 
 /** The signed POST of one attempt: its status code and error (null when a 2xx came within the timeout). */
-async function post(deps: PlatformDeps, event: EventForAttempt, attempt: number, timeout_seconds: number): Promise<{ status_code: number | null; error: string | null }> {
+async function post(
+  deps: PlatformDeps,
+  event: EventForAttempt,
+  attempt: number,
+  timeout_seconds: number,
+): Promise<{ status_code: number | null; error: string | null; outcome: WebhookAttemptOutcome }> {
   const secret = await merchantHmacSecret(deps, event.merchant_id);
   const timeoutMs = Math.round(timeout_seconds * 1000);
   const timestamp_seconds = Math.floor(Date.now() / 1000);
   let status_code: number | null = null;
   let error: string | null = null;
+  let outcome: WebhookAttemptOutcome | undefined;
   const refusal = deps.outbound.checkUrl(event.callback_url);
   try {
     if (refusal) throw new OutboundRefusedError(refusal);
@@ -389,8 +397,19 @@ async function post(deps: PlatformDeps, event: EventForAttempt, attempt: number,
     if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
   } catch (failure) {
     error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
+    outcome = failureOutcome(failure, status_code);
   }
-  return { status_code, error };
+  return { status_code, error, outcome: error === null ? 'delivered' : (outcome ?? 'http_error') };
+}
+
+/** How an attempt that threw ended: the outbound policy refused the URL, it ran out of time, or the network failed. */
+function failureOutcome(failure: unknown, status_code: number | null): WebhookAttemptOutcome {
+  // The policy refuses a URL before the request, or an address as the dispatcher connects (the request's cause).
+  if (failure instanceof OutboundRefusedError || (failure as { cause?: unknown }).cause instanceof OutboundRefusedError) return 'refused';
+  const code = (failure as { code?: unknown; name?: unknown }).code;
+  const name = (failure as { name?: unknown }).name;
+  if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
+  return status_code === null ? 'network' : 'http_error';
 }
 
 /**
@@ -410,10 +429,11 @@ export async function attemptDelivery(
   const attempt = event.last_attempt + 1;
   const attempted_at = new Date();
   const started = performance.now();
-  const { status_code, error } = await post(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  const { status_code, error, outcome } = await post(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
   const latency_ms = Math.round(performance.now() - started);
   const delivered = error === null;
   deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
+  deps.metrics?.webhookAttemptOutcomes.inc({ outcome });
   if (!delivered) {
     deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
   }
