@@ -37,6 +37,7 @@ import { registerPaymentSearchAttributes } from './temporal/search-attributes';
 import { checkAborted, unlessAborted } from './net';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalCliFlags, temporalConnectionOptions } from './temporal/connection-options';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing';
 import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
@@ -187,6 +188,8 @@ export async function runRoles(
     bundle?: WorkflowBundle;
     /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */
     metricsPort?: number;
+    /** Trace into this exporter (each span as it ends), whatever OTEL_EXPORTER_OTLP_ENDPOINT says: the tests'. */
+    spanExporter?: SpanExporter;
     abort?: AbortSignal;
   } = {},
 ): Promise<RunningPlatform> {
@@ -203,7 +206,7 @@ export async function runRoles(
   };
   try {
     // Traces (src/tracing.ts) when an OTLP endpoint is configured: started first, stopped last (flushes the spans).
-    const tracing: Tracing | undefined = await startTracing(config, roles);
+    const tracing: Tracing | undefined = await startTracing(config, roles, options.spanExporter);
     if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
     checkAborted(abort);

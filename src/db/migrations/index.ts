@@ -30,6 +30,7 @@ import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered
 import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
 import * as merchantListIndex from './060_merchant_list_index';
+import * as payinOutboxTraceparent from './061_payin_outbox_traceparent';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
@@ -74,6 +75,7 @@ const migrations: Array<[string, Migration]> = [
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
   ['060_merchant_list_index', merchantListIndex],
+  ['061_payin_outbox_traceparent', payinOutboxTraceparent],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -55,14 +55,19 @@ export type NewPayinRow = Pick<
 
 /**
  * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed
- * payin always gets its PayinWorkflow.
+ * payin always gets its PayinWorkflow. `traceparent`: the creating request's trace (W3C), which the workflow's start
+ * continues (migration 061); absent without tracing.
  * @throws the database's unique violation (23505) when a live payin of the merchant holds the out_trade_no.
  */
-export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow): Promise<void> {
+export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow, traceparent?: string): Promise<void> {
   const insertPayin = database('payins')
     .insert({ ...row, status: 'waiting' })
     .returning('invoice_reference');
-  await database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference) SELECT invoice_reference FROM payin', [insertPayin, PAYIN_OUTBOX_TABLE]);
+  await database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference, traceparent) SELECT invoice_reference, ? FROM payin', [
+    insertPayin,
+    PAYIN_OUTBOX_TABLE,
+    traceparent ?? null,
+  ]);
 }
 
 export async function markPayinFailed(database: Knex, invoice_reference: string, reason: string): Promise<void> {
@@ -262,6 +267,8 @@ export interface OutboxRow {
   amount_units: string;
   currency: string;
   out_trade_no: string;
+  /** The creating request's W3C traceparent, or null (no tracing then). */
+  traceparent: string | null;
 }
 
 /**
@@ -276,7 +283,7 @@ export async function claimOutboxBatch(database: Knex, limit: number, lease_seco
        FROM due, payins
       WHERE outbox.id = due.id AND payins.invoice_reference = outbox.invoice_reference
      RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at, payins.merchant_id, payins.amount_units, payins.currency,
-               payins.out_trade_no`,
+               payins.out_trade_no, outbox.traceparent`,
     [PAYIN_OUTBOX_TABLE, limit, PAYIN_OUTBOX_TABLE, lease_seconds],
   );
   return (claimed.rows as OutboxRow[]).map((row) => ({ ...row, id: String(row.id) }));
