@@ -10,9 +10,9 @@ import tseslint from 'typescript-eslint';
 /**
  * Shared capabilities: several flows use them; they know no flow. `upstream` is the upstream crypto provider's port
  * (requests out, signed notifications in, dispatched to flows the composition root hands in), as `acquirers` is the
- * card acquirer's.
+ * card acquirer's, and `bank-rails` the bank payouts' rails (docs/payouts.md "Bank payouts").
  */
-const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events', 'upstream'];
+const CAPABILITIES = ['merchant-auth', 'preorders', 'webhooks', 'acquirers', 'instruments', 'idempotency', 'events', 'upstream', 'bank-rails'];
 /** The money-out saga's kernel (docs/money-out.md): below the flows that send money out, above the capabilities. */
 const MONEY_OUT = 'src/flows/money-out';
 /** Infrastructure folders: they know no domain. */
@@ -26,7 +26,7 @@ const COMPOSITION_FILES = ['platform', 'runtime', 'worker', 'activities'];
  * second workflow of a flow (the deposit's refunds): the owner starts it by reference and its contract.ts is the
  * workflow's.
  */
-const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit' };
+const OTHER_WORKFLOWS = { 'webhook-delivery': 'webhooks', diagnostics: 'health', 'deposit-refund': 'flows/deposit', 'payout-schedule': 'flows/payout' };
 /** The façade's npm modules (Node's own modules are allowed): no knex, pg or @temporalio/*. */
 const FACADE_MODULES = ['koa', '@koa/router', 'raw-body', 'escape-html', '@connectrpc/connect', '@bufbuild/protobuf', '@opentelemetry/api'];
 
@@ -42,10 +42,11 @@ const elements = [
   folder('ledger', 'src/ledger'),
   folder('onboarding', 'src/onboarding'),
   folder('admin', 'src/admin'),
-  // Read models for merchants and operators (the dashboard, later the timeline): they read flows and capabilities and
-  // are read by none but the RPC routes and the composition root.
-  folder('portal', 'src/dashboard'),
-  folder('portal', 'src/timeline'),
+  // Read models for merchants and operators: the merchant dashboard's service and a payment's timeline. They reach
+  // the flows through their contracts and reason tables like every other caller, and are imported by none but the
+  // composition root (and the registries, their reason tables).
+  folder('dashboard', 'src/dashboard'),
+  folder('timeline', 'src/timeline'),
   folder('rpc', 'src/rpc'),
   folder('gen', 'src/gen'),
   ...INFRASTRUCTURE_FOLDERS.map((name) => folder('infrastructure', `src/${name}`)),
@@ -175,13 +176,19 @@ const policies = [
   },
   { from: element('admin'), allow: { to: category('composition', { path: 'src/activities.ts' }), dependency: { specifiers: 'createReconciliationRepairs' } } },
 
-  // The dashboard's service reads what a merchant may see: flows' and capabilities' stores, onboarding, the ledger.
-  {
-    from: element('portal'),
+  // The read models (dashboard, timeline): their own files, the flows' contracts and reason tables, capabilities,
+  // onboarding, the ledger's contract, infrastructure, the deps, their RPC's caller and address.
+  ...['dashboard', 'timeline'].map((name) => ({
+    from: element(name),
     allow: {
-      to: [element('portal'), element('flow'), element('capability'), element('onboarding'), ...ledgerContract, ...infrastructure, category('deps'), element('gen'), category('rpc-context')],
+      to: [element(name), category('contract'), category('reason-table'), element('capability'), element('onboarding'), ...ledgerContract, ...infrastructure, category('deps'), element('gen'), category('rpc-context')],
     },
-  },
+  })),
+  // Named: the timeline checks a dashboard session proof with the dashboard's session lookup. The dashboard's service
+  // still reads flows' internals (the payin's outcome policy module today) and the timeline: a debt listed in
+  // docs/architecture.md "Layers", each edge for a port the composition root would hand in.
+  { from: element('timeline'), allow: { to: element('dashboard', { fileInternalPath: 'sessions.ts' }) } },
+  { from: element('dashboard'), allow: { to: [element('flow'), element('timeline')] } },
 
   // The registry of every reason merges the reason tables.
   { from: category('registry'), allow: { to: [category('contract'), category('reason-table'), element('capability', { path: 'src/idempotency' }), ...infrastructure] } },

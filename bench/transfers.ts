@@ -21,13 +21,14 @@
 import type { Interceptor } from '@connectrpc/connect';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createFacadeApp, startFacade } from '../rest-facade/app';
 import { createAreaRouters } from '../rest-facade/areas';
 import type { Config } from '../src/config';
 import { createLogger } from '../src/logger';
 import { createPartner, createUser } from '../src/onboarding';
 import type { PlatformDeps } from '../src/platform-deps';
-import { createPlatformClients } from '../src/rpc/clients';
+import { createPlatformClients, type RpcClientCredentials } from '../src/rpc/clients';
 import { runRoles } from '../src/runtime';
 import { createServiceCredential } from '../src/service-credentials';
 import { temporalConnectionOptions } from '../src/temporal/connection-options';
@@ -68,6 +69,8 @@ async function countRpcsPerGatewayRequest(
   deps: PlatformDeps,
   config: Config,
   rpcUrl: string,
+  /** The client certificate an mTLS RPC (a cluster's) wants, PEM texts. */
+  tls: RpcClientCredentials['tls'],
   partner: PartnerClient,
   receiver: string,
   tag: string,
@@ -79,7 +82,7 @@ async function countRpcsPerGatewayRequest(
     return next(request);
   };
   const { token } = await createServiceCredential(deps.database, { name: `bench counting facade ${tag}`, scopes: ['facade'] });
-  const clients = createPlatformClients(rpcUrl, { credentials: { token }, interceptors: [counting], timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000 });
+  const clients = createPlatformClients(rpcUrl, { credentials: { token, tls }, interceptors: [counting], timeoutMs: config.REQUEST_TIMEOUT_SECONDS * 1000 });
   const facade = await startFacade(createFacadeApp({ clients, config, logger: createLogger('silent'), areas: createAreaRouters(config) }), '127.0.0.1', 0);
   const client = new PartnerClient(facade.url, partner.credentials, partner.keys, partner.platformPublicKeyPem);
   client.accessToken = partner.accessToken;
@@ -149,7 +152,13 @@ export async function run(): Promise<BenchResult> {
       receivers.push(user.id);
     }
 
-    const rpcCount = await countRpcsPerGatewayRequest(deps, config, rpcUrl, partner, receivers[0]!, runId);
+    // A cluster's RPC speaks mTLS only: the operator's client certificate, with the counting façade's credential.
+    const rpcTls = topology && {
+      ca: readFileSync(topology.cluster.rpcTls.ca, 'utf8'),
+      cert: readFileSync(topology.cluster.rpcTls.cert, 'utf8'),
+      key: readFileSync(topology.cluster.rpcTls.key, 'utf8'),
+    };
+    const rpcCount = await countRpcsPerGatewayRequest(deps, config, rpcUrl, rpcTls || undefined, partner, receivers[0]!, runId);
 
     // Warm up both paths (bundles, connections, JIT).
     let failures = 0;
@@ -242,7 +251,7 @@ export async function run(): Promise<BenchResult> {
       },
       notes: [
         topology
-          ? `the cluster topology (${topology.cluster.processes.length} role processes: façades at ${topology.facadeUrl} calling the api processes over h2c, workflows on the worker processes); the floor worker and the signing client in the bench process (2 shared cores)`
+          ? `the cluster topology (${topology.cluster.processes.length} role processes: façades at ${topology.facadeUrl} calling the api processes over HTTP/2 with mTLS, workflows on the worker processes); the floor worker and the signing client in the bench process (2 shared cores)`
           : 'one process runs api + facade + worker roles, the floor worker and the signing client (2 shared cores)',
         `floor and transfers measured interleaved, 3 slices of ${Math.round(operations / 3)} each (floor first)`,
         `rpc_per_request: RPCs a façade of this code made for ${rpcCount.requests} gateway requests (${COUNTED_TRANSFERS} transfers, counted by a client interceptor in front of the same api): ${Object.entries(rpcCount.byProcedure).map(([procedure, count]) => `${procedure} ${count}`).join(', ')}`,

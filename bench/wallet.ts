@@ -2,7 +2,12 @@
  * Benchmark `wallet`: Area C `transfer` actions per second and p50/p99 latency through the façade
  * (merchant headers, session and RSA2 signature verified, one Transfer RPC, the signed body claimed and answered once, one ledger transaction) at concurrency 32,
  * beside the ledger's own transfer rate (direct `ledger.transfer`, same concurrency) measured in the same run.
- * Goal: façade rate ≥ 0.5 × ledger rate.
+ * Two façade phases: every transfer of **one** merchant (a burst of one owner: its events, its request journal), and
+ * the same spread over `BENCH_WALLET_MERCHANTS` (default 32) merchants.
+ * Goals: façade rate ≥ 0.6 × ledger rate, both ways; one merchant ≥ 0.9 × 32 merchants.
+ * Each path's round trips to PostgreSQL per operation are counted, not estimated: the serving process's
+ * `payments_db_round_trips_total` (its /metrics, one per query its pool sent) before and after the phase, and for the
+ * direct ledger call every query of the bench process's pool.
  *
  * PostgreSQL: `BENCH_DATABASE_URL` or `DATABASE_URL` (a fresh database is created and dropped), else an embedded
  * server in a temporary directory and Temporal (`TEMPORAL_ADDRESS`, else a dev server is started).
@@ -16,7 +21,22 @@ import { runRoles } from '../src/runtime';
 import { signRequestParameters } from '../src/crypto/rsa2';
 import { onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
-import { cpuSecondsOf, measure, runWhenMain, startBenchEnvironment, startServeProcess, type Measurement } from './support/harness';
+import { freePort } from '../src/net';
+import {
+  countRoundTrips,
+  cpuAccount,
+  cpuColumns,
+  cpuSecondsOf,
+  machineCpuGroups,
+  describeRoundTrips,
+  measure,
+  roundTripsPerOperation,
+  runWhenMain,
+  scrapeRoundTrips,
+  startBenchEnvironment,
+  startServeProcess,
+  type Measurement,
+} from './support/harness';
 
 /** CPU time (user + system) process `pid` has used so far, in milliseconds (Linux /proc; 0 elsewhere). */
 const processCpuMs = (pid: number) => (cpuSecondsOf(pid) ?? 0) * 1000;
@@ -25,6 +45,7 @@ const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
 
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const USERS = 64;
+const MERCHANTS = Number(process.env.BENCH_WALLET_MERCHANTS ?? 32);
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 2000);
@@ -40,17 +61,18 @@ export async function run(): Promise<BenchResult> {
     const deps = local.deps!;
     // BENCH_PROFILE_DIR=<dir>: the measured process writes a V8 CPU profile there (open in Chrome DevTools).
     const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-    const platform = await startServeProcess(config, {}, profile);
+    const metricsPort = await freePort();
+    const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    const platform = await startServeProcess(config, { METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1' }, profile);
     stops.push(() => platform.stop());
     const { child } = platform;
 
     const { client, credentials } = await onboardMerchantClient(deps, platform.facadeUrl, 'Bench Merchant');
     if ((await client.login()).status !== 200) throw new Error('bench login failed');
     const settlement = await deps.ledger.platformAccount('settlement', 'USD');
-    const users: Array<{ id: string; account: string }> = [];
-    for (let index = 0; index < USERS; index++) {
-      const created = await client.action('create_user', {
-        email: `bench${index}@example.com`, first_name: 'Bench', last_name: String(index), address: 'Phnom Penh', currency: 'USD',
+    const fundedUser = async (merchantClient: typeof client, label: string) => {
+      const created = await merchantClient.action('create_user', {
+        email: `bench${label}@example.com`, first_name: 'Bench', last_name: label, address: 'Phnom Penh', currency: 'USD',
       });
       if (created.status !== 200) throw new Error(`create_user failed: ${created.text}`);
       const user = (await getUser(deps.database, String(created.body.data.id)))!;
@@ -62,10 +84,29 @@ export async function run(): Promise<BenchResult> {
           { account_id: user.wallet_account_id, amount_units: 100_000_000n },
         ],
       });
-      users.push({ id: user.id, account: user.wallet_account_id });
+      return { id: user.id, account: user.wallet_account_id };
+    };
+    const users: Array<{ id: string; account: string }> = [];
+    for (let index = 0; index < USERS; index++) users.push(await fundedUser(client, String(index)));
+    // The spread phase: MERCHANTS merchants, two users each.
+    const spread: Array<{ client: typeof client; private_key: string; users: Array<{ id: string; account: string }> }> = [];
+    for (let index = 0; index < MERCHANTS; index++) {
+      const onboarded = await onboardMerchantClient(deps, platform.facadeUrl, `Bench Merchant ${index}`);
+      if ((await onboarded.client.login()).status !== 200) throw new Error('bench login failed');
+      spread.push({
+        client: onboarded.client,
+        private_key: onboarded.credentials.private_key!,
+        users: [await fundedUser(onboarded.client, `m${index}a`), await fundedUser(onboarded.client, `m${index}b`)],
+      });
     }
     const pair = (index: number) => [users[index % USERS]!, users[(index * 7 + 1) % USERS]!] as const;
 
+    const localTrips = countRoundTrips(deps.database);
+    const ledgerTripsBefore = localTrips();
+    // CPU per operation by process (bench = the client and, for the direct ledger call, the ledger; serve = the
+    // measured api + façade process; postgres; temporal): phase 0 the direct ledger, 1 one merchant, 2 many merchants.
+    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!] }));
+    machine.begin();
     const ledgerCpu = process.cpuUsage();
     const ledger = await measure(operations, CONCURRENCY, async (index) => {
       const [from, candidate] = pair(index);
@@ -80,6 +121,8 @@ export async function run(): Promise<BenchResult> {
       });
     });
     const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
+    machine.end(0, operations);
+    const ledgerTrips = roundTripsPerOperation(ledgerTripsBefore, localTrips(), operations);
     // A merchant signs on its own machine: sign every body up front, each a new movement with its own request_id (a
     // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
     const signedBodies = new Map<number, string>();
@@ -89,23 +132,58 @@ export async function run(): Promise<BenchResult> {
       const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD', request_id: `bench-${index}` };
       signedBodies.set(index, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
+    const spreadBodies = new Map<number, { client: typeof client; body: string }>();
+    for (let index = 0; index < operations; index++) {
+      const merchant = spread[index % spread.length]!;
+      const [from, to] = index % 2 === 0 ? merchant.users : [merchant.users[1]!, merchant.users[0]!];
+      const body = { service: 'transfer', from_user_id: from!.id, to_user_id: to!.id, amount: 0.01, currency: 'USD', request_id: `bench-spread-${index}` };
+      spreadBodies.set(index, { client: merchant.client, body: JSON.stringify(signRequestParameters(body, merchant.private_key)) });
+    }
     let failures = 0;
-    const childCpu = processCpuMs(child.pid!);
-    const facade = await measure(operations, CONCURRENCY, async (index) => {
-      const response = await client.post('/do-action', {}, { raw: signedBodies.get(index)! });
-      if (response.status !== 200) failures++;
+    let phases = 0;
+    const facadePhase = async (send: (index: number) => Promise<number>) => {
+      const tripsBefore = await scrapeRoundTrips(metricsUrl);
+      const cpuBefore = processCpuMs(child.pid!);
+      machine.begin();
+      const sample = await measure(operations, CONCURRENCY, async (index) => {
+        if ((await send(index)) !== 200) failures++;
+      });
+      machine.end(++phases, operations);
+      const cpu = (processCpuMs(child.pid!) - cpuBefore) / operations;
+      return { sample, cpu, trips: roundTripsPerOperation(tripsBefore, await scrapeRoundTrips(metricsUrl), operations) };
+    };
+    const one = await facadePhase(async (index) => (await client.post('/do-action', {}, { raw: signedBodies.get(index)! })).status);
+    const many = await facadePhase(async (index) => {
+      const { client: merchantClient, body } = spreadBodies.get(index)!;
+      return (await merchantClient.post('/do-action', {}, { raw: body })).status;
     });
-    const facadeCpuMs = (processCpuMs(child.pid!) - childCpu) / operations;
     const check = await deps.ledger.check();
-    const row = (label: string, sample: Measurement) => ({ path: label, concurrency: CONCURRENCY, operations, ...sample });
+    const row = (label: string, sample: Measurement, trips: Record<string, number>, phase: number) => ({
+      path: label,
+      concurrency: CONCURRENCY,
+      operations,
+      ...sample,
+      round_trips: trips.total!,
+      ...cpuColumns(machine, phase),
+    });
     return {
       name: 'wallet',
-      rows: [row('façade /do-action transfer', facade), row('ledger.transfer', ledger)],
-      ratios: [{ label: 'façade transfer ÷ ledger transfer (c=32)', value: facade.per_second / ledger.per_second, goal: 0.5 }],
+      rows: [
+        row('façade /do-action transfer, one merchant', one.sample, one.trips, 1),
+        row(`façade /do-action transfer, ${MERCHANTS} merchants`, many.sample, many.trips, 2),
+        row('ledger.transfer', ledger, ledgerTrips, 0),
+      ],
+      ratios: [
+        { label: 'façade transfer ÷ ledger transfer (c=32, one merchant)', value: one.sample.per_second / ledger.per_second, goal: 0.6 },
+        { label: `façade transfer ÷ ledger transfer (c=32, ${MERCHANTS} merchants)`, value: many.sample.per_second / ledger.per_second, goal: 0.6 },
+        { label: `façade transfer, one merchant ÷ ${MERCHANTS} merchants (c=32)`, value: one.sample.per_second / many.sample.per_second, goal: 0.9 },
+      ],
       notes: [
-        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time; the body parsed again and bound by the api) + the signed body’s idempotency claim and answer (2 statements) + ledger.transfer (4 statements, as the direct call)',
+        'façade path (own process: payments serve --roles api,facade): HTTP + Koa + one Transfer RPC through the in-process transport (server interceptors, message copies, no encoding; merchant headers, session and both users of the transfer cached AUTH_CACHE_SECONDS; RSA2 signature verified every time; the body parsed again and bound by the api) + the signed body’s idempotency claim and answer + the ledger transfer + its event + the request journal',
+        `round trips to PostgreSQL per operation (counted): façade transfer, one merchant ${describeRoundTrips(one.trips)}; ${MERCHANTS} merchants ${describeRoundTrips(many.trips)}; direct ledger.transfer ${describeRoundTrips(ledgerTrips)} (the serving process's counts include its background work: the outbox dispatcher, the event sequencer, a metrics scrape)`,
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
-        `CPU per operation (less noisy than rates on a shared machine): façade process ${facadeCpuMs.toFixed(2)} ms, ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
+        'cpu_ms_*: CPU milliseconds per operation by process, from /proc around each phase (bench: the client, and the ledger itself for the direct call; serve: the api + façade process; postgres: every PostgreSQL process; temporal: its server, idle here)',
+        `CPU per operation (less noisy than rates on a shared machine): façade process ${one.cpu.toFixed(2)} ms (one merchant), ${many.cpu.toFixed(2)} ms (${MERCHANTS} merchants); ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
       ],
     };
   } finally {

@@ -18,6 +18,8 @@
  *   PARTNER_BASE_URL, BASE_URL, MERCHANT_BASE_URL                [http://127.0.0.1:<HTTP_PORT or 3000> + *_PREFIX]
  *   SANDBOX_URL            the sandbox upstream provider         [http://127.0.0.1:<SANDBOX_PORT or 3100>]
  *   RPC_URL                AdminService, for the operator's view of user/partner balances and the ledger check
+ *   RPC_CLIENT_TLS_CERT, RPC_CLIENT_TLS_KEY, RPC_CLIENT_TLS_CA
+ *                          the operator's client certificate, for an https RPC_URL (a cluster's RPC speaks mTLS only)
  *   PAYMENTS_ADMIN_TOKEN   the operator's service credential  [the token in <DATA_DIR or .data>/admin-credentials.json]
  *                                                                [http://127.0.0.1:<RPC_PORT or 8080>]
  *   SANDBOX_OTP [123456], PAYIN_TTL_SECONDS (as given to the stack; enables the expiry case when short),
@@ -33,6 +35,7 @@ import { Buffer } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import { setTimeout } from 'node:timers';
 import { URL, URLSearchParams } from 'node:url';
@@ -212,17 +215,41 @@ async function waitUntil(what, probe, timeoutMs, intervalMs = 1000) {
   }
 }
 
+/** The operator's PayoutService calls (Connect JSON, the operator's credential): limits, approvals. */
+async function payoutAdmin(method, body) {
+  const response = await fetch(`${CONFIG.rpcUrl}/payments.payout.v1.PayoutService/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${operator.token()}` },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json();
+  if (!response.ok) throw new Error(`PayoutService ${method}: ${response.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
 /** The operator's view (AdminService over Connect JSON): posted and available balances of any wallet. */
 const operator = {
   async call(method, body) {
-    const response = await fetch(`${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` },
-      body: JSON.stringify(body),
-    });
-    const answer = await response.json();
-    if (!response.ok) throw new Error(`AdminService ${method}: ${response.status} ${JSON.stringify(answer)}`);
+    const url = `${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`;
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` };
+    const { status, text } = url.startsWith('https:') ? await this.mtlsPost(url, headers, JSON.stringify(body)) : await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (response) => ({ status: response.status, text: await response.text() }));
+    const answer = JSON.parse(text);
+    if (status !== 200) throw new Error(`AdminService ${method}: ${status} ${JSON.stringify(answer)}`);
     return answer;
+  },
+  /** A POST over mTLS (a cluster's RPC): the operator's certificate of RPC_CLIENT_TLS_CERT / _KEY, the server's CA of _CA. */
+  mtlsPost(url, headers, body) {
+    const read = (name) => (env[name] ? readFileSync(env[name]) : undefined);
+    return new Promise((resolve, reject) => {
+      const request = https.request(url, { method: 'POST', headers, cert: read('RPC_CLIENT_TLS_CERT'), key: read('RPC_CLIENT_TLS_KEY'), ca: read('RPC_CLIENT_TLS_CA') }, (response) => {
+        const chunks = [];
+        response.on('data', (chunk) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      });
+      request.on('error', reject);
+      request.end(body);
+    });
   },
   /** The operator's service credential: PAYMENTS_ADMIN_TOKEN, else the one `npm start` wrote. */
   token() {
@@ -596,6 +623,25 @@ async function areaB(credentials, receiver) {
   const afterRefund = BigInt((await payins.usdtBalance())?.balance_units ?? -1);
   equal(endUnits - afterRefund, toUnits(2.5, 6), 'the wallet debited exactly the refund (the payin fee is not returned)');
 
+  step('Payout: 3 USDT to a crypto address, its 1 USDT fee shown and charged (docs/payouts.md)');
+  const beforePayout = BigInt((await payins.usdtBalance())?.balance_units ?? -1);
+  const payout = await payins.payout({ amount: 3, currency: 'USDT', address: 'TBCfDME9Ay3epGBPhwHcf9Epo42CsFtsBq', memo: 'demo withdrawal', out_trade_no: `DEMOB-${RUN}-payout` }, { idempotencyKey: `payout-DEMOB-${RUN}-1` });
+  must(payout.status === 200 && payout.body?.data?.status === 'held', `payout accepted and held (fee ${payout.body?.data?.fee} USDT)`);
+  const payoutReference = payout.body.data.payout_reference;
+  const paidOut = await receiver.waitFor((w) => w.body?.data?.payout_reference === payoutReference, 30_000);
+  printWebhook(paidOut);
+  equal([paidOut.event, paidOut.body.data.status, paidOut.body.data.amount, paidOut.body.data.fee], ['payout.succeeded', 'succeeded', 3, 1], 'event payout.succeeded for 3 USDT, fee 1');
+  equal(beforePayout - BigInt((await payins.usdtBalance())?.balance_units ?? -1), toUnits(4, 6), 'the wallet debited the payout and its fee');
+  const again = await payins.payout({ amount: 3, currency: 'USDT', address: 'TBCfDME9Ay3epGBPhwHcf9Epo42CsFtsBq', memo: 'demo withdrawal', out_trade_no: `DEMOB-${RUN}-payout` }, { idempotencyKey: `payout-DEMOB-${RUN}-1` });
+  equal(again.body?.data?.payout_reference, payoutReference, 'the same Idempotency-Key answers the first payout: paid once');
+
+  step('Payout above the approval threshold: held until an operator approves it (payments admin payouts approve)');
+  await payoutAdmin('SetPayoutSettings', { merchantId: credentials.merchant.merchant_id, approvalThresholdUnits: '5000000' });
+  const big = await payins.payout({ amount: 6, currency: 'USDT', address: 'TBCfDME9Ay3epGBPhwHcf9Epo42CsFtsBq', memo: 'demo large withdrawal' }, { idempotencyKey: `payout-DEMOB-${RUN}-2` });
+  must(big.status === 200 && big.body?.data?.status === 'awaiting_approval', 'above 5 USDT: awaiting_approval, held on the wallet');
+  note(`payout ${big.body.data.payout_reference} waits; approve it with: npm run -s payments -- admin payouts approve ${big.body.data.payout_reference}`);
+  await payoutAdmin('SetPayoutSettings', { merchantId: credentials.merchant.merchant_id });
+
   step('B1 payin left unpaid until it expires');
   if (!CONFIG.payinTtlSeconds || CONFIG.payinTtlSeconds > CONFIG.maxWaitSeconds) {
     note(`PAYIN_TTL_SECONDS ${CONFIG.payinTtlSeconds ?? 'not given to the demo (the stack default is 300)'} is longer than DEMO_MAX_WAIT_SECONDS=${CONFIG.maxWaitSeconds}:`);
@@ -820,6 +866,18 @@ async function areaCInstruments(credentials, site, context) {
   const callback = await waitUntil('the bank account call_back', async () => site.callbacks.find((item) => item.body?.token === account.body.data.token), 15_000, 300).catch(() => undefined);
   if (callback) write(`   ⇐ call_back ${callback.path}: ${summarize(callback.body)}`);
   check(callback?.body?.event === 'bank_account.activated' && callback.body.bank_number === '7890', 'the platform POSTed bank_account.activated to call_back');
+
+  step('payout_to_bank: 5.00 USD from the wallet to the verified bank account, the bank\'s fee charged (docs/payouts.md)');
+  const payoutBefore = await operator.wallet(aliceOwner);
+  const bankPayout = await wallet.payoutToBank({ user_id: alice.id, token: account.body.data.token, amount: 5 });
+  skipWhenUnavailable(bankPayout, 'payout_to_bank');
+  must(bankPayout.status === 200 && bankPayout.body?.data?.status === 'held', `payout ${bankPayout.body?.data?.payout_reference} held (fee ${bankPayout.body?.data?.fee} USD)`);
+  const bankPaid = await waitUntil('the bank payout', async () => {
+    const status = await wallet.payoutStatus({ payout_reference: bankPayout.body.data.payout_reference });
+    return status.body?.data?.status === 'succeeded' ? status : undefined;
+  }, 15_000, 300).catch(() => undefined);
+  check(bankPaid !== undefined, 'payout_status: succeeded');
+  equal(payoutBefore.balance - (await operator.wallet(aliceOwner)).balance, 500n + toUnits(bankPayout.body.data.fee, 2), 'the wallet debited the payout and its fee');
 
   step('deposit_by_bank_account paying a preorder of another seller (12.00 USD, commission 1.5%), confirmed by OTP');
   const sellerBefore = await operator.wallet(sellerOwner);

@@ -206,6 +206,19 @@ export class PayinMerchant {
     return this.#call('POST', '/api/v1/payins/refunds', body, { ...options, idempotencyKey });
   }
 
+  /**
+   * A payout of the wallet to a crypto address (docs/payouts.md): `{amount, currency: 'USDT', address, memo?,
+   * out_trade_no?}`, `Idempotency-Key` required (a retry with it answers the first payout). The answer shows the fee.
+   */
+  payout(body, { idempotencyKey, ...options }) {
+    return this.#call('POST', '/api/v1/payouts', body, { ...options, idempotencyKey });
+  }
+
+  /** One payout by `payout_reference` or `out_trade_no`. */
+  payoutStatus(body, options) {
+    return this.#call('POST', '/api/v1/payouts/status', body, options);
+  }
+
   /** B3: available balances, `data.wallets[]` of {currency, balance, balance_units, decimals}. */
   balance(options) {
     return this.#call('GET', '/api/v1/balance', undefined, options);

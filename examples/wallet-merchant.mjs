@@ -270,6 +270,14 @@ export class WalletMerchant {
 
   // ---- deposits -------------------------------------------------------------------------------------------------
   /** OTP deposit: `data.{reference, token, token_type: 1, need_verify_trx: true}` → confirmPayments. */
+  /** payout_to_bank (docs/payouts.md "Bank payouts"): the user's wallet to its verified bank account `token`. */
+  payoutToBank({ user_id, token, amount, currency = 'USD', request_id = newRequestId() }) {
+    return this.action('payout_to_bank', { user_id, token, amount, currency, request_id });
+  }
+
+  /** payout_status: one payout by its reference. */
+  payoutStatus({ payout_reference }) { return this.action('payout_status', { payout_reference }); }
+
   depositByLocalCard({ token, amount, currency = 'USD', pre_order_token, request_id = newRequestId() }) {
     return this.action('deposit_by_local_card', { token, amount, currency, pre_order_token, request_id });
   }

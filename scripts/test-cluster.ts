@@ -96,6 +96,11 @@ function runDemo(state: ClusterState, sandboxPort: number): number {
       DEMO_CREDENTIALS: state.demoCredentialsFile,
       HTTP_PORT: facade.port,
       RPC_PORT: rpc.port,
+      // The cluster's RPC speaks mTLS only: the operator's client certificate.
+      RPC_URL: state.rpcUrl,
+      RPC_CLIENT_TLS_CERT: state.rpcTls.cert,
+      RPC_CLIENT_TLS_KEY: state.rpcTls.key,
+      RPC_CLIENT_TLS_CA: state.rpcTls.ca,
       SANDBOX_PORT: String(sandboxPort),
       PAYIN_TTL_SECONDS: String(state.settings.PAYIN_TTL_SECONDS ?? ''),
       PRE_TRANSFER_TTL_SECONDS: String(state.settings.PRE_TRANSFER_TTL_SECONDS ?? ''),

@@ -16,6 +16,8 @@ import { applyRecordedNotification, notifyPayin } from './flows/payin/service';
 import { findPayin } from './flows/payin/store';
 import { preTransferIdempotencyKey } from './flows/pre-transfer/contract';
 import { createRefundActivities, startRefundWorkflow } from './flows/refund/service';
+import { createPayoutActivities, findPayout, startPayoutWorkflow } from './flows/payout/service';
+import { createPayoutScheduleActivities } from './flows/payout/schedules';
 import type { ResolutionRefunds } from './flows/payin/resolution';
 import { holdPolicyRefund, policyRefundsConfigured, policyRefundStatus } from './flows/refund/policy-refunds';
 
@@ -49,6 +51,10 @@ export function createReconciliationRepairs(deps: PlatformDeps): ReconciliationR
     },
     startRefund: (refund_reference) => startRefundWorkflow(deps, refund_reference),
     startDepositRefund: (refund_reference) => restartDepositRefund(deps, refund_reference),
+    startPayout: async (payout_reference) => {
+      const payout = await findPayout(deps.database, payout_reference);
+      if (payout) await startPayoutWorkflow(deps, payout);
+    },
   };
 }
 
@@ -62,6 +68,8 @@ export function createActivities(deps: PlatformDeps) {
     ...createReconciliationActivities(deps, createReconciliationRepairs(deps)),
     ...createRefundActivities(deps),
     ...createDepositRefundActivities(deps),
+    ...createPayoutActivities(deps),
+    ...createPayoutScheduleActivities(deps),
   };
 }
 

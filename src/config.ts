@@ -95,6 +95,11 @@ const schema = z.object({
   RPC_TLS_CERT: file.optional(),
   RPC_TLS_KEY: file.optional(),
   RPC_TLS_CLIENT_CA: file.optional(),
+  /**
+   * Serve the RPC in plaintext on a non-loopback RPC_HOST (a network of the operator's own that encrypts): without it,
+   * such an RPC_HOST needs mTLS (RPC_TLS_CLIENT_CA). A development choice: live mode refuses it.
+   */
+  RPC_ALLOW_PLAINTEXT: flag.default(false),
   /** The service credential (`pps_…`) a façade presents to the RPC server at RPC_URL. */
   RPC_TOKEN: z.string().min(1).optional(),
   /** A credentials file (`payments credentials create --file`) holding that token, when RPC_TOKEN is unset. */
@@ -125,6 +130,11 @@ const schema = z.object({
    * [`<UPSTREAM_PAYIN_URL>/refunds`: upstreamRefundUrl]
    */
   UPSTREAM_REFUND_URL: url.optional(),
+  /**
+   * Where payouts of merchants' wallets are requested from the upstream provider (docs/payouts.md "Providers").
+   * [`<UPSTREAM_PAYIN_URL>/payouts`: upstreamPayoutUrl]
+   */
+  UPSTREAM_PAYOUT_URL: url.optional(),
   UPSTREAM_API_KEY: z.string().min(1).optional(),
   UPSTREAM_WEBHOOK_SECRET: z.string().min(1).optional(),
   PAYIN_TTL_SECONDS: seconds.default(300),
@@ -133,6 +143,16 @@ const schema = z.object({
    * again (the wait doubling each time); past it, reconciliation reports the refund as undecided (docs/refunds.md).
    */
   REFUND_DECISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
+  /**
+   * How long a payout the provider answered `pending` waits for its signed notification before the provider is asked
+   * again (the wait doubling each time); past it, reconciliation reports the payout as undecided (docs/payouts.md).
+   */
+  PAYOUT_DECISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
+  /**
+   * How long a payout above its merchant's approval threshold waits, held, for an operator's approval before it is
+   * voided (`approval_timed_out`, docs/payouts.md "Approval").
+   */
+  PAYOUT_APPROVAL_TIMEOUT_SECONDS: z.coerce.number().positive().max(2_592_000).default(86_400),
   PRE_TRANSFER_TTL_SECONDS: seconds.default(600),
   ACCESS_TOKEN_TTL_SECONDS: seconds.default(7200),
   MERCHANT_SESSION_TTL_SECONDS: seconds.default(3600),
@@ -140,6 +160,12 @@ const schema = z.object({
   MERCHANT_LOGIN_WINDOW_SECONDS: seconds.default(300),
   /** Lifetime of a merchant dashboard session from its sign-in (docs/dashboard.md); signing out ends it sooner. */
   DASHBOARD_SESSION_TTL_SECONDS: seconds.default(3600),
+  /**
+   * Whether the merchant dashboard's payment page links its technical entries to the Temporal Web UI
+   * (TEMPORAL_UI_URL). The UI is an operator's tool: false (the default) unless the deployment opens it to the
+   * dashboard's readers.
+   */
+  TEMPORAL_UI_PUBLIC: flag.default(false),
   DEPOSIT_TTL_SECONDS: seconds.default(900),
   DEPOSIT_MAX_OTP_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   /**
@@ -151,6 +177,15 @@ const schema = z.object({
   WEBHOOK_RETRY_MAX_INTERVAL_SECONDS: z.coerce.number().positive().max(604_800).default(3600),
   WEBHOOK_RETRY_WINDOW_SECONDS: seconds.default(259_200),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(300).default(10),
+  /**
+   * An endpoint that failed every attempt for this many days (fractions allowed: tests use seconds' worth) is
+   * disabled, with a dashboard notice and a `webhook_endpoint.disabled` event (docs/webhooks.md).
+   */
+  WEBHOOK_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(365).default(5),
+  /** How long a rotated-out signing secret keeps signing beside the new one (docs/webhooks.md "Rotating the secret"). */
+  WEBHOOK_SECRET_OVERLAP_SECONDS: seconds.default(86_400),
+  /** Jitter of the webhook retry delays: each wait is its backoff times a random factor in [1 − j/2, 1 + j/2]. */
+  WEBHOOK_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.2),
   /**
    * Payin webhooks: make the first delivery attempt right after the settlement commits, in the payin's own
    * activity (at most WEBHOOK_INLINE_TIMEOUT_SECONDS), and start the WebhookDeliveryWorkflow only when it fails.
@@ -234,6 +269,13 @@ const schema = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(50),
   /** The window of both failure counts, and how long a lockout lasts at most. */
   AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Refused privileged RPC calls (and refused calls of owner-bound credentials) of one credential that get an audit
+   * row per AUDIT_REFUSAL_WINDOW_SECONDS, shared by every process; past it the call is still refused, its row is
+   * dropped and counted (payments_audit_refusals_dropped_total).
+   */
+  AUDIT_REFUSALS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1_000_000).default(30),
+  AUDIT_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   /** Requests per minute of one verified partner or merchant, shared by every process; 0 = no limit. */
   REQUESTS_PER_CALLER_PER_MINUTE: z.coerce.number().int().min(0).max(10_000_000).default(6000),
   /**
@@ -275,6 +317,11 @@ const schema = z.object({
    * batches. The owners' sequences are never purged: `seq` keeps growing.
    */
   EVENTS_RETENTION_DAYS: z.coerce.number().positive().max(36_500).default(90),
+  /**
+   * How often (seconds, fractions allowed) the api role's event sequencer sweeps for committed events no writer
+   * numbered (its process stopped between its commit and the numbering; docs/events.md "Sequence guarantees").
+   */
+  EVENTS_SEQUENCER_INTERVAL_SECONDS: z.coerce.number().positive().max(3600).default(1),
 }).superRefine((config, context) => {
   const pairs: Array<[string, string | undefined, string, string | undefined]> = [
     ['RPC_TLS_CERT', config.RPC_TLS_CERT, 'RPC_TLS_KEY', config.RPC_TLS_KEY],
@@ -318,7 +365,9 @@ const PUBLISHED_SECRETS = new Set(['sandbox-upstream-key', 'sandbox-upstream-web
  *   SANDBOX_OTP                   the sandbox acquirer's OTP: live mode has no sandbox
  *   UPSTREAM_PAYIN_URL            http (the sandbox upstream is http on loopback; a real provider is reached over TLS)
  *   UPSTREAM_REFUND_URL           http, likewise (the API key travels with every refund request)
+ *   UPSTREAM_PAYOUT_URL           http, likewise
  *   UPSTREAM_API_KEY / _SECRET    a published default, or shorter than LIVE_SECRET_MIN_LENGTH
+ *   RPC_ALLOW_PLAINTEXT           a plaintext internal RPC over a network: a development choice
  *   TEMPORAL_ALLOW_INSECURE       plaintext Temporal over a network: a development choice
  */
 export function liveModeProblem(config: Config): { variable: string; detail: string } | undefined {
@@ -329,6 +378,9 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
   if (config.UPSTREAM_PAYIN_URL && !config.UPSTREAM_PAYIN_URL.startsWith('https://')) {
     return { variable: 'UPSTREAM_PAYIN_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
   }
+  if (config.UPSTREAM_PAYOUT_URL && !config.UPSTREAM_PAYOUT_URL.startsWith('https://')) {
+    return { variable: 'UPSTREAM_PAYOUT_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
+  }
   if (config.UPSTREAM_REFUND_URL && !config.UPSTREAM_REFUND_URL.startsWith('https://')) {
     return { variable: 'UPSTREAM_REFUND_URL', detail: 'must be https in live mode (http is the sandbox upstream or a provider reached without TLS)' };
   }
@@ -337,6 +389,9 @@ export function liveModeProblem(config: Config): { variable: string; detail: str
     if (value === undefined) continue;
     if (PUBLISHED_SECRETS.has(value)) return { variable, detail: 'is a published sandbox default: live mode needs a secret of its own' };
     if (value.length < LIVE_SECRET_MIN_LENGTH) return { variable, detail: `is shorter than ${LIVE_SECRET_MIN_LENGTH} characters: live mode needs a secret of its own` };
+  }
+  if (config.RPC_ALLOW_PLAINTEXT) {
+    return { variable: 'RPC_ALLOW_PLAINTEXT', detail: 'a plaintext internal RPC over a network is a development choice: live mode needs mTLS (RPC_TLS_CERT, RPC_TLS_KEY, RPC_TLS_CLIENT_CA)' };
   }
   if (config.TEMPORAL_ALLOW_INSECURE) {
     return { variable: 'TEMPORAL_ALLOW_INSECURE', detail: 'plaintext Temporal over a network is a development choice: live mode needs TLS (TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY)' };
@@ -354,6 +409,18 @@ export function upstreamRefundUrl(config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'U
   if (!config.UPSTREAM_PAYIN_URL) return undefined;
   const derived = new URL(config.UPSTREAM_PAYIN_URL);
   derived.pathname = `${derived.pathname.replace(/\/+$/, '')}/refunds`;
+  return derived.toString();
+}
+
+/**
+ * The upstream provider's payout URL: UPSTREAM_PAYOUT_URL, else `/payouts` appended to the path of
+ * UPSTREAM_PAYIN_URL (its query kept), else undefined (no upstream configured: payouts cannot be requested).
+ */
+export function upstreamPayoutUrl(config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_PAYOUT_URL'>): string | undefined {
+  if (config.UPSTREAM_PAYOUT_URL) return config.UPSTREAM_PAYOUT_URL;
+  if (!config.UPSTREAM_PAYIN_URL) return undefined;
+  const derived = new URL(config.UPSTREAM_PAYIN_URL);
+  derived.pathname = `${derived.pathname.replace(/\/+$/, '')}/payouts`;
   return derived.toString();
 }
 

@@ -21,7 +21,12 @@
  *   payments_db_pool_waits_total                                  acquires that found no free connection
  *   payments_db_pool_connections{state}                           the pool now: used, free, pending (acquires
  *                                                                 waiting), read from memory at each scrape
+ *   payments_audit_refusals_dropped_total{procedure}              refused RPC calls left without an audit row (per
+ *                                                                 credential limit, src/rpc/audit.ts)
  *   payments_payin_outbox_lag_seconds                             age of the oldest workflow start in the outbox
+ *   payments_db_round_trips_total{statement}                      queries sent to PostgreSQL by this process's pool, by
+ *                                                                 their first keyword (begin, commit, select, insert,
+ *                                                                 with, …): one round trip each, counted as sent
  *   process_*, nodejs_*                                           prom-client's default process metrics
  *
  * Every label is bounded (a catalog, a reason table, a fixed list); no scrape reads a table whole: the payment counts
@@ -50,6 +55,7 @@ export interface PlatformMetrics {
   refusals: Counter<'reason'>;
   lockouts: Counter<'door' | 'limit'>;
   admissionRejections: Counter<'server' | 'why'>;
+  auditRefusalsDropped: Counter<'procedure'>;
 }
 
 /** A reason as a label: reason tables' names are UPPER_SNAKE; anything else (never expected) is `OTHER`. */
@@ -165,9 +171,23 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
       labelNames: ['server', 'why'],
       registers: [registry],
     }),
+    auditRefusalsDropped: new Counter({
+      name: 'payments_audit_refusals_dropped_total',
+      help: 'Refused RPC calls of a credential past AUDIT_REFUSALS_PER_CREDENTIAL, answered without an audit row, by procedure',
+      labelNames: ['procedure'],
+      registers: [registry],
+    }),
   };
   if (database) {
     observePool(database, registry);
+    const roundTrips = new Counter({
+      name: 'payments_db_round_trips_total',
+      help: 'Queries this process sent to PostgreSQL (one round trip each), by their first keyword',
+      labelNames: ['statement'],
+      registers: [registry],
+    });
+    // A stand-in without events (a test's registry listing) counts nothing.
+    if (typeof database.on === 'function') database.on('query', (query: { sql?: string }) => roundTrips.inc({ statement: firstKeyword(query.sql) }));
     new Gauge({
       name: 'payments_payin_outbox_lag_seconds',
       help: 'Age of the oldest payin workflow start waiting in the outbox (0 when empty), seconds',
@@ -181,6 +201,14 @@ export function createMetrics(role: string, database?: Knex, processMetrics = fa
   }
   return metrics;
 }
+
+/** The first SQL keyword of `sql`, lower case (`other` when none): a bounded label. */
+function firstKeyword(sql: string | undefined): string {
+  const keyword = /^\s*([A-Za-z]+)/.exec(sql ?? '')?.[1]?.toLowerCase();
+  return keyword && KEYWORDS.has(keyword) ? keyword : 'other';
+}
+
+const KEYWORDS = new Set(['begin', 'commit', 'rollback', 'savepoint', 'release', 'select', 'insert', 'update', 'delete', 'with', 'set', 'lock']);
 
 /** Serves `GET /metrics` of `metrics` on host:port (port 0: any free one). */
 export async function startMetricsServer(metrics: PlatformMetrics, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {

@@ -7,6 +7,7 @@
  */
 import type { AbuseLimits } from './abuse';
 import type { Acquirer } from './acquirers';
+import type { BankRails } from './bank-rails';
 import type { AuthChanges } from './auth-changes';
 import type { Config } from './config';
 import type { PlatformKeys } from './crypto/platform-keys';
@@ -45,6 +46,8 @@ export interface PlatformDeps {
    * under UPSTREAM_PAYIN_URL): undefined when none is configured (a refund is then refused).
    */
   upstream: Upstream | undefined;
+  /** The bank rails Area C bank payouts are sent through: the sandbox in test mode; none in live mode until configured. */
+  bankRails: BankRails | undefined;
   /** Clients' Idempotency-Keys of money-moving requests (first answer replayed). */
   idempotency: IdempotencyStore;
   /** Where the platform's own requests may go (merchant webhooks and call-backs), and the dispatcher they use. */

@@ -16,6 +16,9 @@ import { createDashboardService } from './dashboard/service';
 import { createTimelineService } from './timeline/service';
 import { applyRefundNotification } from './flows/refund/notifications';
 import { createRefundService } from './flows/refund/service';
+import { applyPayoutNotification } from './flows/payout/notifications';
+import { createPayoutService } from './flows/payout/service';
+import { createSetPayoutSchedule } from './flows/payout/schedules';
 import { createUpstreamNotifications } from './upstream/notifications';
 import type { PlatformServices } from './rpc/services';
 
@@ -36,6 +39,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
   const upstreamNotifications = createUpstreamNotifications(deps, {
     payin: (body) => applyPayinNotification(deps, body),
     refund: (notification, raw_body) => applyRefundNotification(deps, notification, raw_body),
+    payout: (notification, raw_body) => applyPayoutNotification(deps, notification, raw_body),
   });
   return {
     health: createHealthService(deps),
@@ -48,6 +52,7 @@ export function createServices(deps: PlatformDeps): PlatformServices {
     deposit: createDepositService(deps),
     dashboard: createDashboardService(deps),
     refund: createRefundService(deps),
+    payout: { ...createPayoutService(deps), setPayoutSchedule: createSetPayoutSchedule(deps) },
     events: createEventsService(deps, ownerProofs),
     timeline: createTimelineService(deps, ownerProofs),
   };

@@ -10,6 +10,7 @@ import { DEPOSIT_REASONS } from './flows/deposit/contract';
 import { PAYIN_REASONS } from './flows/payin/contract';
 import { PRE_TRANSFER_REASONS } from './flows/pre-transfer/contract';
 import { REFUND_REASONS } from './flows/refund/contract';
+import { PAYOUT_REASONS } from './flows/payout/contract';
 import { WALLET_REASONS } from './flows/wallet/contract';
 import { FIELD_DECRYPTION_REASONS } from './crypto/reasons';
 import { IDEMPOTENCY_REASONS } from './idempotency/reasons';
@@ -41,6 +42,7 @@ export const REASON_TABLES = {
   fieldDecryption: FIELD_DECRYPTION_REASONS,
   timeline: TIMELINE_REASONS,
   refund: REFUND_REASONS,
+  payout: PAYOUT_REASONS,
   upstream: UPSTREAM_REASONS,
 } as const satisfies Record<string, ReasonKinds>;
 

@@ -19,9 +19,11 @@ import { createAbuseLimits } from './abuse';
 import { createIdempotencyStore } from './idempotency';
 import { createMerchantAuth } from './merchant-auth';
 import { createSandboxAcquirer } from './sandbox/acquirer';
+import { createSandboxBankRails } from './sandbox/bank-rails';
 import { createLedger } from './ledger/ledger';
 import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
+import { startEventSequencer } from './events';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
 import { createMetrics, startMetricsServer, type PlatformMetrics } from './metrics';
 import { onEventCommitted, type EventType } from './events';
@@ -164,6 +166,7 @@ export async function createPlatformDeps(config: Config, logger: Logger, stops: 
     // The sandbox exists only in test mode (PAYMENTS_MODE); live mode has no acquirer until one is configured.
     acquirer: config.PAYMENTS_MODE === 'test' ? createSandboxAcquirer(config) : undefined,
     upstream: upstreamFromConfig(config),
+    bankRails: config.PAYMENTS_MODE === 'test' ? createSandboxBankRails() : undefined,
     idempotency: createIdempotencyStore(database, {
       retention_seconds: config.IDEMPOTENCY_RETENTION_SECONDS,
       // A claim outlives the request's deadline, so only a crashed request's key is ever taken over.
@@ -250,13 +253,28 @@ export async function runRoles(
     }
     let rpcUrl: string | undefined;
     let routes: ReturnType<typeof createRoutes> | undefined;
-    const audit = deps && createAuditLog(deps.database);
+    const audit =
+      deps &&
+      createAuditLog(deps.database, { admitRefusal: (credentialId) => deps.abuse.admitRefusalRecord(credentialId), dropped: metrics.auditRefusalsDropped });
     if (roles.includes('api') && deps) {
       // Starts the PayinWorkflows of committed payins (transactional outbox); stopped after the RPC server drained.
       const outbox = startPayinOutboxDispatcher(deps);
       deps.payinOutbox = outbox;
       stops.push(() => outbox.stop());
+      // Numbers the committed events no writer numbered (it stopped between its commit and the numbering).
+      const sequencer = startEventSequencer(deps.database, {
+        interval_ms: config.EVENTS_SEQUENCER_INTERVAL_SECONDS * 1000,
+        onError: (error) => logger.warn({ err: (error as Error).message }, 'event sequencer sweep failed'),
+      });
+      stops.push(() => sequencer.stop());
       const tls = rpcTls(config);
+      // Plaintext only on loopback (`npm start`): beyond it a bearer token would cross the network in clear.
+      if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !config.RPC_ALLOW_PLAINTEXT) {
+        throw new ConfigError(
+          'RPC_HOST',
+          `${config.RPC_HOST} is not loopback and the RPC would run without mTLS: set RPC_TLS_CERT, RPC_TLS_KEY and RPC_TLS_CLIENT_CA (payments cluster certificates makes them), or RPC_ALLOW_PLAINTEXT=true on a network that encrypts`,
+        );
+      }
       if (!isLoopbackHost(config.RPC_HOST) && !tls?.clientCa && !(await hasLiveServiceCredential(deps.database))) {
         throw new ConfigError(
           'RPC_HOST',

@@ -7,3 +7,5 @@ export { depositWorkflow } from './deposit';
 export { reconciliationWorkflow } from './reconciliation';
 export { refundWorkflow } from './refund';
 export { depositRefundWorkflow } from './deposit-refund';
+export { payoutWorkflow } from './payout';
+export { scheduledPayoutWorkflow } from './payout-schedule';

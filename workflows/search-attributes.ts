@@ -6,7 +6,7 @@
  * the start option) is src/temporal/search-attributes.ts, which imports the keys from here.
  *
  *   PaymentOwnerId       Keyword  `merchant:<merchant_id>` or `partner:<partner_id>`
- *   PaymentKind          Keyword  pre_transfer, payin, deposit, webhook, refund
+ *   PaymentKind          Keyword  pre_transfer, payin, deposit, webhook, refund, payout
  *   PaymentAmountUnits   Int      the amount in minor units (absent above 2^53 − 1, which a search attribute's
  *                                JSON number cannot carry exactly)
  *   PaymentCurrency      Keyword  the currency code
@@ -44,7 +44,7 @@ export const PAYMENT_SEARCH_ATTRIBUTE_KEYS = [
 ] as const;
 
 /** The kind of money flow (or delivery) a workflow runs: the value of PaymentKind. */
-export type PaymentKind = 'pre_transfer' | 'payin' | 'deposit' | 'webhook' | 'refund';
+export type PaymentKind = 'pre_transfer' | 'payin' | 'deposit' | 'webhook' | 'refund' | 'payout';
 
 /**
  * Records the run's kind and state in PaymentKind and PaymentStatus, upserting only what differs from the run's

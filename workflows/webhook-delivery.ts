@@ -2,6 +2,7 @@ import { condition, continueAsNew, proxyLocalActivities, setHandler, sleep } fro
 import {
   predecessorSettledSignal,
   retryDelaySeconds,
+  withJitter,
   TURN_CHECKS_PER_RUN,
   type WebhookDeliveryActivities,
   type WebhookDeliveryInput,
@@ -74,7 +75,10 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     return continueAsNew<typeof webhookDeliveryWorkflow>(input);
   }
   for (;;) {
-    const next_retry_seconds = retryDelaySeconds(input.retry, delay_seconds, waited_seconds);
+    const backoff = retryDelaySeconds(input.retry, delay_seconds, waited_seconds);
+    // The wait recorded with the attempt and slept is the backoff with its jitter; the next backoff doubles the
+    // backoff, not the jittered wait.
+    const next_retry_seconds = backoff === null ? null : withJitter(backoff, input.retry.jitter ?? 0, Math.random());
     const result = await attemptWebhookDelivery({ webhook_id: input.webhook_id, next_retry_seconds });
     attempts += 1;
     if (result.delivered) {
@@ -88,6 +92,6 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     }
     await sleep(Math.round(next_retry_seconds * 1000));
     waited_seconds += next_retry_seconds;
-    delay_seconds = next_retry_seconds;
+    delay_seconds = backoff!;
   }
 }

@@ -447,3 +447,49 @@ export async function startServeProcess(
   }
   return { facadeUrl: `http://127.0.0.1:${httpPort}`, child, stop: () => stopChild(child) };
 }
+
+/** Round trips to PostgreSQL by first keyword (`begin`, `select`, `with`, …), and their total. */
+export type RoundTrips = Record<string, number>;
+
+/**
+ * The round trips a serving process sent to PostgreSQL so far, scraped from its `/metrics`
+ * (`payments_db_round_trips_total{statement}`, one per query its pool sent, src/metrics.ts).
+ */
+export async function scrapeRoundTrips(metricsUrl: string): Promise<RoundTrips> {
+  const text = await (await fetch(metricsUrl)).text();
+  const counts: RoundTrips = {};
+  for (const match of text.matchAll(/^payments_db_round_trips_total\{[^}]*statement="([a-z]+)"[^}]*\} ([0-9.e+]+)$/gm)) {
+    counts[match[1]!] = (counts[match[1]!] ?? 0) + Number(match[2]);
+  }
+  return counts;
+}
+
+/** Counts the queries `database` sends from now on (in this process), by first keyword. */
+export function countRoundTrips(database: { on(event: 'query', listener: (query: { sql?: string }) => void): unknown }): () => RoundTrips {
+  const counts: RoundTrips = {};
+  database.on('query', (query) => {
+    const keyword = /^\s*([A-Za-z]+)/.exec(query.sql ?? '')?.[1]?.toLowerCase() ?? 'other';
+    counts[keyword] = (counts[keyword] ?? 0) + 1;
+  });
+  return () => ({ ...counts });
+}
+
+/** Per operation: (after − before) ÷ operations, by keyword, with `total`; e.g. `{begin: 1, with: 2, commit: 1, total: 4}`. */
+export function roundTripsPerOperation(before: RoundTrips, after: RoundTrips, operations: number): RoundTrips {
+  const per: RoundTrips = {};
+  let total = 0;
+  for (const keyword of Object.keys(after).sort()) {
+    const count = (after[keyword]! - (before[keyword] ?? 0)) / operations;
+    if (count <= 0) continue;
+    per[keyword] = round(count, 2);
+    total += count;
+  }
+  per.total = round(total, 2);
+  return per;
+}
+
+/** `{begin: 1, with: 2, commit: 1, total: 4}` as `4 (begin 1, with 2, commit 1)`. */
+export function describeRoundTrips(per: RoundTrips): string {
+  const { total, ...rest } = per;
+  return `${total} (${Object.entries(rest).map(([keyword, count]) => `${keyword} ${count}`).join(', ')})`;
+}

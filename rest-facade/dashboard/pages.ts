@@ -11,7 +11,7 @@ import { problem } from '../../src/field-problems';
 import { toConnectError } from '../../src/rpc/errors';
 import { rpcCallOptions } from '../rpc-call';
 import { balancesContent, deliveriesContent, endpointContent, type NavigationEntry } from '../views/dashboard';
-import { eventsContent, paymentsContent } from '../views/dashboard-lists';
+import { eventsContent, PAYMENT_FILTER_NAMES, paymentsContent } from '../views/dashboard-lists';
 import type { SafeHtml } from '../views/html';
 import { policyContent, POLICY_PATH } from '../views/dashboard-policy';
 
@@ -21,7 +21,7 @@ export interface DashboardPage extends NavigationEntry {
 }
 
 /** A query parameter as a short text ('' when absent, repeated or longer than `max`). */
-function queryText(ctx: FacadeContext, name: string, max = 128): string {
+export function queryText(ctx: FacadeContext, name: string, max = 128): string {
   const value = ctx.query[name];
   return typeof value === 'string' && value.length <= max ? value : '';
 }
@@ -36,7 +36,7 @@ const PAGE_SIZE = /^\d{1,3}$/;
  * rest is the service's to check.
  * @throws ConnectError VALIDATION_FAILED naming each such parameter (answered as the 400 page, like the service's)
  */
-function listQuery(ctx: FacadeContext, names: readonly string[]): { filters: Record<string, string>; pageSize: number } {
+export function listQuery(ctx: FacadeContext, names: readonly string[]): { filters: Record<string, string>; pageSize: number } {
   const filters: Record<string, string> = {};
   const problems: Record<string, string[]> = {};
   for (const name of [...names, 'page_size']) {
@@ -51,8 +51,22 @@ function listQuery(ctx: FacadeContext, names: readonly string[]): { filters: Rec
   return { filters, pageSize: pageSize === '' ? 0 : Number(pageSize) };
 }
 
-const PAYMENT_FILTERS = ['kind', 'status', 'reference', 'created_from', 'created_to', 'before', 'after'] as const;
-const EVENT_FILTERS = ['type', 'subject', 'after'] as const;
+const PAYMENT_FILTERS = [...PAYMENT_FILTER_NAMES, 'before', 'after'] as const;
+const EVENT_FILTERS = ['type', 'subject', 'before'] as const;
+
+/** The payments list's filters as DashboardService takes them (the page's and the CSV export's). */
+export function paymentsRequestOf(filters: Record<string, string>) {
+  return {
+    kind: filters.kind ?? '',
+    status: filters.status ?? '',
+    reference: filters.reference ?? '',
+    outTradeNo: filters.out_trade_no ?? '',
+    amountFrom: filters.amount_from ?? '',
+    amountTo: filters.amount_to ?? '',
+    createdFrom: filters.created_from ?? '',
+    createdTo: filters.created_to ?? '',
+  };
+}
 
 export const DASHBOARD_PAGES: readonly DashboardPage[] = [
   {
@@ -71,11 +85,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
       const answer = await ctx.state.clients.dashboard.listPayments(
         {
           sessionToken,
-          kind: filters.kind,
-          status: filters.status,
-          reference: filters.reference,
-          createdFrom: filters.created_from,
-          createdTo: filters.created_to,
+          ...paymentsRequestOf(filters),
           before: filters.before,
           after: filters.after,
           pageSize,
@@ -92,10 +102,10 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     async render(ctx, sessionToken) {
       const { filters, pageSize } = listQuery(ctx, EVENT_FILTERS);
       const answer = await ctx.state.clients.dashboard.listEvents(
-        { sessionToken, type: filters.type, subject: filters.subject, after: filters.after, pageSize },
+        { sessionToken, type: filters.type, subject: filters.subject, before: filters.before, newestFirst: true, pageSize },
         rpcCallOptions(ctx),
       );
-      return eventsContent({ events: answer.events, types: answer.types, filters, hasMore: answer.hasMore, nextAfter: answer.nextAfter });
+      return eventsContent({ events: answer.events, types: answer.types, filters, nextBefore: answer.nextBefore });
     },
   },
   {
@@ -104,8 +114,12 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     label: 'Webhooks',
     async render(ctx, sessionToken, session) {
       const pageToken = queryText(ctx, 'page_token');
-      const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken }, rpcCallOptions(ctx));
+      const status = queryText(ctx, 'status', 32);
+      const answer = await ctx.state.clients.dashboard.listWebhookDeliveries({ sessionToken, pageToken, status }, rpcCallOptions(ctx));
+      const endpoint = await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx));
       return deliveriesContent({
+        status,
+        disabledAt: endpoint.disabledAt,
         deliveries: answer.deliveries,
         csrfToken: session.csrfToken,
         nextPageToken: answer.nextPageToken,
@@ -118,8 +132,9 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     path: '/webhook-endpoint',
     title: 'Webhook endpoint',
     label: 'Endpoint',
-    async render(ctx, sessionToken) {
-      return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)));
+    async render(ctx, sessionToken, session) {
+      const notice = { changed: 'The callback URL was changed: new webhooks go there.', enabled: 'The endpoint is enabled again: webhooks are sent to it.' }[queryText(ctx, 'done')];
+      return endpointContent(await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx)), session.csrfToken, { notice });
     },
   },
   {

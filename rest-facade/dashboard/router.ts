@@ -16,24 +16,39 @@
  *   POST /dashboard/payment-policy                   csrf_token, underpaid, overpaid, late, tolerance_percent,
  *                                                    refund_fee → 303 to the policy page with a notice; 400 the
  *                                                    page again naming each refused field (nothing changed)
- *   GET  /dashboard/payments/:reference              one payment's postings and timeline (TimelineService; 404 for
- *                                                    an unknown reference and another merchant's alike)
+ *   POST /dashboard/webhook-endpoint/url             csrf_token, callback_url → a test event to it, saved on a 2xx:
+ *                                                    303 with a notice; 400 the page naming why (nothing changed)
+ *   POST /dashboard/webhook-endpoint/test            csrf_token → the page with the test event's outcome
+ *   POST /dashboard/webhook-endpoint/rotate          csrf_token → the page with the new secret, shown once
+ *   POST /dashboard/webhook-endpoint/enable          csrf_token → 303 to the page with a notice
+ *   GET  /dashboard/payments.csv                     the filtered payments list as CSV, every page, streamed
+ *   GET  /dashboard/balances/:currency               one wallet's balance transactions, newest first (before=)
+ *   GET  /dashboard/balances/:currency.csv           all of them as CSV, streamed
+ *   GET  /dashboard/payments/:reference              one payment in the merchant's words (DashboardService
+ *                                                    GetPayment; 404 for an unknown reference and another
+ *                                                    merchant's alike)
+ *   POST /dashboard/payments/:reference/refund       csrf_token, idempotency_key, amount, reason → 303 to the
+ *                                                    payment with a notice; 400 naming why a refund was refused
  *
  * A form from another site (Sec-Fetch-Site), without its CSRF token or with another session's changes nothing and
  * answers 403. Errors are pages that say nothing internal.
  */
 import Router from '@koa/router';
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { AreaRouter, EdgeStatus } from '../app';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, invalidContent, messageContent, signInContent, type SignedIn } from '../views/dashboard';
+import { dashboardDocument, DASHBOARD_BASE, DASHBOARD_STYLESHEET_PATH, endpointContent, invalidContent, messageContent, signInContent, type EndpointResult, type SignedIn } from '../views/dashboard';
 import { paymentContent } from '../views/dashboard-payment';
 import { POLICY_FIELD_TEXTS, policyContent, POLICY_PATH } from '../views/dashboard-policy';
 import { DASHBOARD_STYLESHEET } from '../views/dashboard-style';
 import { cookieOf, formOf, fromThisOrigin, seeOther, sendPage, SESSION_COOKIE, setCookie, setSecurityHeaders, SIGN_IN_COOKIE, signInToken, signInTokenMatches } from './http';
-import { DASHBOARD_PAGES, type DashboardPage } from './pages';
+import { DASHBOARD_PAGES, listQuery, queryText, type DashboardPage } from './pages';
+import { exportBalanceTransactions, exportPayments } from './csv';
+import { PAYMENT_FILTER_NAMES } from '../views/dashboard-lists';
+import { balanceTransactionsContent } from '../views/dashboard-balance';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
@@ -112,6 +127,14 @@ function fieldText(field: string, code: string): string {
       return code === 'invalid' ? 'Created to must not be before Created from.' : 'Created to must be one day, written YYYY-MM-DD.';
     case 'type':
       return 'Type must be one of the event types the list offers.';
+    case 'out_trade_no':
+      return 'Order id must be one value of at most 128 characters.';
+    case 'amount_from':
+      return 'Amount from must be an amount such as 10 or 12.50.';
+    case 'amount_to':
+      return code === 'min' ? 'Amount to must not be less than Amount from.' : 'Amount to must be an amount such as 10 or 12.50.';
+    case 'currency':
+      return 'There is no wallet in this currency.';
     case 'page_size':
       return 'Page size must be a whole number from 1 to 100.';
     case 'before':
@@ -238,16 +261,115 @@ async function showPayment(ctx: FacadeContext): Promise<void> {
   const sessionToken = cookieOf(ctx, SESSION_COOKIE);
   if (!sessionToken) return seeOther(ctx, SIGN_IN);
   const reference = ctx.params.reference ?? '';
-  const notFound = () => sendMessage(ctx, 404, 'Not found', 'There is no such payment.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
   try {
     const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
-    if (!PAYMENT_REFERENCE.test(reference)) return notFound();
-    const timeline = await ctx.state.clients.timeline.getPaymentTimeline({ reference, dashboardSession: sessionToken }, rpcCallOptions(ctx));
-    sendPage(ctx, 200, dashboardDocument({ title: `Payment ${reference}`, content: paymentContent(timeline), signedIn: session!, navigation: DASHBOARD_PAGES }));
+    if (!PAYMENT_REFERENCE.test(reference)) return unknownPayment(ctx);
+    const answer = await ctx.state.clients.dashboard.getPayment({ sessionToken, reference }, rpcCallOptions(ctx));
+    const refunded = queryText(ctx, 'refunded');
+    const notice = refunded ? `Refund ${refunded} requested: the amount is held on your balance until the provider sends it.` : undefined;
+    const content = paymentContent(answer, session!.csrfToken, randomUUID(), notice);
+    sendPage(ctx, 200, dashboardDocument({ title: `Payment ${answer.payment!.outTradeNo || answer.payment!.reference}`, content, signedIn: session!, navigation: DASHBOARD_PAGES }));
   } catch (error) {
-    if (readRpcFailure(error).reason === 'PAYMENT_NOT_FOUND') return notFound();
+    if (readRpcFailure(error).reason === 'PAYMENT_NOT_FOUND') return unknownPayment(ctx);
     answerFailure(ctx, error);
   }
+}
+
+function unknownPayment(ctx: FacadeContext): void {
+  sendMessage(ctx, 404, 'Not found', 'There is no such payment.', { href: `${DASHBOARD_BASE}${DASHBOARD_PAGES[0]!.path}`, text: 'Back to the dashboard' });
+}
+
+/** What a refused refund says (the refund rules, docs/refunds.md). */
+const REFUND_REFUSALS: Record<string, string> = {
+  REFUND_PAYIN_NOT_SETTLED: 'This payment is not settled: there is nothing to refund.',
+  REFUND_AMOUNT_EXCEEDS_REFUNDABLE: 'The amount is more than what can still be refunded.',
+  REFUND_INSUFFICIENT_BALANCE: 'Your available balance is less than the refund.',
+  REFUND_PROVIDER_NOT_CONFIGURED: 'Refunds are not available on this platform.',
+  IDEMPOTENCY_KEY_REUSED: 'This form was already sent with other values: open the payment again.',
+};
+
+/** The refund form: a refund through the refund flow, then 303 to the payment with a notice; refusals are 400 pages. */
+async function refundPayment(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const reference = ctx.params.reference ?? '';
+  if (!PAYMENT_REFERENCE.test(reference)) return unknownPayment(ctx);
+  const form = formOf(ctx);
+  const back = { href: `${DASHBOARD_BASE}/payments/${encodeURIComponent(reference)}`, text: 'Back to the payment' };
+  try {
+    const answer = await ctx.state.clients.dashboard.refundPayment(
+      { sessionToken, csrfToken, reference, amount: (form.get('amount') ?? '').trim(), reason: form.get('reason') ?? '', idempotencyKey: form.get('idempotency_key') ?? '' },
+      rpcCallOptions(ctx),
+    );
+    seeOther(ctx, `/payments/${encodeURIComponent(reference)}?refunded=${encodeURIComponent(answer.refundReference)}`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason === 'PAYMENT_NOT_FOUND') return unknownPayment(ctx);
+    const refusal = REFUND_REFUSALS[failure.reason ?? ''];
+    if (refusal) return sendMessage(ctx, 400, 'Refund refused', `${refusal} Nothing was refunded.`, back);
+    if (failure.reason === 'VALIDATION_FAILED') {
+      const texts = Object.keys(failure.fields).map((field) =>
+        field === 'amount'
+          ? 'Amount must be a positive amount in the payment\'s currency, such as 12.50.'
+          : field === 'address'
+            ? 'No payer address was reported with this payment: it cannot be refunded from here.'
+            : field === 'reason'
+              ? 'Reason must be at most 255 characters, without control characters.'
+              : 'The form is not valid: open the payment again.',
+      );
+      return sendMessage(ctx, 400, 'Refund refused', `${texts.join(' ')} Nothing was refunded.`, back);
+    }
+    throw error;
+  }
+}
+
+const ENDPOINT_PATH = '/webhook-endpoint';
+
+/** The endpoint page after one of its forms, with what it did (a new secret, a test's outcome, a refusal). */
+async function sendEndpointPage(ctx: FacadeContext, status: number, sessionToken: string, result: EndpointResult): Promise<void> {
+  const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+  const endpoint = await ctx.state.clients.dashboard.getWebhookEndpoint({ sessionToken }, rpcCallOptions(ctx));
+  const page = DASHBOARD_PAGES.find((entry) => entry.path === ENDPOINT_PATH)!;
+  sendPage(ctx, status, dashboardDocument({ title: page.title, content: endpointContent(endpoint, session!.csrfToken, result), signedIn: session!, navigation: DASHBOARD_PAGES, current: ENDPOINT_PATH }));
+}
+
+/**
+ * The URL form: the SSRF rules, then a test event to the new URL; saved only when it answered 2xx (303 with a
+ * notice), else 400 with the page naming why (nothing changed).
+ */
+async function changeEndpointUrl(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const callbackUrl = (formOf(ctx).get('callback_url') ?? '').trim();
+  try {
+    await ctx.state.clients.dashboard.updateWebhookEndpoint({ sessionToken, csrfToken, callbackUrl: callbackUrl.slice(0, 2048) }, rpcCallOptions(ctx));
+    seeOther(ctx, `${ENDPOINT_PATH}?done=changed`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason !== 'VALIDATION_FAILED') throw error;
+    const why = (failure.fields.callback_url ?? []).join(' ') || 'the URL is not valid';
+    await sendEndpointPage(ctx, 400, sessionToken, { test: undefined, notice: undefined, refused: `The URL was not changed: ${why}.` });
+  }
+}
+
+/** A wallet's currency as the platform names them; anything else is refused like an unknown wallet. */
+const CURRENCY = /^[A-Z]{3,5}$/;
+
+/** A GET behind sign-in that answers something else than a page of ./pages.ts (a download, a sub-page). */
+async function signedInGet(ctx: FacadeContext, answer: (sessionToken: string) => Promise<void>): Promise<void> {
+  const sessionToken = cookieOf(ctx, SESSION_COOKIE);
+  if (!sessionToken) return seeOther(ctx, SIGN_IN);
+  try {
+    await answer(sessionToken);
+  } catch (error) {
+    answerFailure(ctx, error);
+  }
+}
+
+/** One wallet's balance transactions, newest first, paged. */
+async function showBalanceTransactions(ctx: FacadeContext, sessionToken: string): Promise<void> {
+  const currency = ctx.params.currency ?? '';
+  const { session } = await ctx.state.clients.dashboard.getSession({ sessionToken }, rpcCallOptions(ctx));
+  const before = queryText(ctx, 'before', 64);
+  const answer = await ctx.state.clients.dashboard.listBalanceTransactions({ sessionToken, currency: CURRENCY.test(currency) ? currency : '', before }, rpcCallOptions(ctx));
+  const content = balanceTransactionsContent(answer, before !== '');
+  sendPage(ctx, 200, dashboardDocument({ title: `${answer.currency} balance transactions`, content, signedIn: session!, navigation: DASHBOARD_PAGES, current: '/balances' }));
 }
 
 function serveStylesheet(ctx: FacadeContext): void {
@@ -279,9 +401,35 @@ export function dashboardRouter(): Router<FacadeState> {
       seeOther(ctx, `/webhooks?redelivered=${encodeURIComponent(webhookId)}`);
     }),
   );
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/url`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => changeEndpointUrl(ctx, sessionToken, csrfToken)));
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/test`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      const { test } = await ctx.state.clients.dashboard.sendTestWebhook({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      await sendEndpointPage(ctx, 200, sessionToken, { test });
+    }),
+  );
+  // The new secret is shown in this answer only: never in a URL, so no redirect.
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/rotate`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      const rotated = await ctx.state.clients.dashboard.rotateWebhookSecret({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      await sendEndpointPage(ctx, 200, sessionToken, { rotated: { secret: rotated.secret, previousValidUntil: rotated.previousSecretValidUntil } });
+    }),
+  );
+  router.post(`${DASHBOARD_BASE}${ENDPOINT_PATH}/enable`, (ctx) =>
+    changingForm(ctx, async (sessionToken, csrfToken) => {
+      await ctx.state.clients.dashboard.enableWebhookEndpoint({ sessionToken, csrfToken }, rpcCallOptions(ctx));
+      seeOther(ctx, `${ENDPOINT_PATH}?done=enabled`);
+    }),
+  );
   router.post(`${DASHBOARD_BASE}${POLICY_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => savePolicy(ctx, sessionToken, csrfToken)));
   for (const page of DASHBOARD_PAGES) router.get(`${DASHBOARD_BASE}${page.path}`, (ctx) => showPage(ctx, page));
+  router.get(`${DASHBOARD_BASE}/payments.csv`, (ctx) => signedInGet(ctx, (sessionToken) => exportPayments(ctx, sessionToken, listQuery(ctx, PAYMENT_FILTER_NAMES).filters)));
+  router.get(`${DASHBOARD_BASE}/balances/:currency.csv`, (ctx) =>
+    signedInGet(ctx, (sessionToken) => exportBalanceTransactions(ctx, sessionToken, CURRENCY.test(ctx.params.currency ?? '') ? ctx.params.currency! : '')),
+  );
+  router.get(`${DASHBOARD_BASE}/balances/:currency`, (ctx) => signedInGet(ctx, (sessionToken) => showBalanceTransactions(ctx, sessionToken)));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
+  router.post(`${DASHBOARD_BASE}/payments/:reference/refund`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => refundPayment(ctx, sessionToken, csrfToken)));
   return router;
 }
 

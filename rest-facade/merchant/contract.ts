@@ -168,6 +168,13 @@ export const REFUND_MESSAGES = {
   insufficientBalance: 'The credited wallet has less available than the refund.',
 } as const;
 
+/** payout_to_bank and payout_status (docs/payouts.md "Bank payouts"). */
+export const PAYOUT_MESSAGES = {
+  insufficientBalance: 'The wallet balance is insufficient for this payout and its fee.',
+  feeNotConfigured: 'No payout fee is configured for this bank and currency.',
+  notFound: 'The selected payout_reference is invalid.',
+} as const;
+
 /** Card and account number rules (platform decisions §7). */
 export const CARD_MESSAGES = {
   number: 'The card number is invalid.',
@@ -375,7 +382,7 @@ export function readAreaC<R extends FieldRules>(rules: R, body: Body): ValuesOf<
 // ---- Errors ----
 
 /** The services Area C calls: /login and /do-action's tables, the hosted pages. */
-const AREA_C_SERVICES = ['wallet', 'deposit', 'instrument', 'events', 'timeline'] as const;
+const AREA_C_SERVICES = ['wallet', 'deposit', 'instrument', 'events', 'timeline', 'payout'] as const;
 
 /** Every reason the Area C RPCs can answer: the union of the services' (src/rpc/service-reasons.ts). */
 export type AreaCReason = ServiceReason<(typeof AREA_C_SERVICES)[number]>;
@@ -463,6 +470,21 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   DEPOSIT_REFUND_PREORDER_WHOLE_ONLY: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.preorderWholeOnly },
   DEPOSIT_REFUND_INSUFFICIENT_BALANCE: { ...BAD_REQUEST('amount'), text: REFUND_MESSAGES.insufficientBalance },
   DEPOSIT_REFUND_NOT_FOUND: { ...BAD_REQUEST('refund_reference'), text: MESSAGES.userNotFound('refund_reference') },
+  // payout_to_bank and payout_status (docs/payouts.md "Bank payouts"); nothing is held for any of them. An unverified
+  // bank account is INSTRUMENT_NOT_ACTIVATED, another merchant's or user's INSTRUMENT_NOT_FOUND (above).
+  PAYOUT_INSUFFICIENT_BALANCE: { ...BAD_REQUEST('amount'), text: PAYOUT_MESSAGES.insufficientBalance },
+  PAYOUT_FEE_NOT_CONFIGURED: { ...BAD_REQUEST('currency'), text: PAYOUT_MESSAGES.feeNotConfigured },
+  PAYOUT_NOT_FOUND: { ...BAD_REQUEST('payout_reference'), text: PAYOUT_MESSAGES.notFound },
+  // Area B's crypto payouts' refusals and the operators' approvals: an Area C call meets none of them.
+  PAYOUT_BELOW_MINIMUM: FAULT,
+  PAYOUT_ABOVE_LIMIT: FAULT,
+  PAYOUT_DAILY_LIMIT_EXCEEDED: FAULT,
+  PAYOUT_OUT_TRADE_NO_TAKEN: FAULT,
+  PAYOUT_PROVIDER_NOT_CONFIGURED: FAULT,
+  PAYOUT_DECISION_NOT_AUTHORIZED: FAULT,
+  PAYOUT_APPROVAL_NOT_AUTHORIZED: FAULT,
+  PAYOUT_NOT_AWAITING_APPROVAL: FAULT,
+  PAYOUT_NOTIFICATION_MISMATCH: FAULT,
   // Only a confirmation step sent straight to Temporal meets it: never the merchant's doing.
   CONFIRMATION_NOT_RECORDED: FAULT,
   IDEMPOTENCY_KEY_INVALID: BAD_REQUEST('Idempotency-Key'),

@@ -25,6 +25,7 @@ import { rpcCallOptions, setRetryAfter } from '../rpc-call';
 import { answerForError, badRequest, ok, renderFieldProblems, type AreaCAnswer, type MerchantServiceHandler, type MerchantServiceTable } from './contract';
 import { depositMerchantServices, registerDepositPages } from './deposit-services';
 import { historyMerchantServices } from './history-services';
+import { payoutMerchantServices } from './payout-services';
 import { instrumentMerchantServices, registerInstrumentPages } from './instrument-services';
 import { readLogin, walletMerchantServices } from './wallet-services';
 
@@ -32,7 +33,7 @@ import { readLogin, walletMerchantServices } from './wallet-services';
  * Every /do-action service table of Area C, one per service family, merged in order (a name defined twice is a
  * start-up error). A family adds its services by exporting a `MerchantServiceTable` from its own file, listed here.
  */
-export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [walletMerchantServices, depositMerchantServices, instrumentMerchantServices, historyMerchantServices];
+export const MERCHANT_SERVICE_TABLES: MerchantServiceTable[] = [walletMerchantServices, depositMerchantServices, instrumentMerchantServices, historyMerchantServices, payoutMerchantServices];
 
 type Body = Record<string, unknown>;
 

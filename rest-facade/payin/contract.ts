@@ -12,7 +12,7 @@ import type { ServiceReason } from '../../src/rpc/errors';
 import { exceedsJsonDepth } from '../../src/text';
 
 /** Area B route names used in the messages table. */
-export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events' | 'timeline' | 'refunds' | 'refund_status';
+export type PayinRoute = 'payins' | 'status' | 'balance' | 'notifications' | 'events' | 'timeline' | 'refunds' | 'refund_status' | 'payouts' | 'payout_status';
 
 export const PAYIN_MESSAGES = {
   rateLimited: 'Too many requests. Retry after the time in Retry-After.',
@@ -29,6 +29,7 @@ export const PAYIN_MESSAGES = {
   busy: 'Service is busy. Please try again later.',
   paymentNotFound: 'Payment not found.',
   refundNotFound: 'Refund not found.',
+  payoutNotFound: 'Payout not found.',
 } as const;
 
 /** Field limits of B1 (interface "Limits"). */
@@ -58,7 +59,7 @@ export interface AreaBError {
  * Every reason the Area B RPCs can answer: the PayinService's (src/flows/payin/reasons.ts), the EventsService's, the
  * TimelineService's and the RefundService's (src/flows/refund/reasons.ts).
  */
-export type AreaBReason = ServiceReason<'payin' | 'events' | 'timeline' | 'refund'>;
+export type AreaBReason = ServiceReason<'payin' | 'events' | 'timeline' | 'refund' | 'payout'>;
 
 const failure = (status: number, message: string, errors: FieldViolations | null = null): AreaBError => ({
   status,
@@ -156,7 +157,7 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   IDEMPOTENCY_KEY_INVALID: (route) => validation(route, { 'Idempotency-Key': ['The idempotency key must be 1 to 255 visible ASCII characters.'] }),
   // A refund's key reused with another body is a conflict (docs/refunds.md); B1 keeps its documented 422.
   IDEMPOTENCY_KEY_REUSED: (route) =>
-    route === 'refunds'
+    route === 'refunds' || route === 'payouts'
       ? failure(409, 'The idempotency key was already used with other parameters.', { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] })
       : validation(route, { 'Idempotency-Key': ['The idempotency key was already used with other parameters.'] }),
   // The first request with this key is still running: retry later with the same key (docs/idempotency.md).
@@ -198,6 +199,25 @@ const AREA_B_ERRORS: Record<AreaBReason, (route: PayinRoute, fields: FieldViolat
   REFUND_PROVIDER_NOT_CONFIGURED: (route) => validation(route, { upstream: ['No refund provider is configured.'] }),
   REFUND_NOTIFICATION_MISMATCH: (route) => validation(route, { amount: ['The amount is not the refund\'s.'] }),
   REFUND_DECISION_NOT_AUTHORIZED: systemError,
+  // Payouts (docs/payouts.md "What a merchant sees"): each refusal holds nothing.
+  PAYOUT_NOT_FOUND: () => failure(404, PAYIN_MESSAGES.payoutNotFound),
+  PAYOUT_INSUFFICIENT_BALANCE: (route) => validation(route, { amount: ['The wallet balance is insufficient for this payout and its fee.'] }),
+  PAYOUT_BELOW_MINIMUM: (route) => validation(route, { amount: ['The amount is below the minimum payout.'] }),
+  PAYOUT_ABOVE_LIMIT: (route) => validation(route, { amount: ['The amount is above the payout limit.'] }),
+  PAYOUT_DAILY_LIMIT_EXCEEDED: (route) => validation(route, { amount: ['The payout would exceed the daily payout limit.'] }),
+  PAYOUT_OUT_TRADE_NO_TAKEN: (route) => validation(route, { out_trade_no: ['The out trade no is already used by another payout.'] }),
+  PAYOUT_PROVIDER_NOT_CONFIGURED: (route) => validation(route, { upstream: ['No payout provider is configured.'] }),
+  PAYOUT_FEE_NOT_CONFIGURED: (route) => validation(route, { currency: ['No payout fee is configured for this currency.'] }),
+  PAYOUT_NOTIFICATION_MISMATCH: (route) => validation(route, { amount: ["The amount is not the payout's."] }),
+  PAYOUT_DECISION_NOT_AUTHORIZED: systemError,
+  PAYOUT_APPROVAL_NOT_AUTHORIZED: systemError,
+  PAYOUT_NOT_AWAITING_APPROVAL: systemError,
+  // Area C's bank payouts (the PayoutService's other door): an Area B call never names a bank account.
+  INSTRUMENT_NOT_FOUND: systemError,
+  INSTRUMENT_NOT_ACTIVATED: systemError,
+  ACTIVATION_NOT_FOUND: systemError,
+  FIELD_NOT_DECRYPTABLE: systemError,
+  CARD_EXPIRED: systemError,
 };
 
 /** The one Area B error table: RPC failure reason + route → HTTP status and body. */
@@ -358,6 +378,49 @@ export function readRefundStatus(raw: string): { fields: { refund_reference?: st
   if (!values.refund_reference && !values.out_trade_no && !values.invoice_reference && Object.keys(problems).length === 0) problems.out_trade_no = [problem('required')];
   if (Object.keys(problems).length > 0) return { errors: problems };
   return { fields: { refund_reference: values.refund_reference, out_trade_no: values.out_trade_no, invoice_reference: values.invoice_reference } };
+}
+
+/** Field limits of a payout request (docs/payouts.md). */
+export const PAYOUT_FIELD_LIMITS = { memoMaxLength: 255, addressMaxLength: 128, payoutReferenceMaxLength: 64 } as const;
+
+/** `payouts` fields, typed. */
+export interface CreatePayoutFields {
+  amount_units: bigint;
+  currency: string;
+  address: string;
+  memo: string;
+  out_trade_no: string | undefined;
+}
+
+const CREATE_PAYOUT = {
+  amount: amount({ currency: () => 'USDT', min: { units: 1n, text: '0.000001' }, typed: true, required: true }),
+  currency: text({ required: true, max: 16 }),
+  address: text({ required: true, max: PAYOUT_FIELD_LIMITS.addressMaxLength, count: 'code_points' }),
+  memo: text({ max: PAYOUT_FIELD_LIMITS.memoMaxLength, count: 'code_points' }),
+  out_trade_no: text({ max: PAYIN_LIMITS.outTradeNoMaxLength, count: 'code_points' }),
+};
+
+/** POST /api/v1/payouts: its fields, or every failing field at once (the address's format is the service's). */
+export function readCreatePayout(raw: string): { fields: CreatePayoutFields } | { errors: FieldViolations } {
+  const body = parseObject(raw);
+  if (!body) return { errors: { body: [problem('json_object')] } };
+  const { values, problems } = readFields(CREATE_PAYOUT, body);
+  if (values.currency !== undefined && values.currency !== 'USDT' && !problems.currency) problems.currency = [problem('invalid')];
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return { fields: { amount_units: values.amount!, currency: values.currency!, address: values.address!, memo: values.memo ?? '', out_trade_no: values.out_trade_no } };
+}
+
+/** POST /api/v1/payouts/status: a payout_reference or the merchant's out_trade_no. */
+export function readPayoutStatus(raw: string): { fields: { payout_reference?: string; out_trade_no?: string } } | { errors: FieldViolations } {
+  const body = parseObject(raw);
+  if (!body) return { errors: { body: [problem('json_object')] } };
+  const { values, problems } = readFields(
+    { payout_reference: text({ max: PAYOUT_FIELD_LIMITS.payoutReferenceMaxLength }), out_trade_no: text({ max: PAYIN_LIMITS.outTradeNoMaxLength, count: 'code_points' }) },
+    body,
+  );
+  if (!values.payout_reference && !values.out_trade_no && Object.keys(problems).length === 0) problems.payout_reference = [problem('required')];
+  if (Object.keys(problems).length > 0) return { errors: problems };
+  return { fields: { payout_reference: values.payout_reference, out_trade_no: values.out_trade_no } };
 }
 
 /** The façade's own answers on an Area B path: unknown route, wrong method, body too large, last-resort fault. */

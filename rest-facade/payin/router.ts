@@ -13,9 +13,10 @@ import { amountJson, formatAmount, isCurrency, parseJsonLossless, stringifyJson,
 import { readRpcFailure } from '../../src/rpc/errors';
 import type { FacadeContext, FacadeState } from '../context';
 import { rpcCallOptions, setRetryAfter } from '../rpc-call';
-import { payinErrorFor, readCreatePayin, readCreateRefund, readListEvents, readPayinStatus, readRefundStatus, type PayinRoute } from './contract';
+import { payinErrorFor, readCreatePayin, readCreatePayout, readCreateRefund, readListEvents, readPayinStatus, readPayoutStatus, readRefundStatus, type PayinRoute } from './contract';
 import type { FieldViolations } from '../../src/errors';
 import type { Refund } from '../../src/gen/payments/refund/v1/refund_pb';
+import type { Payout } from '../../src/gen/payments/payout/v1/payout_pb';
 
 function apiKeyOf(ctx: FacadeContext, allowApiKeyHeader: boolean): string {
   return ctx.get('X-API-Key') || (allowApiKeyHeader ? ctx.get('Api-Key') : '');
@@ -28,7 +29,7 @@ function sendJson(ctx: FacadeContext, status: number, body: unknown): void {
 }
 
 function sendFailure(ctx: FacadeContext, route: PayinRoute, error: unknown): void {
-  const failure = readRpcFailure(error, 'payin', 'events', 'timeline', 'refund');
+  const failure = readRpcFailure(error, 'payin', 'events', 'timeline', 'refund', 'payout');
   setRetryAfter(ctx, failure.retryAfterSeconds);
   const { status, body } = payinErrorFor(route, failure.reason, failure.fields);
   if (status === 500) ctx.state.logger.error({ err: error, reason: failure.reason }, 'payin request failed');
@@ -277,12 +278,76 @@ async function refundStatus(ctx: FacadeContext): Promise<void> {
   }
 }
 
+/** A payout in Area B's words: amounts in USDT, empty texts as null. */
+function payoutJson(payout: Payout) {
+  const currency = currencyOf(payout.currency);
+  return {
+    payout_reference: payout.payoutReference,
+    out_trade_no: payout.outTradeNo || null,
+    amount: amountJson(payout.amountUnits, currency),
+    fee: amountJson(payout.feeUnits, currency),
+    currency,
+    status: payout.status,
+    address: payout.address,
+    memo: payout.memo,
+    payout_trx_ref: payout.payoutTrxRef || null,
+    failure_reason: payout.failureReason || null,
+    created_at: payout.createdAt,
+    decided_at: payout.decidedAt || null,
+  };
+}
+
+/**
+ * POST /api/v1/payouts (docs/payouts.md): a payout of the merchant's wallet to a crypto address, held with its fee
+ * and sent through the upstream provider; the same Idempotency-Key answers the first payout (another body: 409).
+ */
+async function createPayout(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readCreatePayout(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'payouts', apiKey, read.errors);
+  try {
+    const { payout } = await ctx.state.clients.payout.createPayout(
+      {
+        apiKey,
+        amountUnits: read.fields.amount_units,
+        currency: read.fields.currency,
+        address: read.fields.address,
+        memo: read.fields.memo,
+        outTradeNo: read.fields.out_trade_no ?? '',
+        idempotencyKey: ctx.get('Idempotency-Key'),
+      },
+      rpcCallOptions(ctx),
+    );
+    sendJson(ctx, 200, { success: true, code: 200, data: payoutJson(payout!) });
+  } catch (error) {
+    sendFailure(ctx, 'payouts', error);
+  }
+}
+
+/** POST /api/v1/payouts/status: one payout by payout_reference or the merchant's out_trade_no. */
+async function payoutStatus(ctx: FacadeContext): Promise<void> {
+  const apiKey = apiKeyOf(ctx, false);
+  const read = readPayoutStatus(ctx.state.rawBody);
+  if ('errors' in read) return sendFieldErrors(ctx, 'payout_status', apiKey, read.errors);
+  try {
+    const { payout } = await ctx.state.clients.payout.getPayoutStatus(
+      { apiKey, payoutReference: read.fields.payout_reference ?? '', outTradeNo: read.fields.out_trade_no ?? '' },
+      rpcCallOptions(ctx),
+    );
+    sendJson(ctx, 200, { success: true, code: 200, data: payoutJson(payout!) });
+  } catch (error) {
+    sendFailure(ctx, 'payout_status', error);
+  }
+}
+
 export function payinRouter(): Router<FacadeState> {
   const router = new Router<FacadeState>();
   router.post('/api/v1/payins', createPayin);
   router.post('/api/v1/payins/status', payinStatus);
   router.post('/api/v1/payins/refunds', createRefund);
   router.post('/api/v1/payins/refunds/status', refundStatus);
+  router.post('/api/v1/payouts', createPayout);
+  router.post('/api/v1/payouts/status', payoutStatus);
   router.get('/api/v1/balance', balance);
   router.get('/api/v1/events', listEvents);
   router.get('/api/v1/payments/:reference/timeline', paymentTimeline);

@@ -17,7 +17,7 @@ nav ul{display:flex;flex-wrap:wrap;align-items:center;gap:.25rem 1.5rem;list-sty
 nav li.sign-out{margin-left:auto}
 nav li.sign-out button{padding:.25rem .8rem;font-size:.95rem}
 nav a[aria-current="page"]{font-weight:700;color:#1b1b1b;text-decoration:none}
-main{max-width:64rem;margin:0 auto;padding:1rem 1.5rem 3rem}
+main{max-width:90rem;margin:0 auto;padding:1rem 1.5rem 3rem}
 h1{font-size:1.5rem}
 h2{font-size:1.15rem;margin:0 0 .5rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem;width:100%;background:#fff}
@@ -49,4 +49,32 @@ select,input[type=date]{padding:.4rem;font-size:1rem;border:1px solid #767c88;bo
 code.data{font-size:.85rem;overflow-wrap:anywhere}
 td time{white-space:nowrap}
 .error ul{margin:.25rem 0}
+.badge{display:inline-block;padding:.1rem .55rem;border-radius:1rem;font-size:.9rem;font-weight:600;border:1px solid currentColor;vertical-align:middle}
+.badge-ok{color:#0d5b26;background:#e6f4ea}
+.badge-wait{color:#6b4100;background:#fef7e0}
+.badge-bad{color:#a50e0e;background:#fce8e6}
+.headline{margin:.25rem 0 .5rem}
+.headline .big{font-size:1.6rem;font-weight:700;margin-right:.5rem;font-variant-numeric:tabular-nums}
+#summary{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:1rem;margin:0 0 1rem}
+ol.steps{list-style:none;padding:0;margin:0 0 1rem;border-left:3px solid #c9ced8}
+ol.steps li{padding:.25rem 0 .5rem 1rem;position:relative}
+ol.steps li p{margin:.1rem 0}
+li.step-failed strong{color:#a50e0e}
+li.step-pending strong{color:#6b4100}
+ol.timeline{padding-left:1.25rem}
+ol.timeline li{margin:0 0 .75rem;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}
+form.refund{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem}
+form.refund button{margin-top:.75rem}
+details pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:24rem;overflow-y:auto}
+form.manage{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 .75rem}
+form.manage p{margin:.4rem 0}
+#new-secret{font-size:1rem;overflow-wrap:anywhere}
+span.ref{font-size:.8rem;overflow-wrap:anywhere}
+table.list th,table.list td{padding:.3rem .45rem}
+form.filters input.short{width:7rem}
+ol.events{list-style:none;padding:0;margin:0 0 1rem}
+ol.events li{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.4rem .75rem;margin:0 0 .4rem;overflow-wrap:anywhere}
+ol.events li p{margin:.1rem 0}
+@media (max-width:40rem){main{padding:1rem .75rem 2rem}form.filters input[type=text],form.filters input.short{width:100%}form.filters>div{flex:1 1 100%}header,nav ul{padding-left:.75rem;padding-right:.75rem}dl{grid-template-columns:1fr}dt{margin-top:.4rem}}
 `;

@@ -7,7 +7,7 @@
  * CSRF token (the sign-in form the sign-in cookie's).
  */
 import { formatAmount, isCurrency } from '../../src/money';
-import { NextRetry, type GetWebhookEndpointResponse, type Session, type Wallet, type WebhookAttempt, type WebhookDelivery } from '../../src/gen/payments/dashboard/v1/dashboard_pb';
+import { NextRetry, type GetWebhookEndpointResponse, type Session, type TestDelivery, type Wallet, type WebhookAttempt, type WebhookDelivery } from '../../src/gen/payments/dashboard/v1/dashboard_pb';
 import { html, type SafeHtml } from './html';
 
 /** Where the dashboard lives (its cookie's Path too). */
@@ -105,7 +105,7 @@ export function amount(units: bigint, currency: string): string {
 export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
   const rows = wallets.map(
     (wallet) => html`<tr>
-<th scope="row">${wallet.currency}</th>
+<th scope="row"><a href="${DASHBOARD_BASE}/balances/${encodeURIComponent(wallet.currency)}" id="transactions-${wallet.currency}">${wallet.currency}</a></th>
 <td class="amount">${amount(wallet.balanceUnits, wallet.currency)}</td>
 <td class="amount" id="available-${wallet.currency}">${amount(wallet.availableUnits, wallet.currency)}</td>
 <td class="amount">${amount(wallet.heldUnits, wallet.currency)}</td>
@@ -117,7 +117,8 @@ export function balancesContent(wallets: readonly Wallet[]): SafeHtml {
 <tbody>${rows}</tbody>
 </table>
 <p class="muted">Balance is every posted movement; held is money reserved by movements not finished yet (blocked money,
-pending transfers); available is what you can spend: the balance less what is held.</p>`;
+pending transfers); available is what you can spend: the balance less what is held. Open a currency for every
+movement behind its balance.</p>`;
 }
 
 const STATUS_TEXT: Record<string, string> = { pending: 'Pending', delivered: 'Delivered', failed: 'Failed: retries ended' };
@@ -146,17 +147,18 @@ function attemptRow(attempt: WebhookAttempt): SafeHtml {
 <td>${attempt.statusCode === 0 ? 'no answer' : attempt.statusCode}</td>
 <td class="amount">${attempt.latencyMs} ms</td>
 <td>${attempt.error || '—'}</td>
+<td>${attempt.responseBody ? html`<details><summary>Response body</summary><pre><code>${attempt.responseBody}</code></pre></details>` : html`<span class="muted">—</span>`}</td>
 </tr>`;
 }
 
 function deliveryArticle(delivery: WebhookDelivery, csrfToken: string, index: number): SafeHtml {
   const headingId = `delivery-${index}`;
   const attempts = delivery.attempts.length
-    ? html`<table>
+    ? html`<div class="scroll"><table>
 <caption>Delivery attempts</caption>
-<thead><tr><th scope="col">Attempt</th><th scope="col">Time</th><th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th></tr></thead>
+<thead><tr><th scope="col">Attempt</th><th scope="col">Time</th><th scope="col">Status code</th><th scope="col">Latency</th><th scope="col">Error</th><th scope="col">Answer (first 2 KiB)</th></tr></thead>
 <tbody>${delivery.attempts.map(attemptRow)}</tbody>
-</table>`
+</table></div>`
     : html`<p class="muted">No attempt yet.</p>`;
   return html`<article class="delivery" aria-labelledby="${headingId}" data-webhook-id="${delivery.webhookId}">
 <h2 id="${headingId}">${delivery.event} · ${delivery.subjectReference}</h2>
@@ -168,12 +170,30 @@ ${delivery.deliveredAt ? html`<dt>Delivered</dt><dd>${time(delivery.deliveredAt)
 <dt>Sent to</dt><dd>${delivery.callbackUrl}</dd>
 <dt>Next retry</dt><dd>${nextRetryText(delivery)}</dd>
 </dl>
+<details class="request-body"><summary>Request body (sent with every attempt)</summary><pre><code>${prettyBody(delivery.body)}</code></pre></details>
 ${attempts}
 <form method="post" action="${DASHBOARD_BASE}/webhooks/${encodeURIComponent(delivery.webhookId)}/redeliver">
 ${csrfField(csrfToken)}<button type="submit" aria-describedby="${headingId}">Redeliver</button>
 </form>
 </article>`;
 }
+
+/** A JSON body indented for reading (as it is when it does not parse). */
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+/** The deliveries' status filter's choices. */
+const DELIVERY_FILTER: ReadonlyArray<[string, string]> = [
+  ['', 'Any status'],
+  ['pending', 'Pending'],
+  ['delivered', 'Delivered'],
+  ['failed', 'Failed: retries ended'],
+];
 
 /** Webhook deliveries, newest first: each with its attempts and a redeliver form; links to older pages. */
 export function deliveriesContent(view: {
@@ -184,18 +204,32 @@ export function deliveriesContent(view: {
   paged: boolean;
   /** The webhook id a redelivery was just started for. */
   redelivered?: string;
+  /** The status filter ('' for any). */
+  status?: string;
+  /** When the endpoint was disabled ('' while enabled). */
+  disabledAt?: string;
 }): SafeHtml {
+  const status = view.status ?? '';
+  const keep = status ? `&status=${encodeURIComponent(status)}` : '';
+  const disabled = view.disabledAt
+    ? html`<p class="error" id="endpoint-disabled" role="alert">Your endpoint was disabled on ${time(view.disabledAt)} after failing every attempt: nothing is sent until you <a href="${DASHBOARD_BASE}/webhook-endpoint">enable it</a>.</p>`
+    : '';
+  const filter = html`<form class="filters" method="get" action="${DASHBOARD_BASE}/webhooks" role="search" aria-label="Filter deliveries">
+<div><label for="status">Status</label><select id="status" name="status">${DELIVERY_FILTER.map(([value, label]) => html`<option value="${value}"${value === status ? html` selected` : ''}>${label}</option>`)}</select></div>
+<div class="filter-actions"><button type="submit" id="apply">Apply filter</button> <a href="${DASHBOARD_BASE}/webhooks">Clear</a></div>
+</form>`;
   const notice = view.redelivered
     ? html`<p class="notice" id="notice" role="status">Redelivery of <code>${view.redelivered}</code> started: it is sent again now, with the same webhook id.</p>`
     : '';
   const list = view.deliveries.length
     ? view.deliveries.map((delivery, index) => deliveryArticle(delivery, view.csrfToken, index))
-    : html`<p id="empty">No webhook has been sent${view.paged ? ' before these' : ' yet'}.</p>`;
+    : html`<p id="empty">No webhook${status ? ' with this status' : ''} has been sent${view.paged ? ' before these' : ' yet'}.</p>`;
   const links = [
-    view.paged ? html`<a href="${DASHBOARD_BASE}/webhooks">Newest deliveries</a>` : '',
-    view.nextPageToken ? html`<a href="${DASHBOARD_BASE}/webhooks?page_token=${encodeURIComponent(view.nextPageToken)}" rel="next">Older deliveries</a>` : '',
+    view.paged ? html`<a href="${DASHBOARD_BASE}/webhooks${status ? `?status=${encodeURIComponent(status)}` : ''}">Newest deliveries</a>` : '',
+    view.nextPageToken ? html`<a href="${DASHBOARD_BASE}/webhooks?page_token=${encodeURIComponent(view.nextPageToken)}${keep}" rel="next" id="older">Older deliveries</a>` : '',
   ];
-  return html`${notice}
+  return html`${disabled}${notice}
+${filter}
 <p class="muted">Every webhook and call-back sent to you, newest first, with every attempt. A delivery is retried with
 backoff until your endpoint answers 2xx or its retry window ends; <em>Redeliver</em> sends it again with the same
 webhook id (de-duplicate on it).</p>
@@ -210,7 +244,7 @@ const HEADER_MEANINGS: Record<string, string> = {
   'x-webhook-attempt': '1, 2, … counting every attempt of this event.',
   'webhook-id': 'Standard Webhooks: the event\'s id (as X-Webhook-Id); it is signed.',
   'webhook-timestamp': 'Standard Webhooks: Unix seconds when this attempt was signed. Refuse old ones to stop replays.',
-  'webhook-signature': 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "id.timestamp.body">, keyed with the same hmac_secret.',
+  'webhook-signature': 'Standard Webhooks: v1,<base64 HMAC-SHA256 of "id.timestamp.body">, keyed with the same hmac_secret; during a secret rotation also the replaced secret\'s, space-separated.',
 };
 
 /** The verification example, for the merchant's own signature header name. */
@@ -236,27 +270,83 @@ function verifyStandardWebhook(rawBody, headers, hmacSecret) {
 }`;
 }
 
-/** The webhook endpoint: where webhooks go, the headers they carry and how to verify them. Never the secret. */
-export function endpointContent(endpoint: GetWebhookEndpointResponse): SafeHtml {
+/** What the endpoint page shows after one of its forms. */
+export interface EndpointResult {
+  /** A rotation's new secret (shown once) and until when the old one signs too. */
+  rotated?: { secret: string; previousValidUntil: string };
+  /** A test event's outcome. */
+  test?: TestDelivery;
+  /** A line after a change (URL saved, endpoint enabled). */
+  notice?: string;
+  /** Why a change was refused (nothing changed). */
+  refused?: string;
+}
+
+function testOutcome(test: TestDelivery): SafeHtml {
+  const answered = test.statusCode === 0 ? 'no answer' : `HTTP ${test.statusCode}`;
+  return html`<div class="${test.error ? 'error' : 'notice'}" id="test-result" role="status">
+<p>Test event <code>${test.webhookId}</code>: ${test.error ? html`not accepted (${answered}${test.error && test.statusCode === 0 ? `: ${test.error}` : ''})` : html`accepted (${answered})`}.</p>
+${test.responseBody ? html`<details><summary>Your endpoint's answer (first 2 KiB)</summary><pre><code>${test.responseBody}</code></pre></details>` : ''}
+</div>`;
+}
+
+/**
+ * The webhook endpoint: where webhooks go, the headers they carry and how to verify them, and the forms that manage it
+ * (change the URL after a test delivery, send a test event, rotate the signing secret, enable a disabled endpoint).
+ * The secret is shown only once, right after a rotation.
+ */
+export function endpointContent(endpoint: GetWebhookEndpointResponse, csrfToken = '', result: EndpointResult = {}): SafeHtml {
   const rows = endpoint.headers.map((name) => {
-    const meaning = name === endpoint.signatureHeader ? 'Lowercase hex HMAC-SHA256 of the raw body, keyed with your hmac_secret.' : (HEADER_MEANINGS[name.toLowerCase()] ?? '');
+    const meaning = name === endpoint.signatureHeader ? 'Lowercase hex HMAC-SHA256 of the raw body, keyed with your current hmac_secret.' : (HEADER_MEANINGS[name.toLowerCase()] ?? '');
     return html`<tr><th scope="row"><code>${name}</code></th><td>${meaning}</td></tr>`;
   });
-  return html`<dl id="endpoint">
+  const days = Number(endpoint.disableAfterSeconds) / 86_400;
+  const window = days >= 1 ? `${days} days` : `${Number(endpoint.disableAfterSeconds)} seconds`;
+  const state = endpoint.disabledAt
+    ? html`<div class="error" id="endpoint-disabled" role="alert"><p>Your endpoint was <strong>disabled</strong> on ${time(endpoint.disabledAt)}: every attempt failed for ${window}. Nothing is sent to it until you enable it; webhooks meanwhile are recorded and can be redelivered.</p>
+<form method="post" action="${DASHBOARD_BASE}/webhook-endpoint/enable">${csrfField(csrfToken)}<button type="submit" id="enable">Enable the endpoint</button></form></div>`
+    : endpoint.failingSince
+      ? html`<p class="error" id="endpoint-failing" role="status">Every attempt since ${time(endpoint.failingSince)} failed. The endpoint is disabled once it has failed for ${window}.</p>`
+      : '';
+  const rotated = result.rotated
+    ? html`<div class="notice" id="rotated" role="status"><p>Your new signing secret (copy it now: it is never shown again):</p>
+<p><code id="new-secret">${result.rotated.secret}</code></p>
+<p>Until ${time(result.rotated.previousValidUntil)} every webhook carries both signatures in <code>webhook-signature</code> (the new secret's first); then only the new one. The <code>${endpoint.signatureHeader}</code> header is signed with the new secret from now on.</p></div>`
+    : '';
+  return html`${state}${rotated}${result.notice ? html`<p class="notice" id="notice" role="status">${result.notice}</p>` : ''}${result.test ? testOutcome(result.test) : ''}${result.refused ? html`<p class="error" id="refused" role="alert">${result.refused}</p>` : ''}
+<dl id="endpoint">
 <dt>Callback URL</dt><dd id="callback-url">${endpoint.callbackUrl}</dd>
 <dt>Signature header</dt><dd id="signature-header"><code>${endpoint.signatureHeader}</code></dd>
-<dt>Signing secret</dt><dd id="secret">Your <code>${endpoint.secretName}</code>, issued once at onboarding on ${time(endpoint.secretIssuedAt)}.
-It is never shown again, here or anywhere; a new one comes with a new onboarding.</dd>
+<dt>Signing secret</dt><dd id="secret">Your <code>${endpoint.secretName}</code>, issued on ${time(endpoint.secretIssuedAt)}. It is shown only once, when issued.${
+    endpoint.previousSecretValidUntil ? html` The secret it replaced also signs until ${time(endpoint.previousSecretValidUntil)}.` : ''
+  }</dd>
 </dl>
+<section aria-labelledby="manage-heading"><h2 id="manage-heading">Manage the endpoint</h2>
+<form method="post" class="manage" action="${DASHBOARD_BASE}/webhook-endpoint/url">${csrfField(csrfToken)}
+<label for="callback_url">New callback URL</label>
+<input type="text" id="callback_url" name="callback_url" inputmode="url" maxlength="2048" required placeholder="https://">
+<p class="muted">A public http(s) address. A signed test event (<code>webhook.test</code>) is sent to it first; the URL is saved only when it answers 2xx.</p>
+<div><button type="submit" id="change-url">Test and save the URL</button></div>
+</form>
+<form method="post" class="manage" action="${DASHBOARD_BASE}/webhook-endpoint/test">${csrfField(csrfToken)}
+<p>Send a signed <code>webhook.test</code> event to your current URL and see what it answers.</p>
+<div><button type="submit" id="send-test">Send a test event</button></div>
+</form>
+<form method="post" class="manage" action="${DASHBOARD_BASE}/webhook-endpoint/rotate">${csrfField(csrfToken)}
+<p>Rotate the signing secret: a new secret is shown once; the current one keeps signing beside it for a while, so you can deploy the new one without missing a webhook.</p>
+<div><button type="submit" id="rotate">Rotate the signing secret</button></div>
+</form>
+</section>
 <h2>Headers of every webhook</h2>
-<table id="headers">
+<div class="scroll"><table id="headers">
 <caption>Besides <code>Content-Type: application/json</code></caption>
 <thead><tr><th scope="col">Header</th><th scope="col">What it carries</th></tr></thead>
 <tbody>${rows}</tbody>
-</table>
+</table></div>
 <h2>Verifying a webhook</h2>
 <p>Compute the HMAC over the bytes you received, before parsing them, compare in constant time, and answer 401 when
-it does not match. Answer 2xx once you have stored the event; anything else is retried.</p>
+it does not match. Answer 2xx once you have stored the event; anything else is retried. During a secret rotation
+<code>webhook-signature</code> holds one signature per secret, space-separated: accept the webhook when any matches.</p>
 <pre><code>${verificationExample(endpoint.signatureHeader)}</code></pre>`;
 }
 

@@ -11,6 +11,9 @@
  *     across addresses        throttle against guessing one credential from many addresses; much higher than the
  *                             pair's, so only an attacker with a hundred addresses or more reaches it
  *   failures per address      AUTH_FAILURES_PER_ADDRESS (50) per window and door, whatever the credentials tried
+ *   refused calls audited     AUDIT_REFUSALS_PER_CREDENTIAL (30) per AUDIT_REFUSAL_WINDOW_SECONDS (60) per RPC
+ *     per credential          credential: a verified caller's refused privileged attempts past it are refused without
+ *                             an audit row (src/rpc/audit.ts counts the dropped ones), so a flood cannot fill the table
  *   requests per caller       REQUESTS_PER_CALLER_PER_MINUTE (6000) for a verified partner or merchant; 0 = off.
  *                             A process takes a caller's points in leases of 1 % of the limit (one counter write per
  *                             lease instead of per request, the counter being one hot row per caller) and spends them
@@ -72,6 +75,11 @@ export interface AbuseLimits {
    * @throws DomainError RATE_LIMITED (with retryAfterSeconds)
    */
   consumeRequest(caller: string): Promise<void>;
+  /**
+   * Takes one point of `credential`'s refused RPC calls that get an audit row (AUDIT_REFUSALS_PER_CREDENTIAL per
+   * AUDIT_REFUSAL_WINDOW_SECONDS). @returns false when the credential has used them up in this window
+   */
+  admitRefusalRecord(credential: string): Promise<boolean>;
   /**
    * Told of each refusal, when set (the composition root counts them in payments_lockouts_total): `door` and which
    * limit was used up (`pair`, `credential`, `address`), or door `request` and limit `caller` for a caller's rate.
@@ -137,6 +145,13 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
   const perCaller = config.REQUESTS_PER_CALLER_PER_MINUTE
     ? new RateLimiterPostgres({ ...common, keyPrefix: 'req', points: config.REQUESTS_PER_CALLER_PER_MINUTE, duration: 60, clearExpiredByTimeout: false })
     : undefined;
+  const refusalsRecorded = new RateLimiterPostgres({
+    ...common,
+    keyPrefix: 'audit_refused',
+    points: config.AUDIT_REFUSALS_PER_CREDENTIAL,
+    duration: config.AUDIT_REFUSAL_WINDOW_SECONDS,
+    clearExpiredByTimeout: false,
+  });
   const slots = pLimit(config.PASSWORD_HASHING_CONCURRENCY);
   const leaseSize = Math.max(1, Math.floor(config.REQUESTS_PER_CALLER_PER_MINUTE * REQUEST_LEASE_SHARE));
   const leases = new LRUCache<string, RequestLease>({ max: REQUEST_LEASES_MAX });
@@ -247,6 +262,10 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
       }
       if (spend(caller)) return;
       await takeRequestPoints(perCaller, caller, 1);
+    },
+    async admitRefusalRecord(credential) {
+      const taken = await take(refusalsRecorded, credential.slice(0, 200));
+      return !taken.over;
     },
     hashing: (work, signal) =>
       slots(() => {

@@ -1,6 +1,7 @@
 /**
  * Which data keys the database's sealed secrets need, and re-sealing them under a new key (docs/security.md
- * "Keys"). Sealed columns: `merchants.hmac_secret_encrypted` and `instruments.number_encrypted`.
+ * "Keys"). Sealed columns: `merchants.hmac_secret_encrypted`, `merchants.previous_hmac_secret_encrypted` and
+ * `instruments.number_encrypted`.
  *
  * Start-up (`verifyDataKeys`): the process registers its current key, then refuses to run when a registered key is
  * missing from PLATFORM_KEY_DIR or the directory holds another key under its id. A key directory is never
@@ -11,7 +12,7 @@
  * an interruption finishes the job.
  */
 import type { Knex } from '../db/knex';
-import { hmacContext } from '../onboarding/merchants';
+import { hmacContext, previousHmacContext } from '../onboarding/merchants';
 import { numberContext } from '../instruments/store';
 import { isCurrent, keyIdOf, LEGACY_DATA_KEY_ID, openSecret, sealSecret, type DataKeyring } from '../crypto/data-keys';
 import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDataKeyring } from '../crypto/platform-keys';
@@ -19,6 +20,8 @@ import { createDataKey, keyFingerprint, KeyFileError, makeDataKeyCurrent, readDa
 /** The sealed columns: table, key column, sealed column, associated data of a row. */
 const SEALED_COLUMNS = [
   { table: 'merchants', key: 'id', column: 'hmac_secret_encrypted', context: (id: string) => hmacContext(id) },
+  // The secret a rotation replaced, while its overlap lasts (null otherwise: never selected).
+  { table: 'merchants', key: 'id', column: 'previous_hmac_secret_encrypted', context: (id: string) => previousHmacContext(id) },
   { table: 'instruments', key: 'token', column: 'number_encrypted', context: (token: string) => numberContext(token) },
 ] as const;
 
@@ -105,7 +108,7 @@ export async function keysMayBeCreated(database: Knex): Promise<boolean> {
 export async function resealAll(database: Knex, ring: DataKeyring): Promise<Record<string, number>> {
   const resealed: Record<string, number> = {};
   for (const sealed of SEALED_COLUMNS) {
-    resealed[sealed.table] = 0;
+    resealed[sealed.table] ??= 0;
     for (;;) {
       const { selected, changed } = await database.transaction(async (trx) => {
         const rows = (await trx(sealed.table)

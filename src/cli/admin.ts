@@ -31,7 +31,7 @@ import { Code } from '@connectrpc/connect';
 import type { Command } from 'commander';
 import { MerchantStatus, type MerchantRecord, type WalletBalance } from '../gen/payments/admin/v1/admin_pb';
 import { stringifyJson } from '../money';
-import { createPlatformClients, type PlatformClients } from '../rpc/clients';
+import { createPlatformClients, type PlatformClients, type RpcClientCredentials } from '../rpc/clients';
 import { readRpcFailure } from '../rpc/errors';
 import { adminToken } from '../service-credentials/files';
 
@@ -94,9 +94,20 @@ function print(result: Record<string, unknown>, json: boolean): void {
   }
 }
 
-/** Connect clients presenting the operator's credential (when one is found). */
+/**
+ * The operator's client certificate for an RPC server that runs mTLS (`payments cluster up`, compose): the PEM files
+ * RPC_CLIENT_TLS_CERT, RPC_CLIENT_TLS_KEY and RPC_CLIENT_TLS_CA (which verifies the server), when set.
+ */
+function adminTls(environment: NodeJS.ProcessEnv = process.env): RpcClientCredentials['tls'] {
+  const { RPC_CLIENT_TLS_CERT: cert, RPC_CLIENT_TLS_KEY: key, RPC_CLIENT_TLS_CA: ca } = environment;
+  if (!cert && !ca) return undefined;
+  const read = (file: string | undefined) => (file ? readFileSync(file, 'utf8') : undefined);
+  return { cert: read(cert), key: read(key), ca: read(ca) };
+}
+
+/** Connect clients presenting the operator's credential (when one is found), over its certificate when set. */
 export function adminClients(rpcUrl: string): PlatformClients {
-  return createPlatformClients(rpcUrl, { httpVersion: '1.1', credentials: { token: adminToken() } });
+  return createPlatformClients(rpcUrl, { httpVersion: '1.1', credentials: { token: adminToken(), tls: adminTls() } });
 }
 
 /** Runs one command: builds the clients, prints the result, or prints one stderr line and exits 1. */

@@ -34,7 +34,7 @@ import { createPlatformDeps } from '../runtime';
 import { SANDBOX_CREDENTIALS_FILE, startConfiguredSandbox } from '../sandbox/upstream';
 import { createServiceCredential, OPERATOR_SCOPES } from '../service-credentials';
 import { readCredentialsFile, writeCredentialsFile } from '../service-credentials/files';
-import { ensureClusterPki, temporalClientOptions, temporalClientSettings, type ClusterPki } from '../temporal/cluster-pki';
+import { ensureClusterPki, rpcClientSettings, rpcServerSettings, temporalClientOptions, temporalClientSettings, type ClusterPki } from '../temporal/cluster-pki';
 import { ensureTemporalServer, ensureTemporalUiServer } from '../temporal/server-binary';
 import {
   createDatabaseIfAbsent,
@@ -52,6 +52,7 @@ import { startTemporalUiServer } from '../temporal/ui-server';
 import { devOutboundDefaults } from '../web/outbound';
 import {
   clusterRoleNames,
+  type ClusterRolePasswords,
   ensureRoles,
   grantPlatformDatabase,
   grantTemporalDatabase,
@@ -151,6 +152,11 @@ export interface ClusterState {
    * TEMPORAL_TLS_SERVER_NAME), when this cluster runs the Temporal server: every client needs one.
    */
   temporalTls?: { ca: string; cert: string; key: string; serverName: string };
+  /**
+   * The operator's client certificate of the internal RPC (PEM file paths; RPC_CLIENT_TLS_CA, RPC_CLIENT_TLS_CERT,
+   * RPC_CLIENT_TLS_KEY): the RPC speaks mTLS only, so every caller needs one besides its service credential.
+   */
+  rpcTls: { ca: string; cert: string; key: string };
   respawnSeconds: number;
   /** The sandbox upstream (test mode): its payin URL, and the file (0600) holding its API key and notification secret. */
   upstream?: { payinUrl: string; credentialsFile: string };
@@ -292,12 +298,13 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say(`PostgreSQL connections: at most ${budget.total} of the ${accepted} the server accepts (api and worker processes ${budget.roles}, Temporal server ${budget.temporal})`);
     // A role per process kind, none a superuser, granted after the migrations (new tables included).
     let roles: ClusterDatabaseRoles | undefined;
+    let passwords: ClusterRolePasswords = {};
     if (platformDatabase === 'postgres') {
       // The maintenance database is everyone's: its CONNECT is not the cluster's to take from PUBLIC.
       say('warning: the platform runs in the maintenance database "postgres": no database roles of its own (give DATABASE_URL a database of its own)');
     } else if (await mayCreateRoles(database)) {
       roles = clusterRoleNames(platformDatabase, options.temporalDatabases);
-      await ensureRoles(database, roles);
+      passwords = await ensureRoles(database, roles);
       await grantPlatformDatabase(database, platformDatabase, roles);
       say(`database roles: api ${roles.api}, worker ${roles.worker}${initial.TEMPORAL_ADDRESS ? '' : `, Temporal server ${roles.temporal}`} (no superuser; docs/security.md "Least privilege")`);
     } else {
@@ -308,6 +315,9 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     let temporalAddress = initial.TEMPORAL_ADDRESS;
     let temporalServerPid: number | undefined;
     let pki: ClusterPki | undefined;
+    // The cluster's certificates: Temporal's (used when this cluster runs the server) and the internal RPC's mTLS.
+    const rpcHostNames = isWildcardOrLoopback(initial.RPC_HOST) ? [] : [initial.RPC_HOST];
+    const certificates = ensureClusterPki(path.join(options.directory, 'tls'), rpcHostNames);
     if (!temporalAddress) {
       const binaries = ensureTemporalServer(say);
       const preparing = Date.now();
@@ -324,12 +334,12 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       }
       say(`Temporal databases ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility}: schema up to date (${((Date.now() - preparing) / 1000).toFixed(1)} s)`);
       // mTLS between every caller and the frontend, and between the server's own services.
-      pki = ensureClusterPki(path.join(options.directory, 'tls'));
+      pki = certificates;
       const temporalStarted = Date.now();
       const server = await startTemporalServer({
         binaries,
         directory: path.join(options.directory, 'temporal'),
-        endpoint: roles ? postgresEndpoint(urlForRole(databaseUrl, roles.temporal)) : endpoint,
+        endpoint: roles ? postgresEndpoint(urlForRole(databaseUrl, roles.temporal, passwords[roles.temporal])) : endpoint,
         frontendPort: options.temporalPort,
         historyShards: options.historyShards,
         databases: options.temporalDatabases,
@@ -395,7 +405,8 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     const adminCredentialsFile = path.join(options.directory, 'admin-credentials.json');
     await ensureCredential(database, adminCredentialsFile, 'cluster admin', OPERATOR_SCOPES);
 
-    const rpcUrl = `http://${hostForUrl(config.RPC_HOST)}:${config.RPC_PORT}`;
+    // The internal RPC speaks mTLS only: a caller needs a certificate of the cluster's RPC CA (docs/security.md).
+    const rpcUrl = `https://${hostForUrl(config.RPC_HOST)}:${config.RPC_PORT}`;
     const facadeUrl = `http://${hostForUrl(config.HTTP_HOST)}:${config.HTTP_PORT}`;
     const platformKeyDir = path.resolve(config.PLATFORM_KEY_DIR);
     const childEnvironment: NodeJS.ProcessEnv = {
@@ -419,17 +430,23 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     // provider's API key for refunds, not the notification secret: only the api role checks notifications); the façade only its RPC
     // credential (no database, keys, Temporal or upstream secret).
     const roleEnvironment: Record<ClusterRole, NodeJS.ProcessEnv> = {
-      api: { ...childEnvironment, ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api) } : {}), ...(pki ? temporalClientSettings(pki, 'api') : {}) },
+      api: {
+        ...childEnvironment,
+        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.api, passwords[roles.api]) } : {}),
+        ...(pki ? temporalClientSettings(pki, 'api') : {}),
+        ...rpcServerSettings(certificates),
+      },
       worker: {
         ...childEnvironment,
         ...Object.fromEntries(WORKER_WITHHELD.map((name) => [name, ''])),
-        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker) } : {}),
+        ...(roles ? { DATABASE_URL: urlForRole(databaseUrl, roles.worker, passwords[roles.worker]) } : {}),
         ...(pki ? temporalClientSettings(pki, 'worker') : {}),
       },
       facade: {
         ...childEnvironment,
         ...Object.fromEntries(FACADE_WITHHELD.map((name) => [name, ''])),
-        RPC_URL: `http://127.0.0.1:${config.RPC_PORT}`,
+        RPC_URL: `https://127.0.0.1:${config.RPC_PORT}`,
+        ...rpcClientSettings(certificates, 'facade'),
         RPC_TOKEN_FILE: facadeCredentials,
         RPC_TOKEN: '',
       },
@@ -540,6 +557,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
       platformKeyDir,
       adminCredentialsFile,
       demoCredentialsFile,
+      rpcTls: { ca: certificates.rpc.ca, cert: certificates.rpc.clients.operator.cert, key: certificates.rpc.clients.operator.key },
       temporalTls: pki && { ca: pki.ca, cert: pki.clients.operator.cert, key: pki.clients.operator.key, serverName: pki.serverName },
       respawnSeconds: options.respawnSeconds,
       upstream,
@@ -552,7 +570,7 @@ export async function runCluster(initial: Config, options: ClusterOptions, say: 
     say('');
     say(`payments cluster is up in ${(state.startMilliseconds / 1000).toFixed(1)} s`);
     say(`  REST façade (Areas A, B, C)  ${facadeUrl}   ${options.facades} processes sharing the port; health: ${facadeUrl}/healthz`);
-    say(`  Connect RPC                  ${rpcUrl}   ${options.apis} api processes sharing the port`);
+    say(`  Connect RPC                  ${rpcUrl}   ${options.apis} api processes sharing the port; mTLS, operator certificate ${certificates.rpc.clients.operator.cert}`);
     say(`  Temporal frontend            ${temporalAddress}   namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE}, ${options.workers} worker processes${pki ? `; mTLS, operator certificate ${pki.clients.operator.cert}` : ''}`);
     say(uiUrl ? `  Temporal Web UI              ${uiUrl}` : '  Temporal Web UI              none (no UI server binary: see docs/operations.md "Cluster topology")');
     say(`  PostgreSQL                   ${databaseUrl.replace(/\/\/[^@]*@/, '//')} (Temporal: ${options.temporalDatabases.default}, ${options.temporalDatabases.visibility})`);
@@ -639,6 +657,10 @@ function uiServerOrNothing(say: (line: string) => void): string | undefined {
     say(`no Temporal Web UI: ${(error as Error).message}`);
     return undefined;
   }
+}
+
+function isWildcardOrLoopback(host: string): boolean {
+  return ['0.0.0.0', '::', '127.0.0.1', 'localhost', '::1'].includes(host);
 }
 
 function hostForUrl(host: string): string {

@@ -19,6 +19,7 @@ import { registerEventCommands } from './admin-events';
 import { registerTimelineCommand } from './admin-timeline';
 import { registerDepositRefundCommands } from './admin-deposit-refunds';
 import { registerRefundCommands } from './admin-refunds';
+import { registerPayoutCommands } from './admin-payouts';
 import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
 import { parseRoles } from './roles';
@@ -240,6 +241,7 @@ registerTimelineCommand(program);
 registerRefundCommands(program);
 registerDepositRefundCommands(program);
 registerPolicyCommands(program);
+registerPayoutCommands(program);
 
 program
   .command('sandbox-upstream')

@@ -21,6 +21,11 @@
  *   GetOutcomePolicy       the merchant's payment-outcome policy (src/flows/payin/policy.ts), the default without one
  *   SetOutcomePolicy       session + CSRF token; sets the merchant's own policy (every field checked, nothing changed
  *                          on a refusal); `updated_by` is `dashboard:<merchant id>`; audited (src/rpc/audit.ts)
+ *   GetPayment             one payment in the merchant's words (./payment-story.ts over src/timeline's timeline as
+ *                          the merchant sees it): summary, steps, technical entries (Web UI links only when
+ *                          TEMPORAL_UI_PUBLIC)
+ *   RefundPayment          session + CSRF token; src/flows/refund `createRefund` to the payer's reported address,
+ *                          idempotent on the form's key; audited (src/rpc/audit.ts)
  *
  * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
  */
@@ -28,16 +33,33 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { COMMON_REASONS, invalidFields, reasonError } from '../errors';
 import { type DashboardService, type WebhookDeliverySchema } from '../gen/payments/dashboard/v1/dashboard_pb';
-import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, type PaymentKind } from '../events';
+import { EVENT_SUBJECT_MAX_LENGTH, EVENT_TYPES, isEventType, isPaymentKind, listEvents, listPayments, paymentStatuses, PAYMENT_KINDS, recordEvent, type PaymentKind } from '../events';
 import { problem } from '../field-problems';
 import { decimalsOf, isCurrency } from '../money';
-import { getMerchant, MERCHANT_WALLET_CURRENCIES, merchantIdOfApiUserName, verifyMerchantApiLogin } from '../onboarding/merchants';
+import {
+  checkCallbackUrl,
+  enableWebhookEndpoint,
+  getMerchant,
+  MERCHANT_WALLET_CURRENCIES,
+  merchantIdOfApiUserName,
+  rotateMerchantHmacSecret,
+  setMerchantCallbackUrl,
+  verifyMerchantApiLogin,
+  webhookEndpointState,
+} from '../onboarding/merchants';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
-import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, type WebhookEventRow } from '../webhooks';
+import { attemptsOf, findWebhookEvent, merchantWebhooksPage, redeliverWebhook, sendTestWebhook, type WebhookEventRow } from '../webhooks';
 import { retryScheduleOf } from './next-retry';
 import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy } from '../flows/payin/policy';
 import { DASHBOARD_REASONS } from './reasons';
+import { timelineFor, timelineMessage } from '../timeline/service';
+import { latestPayerAddress } from '../flows/payin/store';
+import { createRefund } from '../flows/refund/service';
+import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
+import { parseAmount } from '../money';
+import { stepsOf, summaryOf, technicalEntries } from './payment-story';
+import { TIMELINE_REASONS } from '../timeline/reasons';
 import { closeDashboardSession, csrfTokenMatches, findDashboardSession, openDashboardSession, type DashboardSession } from './sessions';
 
 /** Deliveries per page unless the request asks for another number (1 to 100). */
@@ -62,6 +84,20 @@ function afterIdOf(pageToken: string): string | undefined {
   return id;
 }
 
+/** The statuses the deliveries' filter takes. */
+const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'];
+
+/** A test delivery as the RPC answers it. */
+function testMessage(test: { webhook_id: string; status_code: number | null; response_body: string | null; error: string | null }) {
+  return { webhookId: test.webhook_id, statusCode: test.status_code ?? 0, responseBody: test.response_body ?? '', error: test.error ?? '' };
+}
+
+/** The payment a ledger key belongs to: the flows key theirs `<reference>:<step>`; '' for another key. */
+function paymentOfLedgerKey(key: string): string {
+  const [reference, step] = key.split(':');
+  return step !== undefined && /^[A-Za-z0-9._-]{1,128}$/.test(reference ?? '') ? reference! : '';
+}
+
 const pageTokenOf = (id: string) => Buffer.from(id, 'utf8').toString('base64url');
 
 const SEQ = /^\d{1,18}$/;
@@ -82,7 +118,21 @@ function dayStart(text: string): Date | undefined {
  * before created_from; before / after: integer, after: invalid with before).
  * @throws DomainError VALIDATION_FAILED
  */
-function paymentsQueryOf(request: { kind: string; status: string; reference: string; createdFrom: string; createdTo: string; before: string; after: string }) {
+/** A major-units bound of the amount filters: a plain decimal, at most 8 decimals. */
+const MAJOR_AMOUNT = /^\d{1,15}(\.\d{1,8})?$/;
+
+function paymentsQueryOf(request: {
+  kind: string;
+  status: string;
+  reference: string;
+  createdFrom: string;
+  createdTo: string;
+  before: string;
+  after: string;
+  outTradeNo: string;
+  amountFrom: string;
+  amountTo: string;
+}) {
   const problems: Record<string, string[]> = {};
   const kind = request.kind === '' ? undefined : isPaymentKind(request.kind) ? request.kind : undefined;
   if (request.kind !== '' && !kind) problems.kind = [problem('invalid')];
@@ -96,8 +146,17 @@ function paymentsQueryOf(request: { kind: string; status: string; reference: str
   if (request.before !== '' && !SEQ.test(request.before)) problems.before = [problem('integer')];
   if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
   else if (request.after !== '' && request.before !== '') problems.after = [problem('invalid')];
+  if ([...request.outTradeNo].length > EVENT_SUBJECT_MAX_LENGTH) problems.out_trade_no = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
+  const amountFrom = request.amountFrom.trim();
+  const amountTo = request.amountTo.trim();
+  if (amountFrom !== '' && !MAJOR_AMOUNT.test(amountFrom)) problems.amount_from = [problem('invalid')];
+  if (amountTo !== '' && !MAJOR_AMOUNT.test(amountTo)) problems.amount_to = [problem('invalid')];
+  else if (amountFrom !== '' && amountTo !== '' && MAJOR_AMOUNT.test(amountFrom) && Number(amountTo) < Number(amountFrom)) problems.amount_to = [problem('min', amountFrom)];
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
   return {
+    out_trade_no: request.outTradeNo || undefined,
+    amount_from: amountFrom || undefined,
+    amount_to: amountTo || undefined,
     kind: kind as PaymentKind | undefined,
     status: request.status || undefined,
     reference: request.reference || undefined,
@@ -112,13 +171,20 @@ function paymentsQueryOf(request: { kind: string; status: string; reference: str
  * The events list's filters and cursor, checked (type: invalid, not a type of the catalog; subject: max_length:128;
  * after: integer). @throws DomainError VALIDATION_FAILED
  */
-function eventsQueryOf(request: { type: string; subject: string; after: string }) {
+function eventsQueryOf(request: { type: string; subject: string; after: string; before: string; newestFirst: boolean }) {
   const problems: Record<string, string[]> = {};
+  if (request.before !== '' && !SEQ.test(request.before)) problems.before = [problem('integer')];
+  if (request.newestFirst && request.after !== '') problems.after = [problem('invalid')];
   if (request.type !== '' && !isEventType(request.type)) problems.type = [problem('invalid')];
   if ([...request.subject].length > EVENT_SUBJECT_MAX_LENGTH) problems.subject = [problem('max_length', EVENT_SUBJECT_MAX_LENGTH)];
   if (request.after !== '' && !SEQ.test(request.after)) problems.after = [problem('integer')];
   if (Object.keys(problems).length > 0) throw invalidFields(problems);
-  return { type: request.type || undefined, subject: request.subject || undefined, after: request.after ? BigInt(request.after) : 0n };
+  return {
+    type: request.type || undefined,
+    subject: request.subject || undefined,
+    after: request.after ? BigInt(request.after) : 0n,
+    ...(request.newestFirst ? { before: request.before ? BigInt(request.before) : 0n } : {}),
+  };
 }
 
 export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof DashboardService> {
@@ -180,10 +246,19 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
           statusCode: attempt.status_code ?? 0,
           latencyMs: attempt.latency_ms,
           error: attempt.error ?? '',
+          responseBody: attempt.response_body ?? '',
         })),
+      body: event.body,
       nextRetry: schedules[index]!.next,
       nextRetryAt: schedules[index]!.at?.toISOString() ?? '',
     }));
+  }
+
+  /** A payin's refundable amount now (minor units, never negative), 0 for any other kind or an unsettled payin. */
+  async function refundableNow(merchant_id: string, reference: string, kind: string, status: string): Promise<bigint> {
+    if (kind !== 'payin' || status !== 'success') return 0n;
+    const refundable = refundableOf(await refundBasis(deps.ledger, database, reference), await merchantRefundFee(database, merchant_id));
+    return refundable > 0n ? refundable : 0n;
   }
 
   return {
@@ -251,7 +326,8 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     async listWebhookDeliveries(request) {
       const session = await requireSession(request.sessionToken);
       const afterId = afterIdOf(request.pageToken);
-      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId);
+      if (request.status !== '' && !DELIVERY_STATUSES.includes(request.status)) throw invalidFields({ status: [problem('invalid')] });
+      const { rows, more } = await merchantWebhooksPage(database, session.merchant_id, request.pageSize || DEFAULT_PAGE_SIZE, afterId, request.status || undefined);
       return {
         deliveries: await deliveriesOf(rows),
         nextPageToken: more && rows.length > 0 ? pageTokenOf(rows[rows.length - 1]!.id) : '',
@@ -295,19 +371,187 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       return { policy: outcomePolicyFields(row) };
     },
 
+    /**
+     * One of the merchant's payments: summary, the merchant's steps and the technical entries.
+     * @throws DomainError SESSION_INVALID, PAYMENT_NOT_FOUND (unknown or another merchant's: one answer),
+     *   VALIDATION_FAILED (reference)
+     */
+    async getPayment(request) {
+      const session = await requireSession(request.sessionToken);
+      const timeline = await timelineFor(deps, request.reference, { kind: 'owner', owner: { type: 'merchant', id: session.merchant_id } });
+      const summary = summaryOf(timeline.entries);
+      const reference = timeline.reference;
+      const payer = summary.kind === 'payin' ? await latestPayerAddress(database, reference) : null;
+      const refundable = await refundableNow(session.merchant_id, reference, summary.kind, summary.status);
+      const message = timelineMessage(timeline);
+      return {
+        payment: {
+          reference,
+          kind: summary.kind,
+          status: summary.status,
+          currency: summary.currency,
+          decimals: isCurrency(summary.currency) ? decimalsOf(summary.currency) : 0,
+          amountUnits: summary.amount_units,
+          feeUnits: summary.fee_units,
+          netUnits: summary.net_units,
+          paidAmountUnits: summary.paid_units ?? 0n,
+          hasPaid: summary.paid_units !== undefined,
+          payerAddress: payer ?? summary.payer_address,
+          outTradeNo: summary.out_trade_no,
+          createdAt: summary.created_at,
+          settledAt: summary.settled_at,
+          refunds: summary.refunds.map((refund) => ({
+            refundReference: refund.refund_reference,
+            amountUnits: refund.amount_units,
+            status: refund.status,
+            createdAt: refund.created_at,
+            decidedAt: refund.decided_at,
+            reason: refund.reason,
+          })),
+          refundableUnits: refundable,
+        },
+        steps: stepsOf(timeline.entries, summary),
+        technical: technicalEntries(message.entries, deps.config.TEMPORAL_UI_PUBLIC),
+        sources: message.sources,
+        truncated: message.truncated,
+      };
+    },
+
+    /**
+     * Refunds one of the merchant's settled payins to the address its payer paid from (the refund flow's rules).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (amount, reason, address: no payer
+     *   address known), PAYMENT_NOT_FOUND (not the merchant's payin) and the refund flow's reasons
+     *   (REFUND_PAYIN_NOT_SETTLED, REFUND_AMOUNT_EXCEEDS_REFUNDABLE, REFUND_INSUFFICIENT_BALANCE,
+     *   REFUND_PROVIDER_NOT_CONFIGURED)
+     */
+    async refundPayment(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const payin = (await database('payins').where({ invoice_reference: request.reference, merchant_id: session.merchant_id }).first('invoice_reference', 'currency')) as
+        | { invoice_reference: string; currency: string }
+        | undefined;
+      if (!payin) throw reasonError(TIMELINE_REASONS, 'PAYMENT_NOT_FOUND', 'no payin of the merchant with this reference');
+      const problems: Record<string, string[]> = {};
+      let amount_units: bigint | undefined;
+      if (request.amount.trim() !== '') {
+        try {
+          amount_units = isCurrency(payin.currency) ? parseAmount(request.amount.trim(), payin.currency) : undefined;
+        } catch {
+          problems.amount = [problem('invalid')];
+        }
+      }
+      const address = await latestPayerAddress(database, payin.invoice_reference);
+      if (!address) problems.address = [problem('required')];
+      if (!/^[\x21-\x7e]{1,100}$/.test(request.idempotencyKey)) problems.idempotency_key = [problem('invalid')];
+      if (Object.keys(problems).length > 0) throw invalidFields(problems);
+      const refund = await createRefund(
+        deps,
+        session.merchant_id,
+        { invoice_reference: payin.invoice_reference, ...(amount_units !== undefined ? { amount_units } : {}), reason: request.reason, address: address! },
+        `dashboard:${request.idempotencyKey}`,
+      );
+      deps.logger.info({ merchant_id: session.merchant_id, refund_reference: refund.refund_reference }, 'refund created on the dashboard');
+      return { refundReference: refund.refund_reference, status: refund.status };
+    },
+
+    /**
+     * Every posting on one of the merchant's wallets, newest first (the ledger's `entriesOf`), each with the balance it
+     * left and its payment (the reference its ledger key starts with).
+     * @throws DomainError SESSION_INVALID, VALIDATION_FAILED (currency: no wallet of the merchant; before: not a
+     *   transaction of it)
+     */
+    async listBalanceTransactions(request) {
+      const session = await requireSession(request.sessionToken);
+      const wallet = (await deps.ledger.accountsOf('merchant', session.merchant_id)).find((account) => account.kind === 'wallet' && account.currency === request.currency);
+      if (!wallet) throw invalidFields({ currency: [problem('invalid')] });
+      const limit = request.pageSize || 50;
+      const entries = await deps.ledger.entriesOf(wallet.id, { limit: limit + 1, ...(request.before ? { before_transaction_id: request.before } : {}) });
+      const page = entries.slice(0, limit);
+      return {
+        currency: wallet.currency,
+        decimals: isCurrency(wallet.currency) ? decimalsOf(wallet.currency) : 0,
+        transactions: page.map((entry) => ({
+          transactionId: entry.transaction_id,
+          at: entry.created_at.toISOString(),
+          amountUnits: entry.amount_units,
+          balanceAfterUnits: entry.balance_after_units ?? 0n,
+          description: entry.description,
+          paymentReference: paymentOfLedgerKey(entry.idempotency_key),
+          ledgerKey: entry.idempotency_key,
+        })),
+        nextBefore: entries.length > limit ? page.at(-1)!.transaction_id : '',
+      };
+    },
+
     /** @throws DomainError SESSION_INVALID */
     async getWebhookEndpoint(request) {
       const session = await requireSession(request.sessionToken);
       const merchant = await getMerchant(database, session.merchant_id);
+      const state = await webhookEndpointState(database, session.merchant_id);
       // The session's merchant exists (the session joined it); a vanished one is a fault, not the caller's doing.
-      if (!merchant) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
+      if (!merchant || !state) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
       return {
         callbackUrl: merchant.callback_url,
         signatureHeader: merchant.signature_header,
         headers: [merchant.signature_header, ...WEBHOOK_HEADERS],
         secretName: 'hmac_secret',
-        secretIssuedAt: merchant.created_at.toISOString(),
+        secretIssuedAt: (state.secret_rotated_at ?? merchant.created_at).toISOString(),
+        previousSecretValidUntil: state.previous_secret_until?.toISOString() ?? '',
+        disabledAt: state.disabled_at?.toISOString() ?? '',
+        failingSince: state.failing_since?.toISOString() ?? '',
+        disableAfterSeconds: Math.round(deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400),
       };
+    },
+
+    /**
+     * A new signing secret (answered once); the replaced one signs beside it for WEBHOOK_SECRET_OVERLAP_SECONDS.
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID
+     */
+    async rotateWebhookSecret(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const rotated = await rotateMerchantHmacSecret(deps, session.merchant_id, deps.config.WEBHOOK_SECRET_OVERLAP_SECONDS);
+      deps.logger.info({ merchant_id: session.merchant_id, previous_until: rotated.previous_until.toISOString() }, 'webhook signing secret rotated on the dashboard');
+      return { secret: rotated.secret, previousSecretValidUntil: rotated.previous_until.toISOString() };
+    },
+
+    /**
+     * A new callback URL, saved only after a signed test event to it answered 2xx.
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (callback_url: not a public http(s)
+     *   URL, or the test delivery was not accepted: the test's outcome in the message)
+     */
+    async updateWebhookEndpoint(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const url = checkCallbackUrl(deps, request.callbackUrl.trim());
+      const test = await sendTestWebhook(deps, session.merchant_id, url);
+      if (test.error !== null) {
+        throw invalidFields({ callback_url: [`the test delivery was not accepted (${test.status_code === null ? 'no answer' : `HTTP ${test.status_code}`}): nothing changed`] });
+      }
+      const saved = await setMerchantCallbackUrl(deps, session.merchant_id, url);
+      deps.logger.info({ merchant_id: session.merchant_id }, 'webhook callback URL changed on the dashboard');
+      return { callbackUrl: saved, test: testMessage(test) };
+    },
+
+    /** One signed test event to the current URL. @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID */
+    async sendTestWebhook(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const merchant = await getMerchant(database, session.merchant_id);
+      if (!merchant) throw reasonError(COMMON_REASONS, 'INTERNAL', 'the session\'s merchant is gone');
+      return { test: testMessage(await sendTestWebhook(deps, session.merchant_id, merchant.callback_url)) };
+    },
+
+    /** Enables a disabled endpoint (`webhook_endpoint.enabled`). @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID */
+    async enableWebhookEndpoint(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      await database.transaction(async (trx) => {
+        if (!(await enableWebhookEndpoint(trx, session.merchant_id))) return;
+        const merchant = await getMerchant(trx as unknown as typeof database, session.merchant_id);
+        await recordEvent(trx, {
+          owner: { type: 'merchant', id: session.merchant_id },
+          subject: session.merchant_id,
+          type: 'webhook_endpoint.enabled',
+          data: { callback_url: merchant?.callback_url ?? null },
+        });
+      });
+      return {};
     },
 
     /**
@@ -329,6 +573,10 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
           createdAt: payment.created_at.toISOString(),
           updatedAt: payment.updated_at.toISOString(),
           seq: payment.seq,
+          outTradeNo: payment.out_trade_no,
+          feeUnits: payment.fee_units,
+          netUnits: payment.net_units ?? 0n,
+          hasNet: payment.net_units !== undefined,
         })),
         nextBefore: page.next_before ?? 0n,
         newerAfter: page.newer_after ?? 0n,
@@ -356,6 +604,7 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         hasMore: page.has_more,
         nextAfter: page.next_after,
         types: [...EVENT_TYPES],
+        nextBefore: request.newestFirst && page.has_more ? page.next_after : 0n,
       };
     },
   };

@@ -26,7 +26,7 @@ export const DEFAULT_SESSION_LIMITS: SessionLimits = { statement_timeout_seconds
 
 /** Creates a knex instance for a postgres:// URL, with `limits` on every connection of its pool. */
 export function createDatabase(databaseUrl: string, poolMax = DATABASE_POOL_MAX, limits: SessionLimits = DEFAULT_SESSION_LIMITS): Knex {
-  return knexFactory({
+  const database = knexFactory({
     client: 'pg',
     connection: {
       connectionString: databaseUrl,
@@ -38,6 +38,32 @@ export function createDatabase(databaseUrl: string, poolMax = DATABASE_POOL_MAX,
     // Connection failures surface through the caller (health check, RPC error); knex itself stays quiet.
     log: { warn: () => undefined, error: () => undefined, deprecate: () => undefined, debug: () => undefined },
   });
+  roots.set(database.client.config as object, database);
+  return database;
+}
+
+/**
+ * The instances createDatabase made, by their client's config object: a transaction's client shares that object with
+ * the instance it was started from (knex copies the reference), so work that must run after a transaction commits,
+ * on another connection of the same pool, finds its pool from the transaction alone.
+ */
+const roots = new WeakMap<object, Knex>();
+
+/**
+ * The knex instance (pool) `conn` runs on, when createDatabase made it; undefined otherwise.
+ */
+export function rootDatabaseOf(conn: Knex | Knex.Transaction): Knex | undefined {
+  return roots.get(conn.client.config as object);
+}
+
+/**
+ * Runs `work` after the outermost transaction of `trx` committed (never after a rollback), without delaying the
+ * commit or its caller; a failure of `work` is the caller's to handle inside it.
+ */
+export function afterCommit(trx: Knex.Transaction, work: () => void): void {
+  let outer = trx as Knex.Transaction & { parentTransaction?: Knex.Transaction };
+  while (outer.parentTransaction) outer = outer.parentTransaction as typeof outer;
+  outer.executionPromise.then(work, () => undefined);
 }
 
 /** Applies every pending migration; returns the names applied now. */

@@ -16,6 +16,11 @@ export const EVENT_TYPES = [
   'refund.created',
   'refund.succeeded',
   'refund.failed',
+  // Area B: payouts from a merchant's wallet (subject: the payout reference).
+  'payout.created',
+  'payout.pending_approval',
+  'payout.succeeded',
+  'payout.failed',
   // Area A: a partner's pre-transfers (subject: the pre_transfer_id); also the receiving user's merchant's.
   'pre_transfer.created',
   'pre_transfer.confirmed',
@@ -37,6 +42,10 @@ export const EVENT_TYPES = [
   'bank_account.activated',
   // A webhook given up after its retry window (subject: the webhook's subject).
   'webhook.failed',
+  // The merchant's webhook endpoint disabled after failing every attempt for WEBHOOK_DISABLE_AFTER_DAYS, and enabled
+  // again from the dashboard (subject: the merchant id).
+  'webhook_endpoint.disabled',
+  'webhook_endpoint.enabled',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

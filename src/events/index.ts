@@ -1,23 +1,25 @@
 /**
  * The event log (docs/events.md): every state change that matters to a merchant or a partner is written as an event
- * **in the same database transaction as the change**, with its owner's next gap-free sequence number `seq`, so a
- * consumer reading `after=<seq>` can prove it has seen everything: a committed change has its event, a rolled-back
- * one has neither, and no two events of one owner share a `seq`.
+ * **in the same database transaction as the change**, and given its owner's next gap-free sequence number `seq` once
+ * that transaction committed (sequencer.ts), so a consumer reading `after=<seq>` can prove it has seen everything: a
+ * committed change has its event, a rolled-back one has neither, no two events of one owner share a `seq`, and no
+ * event is read before it has its number.
  *
  * Each event names its **subject**, the public reference of the payment it is about (pre-transfer id, invoice
  * reference, deposit or transfer reference): the key of the payment's timeline and the order of its webhooks.
  *
- * Cost: writing an event locks its owner's sequence row until the transaction ends, so one owner's state changes
- * commit one at a time past that point. Callers record the event as the last write of their transaction.
+ * Cost: one insert in the change's transaction, which takes no lock of the owner's; the numbering is one short
+ * statement after the commit (per burst of one owner's commits, not per event). Readers number what is pending first.
  */
 import type { Knex } from 'knex';
 import { assert } from '../errors';
 import type { EventType } from './catalog';
+import { numberAfterCommit, numberOwnerEvents, numberSubjectOwners } from './sequencer';
 import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectEventsOfSubject, type EventRow, type NewEventRow } from './store';
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
-export { ledgerKeysOf, type FlowLedgerTransaction } from './ledger-keys';
 export { eventWriteCtes, type NewEventRow } from './store';
+export { numberAfterCommit, numberOwnerEvents, numberPendingEvents, startEventSequencer, type EventSequencer } from './sequencer';
 export {
   isPaymentKind,
   listPayments,
@@ -63,7 +65,7 @@ export interface NewEvent {
 
 export interface PlatformEvent {
   owner: EventOwner;
-  /** The owner's gap-free sequence number, 1, 2, … */
+  /** The owner's gap-free sequence number, 1, 2, …; 0 for an event not numbered yet (read inside a transaction only). */
   seq: bigint;
   subject: string;
   type: string;
@@ -83,7 +85,7 @@ export interface EventsPage {
 function toEvent(row: EventRow): PlatformEvent {
   return {
     owner: { type: row.owner_type, id: row.owner_id },
-    seq: BigInt(row.seq),
+    seq: row.seq === null ? 0n : BigInt(row.seq),
     subject: row.subject,
     type: row.type,
     data: row.data,
@@ -93,16 +95,16 @@ function toEvent(row: EventRow): PlatformEvent {
 }
 
 /**
- * Writes `event` inside `trx`, the transaction that commits the change it announces, with the owner's next `seq`.
- * Call it as the last write of the transaction (it locks the owner's sequence until the commit).
- * @returns the event's `seq`
+ * Writes `event` inside `trx`, the transaction that commits the change it announces, unnumbered; once `trx` committed
+ * the owner's next `seq` is given to it (sequencer.ts). It locks nothing of the owner's: write it anywhere in the
+ * transaction.
  * @throws AssertionError on an event no caller may build (empty owner, a subject or type out of shape, data too large):
  *   events are written by the platform's own code, never from a request's fields as they came
  */
-export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<bigint> {
-  const written = await insertEvent(trx, eventRowOf(event));
+export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<void> {
+  await insertEvent(trx, eventRowOf(event));
+  numberAfterCommit(trx, event.owner);
   announceOnCommit(trx, event.type);
-  return BigInt(written.seq);
 }
 
 /** Told of each event's type once the transaction that wrote it committed (see onEventCommitted). */
@@ -136,7 +138,7 @@ export function announceOnCommit(trx: Knex.Transaction, type: EventType): void {
 
 /**
  * `event` as its row, checked: for recordEvent, and for a capability that writes the event with rows of its own in
- * one statement (`eventWriteCtes`; src/webhooks writes a webhook and its event so).
+ * one statement (`eventWriteCtes`; src/webhooks writes a webhook and its event so; it calls `numberAfterCommit`).
  * @throws AssertionError as recordEvent
  */
 export function eventRowOf(event: NewEvent): NewEventRow {
@@ -160,25 +162,31 @@ export function eventRowOf(event: NewEvent): NewEventRow {
  * change that a retried request may make again (its ledger write then replays), so the retry announces nothing twice.
  * The caller's transaction must hold what serializes the change's writers (a row lock, the ledger key's claim), so
  * two runs never both find none.
- * @returns the event's `seq`, or undefined when it was written before
+ * @returns whether it was written now (false: it was written before)
  */
-export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<bigint | undefined> {
+export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<boolean> {
   const written = await insertEventOnce(trx, eventRowOf(event));
-  if (written) announceOnCommit(trx, event.type);
-  return written ? BigInt(written.seq) : undefined;
+  if (written) {
+    numberAfterCommit(trx, event.owner);
+    announceOnCommit(trx, event.type);
+  }
+  return written !== undefined;
 }
 
 /**
  * One page of `owner`'s events after `after` (0 = from the first), in `seq` order, optionally of one type or subject.
+ * With `before` (0 = from the newest) the page is newest first instead, below that seq (`after` is then 0), and
+ * `has_more` says older events exist (ask `before = next_after`, the last seq answered).
  * @param limit 1..500
  * @throws AssertionError on a limit out of range or a negative `after` (the services check both first)
  */
 export async function listEvents(
   conn: Knex | Knex.Transaction,
-  query: { owner: EventOwner; after: bigint; limit: number; type?: string; subject?: string },
+  query: { owner: EventOwner; after: bigint; limit: number; type?: string; subject?: string; before?: bigint },
 ): Promise<EventsPage> {
   assert(Number.isInteger(query.limit) && query.limit >= 1 && query.limit <= EVENTS_PAGE_MAX, `events limit out of range: ${query.limit}`);
   assert(query.after >= 0n, 'events cursor is negative');
+  await numberOwnerEvents(conn, query.owner);
   const rows = await selectEvents(conn, {
     owner_type: query.owner.type,
     owner_id: query.owner.id,
@@ -186,13 +194,18 @@ export async function listEvents(
     limit: query.limit + 1,
     type: query.type,
     subject: query.subject,
+    before: query.before,
   });
   const events = rows.slice(0, query.limit).map(toEvent);
   return { events, has_more: rows.length > query.limit, next_after: events.at(-1)?.seq ?? query.after };
 }
 
-/** Every event about one payment (whoever owns it), in the order written, at most EVENTS_OF_SUBJECT_MAX. */
+/**
+ * Every event about one payment (whoever owns it), in the order written, at most EVENTS_OF_SUBJECT_MAX; outside a
+ * transaction, numbered first (inside one, an event not numbered yet has `seq` 0).
+ */
 export async function eventsOfSubject(conn: Knex | Knex.Transaction, subject: string): Promise<PlatformEvent[]> {
+  if (!(conn as Partial<Knex.Transaction>).isTransaction) await numberSubjectOwners(conn as Knex, subject);
   return (await selectEventsOfSubject(conn, subject, EVENTS_OF_SUBJECT_MAX)).map(toEvent);
 }
 

@@ -12,7 +12,9 @@
  */
 import type { Knex } from 'knex';
 import { assert } from '../errors';
+import { CURRENCIES, decimalsOf } from '../money';
 import { EVENT_TYPES } from './catalog';
+import { numberOwnerEvents } from './sequencer';
 import { selectLatestPayments } from './store';
 
 /** The kinds of payment an owner's events describe, in the order the dashboard offers them. */
@@ -52,6 +54,12 @@ export interface PaymentSummary {
   updated_at: Date;
   /** The seq of its latest status event. */
   seq: bigint;
+  /** The merchant's order id (`out_trade_no`) the event names; '' when none. */
+  out_trade_no: string;
+  /** The fee the event names (minor units), 0 when none. */
+  fee_units: bigint;
+  /** Paid (`paid_amount_units`, else `amount_units`) less the fee, for a settled payment only (undefined otherwise). */
+  net_units?: bigint;
 }
 
 export interface PaymentsPage {
@@ -80,9 +88,21 @@ export interface PaymentsQuery {
   after?: bigint;
   /** 1..PAYMENTS_PAGE_MAX */
   limit: number;
+  /** The merchant's order id its latest status event names, exactly. */
+  out_trade_no?: string;
+  /** Major units (decimal text, checked by the caller): the latest event's amount in its own currency, at least … */
+  amount_from?: string;
+  /** … and at most. */
+  amount_to?: string;
 }
 
 const AMOUNT = /^-?\d{1,19}$/;
+
+/** The verbs of a payment whose money arrived: its net is shown. */
+const SETTLED: ReadonlySet<string> = new Set(['success', 'completed', 'confirmed', 'paid']);
+
+/** Decimals of every currency the platform knows: the amount filters' scale. */
+const CURRENCY_DECIMALS: Record<string, number> = Object.fromEntries(CURRENCIES.map((currency) => [currency, decimalsOf(currency)]));
 
 /**
  * One page of the owner's payments (see the module's comment).
@@ -97,6 +117,7 @@ export async function listPayments(conn: Knex | Knex.Transaction, query: Payment
     return (!query.kind || kind === query.kind) && (!query.status || verb === query.status);
   });
   if (types.length === 0) return { payments: [] };
+  await numberOwnerEvents(conn, query.owner);
   const select = (cursor: { before?: bigint; after?: bigint }, limit: number) =>
     selectLatestPayments(conn, {
       owner_type: query.owner.type,
@@ -106,6 +127,10 @@ export async function listPayments(conn: Knex | Knex.Transaction, query: Payment
       subject: query.reference,
       created_from: query.created_from,
       created_before: query.created_before,
+      out_trade_no: query.out_trade_no,
+      amount_from: query.amount_from,
+      amount_to: query.amount_to,
+      decimals: CURRENCY_DECIMALS,
       ...cursor,
       limit,
     });
@@ -129,7 +154,14 @@ function summaryOf(row: { subject: string; seq: string; type: string; data: Reco
   const [kind, status] = row.type.split('.') as [PaymentKind, string];
   const units = row.data.amount_units;
   const currency = row.data.currency;
+  const minor = (value: unknown) => (typeof value === 'string' && AMOUNT.test(value) ? BigInt(value) : undefined);
+  const fee = minor(row.data.fee_units) ?? 0n;
+  const paid = minor(row.data.paid_amount_units) ?? minor(units);
+  const orderId = row.data.out_trade_no;
   return {
+    out_trade_no: typeof orderId === 'string' ? orderId : '',
+    fee_units: fee,
+    ...(SETTLED.has(status) && paid !== undefined ? { net_units: paid - fee } : {}),
     reference: row.subject,
     kind,
     status,

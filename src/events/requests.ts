@@ -62,6 +62,13 @@ export interface RequestOrigin {
  */
 export interface RequestJournal {
   reference?: string;
+  /**
+   * The journal's `ok` row under `reference` as a common table expression `request_journaled AS (INSERT …)` with its
+   * bindings, for the service's own transaction (one round trip fewer): once taken, `journaled` writes no `ok` row
+   * after the answer (the transaction wrote it with the change); a refusal is journaled as always. Undefined when
+   * the row would name no payment.
+   */
+  part?(reference: string): { sql: string; bindings: unknown[] } | undefined;
 }
 
 type Database = Knex | Knex.Transaction;
@@ -85,15 +92,20 @@ export function outcomeOf(error: unknown): string {
  * A reference out of shape (empty, over 128 characters) is not journaled: it names no payment.
  * @throws the database's error (recordRequest's callers use `journaled`, which logs it instead)
  */
-export async function insertPaymentRequest(
-  conn: Database,
-  request: Omit<PaymentRequest, 'received_at' | 'named_reference'> & { named_reference?: string | null; received_at?: Date },
-): Promise<void> {
+type NewPaymentRequest = Omit<PaymentRequest, 'received_at' | 'named_reference'> & { named_reference?: string | null; received_at?: Date };
+
+export async function insertPaymentRequest(conn: Database, request: NewPaymentRequest): Promise<void> {
+  const row = paymentRequestRow(request);
+  if (row) await conn('payment_requests').insert(row);
+}
+
+/** The journal row of `request`, bounded to the columns' limits; undefined when it names no payment. */
+function paymentRequestRow(request: NewPaymentRequest): Record<string, unknown> | undefined {
   const fits = (reference: string | null | undefined): reference is string => !!reference && reference.length <= REQUEST_LIMITS.reference;
   const reference = fits(request.reference) ? request.reference : null;
   const named_reference = reference === null && fits(request.named_reference) ? request.named_reference : null;
-  if (reference === null && named_reference === null) return;
-  await conn('payment_requests').insert({
+  if (reference === null && named_reference === null) return undefined;
+  return {
     reference,
     named_reference,
     owner_kind: request.owner_kind,
@@ -104,7 +116,18 @@ export async function insertPaymentRequest(
     outcome: bounded(request.outcome, REQUEST_LIMITS.outcome) ?? 'ok',
     duration_ms: request.duration_ms === null ? null : Math.max(0, Math.round(request.duration_ms)),
     ...(request.received_at ? { received_at: request.received_at } : {}),
-  });
+  };
+}
+
+/** The journal row of `request` as a common table expression `request_journaled AS (INSERT …)` (see RequestJournal). */
+function paymentRequestPart(request: NewPaymentRequest & { received_at: Date }): { sql: string; bindings: unknown[] } | undefined {
+  const row = paymentRequestRow(request);
+  if (!row) return undefined;
+  const columns = Object.keys(row);
+  return {
+    sql: `request_journaled AS (INSERT INTO payment_requests (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) RETURNING 1)`,
+    bindings: columns.map((column) => row[column]),
+  };
 }
 
 /**
@@ -122,7 +145,24 @@ export async function journaled<T>(
 ): Promise<T> {
   const received_at = new Date();
   const started = performance.now();
-  const journal: RequestJournal = {};
+  let journaledInside = false;
+  const journal: RequestJournal = {
+    part(reference) {
+      const built = paymentRequestPart({
+        reference,
+        owner_kind: origin.owner_kind,
+        owner_id: origin.owner_id ?? null,
+        action: origin.action,
+        idempotency_key: origin.idempotency_key ?? null,
+        client_address: origin.client_address ?? null,
+        outcome: 'ok',
+        duration_ms: performance.now() - started,
+        received_at,
+      });
+      if (built) journaledInside = true;
+      return built;
+    },
+  };
   const write = async (reference: string | undefined, outcome: string, named?: string) => {
     if (!reference && !named) return;
     try {
@@ -149,7 +189,7 @@ export async function journaled<T>(
     await write(journal.reference, outcomeOf(error), origin.names);
     throw error;
   }
-  await write(referenceOf?.(answer) ?? journal.reference, 'ok');
+  if (!journaledInside) await write(referenceOf?.(answer) ?? journal.reference, 'ok');
   return answer;
 }
 

@@ -1,6 +1,6 @@
 /**
- * Every SQL statement of the event log (`events`, `event_sequences`; migration 031). The rules (limits, owners,
- * cursors) live in index.ts.
+ * Every SQL statement of the event log (`events`; migrations 031, 048) but the numbering (sequencer.ts). The rules
+ * (limits, owners, cursors) live in index.ts.
  */
 import type { Knex } from 'knex';
 
@@ -10,7 +10,8 @@ export interface EventRow {
   id: string;
   owner_type: 'merchant' | 'partner';
   owner_id: string;
-  seq: string;
+  /** Null until the sequencer numbered the event (after its transaction committed). */
+  seq: string | null;
   subject: string;
   type: string;
   data: Record<string, unknown>;
@@ -21,76 +22,68 @@ export interface EventRow {
 export type NewEventRow = Pick<EventRow, 'owner_type' | 'owner_id' | 'subject' | 'type' | 'data' | 'ledger_transaction_id'>;
 
 /**
- * The one copy of the event write, as two common table expressions for a statement of the caller's: `event_seq`
- * takes the owner's next `seq` (its sequence row locked from this statement to the end of the transaction), and
- * `written_event` writes the event with it, returning `id` and `seq`. With `when` (an SQL condition and its
- * bindings), neither happens unless it holds: no number is taken for an event not written.
+ * The one copy of the event write, as a common table expression for a statement of the caller's: `written_event`
+ * writes the event unnumbered (the sequencer numbers it after the caller's transaction committed, sequencer.ts),
+ * returning its `id`. It takes no lock beyond its own new row. With `when` (an SQL condition and its bindings), it
+ * writes nothing unless that holds.
  */
 export function eventWriteCtes(event: NewEventRow, when?: { sql: string; bindings: Knex.RawBinding[] }): { sql: string; bindings: Knex.RawBinding[] } {
   return {
-    sql: `event_seq AS (
-       INSERT INTO event_sequences (owner_type, owner_id, last_seq) SELECT ?, ?, 1 ${when ? `WHERE ${when.sql}` : ''}
-       ON CONFLICT (owner_type, owner_id) DO UPDATE SET last_seq = event_sequences.last_seq + 1
-       RETURNING last_seq
-     ),
-     written_event AS (
-       INSERT INTO events (owner_type, owner_id, seq, subject, type, data, ledger_transaction_id)
-       SELECT ?, ?, event_seq.last_seq, ?, ?, ?::jsonb, ? FROM event_seq
-       RETURNING id, seq
+    sql: `written_event AS (
+       INSERT INTO events (owner_type, owner_id, subject, type, data, ledger_transaction_id)
+       SELECT ?, ?, ?, ?, ?::jsonb, ? ${when ? `WHERE ${when.sql}` : ''}
+       RETURNING id
      )`,
     bindings: [
-      event.owner_type,
-      event.owner_id,
-      ...(when?.bindings ?? []),
       event.owner_type,
       event.owner_id,
       event.subject,
       event.type,
       JSON.stringify(event.data),
       event.ledger_transaction_id,
+      ...(when?.bindings ?? []),
     ],
   };
 }
 
-/**
- * Takes the owner's next `seq` and writes the event, in one statement: the owner's sequence row is locked from here
- * to the end of the caller's transaction, so callers write their event last. @returns the event's id and `seq`.
- */
-export async function insertEvent(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string; seq: string }> {
+/** Writes the event, unnumbered, in one statement. @returns the event's id */
+export async function insertEvent(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string }> {
   const write = eventWriteCtes(event);
-  const result = await trx.raw(`WITH ${write.sql} SELECT id, seq FROM written_event`, write.bindings);
-  const row = result.rows[0] as { id: string; seq: string };
-  return { id: String(row.id), seq: String(row.seq) };
+  const result = await trx.raw(`WITH ${write.sql} SELECT id FROM written_event`, write.bindings);
+  return { id: String((result.rows[0] as { id: string }).id) };
 }
 
 /** Up to `limit` events of the owner after `after`, in `seq` order, optionally of one type and/or one subject. */
 export async function selectEvents(
   conn: Conn,
-  query: { owner_type: string; owner_id: string; after: bigint; limit: number; type?: string; subject?: string },
+  query: { owner_type: string; owner_id: string; after: bigint; limit: number; type?: string; subject?: string; before?: bigint },
 ): Promise<EventRow[]> {
+  // `before`: newest first, below that seq (0: from the newest); else oldest first after `after`.
+  const newest = query.before !== undefined;
   const builder = conn('events')
     .where({ owner_type: query.owner_type, owner_id: query.owner_id })
     .andWhere('seq', '>', query.after.toString())
-    .orderBy('seq', 'asc')
+    .orderBy('seq', newest ? 'desc' : 'asc')
     .limit(query.limit)
     .select('id', 'owner_type', 'owner_id', 'seq', 'subject', 'type', 'data', 'ledger_transaction_id', 'created_at');
+  if (newest && query.before! > 0n) builder.andWhere('seq', '<', query.before!.toString());
   if (query.type) builder.andWhere('type', query.type);
   if (query.subject) builder.andWhere('subject', query.subject);
   return (await builder) as EventRow[];
 }
 
 /**
- * Writes the event unless the owner already has one of its type about its subject, in one statement (no number is
- * taken otherwise). @returns the event's id and `seq`, or undefined when one was there
+ * Writes the event, unnumbered, unless the owner already has one of its type about its subject, in one statement.
+ * @returns the event's id, or undefined when one was there
  */
-export async function insertEventOnce(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string; seq: string } | undefined> {
+export async function insertEventOnce(trx: Knex.Transaction, event: NewEventRow): Promise<{ id: string } | undefined> {
   const write = eventWriteCtes(event, {
     sql: 'NOT EXISTS (SELECT 1 FROM events WHERE owner_type = ? AND owner_id = ? AND subject = ? AND type = ?)',
     bindings: [event.owner_type, event.owner_id, event.subject, event.type],
   });
-  const result = await trx.raw(`WITH ${write.sql} SELECT id, seq FROM written_event`, write.bindings);
-  const row = result.rows[0] as { id: string; seq: string } | undefined;
-  return row ? { id: String(row.id), seq: String(row.seq) } : undefined;
+  const result = await trx.raw(`WITH ${write.sql} SELECT id FROM written_event`, write.bindings);
+  const row = result.rows[0] as { id: string } | undefined;
+  return row ? { id: String(row.id) } : undefined;
 }
 
 /** Every event about `subject` (whoever owns it), in the order they were written. */
@@ -142,6 +135,13 @@ export async function selectLatestPayments(
     before?: bigint;
     after?: bigint;
     limit: number;
+    /** The latest event's `out_trade_no`, exactly. */
+    out_trade_no?: string;
+    /** Major units (decimal text), compared with the latest event's amount in its own currency's decimals. */
+    amount_from?: string;
+    amount_to?: string;
+    /** Decimals of each currency (the amount filters' scale); a currency not named has 0. */
+    decimals?: Record<string, number>;
   },
 ): Promise<PaymentRow[]> {
   const conditions: string[] = [];
@@ -161,6 +161,21 @@ export async function selectLatestPayments(
     conditions.push('first.created_at < ?');
     bindings.push(query.created_before);
   }
+  if (query.out_trade_no !== undefined) {
+    conditions.push("e.data->>'out_trade_no' = ?");
+    bindings.push(query.out_trade_no);
+  }
+  if (query.amount_from !== undefined || query.amount_to !== undefined) {
+    // The amount in major units of its own currency: minor units scaled by the currency's decimals.
+    const scale = Object.entries(query.decimals ?? {});
+    const decimals = scale.length ? `CASE e.data->>'currency' ${scale.map(() => 'WHEN ? THEN ?').join(' ')} ELSE 0 END` : '0';
+    const major = `(CASE WHEN e.data->>'amount_units' ~ '^-{0,1}[0-9]{1,30}$' THEN (e.data->>'amount_units')::numeric END / power(10::numeric, ${decimals}))`;
+    for (const [bound, operator] of [[query.amount_from, '>='], [query.amount_to, '<=']] as const) {
+      if (bound === undefined) continue;
+      conditions.push(`${major} ${operator} ?::numeric`);
+      bindings.push(...scale.flatMap(([currency, places]) => [currency, places]), bound);
+    }
+  }
   if (query.before !== undefined) {
     conditions.push('e.seq < ?');
     bindings.push(query.before.toString());
@@ -175,10 +190,10 @@ export async function selectLatestPayments(
        FROM events e
        CROSS JOIN LATERAL (
          SELECT f.type, f.created_at FROM events f
-          WHERE f.owner_type = e.owner_type AND f.owner_id = e.owner_id AND f.subject = e.subject
+          WHERE f.owner_type = e.owner_type AND f.owner_id = e.owner_id AND f.subject = e.subject AND f.seq IS NOT NULL
           ORDER BY f.seq LIMIT 1
        ) first
-      WHERE e.owner_type = ? AND e.owner_id = ? AND e.type = ANY(string_to_array(?, ','))
+      WHERE e.owner_type = ? AND e.owner_id = ? AND e.seq IS NOT NULL AND e.type = ANY(string_to_array(?, ','))
         AND split_part(first.type, '.', 1) = split_part(e.type, '.', 1)
         AND NOT EXISTS (
           SELECT 1 FROM events l

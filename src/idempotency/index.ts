@@ -84,19 +84,33 @@ export function protoCodec<Desc extends DescMessage>(schema: Desc): ResponseCode
 }
 
 /**
+ * The completion of a request's claims as a common table expression for the caller's own transaction (one round
+ * trip fewer): `part(answer)` returns `idempotency_completed AS (UPDATE …)` storing `answer` on every key the run
+ * claimed, with its `?` bindings; a run whose caller took the part stores nothing after `execute` returns (its
+ * transaction committed the answer with the change). Taken and then rolled back, the claims stay running and the
+ * run releases them as for any failure.
+ */
+export interface IdempotencyCompletion<T> {
+  part(answer: T): { sql: string; bindings: unknown[] };
+}
+
+/**
  * A Connect method's answer under an optional idempotency key: with a key, `store.run` answers repeats with the first
  * response (protobuf bytes); without one, `execute` simply runs. `execute` receives the key-derived `ownKey` (to build
- * its references and ledger keys from), or undefined without a key.
+ * its references and ledger keys from), or undefined without a key, and with a key the completion it may write in
+ * its own transaction (IdempotencyCompletion).
  * @throws as `IdempotencyStore.run`, and whatever `execute` throws.
  */
 export async function answerIdempotently<Desc extends DescMessage>(
   store: IdempotencyStore,
   request: IdempotentRequest,
   schema: Desc,
-  execute: (ownKey: string | undefined) => Promise<MessageInitShape<Desc>>,
+  execute: (ownKey: string | undefined, completion?: IdempotencyCompletion<MessageInitShape<Desc>>) => Promise<MessageInitShape<Desc>>,
 ): Promise<MessageInitShape<Desc>> {
   if (!request.key) return execute(undefined);
-  return store.run(request, protoCodec(schema), async (ownKey) => create(schema, await execute(ownKey)));
+  return store.run(request, protoCodec(schema), async (ownKey, completion) =>
+    create(schema, await execute(ownKey, { part: (answer) => completion.part(create(schema, answer)) })),
+  );
 }
 
 /**
@@ -168,7 +182,7 @@ export interface IdempotencyStore {
    * @throws DomainError IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS, or the first
    *   run's business refusal (replayed).
    */
-  run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T>;
+  run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>): Promise<T>;
   /**
    * Deletes keys past their retention (`IDEMPOTENCY_RETENTION_SECONDS`), at most `limit` per call so that one call is
    * one short statement; a call that returns `limit` leaves more for the next. @returns how many were deleted
@@ -243,7 +257,7 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
   }
 
   return {
-    async run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string) => Promise<T>): Promise<T> {
+    async run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>): Promise<T> {
       const named = [{ key: request.key, field: request.keyField ?? 'Idempotency-Key' }, ...(request.aliases ?? [])].filter(
         (entry, index, all) => all.findIndex((other) => other.key === entry.key) === index,
       );
@@ -284,9 +298,22 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
         throw reasonError(IDEMPOTENCY_REASONS, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'a request with this key is running');
       }
 
+      let completedInside = false;
+      const completion: IdempotencyCompletion<T> = {
+        part(answer) {
+          completedInside = true;
+          return {
+            sql: `idempotency_completed AS (
+               UPDATE idempotency_keys SET state = 'completed', response = ?, error = NULL
+                WHERE scope = ? AND state = 'running' AND key = ANY(?::text[])
+               RETURNING 1)`,
+            bindings: [Buffer.from(codec.encode(answer)), request.scope, `{${owned.map((key) => JSON.stringify(key)).join(',')}}`],
+          };
+        },
+      };
       let result: T;
       try {
-        result = await execute(ownKey);
+        result = await execute(ownKey, completion);
       } catch (error) {
         if (error instanceof DomainError && error.kind !== 'internal' && error.kind !== 'unavailable' && error.kind !== 'deadline_exceeded') {
           await complete(request, owned, { response: null, error: { reason: error.reason, kind: error.kind, message: error.message, fields: error.fields } });
@@ -296,7 +323,7 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
         }
         throw error;
       }
-      await complete(request, owned, { response: Buffer.from(codec.encode(result)), error: null });
+      if (!completedInside) await complete(request, owned, { response: Buffer.from(codec.encode(result)), error: null });
       return result;
     },
 

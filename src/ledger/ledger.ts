@@ -3,13 +3,15 @@
  *
  * One module per operation (accounts.ts, transfer.ts, create-pending.ts, post-pending.ts, void-pending.ts,
  * reads.ts, check.ts) over one lock/replay kernel (kernel.ts: atomicity, locks in one order, idempotent replay,
- * the balance postconditions) and one store (store.ts, the port; postgres-store.ts, every SQL statement).
+ * the balance postconditions) and one store (store.ts, the port; postgres-store.ts, its SQL statements); the reads by
+ * business key other modules make (key-reads.ts, read-only statements of their own).
  */
 import type { Knex } from 'knex';
 import { accountsOf, findAccount, getAccount, openAccount, platformAccount } from './accounts';
 import { check } from './check';
 import { createPendingTransfer } from './create-pending';
 import { createPostgresLedgerStore } from './postgres-store';
+import { createKeyReads } from './key-reads';
 import { postPendingTransfer } from './post-pending';
 import { entriesOf, getPendingTransfer } from './reads';
 import { transfer } from './transfer';
@@ -25,12 +27,13 @@ export function createLedger(database: Knex): Ledger {
     findAccount: (input, trx) => findAccount(store.within(trx), input),
     accountsOf: (owner_type, owner_id, trx) => accountsOf(store.within(trx), owner_type, owner_id),
     platformAccount: (kind, currency, trx) => platformAccount(store.within(trx), kind, currency),
-    transfer: (input, trx, join = 'savepoint') => transfer(store, input, { trx, join }),
+    transfer: (input, trx, join = 'savepoint', also) => transfer(store, input, { trx, join }, also),
     createPendingTransfer: (input, trx, join = 'savepoint') => createPendingTransfer(store, input, { trx, join }),
     postPendingTransfer: (input, trx, join = 'savepoint') => postPendingTransfer(store, input, { trx, join }),
     voidPendingTransfer: (input, trx, join = 'savepoint') => voidPendingTransfer(store, input, { trx, join }),
     getPendingTransfer: (pending_transfer_id, trx) => getPendingTransfer(store.within(trx), pending_transfer_id),
     entriesOf: (account_id, options) => entriesOf(store, account_id, options),
     check: () => check(store),
+    ...createKeyReads(database),
   };
 }

@@ -24,7 +24,7 @@ import type {
   NewTransaction,
   WriteOutcome,
 } from './store';
-import type { AccountAddress, AccountOwnerType, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
+import type { AccountAddress, AccountOwnerType, LedgerAlso, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
 
 type Conn = Knex | Knex.Transaction;
 
@@ -203,8 +203,13 @@ class PostgresLedgerStore implements LedgerStore {
     return row;
   }
 
-  writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[]): Promise<WriteOutcome<{ id: string; created_at: Date }>> {
-    return this.write([this.claimKey(claim, { transaction_id: transaction.id }), this.updateBalances(changes), ...this.insertTransaction(claim, transaction)], 't');
+  async writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[], also?: LedgerAlso): Promise<WriteOutcome<{ id: string; created_at: Date }>> {
+    const outcome = await this.write<{ id: string; created_at: Date }>(
+      [this.claimKey(claim, { transaction_id: transaction.id }), this.updateBalances(changes), ...this.insertTransaction(claim, transaction), ...(also?.parts ?? [])],
+      't',
+    );
+    if (also) also.written = true;
+    return outcome;
   }
 
   writeCreatePending(claim: KeyClaim, pending: NewPending, changes: BalanceChange[]): Promise<WriteOutcome<PendingRow>> {
@@ -339,7 +344,7 @@ class PostgresLedgerStore implements LedgerStore {
   async entries(account_id: string, page: { before_posting_id?: bigint; limit: number }): Promise<LedgerEntry[]> {
     const before = page.before_posting_id;
     const found = await this.rows<LedgerEntry>(
-      `SELECT p.transaction_id, p.account_id, p.amount_units, p.balance_after_units, p.currency, t.description, t.created_at
+      `SELECT p.transaction_id, p.account_id, p.amount_units, p.balance_after_units, p.currency, t.description, t.idempotency_key, t.created_at
          FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id
         WHERE p.account_id = ?${before === undefined ? '' : ' AND p.id < ?'}
         ORDER BY p.id DESC LIMIT ?`,

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { Currency } from '../money';
 import type { AccountRow, Balances, KeyRow, Operation, PendingRow } from './rows';
-import type { AccountAddress, AccountOwnerType, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
+import type { AccountAddress, AccountOwnerType, LedgerAlso, LedgerEntry, LedgerJoin, LedgerTransaction } from './types';
 
 /** The idempotency key a write claims, with the fingerprint of its request. */
 export interface KeyClaim {
@@ -104,7 +104,8 @@ export interface LedgerStore {
   readTransaction(id: string): Promise<LedgerTransaction | undefined>;
   readPending(id: string): Promise<PendingRow | undefined>;
 
-  writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[]): Promise<WriteOutcome<{ id: string; created_at: Date }>>;
+  /** With `also`: the caller's rows in the same statement (LedgerAlso), marked written when it ran. */
+  writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[], also?: LedgerAlso): Promise<WriteOutcome<{ id: string; created_at: Date }>>;
   writeCreatePending(claim: KeyClaim, pending: NewPending, changes: BalanceChange[]): Promise<WriteOutcome<PendingRow>>;
   /** Moves a pending transfer to `posted` (with its transaction) or `voided`, only from `pending`. */
   writeResolvePending(

@@ -8,10 +8,11 @@ import { platformAccount } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
 import type { KeyClaim, LedgerStore, NewPosting, RecordedPosting } from './store';
-import type { Ledger, LedgerTransaction, PlatformPosting, Posting } from './types';
+import type { Ledger, LedgerAlso, LedgerTransaction, PlatformPosting, Posting } from './types';
 import {
   accountIdOf,
   amountUnitsOf,
+  isUuid,
   namesPlatformAccount,
   platformPostingOf,
   validateDescription,
@@ -102,7 +103,8 @@ async function resolvePlatformPostings(store: LedgerStore, checked: Array<Postin
  * Ledger.transfer (its contract and errors in types.ts): platform postings resolved to account ids, then the request
  * fingerprinted, locked, checked and written by the kernel's `runWrite`.
  */
-export async function transfer(store: LedgerStore, input: TransferInput, target: WriteTarget): Promise<LedgerTransaction> {
+export async function transfer(store: LedgerStore, input: TransferInput, target: WriteTarget, also?: LedgerAlso): Promise<LedgerTransaction> {
+  assert(!also || (target.trx && target.join === 'direct' && isUuid(also.transaction_id)), 'rows written with a transfer need the caller\'s transaction, joined direct, and a uuid');
   const checked = checkTransfer(input);
   const request = fingerprinted({ ...checked, postings: await resolvePlatformPostings(store.within(target.trx), checked.postings) });
   const { claim, description, metadata } = request;
@@ -110,8 +112,8 @@ export async function transfer(store: LedgerStore, input: TransferInput, target:
     claim,
     prepare: (tx) => prepareTransfer(tx, request),
     write: async (tx, plan) => {
-      const transaction = { id: randomUUID(), description, metadata, postings: plan.recorded };
-      const outcome = await tx.writeTransfer(claim, transaction, plan.changes);
+      const transaction = { id: also?.transaction_id ?? randomUUID(), description, metadata, postings: plan.recorded };
+      const outcome = await tx.writeTransfer(claim, transaction, plan.changes, also);
       return mapOutcome(outcome, ({ id, created_at }) => ({ id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at }));
     },
     replay: async (tx, key) => {

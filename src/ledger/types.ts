@@ -102,6 +102,8 @@ export interface LedgerEntry {
   balance_after_units: bigint | null;
   currency: Currency;
   description: string;
+  /** Its transaction's idempotency key: the flows key theirs `<payment reference>:<step>`. */
+  idempotency_key: string;
   created_at: Date;
 }
 
@@ -124,6 +126,20 @@ export interface LedgerCheck {
  */
 export type LedgerJoin = 'savepoint' | 'direct';
 
+/**
+ * Rows of the caller's to write in the same statement as a transfer's postings (one round trip fewer each): common
+ * table expressions (`name AS (INSERT … | UPDATE …)`, their `?` bindings in order) that read nothing of the
+ * ledger's. Only with the caller's transaction joined `direct`. The ledger sets `written` when the statement that
+ * included them ran; a transfer answered from its key (a replay) or refused does not write them, and the caller
+ * then writes them itself.
+ */
+export interface LedgerAlso {
+  /** The id (a uuid) the transfer's transaction is written with, so the caller's rows can name it. */
+  transaction_id: string;
+  parts: Array<{ sql: string; bindings: unknown[] }>;
+  written: boolean;
+}
+
 
 /** What identifies an account: one per owner, currency and kind. */
 export interface AccountAddress {
@@ -137,7 +153,7 @@ export interface AccountAddress {
  * `trx` lets a capability write its own rows in the same database transaction as the posting; `join` says how
  * (default `savepoint`). The errors each method lists are DomainErrors; a refused write changes nothing.
  */
-export interface Ledger {
+export interface Ledger extends LedgerKeyReads {
   /**
    * Opens the account, or returns the existing one for the same (owner_type, owner_id, currency, kind).
    * @throws {DomainError} VALIDATION_FAILED an unknown owner_type, currency or kind, or an owner_id not of 1 to 200 characters.
@@ -180,6 +196,7 @@ export interface Ledger {
     input: { idempotency_key: string; description: string; postings: Array<Posting | PlatformPosting>; metadata?: Record<string, unknown> },
     trx?: Knex.Transaction,
     join?: LedgerJoin,
+    also?: LedgerAlso,
   ): Promise<LedgerTransaction>;
 
   /**
@@ -253,4 +270,72 @@ export interface Ledger {
    * sum. Fails with no DomainError.
    */
   check(): Promise<LedgerCheck>;
+}
+
+/**
+ * Which ledger records a read by business key finds: those whose idempotency key is one of `keys`, or starts with one
+ * of `prefixes` (taken literally: `%` and `_` match only themselves). Every flow keys its ledger writes
+ * `<reference>:<step>` (docs/architecture.md "One business key"), so `{ keys: [ref], prefixes: [`${ref}:`] }` finds
+ * all of a payment's.
+ */
+export interface LedgerKeyMatch {
+  keys?: readonly string[];
+  prefixes?: readonly string[];
+}
+
+/** A ledger transaction found by its key, without its postings (`postingsOf` reads them). */
+export interface KeyedTransaction {
+  transaction_id: string;
+  idempotency_key: string;
+  description: string;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+}
+
+/** A posting with its account's owner and kind, and the account's posted balance right after it (minor units). */
+export interface OwnedPosting {
+  transaction_id: string;
+  account_id: string;
+  owner_type: AccountOwnerType;
+  owner_id: string;
+  kind: AccountKind;
+  /** Signed minor units: + credits the account, − debits it. */
+  amount_units: bigint;
+  currency: Currency;
+  /** Null for postings written before the ledger recorded it. */
+  balance_after_units: bigint | null;
+}
+
+/** A hold (pending transfer) found by its key, with when it was posted or voided. */
+export interface KeyedHold {
+  pending_transfer_id: string;
+  idempotency_key: string;
+  /** Minor units, > 0. */
+  amount_units: bigint;
+  currency: Currency;
+  state: PendingTransferState;
+  description: string;
+  created_at: Date;
+  /** When it left `pending`; null while it is pending. */
+  resolved_at: Date | null;
+}
+
+/**
+ * The ledger's reads by business key and by id, for the flows, reconciliation and a payment's timeline: the only way
+ * a module outside src/ledger reads what the ledger recorded (test/unit/ledger-tables.test.ts holds every other
+ * module to it). Each takes the caller's transaction `trx` to read inside it. None fails with a DomainError: an
+ * empty match, an over-long key or prefix (over 200 characters, longer than any key) and an id that is not a uuid
+ * find nothing.
+ */
+export interface LedgerKeyReads {
+  /** The transactions the match finds, oldest first (then by key); at most `limit` (default and most 1000). */
+  transactionsByKey(match: LedgerKeyMatch, options?: { limit?: number }, trx?: Knex.Transaction): Promise<KeyedTransaction[]>;
+  /** Every posting of these transactions, in the order they were written. */
+  postingsOf(transaction_ids: readonly string[], trx?: Knex.Transaction): Promise<OwnedPosting[]>;
+  /** The holds the match finds, oldest first; at most `limit` (default and most 1000). */
+  holdsByKey(match: LedgerKeyMatch, options?: { limit?: number }, trx?: Knex.Transaction): Promise<KeyedHold[]>;
+  /** The idempotency keys among `keys` that a ledger write (of any kind) has claimed. */
+  usedKeys(keys: readonly string[], trx?: Knex.Transaction): Promise<Set<string>>;
+  /** The ids among `transaction_ids` that name no ledger transaction (a string that is not a uuid names none). */
+  missingTransactions(transaction_ids: readonly string[], trx?: Knex.Transaction): Promise<Set<string>>;
 }

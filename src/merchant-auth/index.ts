@@ -435,6 +435,12 @@ export const SIGNED_BODY_BINDINGS: Readonly<Record<string, SignedAction>> = {
   // A platform extension (docs/refunds.md "Area C"); amount absent is 0 (everything still refundable).
   'payments.deposit.v1.RefundDepositRequest': { service: 'refund_deposit', fields: { reference: text('reference'), amountUnits: amount('amount'), reason: text('reason') } },
   'payments.deposit.v1.ListDepositRefundsRequest': { service: 'refund_deposit_status', fields: { refundReference: text('refund_reference'), reference: text('reference') } },
+  // Platform extensions (docs/payouts.md "Bank payouts").
+  'payments.payout.v1.PayoutToBankRequest': {
+    service: 'payout_to_bank',
+    fields: { userId: text('user_id'), token: text('token'), amountUnits: amount('amount'), currency: text('currency') },
+  },
+  'payments.payout.v1.GetBankPayoutStatusRequest': { service: 'payout_status', fields: { payoutReference: text('payout_reference') } },
   'payments.instrument.v1.TokenizeLocalCardRequest': {
     service: 'tokenize_local_card',
     fields: { userId: text('user_id'), holderName: text('holder_name'), bankId: text('bank_id'), bankCode: text('bank_code') },

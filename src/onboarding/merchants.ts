@@ -298,3 +298,134 @@ export async function merchantApiUser(database: Knex, merchantId: string): Promi
     .ignore();
   return (await database('merchant_api_users').where({ merchant_id: merchantId }).first()) as MerchantApiUser;
 }
+
+// The webhook endpoint a merchant manages (docs/webhooks.md "Managing the endpoint"; migration 053).
+
+/** The associated data of the secret a rotation replaced, sealed while its overlap lasts. */
+export function previousHmacContext(merchant_id: string): string {
+  return `merchant:${merchant_id}:previous_hmac_secret`;
+}
+
+/** The secrets webhooks are signed with now: the current one, and the one it replaced while their overlap lasts. */
+export interface SigningSecrets {
+  current: string;
+  /** The replaced secret, until `previous_until`; absent once the overlap ended (or without a rotation). */
+  previous?: string;
+  previous_until?: Date;
+  /** The endpoint's state, read with the secrets (one query per attempt): disabled since, failing since. */
+  disabled_at: Date | null;
+  failing_since: Date | null;
+}
+
+/**
+ * The merchant's signing secrets at `now`. @throws DomainError not_found MERCHANT_NOT_FOUND
+ */
+export async function merchantSigningSecrets(deps: Pick<PlatformDeps, 'database' | 'keys'>, merchant_id: string, now = new Date()): Promise<SigningSecrets> {
+  const row = (await merchantRow(deps.database, merchant_id)) as (MerchantRow & EndpointColumns) | undefined;
+  if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  const current = openSecret(deps.keys.dataKeys, row.hmac_secret_encrypted, hmacContext(row.id));
+  const state = { disabled_at: row.webhook_disabled_at ?? null, failing_since: row.webhook_failing_since ?? null };
+  if (!row.previous_hmac_secret_encrypted || !row.previous_hmac_secret_until || row.previous_hmac_secret_until <= now) return { current, ...state };
+  return {
+    current,
+    ...state,
+    previous: openSecret(deps.keys.dataKeys, row.previous_hmac_secret_encrypted, previousHmacContext(row.id)),
+    previous_until: row.previous_hmac_secret_until,
+  };
+}
+
+interface EndpointColumns {
+  previous_hmac_secret_encrypted: string | null;
+  previous_hmac_secret_until: Date | null;
+  hmac_secret_rotated_at: Date | null;
+  webhook_failing_since: Date | null;
+  webhook_disabled_at: Date | null;
+}
+
+/** The endpoint's state: when its secret was last rotated, the overlap, failing and disabled times. */
+export interface WebhookEndpointState {
+  secret_rotated_at: Date | null;
+  previous_secret_until: Date | null;
+  failing_since: Date | null;
+  disabled_at: Date | null;
+}
+
+export async function webhookEndpointState(database: Knex, merchant_id: string): Promise<WebhookEndpointState | undefined> {
+  const row = (await database('merchants')
+    .where({ id: merchant_id })
+    .first('hmac_secret_rotated_at', 'previous_hmac_secret_until', 'webhook_failing_since', 'webhook_disabled_at')) as EndpointColumns | undefined;
+  if (!row) return undefined;
+  const until = row.previous_hmac_secret_until && row.previous_hmac_secret_until > new Date() ? row.previous_hmac_secret_until : null;
+  return { secret_rotated_at: row.hmac_secret_rotated_at, previous_secret_until: until, failing_since: row.webhook_failing_since, disabled_at: row.webhook_disabled_at };
+}
+
+/**
+ * Replaces the merchant's HMAC secret with a fresh one (32 random bytes, hex, as at onboarding), keeping the replaced
+ * one for `overlap_seconds` (both signatures are sent meanwhile). A rotation during an overlap replaces the older
+ * secret: only the two newest ever sign. @returns the new secret (shown once) and the overlap's end
+ * @throws DomainError not_found MERCHANT_NOT_FOUND
+ */
+export async function rotateMerchantHmacSecret(
+  deps: Pick<PlatformDeps, 'database' | 'keys'>,
+  merchant_id: string,
+  overlap_seconds: number,
+): Promise<{ secret: string; previous_until: Date }> {
+  return deps.database.transaction(async (trx) => {
+    const row = (await trx('merchants').where({ id: merchant_id }).forUpdate().first('id', 'hmac_secret_encrypted')) as Pick<MerchantRow, 'id' | 'hmac_secret_encrypted'> | undefined;
+    if (!row) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+    const replaced = openSecret(deps.keys.dataKeys, row.hmac_secret_encrypted, hmacContext(row.id));
+    const secret = randomHex(32);
+    const now = new Date();
+    const previous_until = new Date(now.getTime() + Math.round(overlap_seconds * 1000));
+    await trx('merchants')
+      .where({ id: merchant_id })
+      .update({
+        hmac_secret_encrypted: sealSecret(deps.keys.dataKeys, secret, hmacContext(row.id)),
+        previous_hmac_secret_encrypted: sealSecret(deps.keys.dataKeys, replaced, previousHmacContext(row.id)),
+        previous_hmac_secret_until: previous_until,
+        hmac_secret_rotated_at: now,
+      });
+    return { secret, previous_until };
+  });
+}
+
+/**
+ * Sets the merchant's callback URL (new webhooks go there; those recorded keep theirs). The SSRF rules of
+ * onboarding apply. @throws DomainError invalid_argument on callback_url; not_found MERCHANT_NOT_FOUND
+ */
+export async function setMerchantCallbackUrl(deps: Pick<PlatformDeps, 'database' | 'outbound'>, merchant_id: string, callback_url: string): Promise<string> {
+  const url = validateCallbackUrl(deps, callback_url);
+  const updated = await deps.database('merchants').where({ id: merchant_id }).update({ callback_url: url });
+  if (updated === 0) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+  return url;
+}
+
+/** Checks a callback URL as onboarding does (SSRF rules), changing nothing. @throws DomainError invalid_argument */
+export function checkCallbackUrl(deps: Pick<PlatformDeps, 'outbound'>, callback_url: string): string {
+  return validateCallbackUrl(deps, callback_url);
+}
+
+/**
+ * Records an attempt's outcome on the merchant's endpoint: a delivered one clears `webhook_failing_since`; a failed one
+ * sets it when unset, and disables the endpoint once it is older than `disable_after_seconds`.
+ * @returns true when this call disabled the endpoint
+ */
+export async function recordEndpointOutcome(database: Knex, merchant_id: string, delivered: boolean, disable_after_seconds: number): Promise<boolean> {
+  if (delivered) {
+    await database('merchants').where({ id: merchant_id }).whereNotNull('webhook_failing_since').update({ webhook_failing_since: null });
+    return false;
+  }
+  await database('merchants').where({ id: merchant_id }).whereNull('webhook_failing_since').update({ webhook_failing_since: database.fn.now() });
+  const disabled = await database('merchants')
+    .where({ id: merchant_id })
+    .whereNull('webhook_disabled_at')
+    .whereRaw("webhook_failing_since <= now() - make_interval(secs => ?)", [disable_after_seconds])
+    .update({ webhook_disabled_at: database.fn.now() });
+  return disabled > 0;
+}
+
+/** Enables the merchant's endpoint again (its failing time forgotten). @returns true when it was disabled */
+export async function enableWebhookEndpoint(database: Knex | Knex.Transaction, merchant_id: string): Promise<boolean> {
+  const changed = await database('merchants').where({ id: merchant_id }).whereNotNull('webhook_disabled_at').update({ webhook_disabled_at: null, webhook_failing_since: null });
+  return changed > 0;
+}

@@ -5,17 +5,21 @@
  * `audit_records` (migration 025), which the database keeps append-only.
  *
  * A record holds the credential id, the caller's address (the RPC peer; "in-process" for the façade of the api's
- * own process), the end client's address the caller said it acted for (`X-Client-Address`, the façade's word, when
- * sent), the procedure, the request with secrets replaced by "[redacted]" (and long texts shortened), and the
- * outcome: `ok`, or the error's reason. It sits after authentication and before authorization, so a verified
- * caller's refused attempt at a privileged procedure is recorded as PERMISSION_DENIED; an unauthenticated one is
- * only logged (it names no credential, and recording it would let anyone fill the table).
+ * own process), the end client's address the call was counted under (src/rpc/client-address.ts: the façade's
+ * `X-Client-Address`; for any other caller its own connection's address, whatever it sent), the procedure, the
+ * request with secrets replaced by "[redacted]" (and long texts shortened), and the outcome: `ok`, or the error's
+ * reason. The database stamps the role that wrote it: records are appended through `append_audit_record` (migration
+ * 043), the serving roles holding no INSERT on the table. It sits after authentication and before authorization, so
+ * a verified caller's refused attempt at a privileged procedure is recorded as PERMISSION_DENIED; an
+ * unauthenticated one is only logged (it names no credential, and recording it would let anyone fill the table).
+ * Refused calls get a record only up to AUDIT_REFUSALS_PER_CREDENTIAL per window and credential (`admitRefusal`);
+ * past it a refused call is still refused, without a record, and counted in payments_audit_refusals_dropped_total.
  *
  * The record is written once the call has its outcome. When it cannot be written the call answers INTERNAL
  * whatever it did, and the record goes to the log at error level: no privileged call succeeds silently.
  */
 import { toJson, type DescMessage, type Message } from '@bufbuild/protobuf';
-import { Code, ConnectError, type HandlerContext, type Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { Knex } from '../db/knex';
 import { DomainError } from '../errors';
 import { ErrorDetailSchema } from '../gen/payments/common/v1/errors_pb';
@@ -23,7 +27,8 @@ import type { Logger } from '../logger';
 import { isOwnerBound, type CallerIdentity } from '../service-credentials';
 import { peerKey } from './auth';
 import { callerKey, IN_PROCESS_FACADE } from './caller';
-import { CLIENT_ADDRESS_HEADER, clientAddressOf } from './client-address';
+import type { Counter } from 'prom-client';
+import { clientAddressFrom } from './client-address';
 
 /** Procedures recorded whoever calls them. */
 export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
@@ -45,7 +50,15 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.payin.v1.PayinService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/RedeliverWebhook',
   'payments.dashboard.v1.DashboardService/SetOutcomePolicy',
+  'payments.dashboard.v1.DashboardService/RefundPayment',
+  'payments.dashboard.v1.DashboardService/RotateWebhookSecret',
+  'payments.dashboard.v1.DashboardService/UpdateWebhookEndpoint',
+  'payments.dashboard.v1.DashboardService/SendTestWebhook',
+  'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
   'payments.events.v1.EventsService/RedeliverEvents',
+  'payments.payout.v1.PayoutService/DecidePayoutApproval',
+  'payments.payout.v1.PayoutService/SetPayoutSettings',
+  'payments.payout.v1.PayoutService/SetPayoutSchedule',
 ]);
 
 /** Field names whose values are secrets or payment data (request fields, at any depth; snake_case as in proto). */
@@ -79,7 +92,7 @@ export interface AuditRecord {
   credential_id: string;
   /** The RPC peer's address. */
   caller_address: string;
-  /** The end client's address the caller sent (an IP address), else null. */
+  /** The end client's address the call was counted under (src/rpc/client-address.ts), else null when unknown. */
   client_address: string | null;
   procedure: string;
   arguments: unknown;
@@ -90,15 +103,37 @@ export interface AuditRecord {
 export interface AuditLog {
   /** @throws when the record cannot be written */
   append(record: AuditRecord): Promise<void>;
+  /**
+   * Whether a refused call of `credentialId` still gets its record (the per-credential limit of src/abuse); absent:
+   * always. A failure to decide records the call.
+   */
+  admitRefusal?(credentialId: string): Promise<boolean>;
+  /** Counts refused calls left without a record. */
+  dropped?: Counter<'procedure'>;
 }
 
-export function createAuditLog(database: Knex): AuditLog {
+/**
+ * The audit log of `database`: each record appended through `append_audit_record` (migration 043), which stamps
+ * the database role; `options.admitRefusal` and `options.dropped` bound and count the records of refused calls.
+ */
+export function createAuditLog(database: Knex, options: Pick<AuditLog, 'admitRefusal' | 'dropped'> = {}): AuditLog {
   return {
     async append(record) {
-      await database('audit_records').insert({ ...record, arguments: JSON.stringify(record.arguments) });
+      await database.raw('SELECT append_audit_record(?, ?, ?, ?, ?::jsonb, ?)', [
+        record.credential_id,
+        record.caller_address,
+        record.client_address,
+        record.procedure,
+        JSON.stringify(record.arguments),
+        record.outcome,
+      ]);
     },
+    ...options,
   };
 }
+
+/** Outcomes of a call refused for who its caller is, before or by the service (their records are bounded). */
+const REFUSED_OUTCOMES: ReadonlySet<string> = new Set(['PERMISSION_DENIED', 'UNAUTHENTICATED']);
 
 /** True when a call by `caller` to `procedure` is recorded. */
 export function isAudited(procedure: string, caller: CallerIdentity | undefined): boolean {
@@ -113,12 +148,22 @@ export function auditInterceptor(log: AuditLog, logger: Logger): Interceptor {
     if (!isAudited(procedure, caller)) return next(request);
     const write = async (outcome: string) => {
       const peer = request.contextValues.get(peerKey).address;
-      const client = clientAddressOf({ requestHeader: request.header, values: request.contextValues } as unknown as HandlerContext);
+      const client = clientAddressFrom(request.header, request.contextValues);
+      const credential_id = caller?.id ?? 'unknown';
+      if (REFUSED_OUTCOMES.has(outcome) && log.admitRefusal) {
+        const admitted = await log.admitRefusal(credential_id).catch((error: unknown) => {
+          logger.warn({ err: error }, 'audit: the refusal limit could not be read; recording the refused call');
+          return true;
+        });
+        if (!admitted) {
+          log.dropped?.inc({ procedure });
+          return;
+        }
+      }
       const record: AuditRecord = {
-        credential_id: caller?.id ?? 'unknown',
+        credential_id,
         caller_address: caller === IN_PROCESS_FACADE ? 'in-process' : peer,
-        // clientAddressOf falls back to the peer's address when none (or no IP address) was sent.
-        client_address: request.header.get(CLIENT_ADDRESS_HEADER) && client !== peer ? client : null,
+        client_address: client === 'unknown' ? null : client,
         procedure,
         arguments: request.stream ? {} : redacted(toJson(request.method.input as DescMessage, request.message as Message, { useProtoFieldName: true })),
         outcome,

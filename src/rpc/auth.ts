@@ -3,8 +3,10 @@
  * anything else reads the request.
  *
  *   - `Authorization: Bearer pps_…`: a service credential (src/service-credentials) with its scopes;
- *   - or, when the server runs with mTLS (RPC_TLS_CLIENT_CA), a client certificate verified against that CA: its
- *     subject CN names the caller and its OU values are its scopes (`OU=facade`, `OU=admin`, `OU=partner:P…`).
+ *   - or, when the server runs with mTLS (RPC_TLS_CLIENT_CA) and the call presents no bearer token, the client
+ *     certificate the connection was verified with: its subject CN names the caller and its OU values are its
+ *     scopes (`OU=facade`, `OU=admin`, `OU=partner:P…`). Under mTLS every connection needs a certificate of the CA;
+ *     a call over it may still present a credential of its own (the operator's admin CLI), which is then its caller.
  *
  * No credential, or one that does not verify → `Code.Unauthenticated`; a verified caller without the scope the
  * procedure needs → `Code.PermissionDenied`. Both answers are the same whatever failed, and both are logged with the
@@ -33,10 +35,12 @@ export interface Peer {
 export const peerKey = createContextKey<Peer>({ address: 'unknown' }, { description: 'rpc peer' });
 
 /**
- * What a procedure needs, any one of: a fixed scope; `owner`, a credential bound to some partner or merchant (the
- * service then checks that it is the owner the call acts for, `mayActFor`); or `any` verified caller.
+ * What a procedure needs, any one of: a fixed scope; `partner` or `merchant`, a credential bound to some owner of
+ * that kind (the service then checks that it is the owner the call acts for, `mayActFor`); or `any` verified caller.
+ * A service lists only the owner kinds it serves, so a credential bound to another kind of owner is refused here,
+ * before the handler reads its request.
  */
-type Requirement = FixedScope | 'owner' | 'any';
+type Requirement = FixedScope | 'partner' | 'merchant' | 'any';
 
 /** By service: what its procedures need unless METHOD_REQUIREMENTS names the procedure. */
 const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
@@ -47,18 +51,21 @@ const SERVICE_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   // Gateway and IssueAccessToken verify the partner's own proof; the typed operations are below.
   'payments.transfer.v1.TransferService': ['facade'],
   // The façade's calls carry the merchant's own proof; a merchant-bound credential acts for its merchant only.
-  'payments.payin.v1.PayinService': ['facade', 'owner'],
-  'payments.wallet.v1.WalletService': ['facade', 'owner'],
-  'payments.instrument.v1.InstrumentService': ['facade', 'owner'],
-  'payments.deposit.v1.DepositService': ['facade', 'owner'],
+  // Areas B and C are merchants' (owner kinds served: merchant).
+  'payments.payin.v1.PayinService': ['facade', 'merchant'],
+  'payments.wallet.v1.WalletService': ['facade', 'merchant'],
+  'payments.instrument.v1.InstrumentService': ['facade', 'merchant'],
+  'payments.deposit.v1.DepositService': ['facade', 'merchant'],
   // Every call carries a dashboard session (or the merchant's API user name and password) the service checks itself.
   'payments.dashboard.v1.DashboardService': ['facade'],
   // ListEvents carries the owner's own proof (the merchant's API key), checked by the service; the rest is operators'.
   'payments.events.v1.EventsService': ['facade'],
   // GetPaymentTimeline: the owner's own proof (through the façade), a credential bound to the owner, or an operator's.
-  'payments.timeline.v1.TimelineService': ['facade', 'owner', 'admin'],
+  'payments.timeline.v1.TimelineService': ['facade', 'partner', 'merchant', 'admin'],
   // The merchant's calls carry its API key, checked by the service; ListRefunds and ShowRefund are operators'.
-  'payments.refund.v1.RefundService': ['facade', 'owner'],
+  'payments.refund.v1.RefundService': ['facade', 'merchant'],
+  // The merchant's calls carry its API key, checked by the service; the listing, approvals and limits are operators'.
+  'payments.payout.v1.PayoutService': ['facade', 'merchant'],
 };
 
 /** Procedures that need other powers than their service's. */
@@ -82,12 +89,17 @@ const METHOD_REQUIREMENTS: Record<string, readonly Requirement[]> = {
   'payments.events.v1.EventsService/RedeliverEvents': ['admin'],
   'payments.refund.v1.RefundService/ListRefunds': ['admin'],
   'payments.refund.v1.RefundService/ShowRefund': ['admin'],
+  'payments.payout.v1.PayoutService/ListPayouts': ['admin'],
+  'payments.payout.v1.PayoutService/ShowPayout': ['admin'],
+  'payments.payout.v1.PayoutService/DecidePayoutApproval': ['admin'],
+  'payments.payout.v1.PayoutService/SetPayoutSettings': ['admin'],
+  'payments.payout.v1.PayoutService/SetPayoutSchedule': ['admin'],
   'payments.deposit.v1.DepositService/OperatorListDepositRefunds': ['admin'],
   'payments.deposit.v1.DepositService/OperatorShowDepositRefund': ['admin'],
   // A partner's money without the partner's proof: only a credential bound to it (checked by the service).
-  'payments.transfer.v1.TransferService/CreatePreTransfer': ['owner'],
-  'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['owner'],
-  'payments.transfer.v1.TransferService/QueryTransfer': ['owner'],
+  'payments.transfer.v1.TransferService/CreatePreTransfer': ['partner'],
+  'payments.transfer.v1.TransferService/ConfirmPreTransfer': ['partner'],
+  'payments.transfer.v1.TransferService/QueryTransfer': ['partner'],
 };
 
 /** What `service`/`method` needs (a service missing from the tables needs `admin`). */
@@ -97,11 +109,16 @@ export function requirementsOf(service: string, method: string): readonly Requir
 
 /**
  * True when `caller` may call `method` of `service`. No scope implies another: `admin` is not `mint`, `credentials`
- * or `ledger-write`, and neither `admin` nor `facade` may act for an owner.
+ * or `ledger-write`, neither `admin` nor `facade` may act for an owner, and a credential bound to a merchant is not
+ * one bound to a partner.
  */
 export function mayCall(caller: CallerIdentity, service: string, method: string): boolean {
   return requirementsOf(service, method).some((needed) =>
-    needed === 'any' ? true : needed === 'owner' ? caller.scopes.some((scope) => ownerOfScope(scope) !== undefined) : caller.scopes.includes(needed),
+    needed === 'any'
+      ? true
+      : needed === 'partner' || needed === 'merchant'
+        ? caller.scopes.some((scope) => ownerOfScope(scope)?.kind === needed)
+        : caller.scopes.includes(needed),
   );
 }
 
@@ -126,16 +143,20 @@ export function peerOf(request: IncomingMessage | Http2ServerRequest): Peer {
 const BEARER = /^Bearer ([^\s]{1,256})$/;
 
 /**
- * The interceptor that authenticates every network call: the caller of its client certificate or bearer token goes
- * into the call's context (`callerOf`), or the call is refused Unauthenticated.
+ * The interceptor that authenticates every network call: the caller of its bearer token, else of its connection's
+ * client certificate, goes into the call's context (`callerOf`), or the call is refused Unauthenticated. A bearer
+ * token that does not verify is refused even over a verified certificate.
  */
 export function authenticationInterceptor(verifier: CredentialVerifier, logger: Logger): Interceptor {
   return (next) => async (request) => {
     const peer = request.contextValues.get(peerKey);
-    let caller = peer.certificate;
-    if (!caller) {
-      const match = BEARER.exec(request.header.get('authorization') ?? '');
+    const authorization = request.header.get('authorization');
+    let caller: CallerIdentity | undefined;
+    if (authorization) {
+      const match = BEARER.exec(authorization);
       caller = match ? await verifier.verify(match[1]!) : undefined;
+    } else {
+      caller = peer.certificate;
     }
     if (!caller) {
       logger.warn({ procedure: `${request.service.typeName}/${request.method.name}`, peer: peer.address }, 'rpc refused: no valid credential');

@@ -8,6 +8,7 @@
 import { DEPOSIT_SERVICE_REASONS } from '../flows/deposit/reasons';
 import { PAYIN_SERVICE_REASONS } from '../flows/payin/reasons';
 import { REFUND_SERVICE_REASONS } from '../flows/refund/reasons';
+import { PAYOUT_SERVICE_REASONS } from '../flows/payout/reasons';
 import { TRANSFER_SERVICE_REASONS } from '../flows/pre-transfer/reasons';
 import { WALLET_SERVICE_REASONS } from '../flows/wallet/reasons';
 import { INSTRUMENT_SERVICE_REASONS } from '../instruments/service-reasons';
@@ -28,6 +29,7 @@ export const REASONS_BY_SERVICE = {
   // The TimelineService: PAYMENT_NOT_FOUND and the same owner proofs as the EventsService.
   timeline: TIMELINE_SERVICE_REASONS,
   refund: REFUND_SERVICE_REASONS,
+  payout: PAYOUT_SERVICE_REASONS,
 } as const satisfies Partial<Record<PlatformServiceName, object>>;
 
 /** The platform services a façade calls. */

@@ -9,6 +9,7 @@ import { DashboardService } from '../gen/payments/dashboard/v1/dashboard_pb';
 import { DepositService } from '../gen/payments/deposit/v1/deposit_pb';
 import { EventsService } from '../gen/payments/events/v1/events_pb';
 import { RefundService } from '../gen/payments/refund/v1/refund_pb';
+import { PayoutService } from '../gen/payments/payout/v1/payout_pb';
 import { HealthService } from '../gen/payments/health/v1/health_pb';
 import { InstrumentService } from '../gen/payments/instrument/v1/instrument_pb';
 import { LedgerService } from '../gen/payments/ledger/v1/ledger_pb';
@@ -30,6 +31,7 @@ export const PLATFORM_SERVICES = {
   events: EventsService,
   timeline: TimelineService,
   refund: RefundService,
+  payout: PayoutService,
 } as const;
 
 export type PlatformServiceName = keyof typeof PLATFORM_SERVICES;

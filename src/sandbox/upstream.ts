@@ -15,6 +15,10 @@
  *                                                 address (SANDBOX_REFUND_ADDRESSES)
  *   POST /sandbox/refunds/{refund_reference}/decide  {"status": "succeeded" | "failed"} → decides a pending refund
  *                                                 and notifies the portal (`refund_succeeded` / `refund_failed`)
+ *   POST /payins/payouts                          a payout (docs/payouts.md "Providers"; as refunds) → 200 its
+ *                                                 outcome, decided by the address (SANDBOX_PAYOUT_ADDRESSES)
+ *   POST /sandbox/payouts/{payout_reference}/decide  {"status": "succeeded" | "failed"} → decides a pending payout
+ *                                                 and notifies the portal (`payout_succeeded` / `payout_failed`)
  *
  * Notifications are signed exactly as a real provider would: `X-Upstream-Signature` = hex HMAC-SHA256 of the raw
  * body under UPSTREAM_WEBHOOK_SECRET. The pay/close/decide routes answer with the portal's status code and body.
@@ -30,6 +34,7 @@ import { hmacSha256Hex } from '../crypto/hmac';
 import { constantTimeEqual } from '../crypto/secrets';
 import { isLosslessNumber, parseAmount, parseJsonLossless, stringifyJson } from '../money';
 import { createSandboxRefunds, type SandboxRefund, type SandboxRefundNotification } from './upstream-refunds';
+import { createSandboxPayouts, type SandboxPayouts } from './upstream-payouts';
 
 /** The Tether USDT TRC-20 contract on TRON mainnet, used as `token` in the payment URI. */
 export const USDT_TRC20_CONTRACT = 'TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t';
@@ -74,6 +79,12 @@ export interface SandboxUpstream {
   refundNotifications: SandboxRefundNotification[];
   /** Decides a pending refund (or notifies its decision again) as the decide route does; returns the portal's answer. */
   decideRefund(refund_reference: string, status: 'succeeded' | 'failed'): Promise<{ status: number; body: string }>;
+  /** Where the portal requests payouts (UPSTREAM_PAYOUT_URL; the default `<payinUrl>/payouts`). */
+  payoutUrl: string;
+  /** The payouts asked for and the notifications sent (./upstream-payouts.ts). */
+  payouts: SandboxPayouts;
+  /** Decides a pending payout (or notifies its decision again) as the decide route does; returns the portal's answer. */
+  decidePayout(payout_reference: string, status: 'succeeded' | 'failed'): Promise<{ status: number; body: string }>;
   close(): Promise<void>;
 }
 
@@ -105,6 +116,8 @@ export async function startSandboxUpstream(options: {
   api_key?: string;
   webhook_secret: string;
   refund_decision_delay_seconds?: number | null;
+  /** Seconds before a payout to a `late_*` test address is decided; null: only on the decide route. */
+  payout_decision_delay_seconds?: number | null;
 }): Promise<SandboxUpstream> {
   const payins = new Map<string, SandboxPayin>();
   const received: SandboxUpstream['received'] = [];
@@ -113,6 +126,7 @@ export async function startSandboxUpstream(options: {
     decision_delay_seconds: options.refund_decision_delay_seconds,
     paidUnits: (invoice_reference) => payins.get(invoice_reference)?.paid_units,
   });
+  const payouts = createSandboxPayouts({ webhook_secret: options.webhook_secret, decision_delay_seconds: options.payout_decision_delay_seconds });
   const authorized = (req: http.IncomingMessage) => !options.api_key || constantTimeEqual(String(req.headers.authorization ?? ''), `Bearer ${options.api_key}`);
 
   const notify = async (invoice_reference: string, status: 'success' | 'close', amount?: string, payer_address?: string | null) => {
@@ -168,6 +182,16 @@ export async function startSandboxUpstream(options: {
         const answer = refunds.create(req.headers, body);
         return send(answer.status, answer.body);
       }
+      if (req.method === 'POST' && url.pathname === '/payins/payouts') {
+        if (!authorized(req)) return send(401, { error: 'unauthorized' });
+        const answer = payouts.create(req.headers, body);
+        return send(answer.status, answer.body);
+      }
+      const payoutDecision = /^\/sandbox\/payouts\/([^/]+)\/decide$/.exec(url.pathname);
+      if (req.method === 'POST' && payoutDecision) {
+        const answer = await payouts.decide(decodeURIComponent(payoutDecision[1]!), body);
+        return send(answer.status, answer.body);
+      }
       const decision = /^\/sandbox\/refunds\/([^/]+)\/decide$/.exec(url.pathname);
       if (req.method === 'POST' && decision) {
         const answer = await refunds.decide(decodeURIComponent(decision[1]!), body);
@@ -214,9 +238,13 @@ export async function startSandboxUpstream(options: {
     refunds: refunds.refunds,
     refundNotifications: refunds.notifications,
     decideRefund: (refund_reference, status) => refunds.decide(refund_reference, JSON.stringify({ status })),
+    payoutUrl: `${url}/payins/payouts`,
+    payouts,
+    decidePayout: (payout_reference, status) => payouts.decide(payout_reference, JSON.stringify({ status })),
     close: () =>
       new Promise<void>((resolve) => {
         refunds.close();
+        payouts.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -263,6 +291,6 @@ export async function startConfiguredSandbox(config: Config, directory: string =
   const sandbox = await startSandboxUpstream({ port: config.SANDBOX_PORT, api_key, webhook_secret });
   return {
     sandbox,
-    config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_REFUND_URL: config.UPSTREAM_REFUND_URL ?? sandbox.refundUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret },
+    config: { ...config, UPSTREAM_PAYIN_URL: sandbox.payinUrl, UPSTREAM_REFUND_URL: config.UPSTREAM_REFUND_URL ?? sandbox.refundUrl, UPSTREAM_PAYOUT_URL: config.UPSTREAM_PAYOUT_URL ?? sandbox.payoutUrl, UPSTREAM_API_KEY: api_key, UPSTREAM_WEBHOOK_SECRET: webhook_secret },
   };
 }

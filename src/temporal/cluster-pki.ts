@@ -1,7 +1,9 @@
 /**
  * The certificates of a cluster's Temporal mTLS (`payments cluster up`, docs/security.md "Temporal"): one CA made for
  * the cluster, a server certificate for the Temporal frontend and its internode traffic, and one client certificate
- * per caller (the api and worker roles, the Web UI, the operator's tools). Made once under `<CLUSTER_DIR>/tls`
+ * per caller (the api and worker roles, the Web UI, the operator's tools). And those of its internal RPC's mTLS
+ * (docs/security.md "Internal RPC"), from a second CA made the same way: the api role's server certificate and a
+ * client certificate for the façade (OU=facade, its scope) and the operator's tools. Made once under `<CLUSTER_DIR>/tls`
  * (directory 0700, private keys 0600), like the cluster's service credentials, and kept across restarts; a
  * certificate missing, unreadable, not signed by the CA, lacking a name the server needs, or expiring within
  * RENEW_BEFORE_DAYS is made again (a CA doing so remakes every certificate). node-forge builds the certificates;
@@ -20,6 +22,10 @@ import type { TemporalConnectionOptions } from './connection-options';
 export const TEMPORAL_CLIENTS = ['api', 'worker', 'ui', 'operator'] as const;
 export type TemporalClient = (typeof TEMPORAL_CLIENTS)[number];
 
+/** The callers of the internal RPC that get a client certificate of the RPC CA. */
+export const RPC_CLIENTS = ['facade', 'operator'] as const;
+export type RpcClient = (typeof RPC_CLIENTS)[number];
+
 /** The name clients verify the server certificate against (also in its DNS names, beside 127.0.0.1). */
 export const TEMPORAL_SERVER_NAME = 'localhost';
 
@@ -33,8 +39,17 @@ export interface CertificateFiles {
   key: string;
 }
 
+/** The internal RPC's mTLS (src/rpc/server.ts): its CA, the api role's server certificate, the callers'. */
+export interface RpcPki {
+  ca: string;
+  server: CertificateFiles;
+  clients: Record<RpcClient, CertificateFiles>;
+}
+
 export interface ClusterPki {
   directory: string;
+  /** The internal RPC's certificates, of a CA of their own. */
+  rpc: RpcPki;
   /** The CA certificate every party verifies the others with. */
   ca: string;
   /** The Temporal server's certificate: frontend and internode, server and client use. */
@@ -53,12 +68,12 @@ export function temporalClientSettings(pki: ClusterPki, client: TemporalClient):
   };
 }
 
-/** The parties exportClusterPki copies files for: the server and every client. */
-export const PKI_PARTIES = ['server', ...TEMPORAL_CLIENTS] as const;
+/** The parties exportClusterPki copies files for: Temporal's server and every client, then the RPC's. */
+export const PKI_PARTIES = ['server', ...TEMPORAL_CLIENTS, 'rpc-server', ...RPC_CLIENTS.map((client) => `rpc-${client}` as const)] as const;
 
 /**
  * Copies to `directory/<party>/` what each party needs and nothing more: `ca.pem`, `cert.pem`, `key.pem` (the
- * server's, or that client's). Each party's container mounts its own subdirectory only (docker-compose), so
+ * server's, or that client's; for `rpc-server`, `rpc-facade` and `rpc-operator` the RPC CA's and certificates). Each party's container mounts its own subdirectory only (docker-compose), so
  * isolation is by mount: the files are 0644 there because the Temporal images run as users of their own. The CA
  * key is never copied.
  */
@@ -66,12 +81,24 @@ export function exportClusterPki(pki: ClusterPki, directory: string): void {
   for (const party of PKI_PARTIES) {
     const target = path.join(directory, party);
     mkdirSync(target, { recursive: true, mode: 0o755 });
-    const files = party === 'server' ? pki.server : pki.clients[party];
-    writeFileSync(path.join(target, 'ca.pem'), readFileSync(pki.ca), { mode: 0o644 });
+    const rpc = party.startsWith('rpc-');
+    const files =
+      party === 'server' ? pki.server : party === 'rpc-server' ? pki.rpc.server : rpc ? pki.rpc.clients[party.slice(4) as RpcClient] : pki.clients[party as TemporalClient];
+    writeFileSync(path.join(target, 'ca.pem'), readFileSync(rpc ? pki.rpc.ca : pki.ca), { mode: 0o644 });
     writeFileSync(path.join(target, 'cert.pem'), readFileSync(files.cert), { mode: 0o644 });
     writeFileSync(path.join(target, 'key.pem'), readFileSync(files.key), { mode: 0o644 });
     for (const name of ['ca.pem', 'cert.pem', 'key.pem']) chmodSync(path.join(target, name), 0o644);
   }
+}
+
+/** The RPC_TLS_* settings of the api role: its server certificate, and the CA its callers' certificates need. */
+export function rpcServerSettings(pki: ClusterPki): Record<string, string> {
+  return { RPC_TLS_CERT: pki.rpc.server.cert, RPC_TLS_KEY: pki.rpc.server.key, RPC_TLS_CLIENT_CA: pki.rpc.ca };
+}
+
+/** The RPC_CLIENT_TLS_* settings of a caller of the internal RPC (src/rpc/clients.ts `rpcClientCredentials`). */
+export function rpcClientSettings(pki: ClusterPki, client: RpcClient): Record<string, string> {
+  return { RPC_CLIENT_TLS_CERT: pki.rpc.clients[client].cert, RPC_CLIENT_TLS_KEY: pki.rpc.clients[client].key, RPC_CLIENT_TLS_CA: pki.rpc.ca };
 }
 
 /** The connection options (TLS with this client's certificate) of a client of the cluster, for Connection.connect. */
@@ -111,8 +138,12 @@ function issue(options: {
   const key = newKey();
   const cert = forge.pki.createCertificate();
   cert.publicKey = key.publicKey;
-  // A positive random serial (the high bit cleared), as RFC 5280 asks.
-  cert.serialNumber = `0${randomBytes(15).toString('hex')}`;
+  // A positive random serial, as RFC 5280 asks, in whole bytes whose first is 0x40-0x7f: DER then needs no leading
+  // zero byte. (An odd-length hex serial made node-forge write a padded INTEGER that OpenSSL refuses as "illegal
+  // padding", so about one certificate in ten could not be loaded.)
+  const serial = randomBytes(16);
+  serial[0] = (serial[0]! & 0x3f) | 0x40;
+  cert.serialNumber = serial.toString('hex');
   cert.validity.notBefore = new Date(Date.now() - 5 * 60_000);
   cert.validity.notAfter = new Date(Date.now() + VALIDITY_DAYS * DAY_MS);
   const subject = [
@@ -157,30 +188,54 @@ export function ensureClusterPki(directory: string, hostNames: string[] = []): C
     server: { cert: file('temporal-server.pem'), key: file('temporal-server-key.pem') },
     clients: Object.fromEntries(TEMPORAL_CLIENTS.map((client) => [client, { cert: file(`${client}.pem`), key: file(`${client}-key.pem`) }])) as ClusterPki['clients'],
     serverName: TEMPORAL_SERVER_NAME,
-  };
+  } as ClusterPki;
 
-  let caCert = existsSync(file('ca-key.pem')) ? usable(pki.ca, undefined) : undefined;
-  let ca: Issued | undefined = caCert ? { cert: caCert, key: forge.pki.privateKeyFromPem(readFileSync(file('ca-key.pem'), 'utf8')) as forge.pki.rsa.PrivateKey } : undefined;
-  const renewAll = !ca;
-  if (!ca) {
-    const made = issue({
-      commonName: 'payments cluster Temporal CA',
-      organizationalUnit: 'ca',
-      extensions: [
-        { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
-        { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-      ],
-    });
-    writePrivate(file('ca-key.pem'), made.keyPem);
-    writeFileSync(pki.ca, made.certPem, { mode: 0o644 });
-    ca = made.issued;
-    caCert = made.issued.cert;
-  }
-
+  const temporalCa = ensureCa(pki.ca, file('ca-key.pem'), 'payments cluster Temporal CA');
   const names = [...new Set([TEMPORAL_SERVER_NAME, '127.0.0.1', ...hostNames])];
+  const leaf = leafMaker(temporalCa, names);
+  leaf(pki.server, TEMPORAL_SERVER_NAME, 'temporal-server', true);
+  for (const client of TEMPORAL_CLIENTS) leaf(pki.clients[client], client, 'temporal-client', false);
+
+  // The internal RPC's own CA: Temporal's frontend trusts every certificate its CA signed (it runs no authorizer), so
+  // a façade certificate from that CA would make the façade a Temporal client.
+  const rpcCa = ensureCa(file('rpc-ca.pem'), file('rpc-ca-key.pem'), 'payments cluster RPC CA');
+  const rpcLeaf = leafMaker(rpcCa, names);
+  pki.rpc = {
+    ca: file('rpc-ca.pem'),
+    server: { cert: file('rpc-server.pem'), key: file('rpc-server-key.pem') },
+    clients: Object.fromEntries(RPC_CLIENTS.map((client) => [client, { cert: file(`rpc-${client}.pem`), key: file(`rpc-${client}-key.pem`) }])) as RpcPki['clients'],
+  };
+  rpcLeaf(pki.rpc.server, TEMPORAL_SERVER_NAME, 'rpc-server', true);
+  // The façade's certificate carries the facade scope (src/rpc/auth.ts reads OUs as scopes); the operator's none:
+  // it presents a service credential over it.
+  rpcLeaf(pki.rpc.clients.facade, 'facade', 'facade', false);
+  rpcLeaf(pki.rpc.clients.operator, 'operator', 'rpc-client', false);
+  return pki;
+}
+
+/** The CA in `certFile`/`keyFile`, made when missing or no longer usable; `renewAll` when it was made now. */
+function ensureCa(certFile: string, keyFile: string, commonName: string): { ca: Issued; renewAll: boolean } {
+  const caCert = existsSync(keyFile) ? usable(certFile, undefined) : undefined;
+  if (caCert) return { ca: { cert: caCert, key: forge.pki.privateKeyFromPem(readFileSync(keyFile, 'utf8')) as forge.pki.rsa.PrivateKey }, renewAll: false };
+  const made = issue({
+    commonName,
+    organizationalUnit: 'ca',
+    extensions: [
+      { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  writePrivate(keyFile, made.keyPem);
+  writeFileSync(certFile, made.certPem, { mode: 0o644 });
+  return { ca: made.issued, renewAll: true };
+}
+
+/** Issues a leaf of `authority` into `target` unless a usable one is there (a server's with every one of `names`). */
+function leafMaker(authority: { ca: Issued; renewAll: boolean }, names: string[]) {
+  const { ca, renewAll } = authority;
   const altName = (name: string) => (/^[\d.]+$/.test(name) || name.includes(':') ? { type: 7, ip: name } : { type: 2, value: name });
-  const leaf = (target: CertificateFiles, commonName: string, organizationalUnit: string, server: boolean) => {
-    if (!renewAll && existsSync(target.key) && usable(target.cert, caCert, server ? names : [])) return;
+  return (target: CertificateFiles, commonName: string, organizationalUnit: string, server: boolean) => {
+    if (!renewAll && existsSync(target.key) && usable(target.cert, ca.cert, server ? names : [])) return;
     const made = issue({
       commonName,
       organizationalUnit,
@@ -196,7 +251,4 @@ export function ensureClusterPki(directory: string, hostNames: string[] = []): C
     writePrivate(target.key, made.keyPem);
     writeFileSync(target.cert, made.certPem, { mode: 0o644 });
   };
-  leaf(pki.server, TEMPORAL_SERVER_NAME, 'temporal-server', true);
-  for (const client of TEMPORAL_CLIENTS) leaf(pki.clients[client], client, 'temporal-client', false);
-  return pki;
 }

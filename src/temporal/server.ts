@@ -270,6 +270,14 @@ const DYNAMIC_CONFIG = `# Temporal dynamic configuration, re-read every 10 s (ke
 #   - value: 2400
 `;
 
+/**
+ * How long a stopping server gets after SIGTERM before SIGKILL. Its persistence is transactional and shard ownership
+ * is fenced by range ids, so a hard stop is a crash it recovers from; a graceful stop can wait many seconds on
+ * members of an earlier start still in its membership table, and the whole cluster must be gone within 10 s of one
+ * SIGTERM (docs/operations.md "Graceful shutdown").
+ */
+const SERVER_STOP_GRACE_SECONDS = 5;
+
 export interface RunningTemporalServer {
   address: string;
   pid: number;
@@ -398,7 +406,7 @@ export async function startTemporalServer(options: {
   const address = `127.0.0.1:${options.frontendPort}`;
   const stop = async () => {
     process.removeListener('exit', killOnExit);
-    await stopChild(child, 20);
+    await stopChild(child, SERVER_STOP_GRACE_SECONDS);
   };
   try {
     await Promise.race([waitForPort('127.0.0.1', options.frontendPort, 90, options.abort), exited]);

@@ -23,7 +23,8 @@
  * Bounded: at most `maxPerSource` entries per source (default 200; a source cut short is listed in `truncated`).
  */
 import type { Knex } from 'knex';
-import { ledgerKeysOf, requestsOf, eventsOfSubject, type EventOwner, type PaymentRequest, type PlatformEvent } from '../events';
+import { requestsOf, eventsOfSubject, type EventOwner, type PaymentRequest, type PlatformEvent } from '../events';
+import type { LedgerKeyReads, OwnedPosting } from '../ledger/types';
 import type { PlatformDeps } from '../platform-deps';
 import { redact } from './redact';
 import type { TimelineEntry, TimelineSource, TimelineSourceStatus } from './types';
@@ -54,7 +55,7 @@ export const TIMELINE_MAX_PER_SOURCE_DEFAULT = 200;
 export const TIMELINE_MAX_PER_SOURCE = 1000;
 export const TIMELINE_REFERENCE_MAX_LENGTH = 128;
 
-type Deps = Pick<PlatformDeps, 'database' | 'temporal' | 'config'>;
+type Deps = Pick<PlatformDeps, 'database' | 'ledger' | 'temporal' | 'config'>;
 type Database = Knex | Knex.Transaction;
 
 const SOURCE_ORDER: Record<TimelineSource, number> = { request: 0, workflow: 1, provider: 2, ledger: 3, event: 4, webhook: 5 };
@@ -172,37 +173,21 @@ async function confirmationEntries(conn: Database, reference: string, limit: num
   });
 }
 
-interface PostingRow {
-  transaction_id: string;
-  account_id: string;
-  amount_units: string;
-  currency: string;
-  balance_after_units: string | null;
-  owner_type: string;
-  owner_id: string;
-  kind: string;
-}
-
 /**
- * The payment's ledger transactions with every posting, and its holds. An owner sees each posting's account by its
- * owner type and kind, and the balance after it only on its own accounts.
+ * The payment's ledger transactions with every posting, and its holds, read through the ledger (found by the
+ * `<reference>:<step>` keys, or the bare reference). An owner sees each posting's account by its owner type and kind,
+ * and the balance after it only on its own accounts.
  */
-async function ledgerEntries(conn: Database, reference: string, viewer: TimelineViewer, limit: number): Promise<TimelineEntry[]> {
-  const transactions = (await ledgerKeysOf(conn, reference)).slice(0, limit);
-  const ids = transactions.map((transaction) => transaction.transaction_id);
-  const postings: PostingRow[] = ids.length
-    ? await conn('ledger_postings as p')
-        .join('ledger_accounts as a', 'a.id', 'p.account_id')
-        .select('p.transaction_id', 'p.account_id', 'p.amount_units', 'p.currency', 'p.balance_after_units', 'a.owner_type', 'a.owner_id', 'a.kind')
-        .whereIn('p.transaction_id', ids)
-        .orderBy('p.id')
-    : [];
-  const mine = (row: PostingRow) => viewer.kind === 'operator' || (row.owner_type === viewer.owner.type && row.owner_id === viewer.owner.id);
+async function ledgerEntries(ledger: LedgerKeyReads, reference: string, viewer: TimelineViewer, limit: number): Promise<TimelineEntry[]> {
+  const match = { keys: [reference], prefixes: [`${reference}:`] };
+  const transactions = await ledger.transactionsByKey(match, { limit });
+  const postings = await ledger.postingsOf(transactions.map((transaction) => transaction.transaction_id));
+  const mine = (row: OwnedPosting) => viewer.kind === 'operator' || (row.owner_type === viewer.owner.type && row.owner_id === viewer.owner.id);
   const entries: TimelineEntry[] = transactions.map((transaction) => {
     const lines = postings
-      .filter((row) => String(row.transaction_id) === transaction.transaction_id)
+      .filter((row) => row.transaction_id === transaction.transaction_id)
       .map((row) => ({
-        account: mine(row) ? { id: String(row.account_id), owner_type: row.owner_type, owner_id: row.owner_id, kind: row.kind } : { owner_type: row.owner_type, kind: row.kind },
+        account: mine(row) ? { id: row.account_id, owner_type: row.owner_type, owner_id: row.owner_id, kind: row.kind } : { owner_type: row.owner_type, kind: row.kind },
         amount_units: units(row.amount_units),
         currency: row.currency,
         balance_after_units: mine(row) ? units(row.balance_after_units) : null,
@@ -216,13 +201,9 @@ async function ledgerEntries(conn: Database, reference: string, viewer: Timeline
       details: { transaction_id: transaction.transaction_id, idempotency_key: transaction.idempotency_key, description: transaction.description, postings: lines },
     };
   });
-  const holds = await conn('ledger_pending_transfers')
-    .select('id', 'idempotency_key', 'amount_units', 'currency', 'state', 'created_at', 'resolved_at', 'description')
-    .where('idempotency_key', 'like', `${reference.replace(/[\\%_]/g, (character) => `\\${character}`)}:%`)
-    .orderBy('created_at')
-    .limit(limit);
+  const holds = await ledger.holdsByKey({ prefixes: [`${reference}:`] }, { limit });
   for (const hold of holds) {
-    const details = { pending_transfer_id: String(hold.id), idempotency_key: hold.idempotency_key, amount_units: units(hold.amount_units), currency: hold.currency, state: hold.state };
+    const details = { pending_transfer_id: hold.pending_transfer_id, idempotency_key: hold.idempotency_key, amount_units: units(hold.amount_units), currency: hold.currency, state: hold.state };
     entries.push({ at: iso(hold.created_at), source: 'ledger', kind: 'ledger.held', summary: `ledger hold ${hold.idempotency_key}: ${hold.amount_units} ${hold.currency}`, details });
     if (hold.resolved_at && hold.state !== 'pending') {
       const kind = hold.state === 'posted' ? 'ledger.hold_posted' : 'ledger.hold_voided';
@@ -340,12 +321,12 @@ export async function paymentTimeline(deps: Deps, asked: string, viewer: Timelin
     requestsOf(database, reference, Math.min(limit + 1, 200), viewer.kind === 'operator'),
     notificationEntries(database, reference, limit + 1),
     confirmationEntries(database, reference, limit + 1),
-    ledgerEntries(database, reference, viewer, limit + 1),
+    ledgerEntries(deps.ledger, reference, viewer, limit + 1),
     eventsOfSubject(database, reference),
     webhookEntries(database, reference, viewer, limit + 1),
     Promise.all(refunds.map((refund) => requestsOf(database, refund, Math.min(limit + 1, 200), viewer.kind === 'operator'))).then((lists) => lists.flat()),
     // Area B's refund steps are keyed `RFD-…:<step>`; Area C's (`DEP…:refund:DRF…:<step>`) are already the deposit's.
-    Promise.all(refunds.filter((refund) => refund.startsWith('RFD-')).map((refund) => ledgerEntries(database, refund, viewer, limit + 1))).then((lists) => lists.flat()),
+    Promise.all(refunds.filter((refund) => refund.startsWith('RFD-')).map((refund) => ledgerEntries(deps.ledger, refund, viewer, limit + 1))).then((lists) => lists.flat()),
   ]);
   const truncated: TimelineSource[] = [];
   const sources: TimelineSourceStatus[] = [];

@@ -72,7 +72,7 @@ export function timelineMessage(timeline: PaymentTimeline) {
  * The timeline of `reference` for `viewer`.
  * @throws DomainError VALIDATION_FAILED (reference), PAYMENT_NOT_FOUND
  */
-export async function timelineFor(deps: Pick<PlatformDeps, 'database' | 'temporal' | 'config'>, reference: string, viewer: TimelineViewer, maxPerSource?: number): Promise<PaymentTimeline> {
+export async function timelineFor(deps: Pick<PlatformDeps, 'database' | 'ledger' | 'temporal' | 'config'>, reference: string, viewer: TimelineViewer, maxPerSource?: number): Promise<PaymentTimeline> {
   if (!reference) throw invalidFields({ reference: [problem('required')] });
   if ([...reference].length > TIMELINE_REFERENCE_MAX_LENGTH) throw invalidFields({ reference: [problem('max_length', TIMELINE_REFERENCE_MAX_LENGTH)] });
   const timeline = await paymentTimeline(deps, reference, viewer, { maxPerSource: maxPerSource || undefined });

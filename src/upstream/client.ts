@@ -17,7 +17,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Config } from '../config';
-import { upstreamRefundUrl } from '../config';
+import { upstreamPayoutUrl, upstreamRefundUrl } from '../config';
 import { amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../money';
 import { hasControlCharacters } from '../text';
 
@@ -199,6 +199,12 @@ export interface UpstreamRefundOptions {
  */
 export interface Upstream {
   /**
+   * Asks the provider to pay out (docs/payouts.md "Providers"). A repeat with the same `idempotency_key` answers the
+   * same payout (its outcome, or its decision once a pending payout was decided) and never pays twice.
+   * @throws UpstreamPayoutError when no outcome was answered (see `retryable`)
+   */
+  payout(input: UpstreamPayoutRequest, idempotency_key: string): Promise<UpstreamPayoutOutcome>;
+  /**
    * Asks the provider to refund. A repeat with the same `idempotency_key` answers the same refund (its outcome, or
    * its decision once a pending refund was decided) and never refunds twice.
    * @throws UpstreamRefundError when no outcome was answered (see `retryable`)
@@ -342,20 +348,153 @@ export async function requestUpstreamRefund(
   return outcomeOf(text, input);
 }
 
+// ---- Payouts ----
+
+/** Field limits of a payout request, its answer and its notification (characters). */
+export const PAYOUT_LIMITS = { payout_reference: 64, payout_trx_ref: 255, address: 128, memo: 255 } as const;
+
 /**
- * The port over the configured upstream: UPSTREAM_REFUND_URL (or its default), UPSTREAM_API_KEY,
- * UPSTREAM_TIMEOUT_SECONDS, notifications to `{PUBLIC_BASE_URL}/api/v1/upstream/notifications`.
+ * A payout from a merchant's wallet to a crypto address, as the upstream is asked for it: `POST {UPSTREAM_PAYOUT_URL}`
+ * with `Idempotency-Key` and `X-Notify-Url`, body `{"payout_reference", "amount", "currency": "USDT", "address",
+ * "memo"}`; answer 200/201/202 `{"payout_reference", "status": "succeeded" | "failed" | "pending", "payout_trx_ref"?,
+ * "failure_reason"?, "amount"?, "currency"?}`.
+ */
+export interface UpstreamPayoutRequest {
+  /** The platform's reference of the payout (also the PayoutWorkflow's id). */
+  payout_reference: string;
+  /** Minor units of `currency` (USDT: 6 decimals), > 0: what the destination receives (the fee stays on the platform). */
+  amount_units: bigint;
+  currency: 'USDT';
+  /** The destination address (TRON, checked by the payout service). */
+  address: string;
+  /** ≤ 255 characters, no control characters; may be empty. */
+  memo: string;
+}
+
+export type UpstreamPayoutOutcome = { status: 'succeeded'; payout_trx_ref: string } | { status: 'failed'; failure_reason: string } | { status: 'pending' };
+
+/** A payout request without an outcome: the kinds and `retryable` of UpstreamRefundError (a 4xx is a refusal for good). */
+export class UpstreamPayoutError extends Error {
+  readonly retryable: boolean;
+
+  constructor(
+    readonly kind: UpstreamRefundErrorKind,
+    detail: string,
+    readonly status_code?: number,
+  ) {
+    super(`upstream payout ${kind}: ${detail}`);
+    this.name = 'UpstreamPayoutError';
+    this.retryable = kind !== 'refused' || (status_code !== undefined && RETRYABLE_REFUSALS.has(status_code));
+  }
+}
+
+function checkPayoutRequest(input: UpstreamPayoutRequest, idempotency_key: string): void {
+  const problems: string[] = [];
+  if (!IDEMPOTENCY_KEY_PATTERN.test(idempotency_key) || idempotency_key.length > REFUND_LIMITS.idempotency_key) problems.push('idempotency_key');
+  if (typeof input.amount_units !== 'bigint' || input.amount_units <= 0n) problems.push('amount_units');
+  if (input.currency !== 'USDT') problems.push('currency');
+  if (!isReference(input.payout_reference, PAYOUT_LIMITS.payout_reference)) problems.push('payout_reference');
+  if (!isReference(input.address, PAYOUT_LIMITS.address)) problems.push('address');
+  if (typeof input.memo !== 'string' || [...input.memo].length > PAYOUT_LIMITS.memo || hasControlCharacters(input.memo)) problems.push('memo');
+  if (problems.length > 0) throw new TypeError(`invalid upstream payout request: ${problems.join(', ')}`);
+}
+
+/** The outcome of a 2xx answer to `input`. @throws UpstreamPayoutError malformed */
+function payoutOutcomeOf(text: string, input: UpstreamPayoutRequest): UpstreamPayoutOutcome {
+  let answer: Record<string, unknown>;
+  try {
+    const parsed = parseJsonLossless(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    answer = parsed as Record<string, unknown>;
+  } catch {
+    throw new UpstreamPayoutError('malformed', 'answer is not a JSON object');
+  }
+  if (answer.payout_reference !== input.payout_reference) throw new UpstreamPayoutError('malformed', 'answer names another payout_reference');
+  if (answer.currency !== undefined && answer.currency !== input.currency) throw new UpstreamPayoutError('malformed', 'answer names another currency');
+  if (answer.amount !== undefined) {
+    let answered: bigint | undefined;
+    try {
+      answered = isLosslessNumber(answer.amount) ? readAmount(answer.amount, input.currency) : undefined;
+    } catch {
+      answered = undefined;
+    }
+    if (answered !== input.amount_units) throw new UpstreamPayoutError('malformed', 'answer names another amount');
+  }
+  switch (answer.status) {
+    case 'succeeded':
+      if (!isReference(answer.payout_trx_ref, PAYOUT_LIMITS.payout_trx_ref)) throw new UpstreamPayoutError('malformed', 'a succeeded answer without payout_trx_ref');
+      return { status: 'succeeded', payout_trx_ref: answer.payout_trx_ref };
+    case 'failed':
+      return { status: 'failed', failure_reason: providerText(answer.failure_reason) || 'refused by the provider' };
+    case 'pending':
+      return { status: 'pending' };
+    default:
+      throw new UpstreamPayoutError('malformed', 'answer has no known status');
+  }
+}
+
+/**
+ * Requests a payout from the upstream provider at `url` (UPSTREAM_PAYOUT_URL) through `upstreamAgent`.
+ * @param idempotency_key the payout's key (printable ASCII, ≤ 255 characters), sent as `Idempotency-Key`
+ * @throws UpstreamPayoutError unreachable | refused | server_error | malformed (see its `retryable`)
+ * @throws TypeError when the request itself is invalid (nothing was sent)
+ */
+export async function requestUpstreamPayout(url: string, input: UpstreamPayoutRequest, idempotency_key: string, options: UpstreamRefundOptions): Promise<UpstreamPayoutOutcome> {
+  checkPayoutRequest(input, idempotency_key);
+  const body = stringifyJson({
+    payout_reference: input.payout_reference,
+    amount: amountJson(input.amount_units, input.currency),
+    currency: input.currency,
+    address: input.address,
+    memo: input.memo,
+  });
+  let response;
+  try {
+    response = await postToUpstream(url, body, {
+      api_key: options.api_key,
+      timeout_seconds: options.timeout_seconds,
+      headers: { 'idempotency-key': idempotency_key, 'x-notify-url': options.notify_url },
+    });
+  } catch (error) {
+    throw new UpstreamPayoutError('unreachable', describe(error));
+  }
+  const status = response.statusCode;
+  if (status >= 400) {
+    await response.body.dump().catch(() => undefined);
+    throw new UpstreamPayoutError(status >= 500 ? 'server_error' : 'refused', `HTTP ${status}`, status);
+  }
+  let text: string;
+  try {
+    text = await readAnswer(response.body);
+  } catch (error) {
+    if (error instanceof UpstreamRefundError) throw new UpstreamPayoutError(error.kind, error.message);
+    throw new UpstreamPayoutError('unreachable', `reading the answer: ${describe(error)}`);
+  }
+  if (status !== 200 && status !== 201 && status !== 202) throw new UpstreamPayoutError('malformed', `HTTP ${status}`, status);
+  return payoutOutcomeOf(text, input);
+}
+
+/**
+ * The port over the configured upstream: UPSTREAM_REFUND_URL and UPSTREAM_PAYOUT_URL (or their defaults under
+ * UPSTREAM_PAYIN_URL), UPSTREAM_API_KEY, UPSTREAM_TIMEOUT_SECONDS, notifications to
+ * `{PUBLIC_BASE_URL}/api/v1/upstream/notifications`.
  * @returns undefined when no upstream is configured
  */
 export function upstreamFromConfig(
-  config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_REFUND_URL' | 'UPSTREAM_API_KEY' | 'UPSTREAM_TIMEOUT_SECONDS' | 'PUBLIC_BASE_URL'>,
+  config: Pick<Config, 'UPSTREAM_PAYIN_URL' | 'UPSTREAM_REFUND_URL' | 'UPSTREAM_PAYOUT_URL' | 'UPSTREAM_API_KEY' | 'UPSTREAM_TIMEOUT_SECONDS' | 'PUBLIC_BASE_URL'>,
 ): Upstream | undefined {
   const url = upstreamRefundUrl(config);
   if (!url) return undefined;
+  // Set with UPSTREAM_REFUND_URL alone (no UPSTREAM_PAYIN_URL to derive it from): payouts wait until it is configured.
+  const payout_url = upstreamPayoutUrl(config);
   const options: UpstreamRefundOptions = {
     api_key: config.UPSTREAM_API_KEY,
     notify_url: `${config.PUBLIC_BASE_URL}/api/v1/upstream/notifications`,
     timeout_seconds: config.UPSTREAM_TIMEOUT_SECONDS,
   };
-  return { refund: (input, idempotency_key) => requestUpstreamRefund(url, input, idempotency_key, options) };
+  return {
+    refund: (input, idempotency_key) => requestUpstreamRefund(url, input, idempotency_key, options),
+    payout: (input, idempotency_key) =>
+      payout_url ? requestUpstreamPayout(payout_url, input, idempotency_key, options) : Promise.reject(new UpstreamPayoutError('unreachable', 'no UPSTREAM_PAYOUT_URL configured')),
+  };
 }

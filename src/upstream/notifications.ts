@@ -9,6 +9,10 @@
  * A refund notification: `{"refund_reference", "status": "refund_succeeded" | "refund_failed", "amount", "currency":
  * "USDT", "trx_ref"?, "refund_trx_ref"?, "failure_reason"?}`. Every body with a `refund_reference` member is one; every
  * other body is a payin notification. The statuses of the two kinds are disjoint as well.
+ *
+ * A payout notification (docs/payouts.md "Providers"): `{"payout_reference", "status": "payout_succeeded" |
+ * "payout_failed", "amount", "currency": "USDT", "payout_trx_ref"?, "failure_reason"?}`: every body with a
+ * `payout_reference` member (and none of `refund_reference`) is one, dispatched straight to the payout flow.
  */
 import type { HandlerContext } from '@connectrpc/connect';
 import { verifyHmacSha256Hex } from '../crypto/hmac';
@@ -18,7 +22,7 @@ import type { ApplyUpstreamNotificationRequest } from '../gen/payments/payin/v1/
 import { AmountError, isLosslessNumber, parseJsonObject, readAmount } from '../money';
 import type { PlatformDeps } from '../platform-deps';
 import { clientAddressOf } from '../rpc/client-address';
-import { isReference, providerText, REFUND_LIMITS } from './client';
+import { isReference, PAYOUT_LIMITS, providerText, REFUND_LIMITS } from './client';
 import { UPSTREAM_REASONS } from './reasons';
 
 declare const verified: unique symbol;
@@ -41,9 +45,64 @@ export function verifyUpstreamBody(secret: string | undefined, signed_body: Uint
  * member (whatever its value; read by `readRefundNotification`), else `payin` (which the payin flow then accepts or
  * refuses).
  */
-export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' {
+export function upstreamNotificationKind(signed_body: Uint8Array): 'payin' | 'refund' | 'payout' {
   const body = parseJsonObject(Buffer.from(signed_body).toString('utf8'));
-  return body && Object.hasOwn(body, 'refund_reference') ? 'refund' : 'payin';
+  if (body && Object.hasOwn(body, 'refund_reference')) return 'refund';
+  return body && Object.hasOwn(body, 'payout_reference') ? 'payout' : 'payin';
+}
+
+/** A payout notification's fields, read from verified bytes. */
+export interface UpstreamPayoutNotification {
+  payout_reference: string;
+  status: 'payout_succeeded' | 'payout_failed';
+  /** Minor units of USDT, exact. */
+  amount_units: bigint;
+  currency: 'USDT';
+  /** The payout's transaction reference: always present on `payout_succeeded`. */
+  payout_trx_ref?: string;
+  /** On `payout_failed`: the provider's reason (bounded, control characters replaced), possibly empty. */
+  failure_reason?: string;
+}
+
+/**
+ * Reads a payout notification from its verified bytes, field by field, before anything is recorded.
+ * @throws DomainError VALIDATION_FAILED (`body`, `payout_reference`, `status`, `amount`, `currency`, `payout_trx_ref`,
+ *   `failure_reason`)
+ */
+export function readPayoutNotification(signed_body: Uint8Array): UpstreamPayoutNotification {
+  const body = parseObject(signed_body);
+  if (!body) throw invalidFields({ body: ['The request body must be a JSON object.'] });
+  const fields: FieldViolations = {};
+  const payout_reference = body.payout_reference;
+  if (payout_reference === undefined || payout_reference === null || payout_reference === '') fields.payout_reference = ['required'];
+  else if (!isReference(payout_reference, PAYOUT_LIMITS.payout_reference)) fields.payout_reference = ['invalid'];
+  const status = body.status;
+  if (status !== 'payout_succeeded' && status !== 'payout_failed') fields.status = ['invalid'];
+  let amount_units = 0n;
+  if (!isLosslessNumber(body.amount)) {
+    fields.amount = ['not_a_number'];
+  } else {
+    try {
+      amount_units = readAmount(body.amount, 'USDT');
+    } catch (error) {
+      if (!(error instanceof AmountError)) throw error;
+      fields.amount = [error.problem];
+    }
+  }
+  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
+  const payout_trx_ref = body.payout_trx_ref;
+  if (payout_trx_ref !== undefined && !isReference(payout_trx_ref, PAYOUT_LIMITS.payout_trx_ref)) fields.payout_trx_ref = ['invalid'];
+  if (status === 'payout_succeeded' && payout_trx_ref === undefined) fields.payout_trx_ref = ['required'];
+  if (body.failure_reason !== undefined && typeof body.failure_reason !== 'string') fields.failure_reason = ['invalid'];
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  return {
+    payout_reference: payout_reference as string,
+    status: status as UpstreamPayoutNotification['status'],
+    amount_units,
+    currency: 'USDT',
+    ...(payout_trx_ref !== undefined ? { payout_trx_ref: payout_trx_ref as string } : {}),
+    ...(status === 'payout_failed' ? { failure_reason: providerText(body.failure_reason) } : {}),
+  };
 }
 
 /** A refund notification's fields, read from verified bytes. */
@@ -127,7 +186,7 @@ export function openRefundNotification(secret: string | undefined, signed_body: 
 /** What the door answers (ApplyUpstreamNotificationResponse): whether this notification changed anything, and of what. */
 export interface UpstreamNotificationAnswer {
   applied: boolean;
-  /** The payin concerned ('' for a refund the platform does not know). */
+  /** The payin concerned ('' for a refund the platform does not know); a payout's notification: the payout reference. */
   invoiceReference: string;
   status: string;
 }
@@ -138,6 +197,8 @@ export interface UpstreamNotificationHandlers {
   payin(body: VerifiedUpstreamBody): Promise<UpstreamNotificationAnswer>;
   /** A refund's decision, read (the refund flow records it as the decision's authority and tells its run). */
   refund(notification: UpstreamRefundNotification, raw_body: string): Promise<UpstreamNotificationAnswer>;
+  /** A payout's decision, read (the payout flow records it as the decision's authority and tells its run). */
+  payout(notification: UpstreamPayoutNotification, raw_body: string): Promise<UpstreamNotificationAnswer>;
 }
 
 /**
@@ -152,7 +213,9 @@ export function createUpstreamNotifications(
 ): (request: ApplyUpstreamNotificationRequest, context: HandlerContext) => Promise<UpstreamNotificationAnswer> {
   const dispatch = (request: ApplyUpstreamNotificationRequest): Promise<UpstreamNotificationAnswer> => {
     const body = verifyUpstreamBody(deps.config.UPSTREAM_WEBHOOK_SECRET, request.signedBody, request.signature);
-    if (upstreamNotificationKind(body) === 'payin') return handlers.payin(body);
+    const kind = upstreamNotificationKind(body);
+    if (kind === 'payin') return handlers.payin(body);
+    if (kind === 'payout') return handlers.payout(readPayoutNotification(body), Buffer.from(body).toString('utf8'));
     return handlers.refund(readRefundNotification(body), Buffer.from(body).toString('utf8'));
   };
   return (request, context) =>

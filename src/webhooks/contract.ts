@@ -13,6 +13,11 @@ export interface WebhookRetrySettings {
   initial_seconds: number;
   max_interval_seconds: number;
   window_seconds: number;
+  /**
+   * 0 to 1: each wait is its backoff times a random factor in [1 − jitter/2, 1 + jitter/2], so endpoints that failed
+   * together are not retried together (absent: 0, runs started before jitter existed).
+   */
+  jitter?: number;
 }
 
 export interface WebhookDeliveryInput {
@@ -54,6 +59,14 @@ export interface WebhookAttemptResult {
 export function retryDelaySeconds(retry: WebhookRetrySettings, previous: number | undefined, waited: number): number | null {
   const delay = previous === undefined ? retry.initial_seconds : Math.min(previous * 2, retry.max_interval_seconds);
   return waited + delay > retry.window_seconds ? null : delay;
+}
+
+/**
+ * A wait with its jitter: `delay` times 1 − jitter/2 + jitter × `random` (`random` in [0, 1): the workflow's own
+ * Math.random, replayed identically).
+ */
+export function withJitter(delay: number, jitter: number, random: number): number {
+  return delay * (1 - jitter / 2 + jitter * random);
 }
 
 /**

@@ -19,14 +19,15 @@
  * compatibility: it holds any flow's reference, migration 017).
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { announceOnCommit, eventRowOf, eventWriteCtes, recordEvent, type EventType, type NewEventRow } from '../events';
-import { getMerchant, merchantHmacSecret } from '../onboarding/merchants';
-import type { PlatformDeps } from '../platform-deps';
+import { announceOnCommit, eventRowOf, eventWriteCtes, numberAfterCommit, numberOwnerEvents, recordEvent, type EventType, type NewEventRow } from '../events';
+import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState, type SigningSecrets } from '../onboarding/merchants';
 import type { WebhookAttemptOutcome } from '../metrics';
+import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
 import { withRequestDeadline } from '../temporal/deadline';
@@ -69,11 +70,11 @@ export interface OutboundWebhook {
 }
 
 /**
- * Records `webhook`'s event (owner: the merchant, with its next `seq`) and the webhook produced from it, for delivery
+ * Records `webhook`'s event (owner: the merchant; numbered after the commit) and the webhook produced from it, for delivery
  * to its own URL, else the merchant's callback URL, signed under the merchant's HMAC secret with its signature
  * header, inside the caller's transaction: both exist if and only if the change they announce committed. A webhook
- * id recorded before writes nothing (a replayed change announces nothing twice). Call it as the transaction's last
- * write (the event locks the merchant's sequence until the commit). Start its delivery after the commit with
+ * id recorded before writes nothing (a replayed change announces nothing twice). The webhook takes its event's `seq`
+ * when the event is numbered (after the commit; a delivery numbers it first if it is not yet). Start its delivery after the commit with
  * `startWebhookDeliveries`. With `url: null` (a record without a call-back URL) only the event is written.
  * @returns the webhook id (null with `url: null`)
  * @throws Error when the merchant does not exist (a programming error).
@@ -104,7 +105,10 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     default_header: DEFAULT_SIGNATURE_HEADER,
   });
   if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
-  if (written.event_seq !== null) announceOnCommit(trx, webhook.event);
+  if (written.written) {
+    numberAfterCommit(trx, event.owner);
+    announceOnCommit(trx, webhook.event);
+  }
   return webhook.id;
 }
 
@@ -121,6 +125,7 @@ async function recordWithoutEvent(trx: Knex.Transaction, webhook: OutboundWebhoo
     callback_url: webhook.url ?? merchant.callback_url,
     signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER,
     event_seq: null,
+    event_id: null,
   });
   return webhook.id;
 }
@@ -152,7 +157,7 @@ const CURRENCY = /^[A-Z]{3,5}$/;
 async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, PaymentStartOptions>> {
   const rows = (await database('webhook_events as w')
     .leftJoin('events as e', (join) => {
-      join.on('e.owner_id', '=', 'w.merchant_id').andOn('e.seq', '=', 'w.event_seq').andOnVal('e.owner_type', '=', 'merchant');
+      join.on('e.id', '=', 'w.event_id');
     })
     .whereIn('w.id', webhook_ids)
     .select('w.id', 'w.merchant_id', database.raw("e.data->>'amount_units' AS amount_units"), database.raw("e.data->>'currency' AS currency"))) as Array<{
@@ -333,6 +338,7 @@ export function webhookRetrySettings(deps: Pick<PlatformDeps, 'config'>): Webhoo
     initial_seconds: deps.config.WEBHOOK_RETRY_INITIAL_SECONDS,
     max_interval_seconds: deps.config.WEBHOOK_RETRY_MAX_INTERVAL_SECONDS,
     window_seconds: deps.config.WEBHOOK_RETRY_WINDOW_SECONDS,
+    jitter: deps.config.WEBHOOK_RETRY_JITTER,
   };
 }
 
@@ -355,62 +361,125 @@ export async function nudgeSuccessor(
   }
 }
 
-/** The signed POST of one attempt: its status code and error (null when a 2xx came within the timeout). */
-async function post(
+/** Longest part of an answer's body recorded with its attempt, bytes (docs/webhooks.md "Attempts"). */
+export const RESPONSE_BODY_BYTES = 2048;
+
+/** The first RESPONSE_BODY_BYTES of a body as text (whole characters, no NUL), the rest read and dropped. */
+async function bodyStart(body: AsyncIterable<Buffer> & { dump(): Promise<void> }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_BODY_BYTES) break;
+  }
+  await body.dump().catch(() => undefined);
+  let text = new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks).subarray(0, RESPONSE_BODY_BYTES)).replaceAll(String.fromCharCode(0), '');
+  while (Buffer.byteLength(text, 'utf8') > RESPONSE_BODY_BYTES) text = text.slice(0, -1);
+  return text;
+}
+
+/**
+ * The signing headers of one attempt: `signature_header` (hex HMAC-SHA256 of the body under the current secret) and
+ * Standard Webhooks' `webhook-signature`, one `v1,<base64>` per secret, space-separated: the current secret's, then,
+ * during a rotation's overlap, the replaced one's (a receiver holding either verifies).
+ */
+export function signatureHeaders(secrets: { current: string; previous?: string }, event: { id: string; body: string; signature_header: string }, timestamp_seconds: number) {
+  const signatures = [secrets.current, ...(secrets.previous ? [secrets.previous] : [])].map((secret) => standardWebhookSignature(secret, event.id, timestamp_seconds, event.body));
+  return {
+    [event.signature_header]: hmacSha256Hex(secrets.current, event.body),
+    'webhook-signature': signatures.join(' '),
+  };
+}
+
+/** What one POST answered: its status code, the start of its body, and its error (null: a 2xx within the timeout). */
+interface PostOutcome {
+  status_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  /** How it ended, for payments_webhook_attempts_total. */
+  outcome: WebhookAttemptOutcome;
+}
+
+/**
+ * One signed POST of `body` to `url` (the SSRF rules of deps.outbound), under the merchant's secrets.
+ */
+export async function signedPost(
   deps: PlatformDeps,
-  event: EventForAttempt,
+  target: { id: string; merchant_id: string; event: string; body: string; callback_url: string; signature_header: string; event_seq: bigint | null },
   attempt: number,
   timeout_seconds: number,
-): Promise<{ status_code: number | null; error: string | null; outcome: WebhookAttemptOutcome }> {
-  const secret = await merchantHmacSecret(deps, event.merchant_id);
+  /** The merchant's secrets when the caller read them already. */
+  read?: SigningSecrets,
+): Promise<PostOutcome> {
+  const secrets = read ?? (await merchantSigningSecrets(deps, target.merchant_id));
   const timeoutMs = Math.round(timeout_seconds * 1000);
   const timestamp_seconds = Math.floor(Date.now() / 1000);
   let status_code: number | null = null;
+  let response_body: string | null = null;
   let error: string | null = null;
   let outcome: WebhookAttemptOutcome | undefined;
-  const refusal = deps.outbound.checkUrl(event.callback_url);
+  const refusal = deps.outbound.checkUrl(target.callback_url);
   try {
     if (refusal) throw new OutboundRefusedError(refusal);
-    const response = await request(event.callback_url, {
+    const response = await request(target.callback_url, {
       dispatcher: deps.outbound.dispatcher,
       method: 'POST',
-      body: event.body,
+      body: target.body,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       signal: AbortSignal.timeout(timeoutMs),
       headers: {
         'content-type': 'application/json',
-        [event.signature_header]: hmacSha256Hex(secret, event.body),
-        'x-webhook-id': event.id,
-        'x-webhook-event': event.event,
+        'x-webhook-id': target.id,
+        'x-webhook-event': target.event,
         'x-webhook-attempt': String(attempt),
-        // Standard Webhooks: the same secret, over id, timestamp and body, so replays and altered ids fail.
-        'webhook-id': event.id,
+        // Standard Webhooks: over id, timestamp and body, so replays and altered ids fail.
+        'webhook-id': target.id,
         'webhook-timestamp': String(timestamp_seconds),
-        'webhook-signature': standardWebhookSignature(secret, event.id, timestamp_seconds, event.body),
+        ...signatureHeaders(secrets, target, timestamp_seconds),
         // The event's place in its owner's stream (GET /api/v1/events), when the webhook was produced from one.
-        ...(event.event_seq === null ? {} : { [EVENT_SEQ_HEADER]: String(event.event_seq) }),
+        ...(target.event_seq === null ? {} : { [EVENT_SEQ_HEADER]: String(target.event_seq) }),
       },
     });
     status_code = response.statusCode;
-    await response.body.dump();
+    response_body = await bodyStart(response.body);
     if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
   } catch (failure) {
     error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
     outcome = failureOutcome(failure, status_code);
   }
-  return { status_code, error, outcome: error === null ? 'delivered' : (outcome ?? 'http_error') };
+  return { status_code, response_body, error, outcome: error === null ? 'delivered' : (outcome ?? 'http_error') };
 }
 
 /** How an attempt that threw ended: the outbound policy refused the URL, it ran out of time, or the network failed. */
 function failureOutcome(failure: unknown, status_code: number | null): WebhookAttemptOutcome {
   // The policy refuses a URL before the request, or an address as the dispatcher connects (the request's cause).
   if (failure instanceof OutboundRefusedError || (failure as { cause?: unknown }).cause instanceof OutboundRefusedError) return 'refused';
-  const code = (failure as { code?: unknown; name?: unknown }).code;
+  const code = (failure as { code?: unknown }).code;
   const name = (failure as { name?: unknown }).name;
   if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   return status_code === null ? 'network' : 'http_error';
 }
+
+/**
+ * Sends one signed `webhook.test` event to `url` under the merchant's secrets and signature header (the dashboard's
+ * test delivery: before a URL change is saved, and on demand). Recorded nowhere but the log.
+ * @returns what it answered (error null: a 2xx within WEBHOOK_TIMEOUT_SECONDS)
+ */
+export async function sendTestWebhook(deps: PlatformDeps, merchant_id: string, url: string): Promise<PostOutcome & { webhook_id: string }> {
+  const merchant = await getMerchant(deps.database, merchant_id);
+  if (!merchant) throw new Error(`merchant ${merchant_id} not found`);
+  const id = `whtest_${randomUUID()}`;
+  const body = JSON.stringify({ event: 'webhook.test', webhook_id: id, merchant_id, created_at: new Date().toISOString() });
+  const target = { id, merchant_id, event: 'webhook.test', body, callback_url: url, signature_header: merchant.signature_header || DEFAULT_SIGNATURE_HEADER, event_seq: null };
+  const outcome = await signedPost(deps, target, 1, deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  deps.logger.info({ merchant_id, webhook_id: id, status_code: outcome.status_code, error: outcome.error }, 'test webhook sent');
+  return { ...outcome, webhook_id: id };
+}
+
+/** The error an attempt records when the merchant's endpoint is disabled (nothing is sent). */
+export const ENDPOINT_DISABLED_ERROR = 'endpoint disabled: enable it on the dashboard';
 
 /**
  * One signed delivery attempt of a recorded event, recorded (time, status code, latency, error, and when the next
@@ -429,9 +498,16 @@ export async function attemptDelivery(
   const attempt = event.last_attempt + 1;
   const attempted_at = new Date();
   const started = performance.now();
-  const { status_code, error, outcome } = await post(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS);
+  // One read: the secrets and the endpoint's state. A disabled endpoint gets nothing until the merchant enables it;
+  // the attempt is recorded as refused here.
+  const secrets = await merchantSigningSecrets(deps, event.merchant_id);
+  const { status_code, response_body, error, outcome } = secrets.disabled_at
+    ? { status_code: null, response_body: null, error: ENDPOINT_DISABLED_ERROR, outcome: 'disabled' as const }
+    : await signedPost(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS, secrets);
   const latency_ms = Math.round(performance.now() - started);
   const delivered = error === null;
+  // A delivered attempt to an endpoint that was not failing changes nothing: no write.
+  if (!secrets.disabled_at && !(delivered && secrets.failing_since === null)) await trackEndpoint(deps, event, delivered);
   deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
   deps.metrics?.webhookAttemptOutcomes.inc({ outcome });
   if (!delivered) {
@@ -439,9 +515,29 @@ export async function attemptDelivery(
   }
   const next_retry_at =
     delivered || options.next_retry_seconds === null ? null : new Date(attempted_at.getTime() + latency_ms + Math.round(options.next_retry_seconds * 1000));
-  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at }, delivered);
+  const successor = await recordAttempt(deps.database, { webhook_id: event.id, attempt, attempted_at, status_code, latency_ms, error, next_retry_at, response_body }, delivered);
   if (delivered) await nudgeSuccessor(deps, event, successor);
   return { delivered, attempt };
+}
+
+/**
+ * Keeps the merchant's endpoint's failing time (src/onboarding `recordEndpointOutcome`) and, when this failed attempt
+ * ends WEBHOOK_DISABLE_AFTER_DAYS of nothing but failures, records `webhook_endpoint.disabled` (no webhook: the
+ * endpoint is failing; the dashboard shows a notice).
+ */
+async function trackEndpoint(deps: PlatformDeps, event: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'callback_url'>, delivered: boolean): Promise<void> {
+  const disabled = await recordEndpointOutcome(deps.database, event.merchant_id, delivered, deps.config.WEBHOOK_DISABLE_AFTER_DAYS * 86_400);
+  if (!disabled) return;
+  const state = await webhookEndpointState(deps.database, event.merchant_id);
+  await deps.database.transaction((trx) =>
+    recordEvent(trx, {
+      owner: { type: 'merchant', id: event.merchant_id },
+      subject: event.merchant_id,
+      type: 'webhook_endpoint.disabled',
+      data: { callback_url: event.callback_url, failing_since: state?.failing_since?.toISOString() ?? null, webhook_id: event.id },
+    }),
+  );
+  deps.logger.warn({ merchant_id: event.merchant_id, webhook_id: event.id }, 'webhook endpoint disabled: every attempt failed for WEBHOOK_DISABLE_AFTER_DAYS');
 }
 
 /**
@@ -487,8 +583,13 @@ export interface WebhookEventRow {
   signature_header: string;
   status: 'pending' | 'delivered' | 'failed';
   attempt_count: number;
-  /** The `seq` of the event the webhook was produced from (null on rows written before events). */
+  /**
+   * The `seq` of the event the webhook was produced from: null on rows written before events, and until the event is
+   * numbered (after its transaction committed; `numberedWebhook` numbers it).
+   */
   event_seq: bigint | null;
+  /** The id of the event the webhook was produced from (null on rows written before events, and the bench's floor). */
+  event_id: bigint | null;
   created_at: Date;
   delivered_at: Date | null;
 }
@@ -502,45 +603,47 @@ export interface WebhookAttemptRow {
   error: string | null;
   /** When the next attempt is due after this failed one; null when delivered or none follows. */
   next_retry_at?: Date | null;
+  /** The first 2 KiB of the answer's body (null when no answer came, or recorded before migration 053). */
+  response_body?: string | null;
 }
 
 export type NewWebhookEvent = Pick<
   WebhookEventRow,
   'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body' | 'callback_url' | 'signature_header'
-> & { event_seq: bigint | null };
+> & { event_seq: bigint | null; event_id: bigint | null };
 
 /** Records a webhook without an event (a repeat with the same id is ignored): the bench's floor only. */
 export async function insertWebhookEvent(trx: Conn, event: NewWebhookEvent): Promise<void> {
   await trx('webhook_events')
-    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString() })
+    .insert({ ...event, event_seq: event.event_seq === null ? null : event.event_seq.toString(), event_id: event.event_id === null ? null : event.event_id.toString() })
     .onConflict('id')
     .ignore();
 }
 
 /**
  * Writes an event and the webhook produced from it, in one statement: unless a webhook with this id was recorded
- * before (then neither, and no number is taken), the event with the merchant's next `seq`, and the webhook carrying
- * it, to `url` (null: the merchant's callback_url) signed under the merchant's signature header (`default_header`
- * when it has none). One statement keeps the merchant's sequence row locked for the commit only.
- * @returns whether the merchant exists, and the event's seq (null when the webhook was recorded before)
+ * before (then neither), the event (unnumbered) and the webhook carrying its id, to `url` (null: the merchant's
+ * callback_url) signed under the merchant's signature header (`default_header` when it has none). The sequencer
+ * gives both the event's `seq` after the commit.
+ * @returns whether the merchant exists, and whether the two were written now
  */
 export async function insertWebhookWithEvent(
   trx: Knex.Transaction,
   event: NewEventRow,
   webhook: Pick<WebhookEventRow, 'id' | 'merchant_id' | 'invoice_reference' | 'event' | 'body'> & { url: string | null; default_header: string },
-): Promise<{ merchant_found: boolean; event_seq: bigint | null }> {
+): Promise<{ merchant_found: boolean; written: boolean }> {
   const write = eventWriteCtes(event, { sql: 'EXISTS (SELECT 1 FROM fresh)', bindings: [] });
   const result = await trx.raw(
     `WITH merchant AS (SELECT callback_url, signature_header FROM merchants WHERE id = ?),
      fresh AS (SELECT 1 FROM merchant WHERE NOT EXISTS (SELECT 1 FROM webhook_events WHERE id = ?)),
      ${write.sql},
      webhook AS (
-       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_seq)
-       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.seq
+       INSERT INTO webhook_events (id, merchant_id, invoice_reference, event, body, callback_url, signature_header, event_id)
+       SELECT ?, ?, ?, ?, ?, coalesce(?, merchant.callback_url), coalesce(nullif(merchant.signature_header, ''), ?), written_event.id
          FROM written_event, merchant
-       RETURNING event_seq
+       RETURNING event_id
      )
-     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, (SELECT event_seq FROM webhook) AS event_seq`,
+     SELECT EXISTS (SELECT 1 FROM merchant) AS merchant_found, EXISTS (SELECT 1 FROM webhook) AS written`,
     [
       webhook.merchant_id,
       webhook.id,
@@ -554,8 +657,17 @@ export async function insertWebhookWithEvent(
       webhook.default_header,
     ],
   );
-  const row = result.rows[0] as { merchant_found: boolean; event_seq: bigint | string | null };
-  return { merchant_found: row.merchant_found, event_seq: row.event_seq === null ? null : BigInt(row.event_seq) };
+  return result.rows[0] as { merchant_found: boolean; written: boolean };
+}
+
+/**
+ * Numbers the merchant's pending events (with their webhooks) when `row`'s event is not numbered yet: its place in
+ * its subject's order, and the `seq` it carries, are known only then. @returns whether it numbered
+ */
+async function numberedWebhook(database: Knex, row: Pick<WebhookEventRow, 'merchant_id' | 'event_seq' | 'event_id'>): Promise<boolean> {
+  if (row.event_seq !== null || row.event_id === null) return false;
+  await numberOwnerEvents(database, { type: 'merchant', id: row.merchant_id });
+  return true;
 }
 
 export function findWebhookEvent(database: Conn, id: string): Promise<WebhookEventRow | undefined> {
@@ -581,8 +693,17 @@ function pendingPredecessorOf(database: Conn, alias: string): Knex.QueryBuilder 
  */
 export type EventForAttempt = WebhookEventRow & { last_attempt: number; pending_predecessor: string | null };
 
-/** The event, its last attempt's number and its pending predecessor, in one query. */
+/**
+ * The event, its last attempt's number and its pending predecessor, in one query (two more when its event was not
+ * numbered yet: the numbering, and the query again).
+ */
 export async function findEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
+  const found = await readEventForAttempt(database, id);
+  if (found && (await numberedWebhook(database, found))) return readEventForAttempt(database, id);
+  return found;
+}
+
+async function readEventForAttempt(database: Knex, id: string): Promise<EventForAttempt | undefined> {
   const row = await database('webhook_events as e')
     .where('e.id', id)
     .first(
@@ -595,7 +716,12 @@ export async function findEventForAttempt(database: Knex, id: string): Promise<E
 
 /** The pending webhook just before `id` in its subject's order, or null (also for an unknown id). */
 export async function findPendingPredecessor(database: Knex, id: string): Promise<string | null> {
-  const row = await database('webhook_events as e').where('e.id', id).first(pendingPredecessorOf(database, 'e').as('pending_predecessor'));
+  const read = () =>
+    database('webhook_events as e')
+      .where('e.id', id)
+      .first('e.merchant_id', 'e.event_seq', 'e.event_id', pendingPredecessorOf(database, 'e').as('pending_predecessor'));
+  let row = await read();
+  if (row && (await numberedWebhook(database, row as WebhookEventRow))) row = await read();
   return row?.pending_predecessor ?? null;
 }
 
@@ -659,13 +785,20 @@ const MAX_WEBHOOK_ID_LENGTH = 256;
 
 /**
  * One page of `merchantId`'s webhooks, newest first (created_at, then id, both descending), of at most `limit` rows,
- * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030).
+ * after the webhook `afterId` when given (the merchant dashboard's deliveries, through the index of migration 030),
+ * of one `status` when given.
  * An `afterId` that is not one of this merchant's webhooks yields an empty page, never another merchant's rows.
  * `more` says whether a further page exists.
  */
-export async function merchantWebhooksPage(database: Knex, merchantId: string, limit: number, afterId?: string): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
+export async function merchantWebhooksPage(
+  database: Knex,
+  merchantId: string,
+  limit: number,
+  afterId?: string,
+  status?: WebhookEventRow['status'] | string,
+): Promise<{ rows: WebhookEventRow[]; more: boolean }> {
   const query = database<WebhookEventRow>('webhook_events')
-    .where({ merchant_id: merchantId })
+    .where({ merchant_id: merchantId, ...(status ? { status: status as WebhookEventRow['status'] } : {}) })
     .orderBy([
       { column: 'created_at', order: 'desc' },
       { column: 'id', order: 'desc' },
@@ -679,8 +812,9 @@ export async function merchantWebhooksPage(database: Knex, merchantId: string, l
   return { rows: rows.slice(0, limit), more: rows.length > limit };
 }
 
-/** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit`. */
-export function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
+/** The merchant's webhooks produced from its events after `after_seq`, in seq order, at most `limit` (numbered first). */
+export async function merchantWebhooksAfter(database: Knex, merchant_id: string, after_seq: bigint, limit: number): Promise<WebhookEventRow[]> {
+  await numberOwnerEvents(database, { type: 'merchant', id: merchant_id });
   return database<WebhookEventRow>('webhook_events')
     .where({ merchant_id })
     .where('event_seq', '>', after_seq.toString())

@@ -60,6 +60,10 @@ describeCluster('least privilege in the cluster', () => {
         expect([name, environment[name] ?? '']).toEqual([name, '']);
       }
       expect(environment.RPC_TOKEN_FILE).toBe(path.join(directory, 'facade-credentials.json'));
+      // It reaches the api over mTLS with a certificate of its own, never the CA's key.
+      expect(environment.RPC_URL).toMatch(/^https:\/\//);
+      expect(environment.RPC_CLIENT_TLS_CERT).toMatch(/rpc-facade\.pem$/);
+      expect(Object.values(environment).some((value) => value.endsWith('ca-key.pem'))).toBe(false);
     }
     // The workers check no notification: no notification secret. They request refunds, so they hold the provider's API key.
     for (const worker of cluster.processes.filter((child) => child.role === 'worker')) {
@@ -123,6 +127,13 @@ describeCluster('least privilege in the cluster', () => {
         expect(await as(roles!.api, platform(), 'SELECT count(*) FROM audit_records')).toBe('ok');
         expect(await as(roles!.api, platform(), 'UPDATE audit_records SET outcome = outcome')).toBe('42501');
         expect(await as(roles!.worker, platform(), 'DELETE FROM audit_records')).toBe('42501');
+        // Nor may they write a row of their own choosing: only through the function that stamps their role.
+        const forged = "INSERT INTO audit_records (credential_id, caller_address, procedure, arguments, outcome) VALUES ('cred_someone', '10.0.0.1', 'x/Y', '{}', 'ok')";
+        expect(await as(roles!.api, platform(), forged)).toBe('42501');
+        expect(await as(roles!.worker, platform(), forged)).toBe('42501');
+        expect(await as(roles!.api, platform(), "SELECT append_audit_record('cred_cluster_test', '127.0.0.1', NULL, 'x/LeastPrivilege', '{}'::jsonb, 'ok')")).toBe('ok');
+        const { rows } = await admin.query("SELECT database_role FROM audit_records WHERE procedure = 'x/LeastPrivilege'");
+        expect(rows.map((row: { database_role: string }) => row.database_role)).toContain(roles!.api);
       });
 
       it('keeps the Temporal server’s role out of the platform’s database, and the platform’s roles out of Temporal’s', async () => {

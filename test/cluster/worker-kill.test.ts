@@ -19,7 +19,7 @@ import { createServiceCredential } from '../../src/service-credentials';
 import { connectTemporal, type TemporalHandle } from '../../src/temporal/client';
 import { loadConfig } from '../../src/config';
 import { temporalConnectionOptions } from '../../src/temporal/connection-options';
-import { clusterTemporalSettings, readClusterState, type ClusterState } from '../support/cluster';
+import { clusterRpcTls, clusterTemporalSettings, readClusterState, type ClusterState } from '../support/cluster';
 import { converge, eachLimited, Histogram } from '../support/fault-harness';
 import { startMerchantReceiver, type MerchantReceiver } from '../support/merchant-receiver';
 
@@ -43,7 +43,7 @@ describeCluster('a cluster worker killed during a burst of payins', () => {
     if (!cluster.upstream) throw new Error('the cluster runs without the sandbox upstream: the burst needs it (PAYMENTS_MODE=test, no UPSTREAM_PAYIN_URL)');
     database = createDatabase(cluster.databaseUrl, 4);
     const { token } = await createServiceCredential(database, { name: 'cluster fault test', scopes: ['admin'] });
-    admin = createPlatformClients(cluster.rpcUrl, { credentials: { token } });
+    admin = createPlatformClients(cluster.rpcUrl, { credentials: { token, tls: clusterRpcTls() } });
     temporal = await connectTemporal(cluster.temporalAddress, cluster.namespace, cluster.taskQueue, temporalConnectionOptions(loadConfig({ PAYMENTS_MODE: 'test', ...clusterTemporalSettings() })));
     receiver = await startMerchantReceiver();
     const created = await admin.admin.createMerchant({ name: 'Cluster Fault Merchant', callbackUrl: receiver.url, signatureHeader: 'X-Signature' });

@@ -90,13 +90,13 @@ describe('the typed TransferService RPCs act only for a caller bound to the part
 
   it('refuses the façade credential over the network: nothing is held or moved', async () => {
     const facade = await createServiceCredential(platform.deps.database, { name: 'stolen facade', scopes: ['facade'] });
-    const outcome = await attack(createPlatformClients(platform.rpcUrl, { credentials: { token: facade.token } }));
+    const outcome = await attack(createPlatformClients(platform.rpcUrl, { credentials: { token: facade.token, tls: platform.rpcTls } }));
     expect(outcome).toEqual({ create: expect.objectContaining(refused), confirm: expect.objectContaining(refused), query: expect.objectContaining(refused) });
   });
 
   it('refuses an operator credential too', async () => {
     const operator = await createServiceCredential(platform.deps.database, { name: 'rogue operator', scopes: ['admin'] });
-    const outcome = await attack(createPlatformClients(platform.rpcUrl, { credentials: { token: operator.token } }));
+    const outcome = await attack(createPlatformClients(platform.rpcUrl, { credentials: { token: operator.token, tls: platform.rpcTls } }));
     expect(outcome).toEqual({ create: expect.objectContaining(refused), confirm: expect.objectContaining(refused), query: expect.objectContaining(refused) });
   });
 

@@ -1,19 +1,20 @@
 /**
- * The dashboard's payment page in a real browser (docs/timeline.md, docs/dashboard.md): a merchant signed in opens
- * `/dashboard/payments/<reference>` of its settled payin whose first webhook attempt failed, and reads the postings
- * (the balance after on its own wallet) and the timeline in time order: the request, the workflow's start, the
- * upstream's notification, the posting, the failed attempt and the delivered one; each entry's details open without
- * a script. Another merchant's payment and an unknown reference answer the same 404 page; without a session the page
- * sends to sign-in. A screenshot is written to test-artifacts/dashboard/payment.png (git-ignored).
+ * The dashboard's payment page in a real browser (docs/dashboard.md "A payment's page"): a merchant signed in opens
+ * `/dashboard/payments/<reference>` of its settled payin whose first webhook attempt failed, and reads a summary first
+ * (amount in major units, status badge, fee, net, paid amount, payer address, order id, times), the story as its own
+ * steps (created, paid and settled, webhook not accepted, webhook delivered), and the platform's entries folded
+ * under "Technical details" without Temporal Web UI links (TEMPORAL_UI_URL set, not public). It refunds part of the
+ * payment with the refund button (CSRF token, the refund rules) and sees the refund in the summary and the story.
+ * Another merchant's payment and an unknown reference answer the same 404 page; without a session the page sends
+ * to sign-in; a refund form without the session's token refunds nothing. Each page: axe-core 0 violations, no
+ * sideways scrolling at 390 / 1280 / 1440 px, a screenshot in test-artifacts/dashboard/.
  */
 import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { chromiumPath } from '../support/chromium';
+import { auditPage, DASHBOARD_ARTIFACTS } from '../support/dashboard-audit';
 import { createTestMerchant, eventually, post, startPayinHarness, type PayinHarness } from '../support/payin-setup';
-
-const ARTIFACTS = path.join(__dirname, '..', '..', 'test-artifacts', 'dashboard');
 
 let harness: PayinHarness;
 let merchant: MerchantCredentials;
@@ -22,6 +23,7 @@ let browser: Browser;
 let base: string;
 let invoice: string;
 let otherInvoice: string;
+const order = `PAGE-${Date.now()}`;
 
 async function signIn(page: Page, who: MerchantCredentials): Promise<void> {
   await page.goto(`${base}/dashboard/sign-in`);
@@ -31,18 +33,17 @@ async function signIn(page: Page, who: MerchantCredentials): Promise<void> {
 }
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  harness = await startPayinHarness({ env: { TEMPORAL_UI_URL: 'http://127.0.0.1:8233' } });
+  mkdirSync(DASHBOARD_ARTIFACTS, { recursive: true });
+  harness = await startPayinHarness({ env: { TEMPORAL_UI_URL: 'http://127.0.0.1:8233' }, refund_decision_delay_seconds: null });
   base = harness.platform.facadeUrl;
   merchant = await createTestMerchant(harness);
   other = await createTestMerchant(harness);
   harness.receiver.configure({ hmac_secret: merchant.hmac_secret, fail_first: 1 });
-  const created = await post(base, '/api/v1/payins', JSON.stringify({ amount: 25.5, out_trade_no: `PAGE-${Date.now()}` }), { 'X-API-Key': merchant.api_key });
+  const created = await post(base, '/api/v1/payins', JSON.stringify({ amount: 25.5, out_trade_no: order }), { 'X-API-Key': merchant.api_key });
   expect(created.status).toBe(200);
   invoice = created.json.data.invoice_reference as string;
   const theirs = await post(base, '/api/v1/payins', JSON.stringify({ amount: 1, out_trade_no: `PAGE-OTHER-${Date.now()}` }), { 'X-API-Key': other.api_key });
   otherInvoice = theirs.json.data.invoice_reference as string;
-  // The workflow runs before the provider pays, so its start comes first in the story.
   await eventually(async () => (await harness.platform.deps.temporal.client.workflow.getHandle(invoice).describe().then(() => true, () => false)) || undefined);
   expect((await harness.sandbox.pay(invoice, '25.5')).status).toBe(200);
   await eventually(async () => {
@@ -57,7 +58,7 @@ afterAll(async () => {
   await harness?.stop();
 });
 
-it('shows the merchant its payment: postings, then the timeline in order, details without a script', async () => {
+it('shows the payment in the merchant’s words: summary, steps, technical details folded; refunds it', async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   await signIn(page, merchant);
@@ -66,35 +67,83 @@ it('shows the merchant its payment: postings, then the timeline in order, detail
   const body = await response!.text();
   expect(body).not.toMatch(/<script|javascript:|\son[a-z]+=|style="/i);
   expect(response!.headers()['content-security-policy']).toContain("default-src 'none'");
-  expect(await page.textContent('h1')).toBe(`Payment ${invoice}`);
-  expect(await page.textContent('#reference')).toBe(invoice);
+  expect(await page.textContent('h1')).toBe(`Payment ${order}`);
 
-  // The money: the settlement's postings, the merchant's own wallet with its balance after.
-  const postings = await Promise.all((await page.locator('#postings tbody tr').all()).map(async (row) => (await row.locator('td').allTextContents()).map((text) => text.trim())));
-  expect(postings.length).toBeGreaterThanOrEqual(2);
-  const own = postings.find((cells) => cells[2]!.includes('(yours)'));
-  expect(own).toBeDefined();
-  expect(own![4]).toMatch(/^\d+\.\d+ USDT$/);
+  // The summary first: what a merchant asks of a payment, in major units.
+  const payin = await harness.platform.deps.database('payins').where({ invoice_reference: invoice }).first();
+  const fee = BigInt(payin.fee_units as string);
+  expect(await page.textContent('#summary-amount')).toBe('25.500000 USDT');
+  expect(await page.getAttribute('#summary .badge', 'data-status')).toBe('success');
+  expect(await page.textContent('#summary .badge')).toBe('Paid');
+  expect(await page.textContent('#summary-order')).toBe(order);
+  expect(await page.textContent('#summary-paid')).toBe('25.500000 USDT');
+  const units = (text: string | null) => BigInt(text!.replace(' USDT', '').replace('.', ''));
+  expect(units(await page.textContent('#summary-fee'))).toBe(fee);
+  expect(units(await page.textContent('#summary-net'))).toBe(25_500_000n - fee);
+  expect(await page.textContent('#summary-payer')).toMatch(/^T[1-9A-HJ-NP-Za-km-z]{33}$/);
+  expect(await page.getAttribute('#summary-settled time', 'datetime')).toMatch(/^\d{4}-\d{2}-\d{2}T/);
 
-  // The timeline, in time order.
-  const entries = await Promise.all(
-    (await page.locator('#timeline > li').all()).map(async (item) => ({ kind: await item.getAttribute('data-kind'), at: (await item.locator('time').first().getAttribute('datetime')) ?? '' })),
-  );
-  expect(entries.map((entry) => entry.at)).toEqual([...entries.map((entry) => entry.at)].sort());
-  const position = (kind: string) => entries.findIndex((entry) => entry.kind === kind);
-  const story = ['request.area-b.create_payin', 'workflow.started', 'provider.notification', 'ledger.posted', 'webhook.failed', 'webhook.delivered'].map(position);
-  expect(story.every((index) => index >= 0)).toBe(true);
-  expect(story).toEqual([...story].sort((a, b) => a - b));
-  // Workflow entries link to the Temporal Web UI (TEMPORAL_UI_URL).
-  expect(await page.getAttribute('#timeline > li[data-kind="workflow.started"] a', 'href')).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:8233/namespaces/.+/workflows/${invoice}/`));
-  // A failed attempt's details open without a script and name its status code.
-  const failed = page.locator('#timeline > li[data-kind="webhook.failed"]').first();
-  await failed.locator('summary').click();
-  expect(await failed.locator('pre').isVisible()).toBe(true);
-  expect(await failed.locator('pre').textContent()).toContain('"status_code": 500');
-  await page.screenshot({ path: path.join(ARTIFACTS, 'payment.png'), fullPage: true });
+  // The story: the merchant's steps in time order; no Temporal internals among them.
+  const steps = await page.locator('#steps > li').evaluateAll((items) => items.map((item) => item.getAttribute('data-step')));
+  expect(steps).toEqual(['created', 'settled', 'webhook_failed', 'webhook_delivered']);
+  expect(await page.textContent('#steps')).not.toMatch(/timer|activity|search_attributes|ledger|fee_revenue|:settle/);
+
+  // The platform's entries folded under "Technical details", closed, with no Web UI link (not public).
+  expect(await page.locator('#technical-details').getAttribute('open')).toBeNull();
+  expect(await page.locator('#timeline > li[data-kind="workflow.started"]').count()).toBe(1);
+  expect(await page.locator('#timeline > li[data-kind="ledger.posted"]').count()).toBeGreaterThan(0);
+  expect(await page.locator('#timeline').isVisible()).toBe(false);
+  expect(await page.locator('#technical a').count()).toBe(0);
+  await page.click('#technical-details > summary');
+  expect(await page.locator('#timeline').isVisible()).toBe(true);
+
+  const audit = await auditPage(page, 'payment');
+  expect(audit.violations).toEqual([]);
+  expect(audit.overflowing).toEqual([]);
+
+  // The refund button: part of the payment back to the payer's address.
+  const sent = {
+    csrf_token: (await page.getAttribute('#refund-form input[name=csrf_token]', 'value'))!,
+    idempotency_key: (await page.getAttribute('#refund-form input[name=idempotency_key]', 'value'))!,
+    amount: '5',
+    reason: 'customer returned one item',
+  };
+  await page.fill('#refund-amount', '5');
+  await page.fill('#refund-reason', 'customer returned one item');
+  const refunded = await Promise.all([page.waitForNavigation(), page.click('#refund')]).then(() => page);
+  expect(new URL(refunded.url()).pathname).toBe(`/dashboard/payments/${invoice}`);
+  expect(await page.textContent('#notice')).toMatch(/^Refund RFD-[A-Z0-9]{20} requested/);
+  expect(await page.textContent('#refunds tbody')).toContain('5.000000 USDT');
+  const stepsAfter = await page.locator('#steps > li').evaluateAll((items) => items.map((item) => item.getAttribute('data-step')));
+  expect(stepsAfter).toContain('refund_requested');
+  const rows = await harness.platform.deps.database('refunds').where({ invoice_reference: invoice });
+  expect(rows.map((row) => [String(row.amount_units), row.address])).toEqual([['5000000', await page.textContent('#summary-payer')]]);
+  const afterAudit = await auditPage(page, 'payment-refunded');
+  expect(afterAudit.violations).toEqual([]);
+  expect(afterAudit.overflowing).toEqual([]);
+
+  // The same form sent again (its key) refunds nothing more; a form without the session's token neither.
+  const origin = { Origin: base, 'Sec-Fetch-Site': 'same-origin' };
+  const again = await page.request.post(`${base}/dashboard/payments/${invoice}/refund`, { form: sent, headers: origin, maxRedirects: 0 });
+  expect(again.status()).toBe(303);
+  const forged = await page.request.post(`${base}/dashboard/payments/${invoice}/refund`, {
+    form: { ...sent, csrf_token: 'not-the-token', idempotency_key: 'another-key' },
+    headers: origin,
+    maxRedirects: 0,
+  });
+  expect(forged.status()).toBe(403);
+  // Another merchant's payin, with this session's own token: the same 404 as an unknown one, nothing refunded.
+  const foreign = await page.request.post(`${base}/dashboard/payments/${otherInvoice}/refund`, {
+    form: { ...sent, idempotency_key: 'foreign-key' },
+    headers: origin,
+    maxRedirects: 0,
+  });
+  expect(foreign.status()).toBe(404);
+  expect(await harness.platform.deps.database('refunds').where({ invoice_reference: otherInvoice })).toEqual([]);
+  const count = await harness.platform.deps.database('refunds').where({ invoice_reference: invoice }).count({ n: '*' });
+  expect(String(count[0]!.n)).toBe('1');
   await context.close();
-}, 60_000);
+}, 90_000);
 
 it('answers another merchant’s payment and an unknown reference with the same 404 page; without a session, sign-in', async () => {
   const context = await browser.newContext();

@@ -71,7 +71,7 @@ async function webhookEvent() {
 const navLink = (label: string) => `nav[aria-label="Dashboard"] a:text-is("${label}")`;
 
 /** The payments table's references, in order. */
-const listedReferences = (page: Page) => page.locator('#payments tbody th a').allTextContents();
+const listedReferences = (page: Page) => page.locator('#payments tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-reference')));
 
 const attemptCount = async () => Number((await harness.platform.deps.database('webhook_delivery_attempts').where({ webhook_id: webhookId }).count('* as n').first())?.n ?? 0);
 
@@ -205,7 +205,15 @@ describe('a merchant in the dashboard', () => {
     expect(await page.getAttribute('nav a[aria-current="page"]', 'href')).toBe('/dashboard/payments');
     expect(await listedReferences(page)).toEqual([unpaid[1], unpaid[0], settledInvoice]);
     const settled = page.locator(`#payments tr[data-reference="${settledInvoice}"]`);
-    expect(await settled.locator('td').allTextContents()).toEqual(['Payin', 'Success', '25.500000', 'USDT', expect.stringMatching(/UTC$/), expect.stringMatching(/UTC$/)]);
+    expect(await settled.locator('td').allTextContents()).toEqual([
+      'Payin',
+      'Paid',
+      '25.500000 USDT',
+      expect.stringMatching(/^\d+\.\d{6}$/),
+      expect.stringMatching(/^\d+\.\d{6}$/),
+      expect.stringMatching(/UTC$/),
+      expect.stringMatching(/UTC$/),
+    ]);
     expect(await settled.locator('th a').getAttribute('href')).toBe(`/dashboard/payments/${settledInvoice}`);
     await screenshot(page, '10-payments');
 
@@ -218,21 +226,15 @@ describe('a merchant in the dashboard', () => {
       const id = await page.evaluate('document.activeElement ? document.activeElement.id : ""');
       if (typeof id === 'string' && id && reached.at(-1) !== id) reached.push(id);
     }
-    expect(reached.filter((id) => ['kind', 'status', 'reference', 'created_from', 'created_to', 'apply'].includes(id))).toEqual([
-      'kind',
-      'status',
-      'reference',
-      'created_from',
-      'created_to',
-      'apply',
-    ]);
+    const fields = ['kind', 'status', 'out_trade_no', 'reference', 'amount_from', 'amount_to', 'created_from', 'created_to', 'apply'];
+    expect(reached.filter((id) => fields.includes(id))).toEqual(fields);
     await page.selectOption('#status', 'created');
     await page.focus('#apply');
     const filtered = await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]).then(([answer]) => answer);
     await expectSecurePage(filtered);
     expect(new URL(page.url()).searchParams.get('status')).toBe('created');
     expect(await listedReferences(page)).toEqual([unpaid[1]]);
-    expect(await page.locator('#payments tbody td:nth-child(3)').allTextContents()).toEqual(['Created']);
+    expect(await page.locator('#payments tbody td:nth-child(3)').allTextContents()).toEqual(['Awaiting payment']);
     expect(await page.isVisible('#newer')).toBe(false);
     await screenshot(page, '11-payments-filtered');
 
@@ -245,17 +247,17 @@ describe('a merchant in the dashboard', () => {
     await screenshot(page, '12-payments-page-2');
   });
 
-  it('lists its events in order and filters them by subject', async () => {
+  it('lists its events newest first and filters them by subject', async () => {
     const response = await Promise.all([page.waitForNavigation(), page.click(navLink('Events'))]).then(([answer]) => answer);
     await expectSecurePage(response);
-    const types = await page.locator('#events tbody td:nth-child(2)').allTextContents();
+    const types = await page.locator('#events > li > p > code').allTextContents();
     expect(types).toEqual(expect.arrayContaining(['payin.created', 'payin.success', 'webhook.failed']));
-    const seqs = (await page.locator('#events tbody th').allTextContents()).map(Number);
-    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    const seqs = (await page.locator('#events > li').evaluateAll((items) => items.map((item) => item.getAttribute('data-seq')))).map(Number);
+    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
     await page.fill('#subject', settledInvoice);
     await Promise.all([page.waitForNavigation(), page.press('#subject', 'Enter')]);
-    expect(new Set(await page.locator('#events tbody td:nth-child(3)').allTextContents())).toEqual(new Set([settledInvoice]));
-    expect(await page.locator('#events tbody td:nth-child(2)').allTextContents()).toEqual(expect.arrayContaining(['payin.created', 'payin.success']));
+    expect(new Set(await page.locator('#events > li > p > a').allTextContents())).toEqual(new Set([settledInvoice]));
+    expect(await page.locator('#events > li > p > code').allTextContents()).toEqual(expect.arrayContaining(['payin.created', 'payin.success']));
     await screenshot(page, '13-events');
   });
 

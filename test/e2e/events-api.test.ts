@@ -182,7 +182,7 @@ describe('GET /api/v1/events', () => {
 
   it('refuses the operators’ calls and a proofless ListEvents to the façade’s credential', async () => {
     const facade = await createServiceCredential(harness.platform.deps.database, { name: 'events facade', scopes: ['facade'] });
-    const client = createPlatformClients(harness.platform.rpcUrl, { credentials: { token: facade.token } }).events;
+    const client = createPlatformClients(harness.platform.rpcUrl, { credentials: { token: facade.token, tls: harness.platform.rpcTls } }).events;
     const code = (call: Promise<unknown>) => call.then(() => 'ok', (error: unknown) => Code[ConnectError.from(error).code]);
     expect(await code(client.listOwnerEvents({ owner: { owner: { case: 'merchantId', value: merchantId } }, query: { after: 0n, limit: 10 } }))).toBe('PermissionDenied');
     expect(await code(client.redeliverEvents({ merchantId, after: 0n }))).toBe('PermissionDenied');

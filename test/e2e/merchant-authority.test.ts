@@ -38,7 +38,7 @@ describe('Area C: the api acts only on what the merchant signed', () => {
     to = await make('012600101');
     await fundUser(platform, from.id, 100_000n);
     const { token } = await createServiceCredential(platform.deps.database, { name: 'stolen facade', scopes: ['facade'] });
-    facade = createPlatformClients(platform.rpcUrl, { credentials: { token } });
+    facade = createPlatformClients(platform.rpcUrl, { credentials: { token, tls: platform.rpcTls } });
   });
   afterAll(() => platform.stop());
 
@@ -60,7 +60,7 @@ describe('Area C: the api acts only on what the merchant signed', () => {
     const id = `cred_${randomBytes(8).toString('hex')}`;
     const secret = randomBytes(32).toString('base64url');
     await platform.deps.database('service_credentials').insert({ id, name: 'bound service', scopes: ['facade', ...owners], secret_hash: sha256Hex(secret) });
-    return createPlatformClients(platform.rpcUrl, { credentials: { token: `pps_${id}_${secret}` } });
+    return createPlatformClients(platform.rpcUrl, { credentials: { token: `pps_${id}_${secret}`, tls: platform.rpcTls } });
   }
 
   async function refusal(call: Promise<unknown>): Promise<ConnectError> {

@@ -172,7 +172,7 @@ describe('Area C list_events and list_timeline', () => {
     it('binds the typed request to the signed body at the api: a captured proof reads nothing else', async () => {
       // A caller holding the façade's credential and one captured signed call of the merchant (as the façade forwards it).
       const { token } = await createServiceCredential(platform.deps.database, { name: 'stolen facade', scopes: ['facade'] });
-      const facade = createPlatformClients(platform.rpcUrl, { credentials: { token } });
+      const facade = createPlatformClients(platform.rpcUrl, { credentials: { token, tls: platform.rpcTls } });
       const captured = (body: Record<string, unknown>) => ({
         envelope: { merchantId: merchant.options.merchantId, merchantSecretKey: merchant.options.merchantSecretKey, body: JSON.stringify(signRequestParameters(body, createKey(merchant))) },
         sessionToken: merchant.token,

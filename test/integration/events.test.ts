@@ -1,11 +1,12 @@
 /**
  * The event log (src/events) against real PostgreSQL: each owner's `seq` is gap-free under concurrent writers and
  * rollbacks, owners are independent, pages see each event once, the subject's events come back in order, and purging
- * keeps the sequence growing.
+ * keeps the sequence growing. Events are numbered after their commit: an open writer blocks no other writer of its
+ * owner, a reader never sees a number before the ones below it are final, and an event whose writer died between its
+ * commit and its numbering is numbered by the next reader or the sweep.
  */
-import { randomUUID } from 'node:crypto';
 import { createDatabase, type Knex } from '../../src/db/knex';
-import { eventsOfSubject, ledgerKeysOf, listEvents, purgeEvents, recordEvent, recordEventOnce, type EventOwner, type EventType } from '../../src/events';
+import { eventsOfSubject, listEvents, numberPendingEvents, purgeEvents, recordEvent, recordEventOnce, startEventSequencer, type EventOwner, type EventType } from '../../src/events';
 import { createTestDatabase } from '../support/platform';
 
 describe('event log', () => {
@@ -25,8 +26,11 @@ describe('event log', () => {
     await drop();
   });
 
-  const write = (owner: EventOwner, subject: string, type: EventType = 'payin.success') =>
-    database.transaction((trx) => recordEvent(trx, { owner, subject, type, data: { amount_units: '100' } }));
+  /** Writes one event and answers the seq it was given (read back: numbering follows the commit). */
+  const write = async (owner: EventOwner, subject: string, type: EventType = 'payin.success'): Promise<bigint> => {
+    await database.transaction((trx) => recordEvent(trx, { owner, subject, type, data: { amount_units: '100' } }));
+    return (await listEvents(database, { owner, after: 0n, limit: 500, subject })).events.at(-1)!.seq;
+  };
 
   const allSeqs = async (owner: EventOwner): Promise<bigint[]> => {
     const seqs: bigint[] = [];
@@ -53,6 +57,47 @@ describe('event log', () => {
     const committed = outcomes.filter((outcome) => outcome === 'committed').length;
     const seqs = await allSeqs(merchant);
     expect(seqs).toEqual(Array.from({ length: committed }, (_, index) => BigInt(index + 1)));
+  });
+
+  it('lets one owner’s writers commit while another of its transactions is open, numbering in commit order', async () => {
+    const owner: EventOwner = { type: 'merchant', id: 'M-EVENTS-PARALLEL' };
+    const open = await database.transaction();
+    await recordEvent(open, { owner, subject: 'TRF-OPEN', type: 'wallet_transfer.completed', data: {} });
+    // A writer that had to wait for the open one (the owner's sequence held to its commit) fails on its lock timeout.
+    await database.transaction(async (trx) => {
+      await trx.raw("SET LOCAL lock_timeout = '2s'");
+      await recordEvent(trx, { owner, subject: 'TRF-LATER', type: 'wallet_transfer.completed', data: {} });
+    });
+    const first = await listEvents(database, { owner, after: 0n, limit: 10 });
+    expect(first.events.map((event) => [event.seq, event.subject])).toEqual([[1n, 'TRF-LATER']]);
+    await open.commit();
+    // Written first, committed second: numbered second, after the cursor the reader holds; nothing below it moved.
+    const next = await listEvents(database, { owner, after: first.next_after, limit: 10 });
+    expect(next.events.map((event) => [event.seq, event.subject])).toEqual([[2n, 'TRF-OPEN']]);
+    expect(await database('event_sequences').where({ owner_type: 'merchant', owner_id: owner.id }).first()).toMatchObject({ last_seq: 2n });
+  });
+
+  it('numbers an event whose writer stopped between its commit and its numbering: by the sweep, or by the next reader', async () => {
+    const owner: EventOwner = { type: 'partner', id: 'P-EVENTS-KILLED' };
+    // The insert recordEvent makes, committed, with no numbering after it (the process died).
+    const orphan = (subject: string) =>
+      database('events').insert({ owner_type: owner.type, owner_id: owner.id, subject, type: 'pre_transfer.created', data: {} });
+    await orphan('PT-ORPHAN-1');
+    expect(await database('events').where({ owner_id: owner.id }).whereNull('seq').count('* as n').first()).toEqual({ n: 1n });
+    const sequencer = startEventSequencer(database, { interval_ms: 50, onError: () => undefined });
+    try {
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const row = await database('events').where({ owner_id: owner.id, subject: 'PT-ORPHAN-1' }).first('seq');
+        if (row.seq !== null) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await sequencer.stop();
+    }
+    expect(await database('events').where({ owner_id: owner.id }).select('subject', 'seq')).toEqual([{ subject: 'PT-ORPHAN-1', seq: 1n }]);
+    await orphan('PT-ORPHAN-2');
+    expect((await listEvents(database, { owner, after: 1n, limit: 10 })).events.map((event) => [event.seq, event.subject])).toEqual([[2n, 'PT-ORPHAN-2']]);
+    expect(await numberPendingEvents(database)).toBe(0);
   });
 
   it('keeps owners independent: another merchant and a partner with the same id start at 1', async () => {
@@ -99,20 +144,9 @@ describe('event log', () => {
   it('writes an event once per owner, subject and type with recordEventOnce: a repeat takes no number', async () => {
     const owner: EventOwner = { type: 'merchant', id: 'M-EVENTS-ONCE' };
     const once = () => database.transaction((trx) => recordEventOnce(trx, { owner, subject: 'TRF-ONCE', type: 'wallet_transfer.completed', data: {} }));
-    expect(await once()).toBe(1n);
-    expect(await once()).toBeUndefined();
+    expect(await once()).toBe(true);
+    expect(await once()).toBe(false);
     expect(await write(owner, 'TRF-NEXT', 'wallet_transfer.completed')).toBe(2n);
-  });
-
-  it('finds a flow’s ledger transactions by its reference: every <reference>:<step> key and the bare reference, nothing else', async () => {
-    const transaction = (key: string) => ({ id: randomUUID(), idempotency_key: key, request_fingerprint: 'f', description: key });
-    await database('ledger_transactions').insert(
-      ['PAYIN-KEYS:settle', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS', 'PAYIN-KEYSX:settle', 'payin:PAYIN-KEYS:settle', 'PAY_%:pay', 'PAYXX:pay'].map(transaction),
-    );
-    expect((await ledgerKeysOf(database, 'PAYIN-KEYS')).map((found) => found.idempotency_key).sort()).toEqual(['PAYIN-KEYS', 'PAYIN-KEYS:additional:T:1', 'PAYIN-KEYS:settle']);
-    // LIKE's wildcards in a reference match only themselves.
-    expect((await ledgerKeysOf(database, 'PAY_%')).map((found) => found.idempotency_key)).toEqual(['PAY_%:pay']);
-    expect(await ledgerKeysOf(database, '')).toEqual([]);
   });
 
   it('purges events past their retention in batches and never reuses a seq', async () => {

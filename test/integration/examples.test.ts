@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { recordEvent, type EventOwner } from '../../src/events';
+import { numberOwnerEvents, recordEvent, type EventOwner } from '../../src/events';
 import { createMerchant } from '../../src/onboarding';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
@@ -280,11 +280,13 @@ describe('examples/events-client.mjs (Area B, the event stream) against a runnin
     await platform?.stop();
   });
 
-  /** The merchant's next `count` events (written as the flows write them: one transaction each). */
+  /** The merchant's next `count` events (written as the flows write them: one transaction each), numbered. */
   const write = async (count: number) => {
     for (let index = 0; index < count; index += 1) {
       await platform.deps.database.transaction((trx) => recordEvent(trx, { owner, subject: `PAYIN-CLIENT${index}`, type: 'payin.created', data: { index } }));
     }
+    // Numbered after their commits (docs/events.md): done here, so the test can name them by seq at once.
+    await numberOwnerEvents(platform.deps.database, owner);
   };
   /** Runs `body` in a child node process with the events client as `events` (the platform answers meanwhile). */
   const runClient = async <T>(body: string, input: Record<string, unknown>): Promise<T> => {

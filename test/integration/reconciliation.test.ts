@@ -208,7 +208,43 @@ describe('reconciliation', () => {
     expect((await reconcileNow({ repair: true, grace_seconds: 30 })).events_purged).toBeGreaterThanOrEqual(2);
     expect(await kept()).toEqual([[3n, 'PAYIN-YOUNG']]);
     // The sequence was never purged: the next event is 4, and a reader resuming after 3 misses nothing.
-    expect(await write('PAYIN-NEXT')).toBe(4n);
+    await write('PAYIN-NEXT');
+    expect((await listEvents(deps().database, { owner, after: 3n, limit: 10 })).events.map((event) => [event.seq, event.subject])).toEqual([[4n, 'PAYIN-NEXT']]);
+  });
+
+  it('reports a completed deposit whose ledger transaction does not exist, as the ledger reads it, and not one that has it', async () => {
+    const posted = await deps().ledger.transfer({
+      idempotency_key: `RECON-DEP-${Date.now()}`,
+      description: 'a credited deposit',
+      postings: [{ platform: 'settlement', currency: 'USD', amount_units: -1n }, { platform: 'fee_revenue', currency: 'USD', amount_units: 1n }],
+    });
+    const stamp = `${Date.now()}`;
+    const deposit = (suffix: string, ledger_transaction_id: string | null) => ({
+      reference: `DEPRECON${stamp}${suffix}`,
+      token_sha256: `recon-${stamp}-${suffix}`,
+      merchant_id: merchant.merchant_id,
+      instrument_token: 'itk_recon',
+      instrument_kind: 'visa_master',
+      amount_units: 1,
+      currency: 'USD',
+      token_type: 2,
+      state: 'completed',
+      ledger_transaction_id,
+      expires_at: new Date(Date.now() + 60_000),
+      finished_at: new Date(Date.now() - 60_000),
+    });
+    const rows = [deposit('A', posted.id), deposit('B', '00000000-0000-4000-8000-000000000000'), deposit('C', null)];
+    await deps().database('deposits').insert(rows);
+    try {
+      const report = await reconcileNow({ repair: false, grace_seconds: 30 });
+      const found = report.findings.filter((finding) => finding.kind === 'deposit_not_credited' && finding.id.startsWith(`DEPRECON${stamp}`));
+      expect(found.map((finding) => [finding.id, finding.action]).sort()).toEqual([
+        [`DEPRECON${stamp}B`, 'reported'],
+        [`DEPRECON${stamp}C`, 'reported'],
+      ]);
+    } finally {
+      await deps().database('deposits').whereIn('reference', rows.map((row) => row.reference)).delete();
+    }
   });
 
   it('ends with nothing left to repair and the ledger balanced', async () => {

@@ -27,10 +27,11 @@ beforeAll(async () => {
 afterAll(() => platform.stop());
 
 /**
- * A sweep of the payin outbox dispatcher (workflow starts and notification hand-overs), which polls every second on
- * the same pool: its statements (and the rest of any transaction of theirs) are not the operation's.
+ * A sweep of the payin outbox dispatcher (workflow starts and notification hand-overs), or of the event sequencer,
+ * which poll every second on the same pool: their statements (and the rest of any transaction of theirs) are not the
+ * operation's.
  */
-const BACKGROUND = /payin_workflow_outbox|upstream_notifications/;
+const BACKGROUND = /payin_workflow_outbox|upstream_notifications|FROM events WHERE seq IS NULL LIMIT/;
 /** The dispatcher's pause between sweeps when nothing wakes it (its default). */
 const OUTBOX_SWEEP_MS = 1000;
 
@@ -67,7 +68,10 @@ it('a partner pre-transfer, created and confirmed, takes 19 statements', async (
     expect(confirmed.body).toMatchObject({ success: true });
   };
   await transfer();
-  const sent = await counted(transfer);
+  const counted_ = await counted(transfer);
+  // Off the requests' paths, after their commits: each event's numbering (docs/events.md), one statement each.
+  expect(counted_.filter((sql) => sql.includes('number_owner_events'))).toHaveLength(2);
+  const sent = counted_.filter((sql) => !sql.includes('number_owner_events'));
   // 15, and the partner's event with each change (pre_transfer.created, pre_transfer.confirmed: one statement each,
   // the receiver's merchant read with the row the change locks; this receiver belongs to no merchant).
   // And the request journal's row of each request, written once it is answered (src/events/requests.ts).
@@ -78,7 +82,7 @@ it('a partner pre-transfer, created and confirmed, takes 19 statements', async (
   expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
 });
 
-it('an Area C /do-action transfer takes 8 statements: the ledger transfer and its event, its signed body claimed, then answered and journaled', async () => {
+it('an Area C /do-action transfer takes 5 round trips: its signed body claimed, then BEGIN, the account locks, one statement writing the posting, its event, the stored answer and the journal row, COMMIT', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
   const ids: string[] = [];
@@ -97,9 +101,38 @@ it('an Area C /do-action transfer takes 8 statements: the ledger transfer and it
   };
   await send();
   const sent = await counted(send);
-  // 6, and the transfer's event (written unless a replay of the same reference wrote it: one statement).
-  // And the request journal's row (src/events/requests.ts).
-  expect(sent).toHaveLength(8);
-  expect(sent.filter((sql) => sql.includes('INSERT INTO events'))).toHaveLength(1);
-  expect(sent.filter((sql) => sql.includes('insert into "payment_requests"'))).toHaveLength(1);
+  // Off the request's path, after its commit: the event's numbering (docs/events.md), one statement.
+  const numbering = sent.filter((sql) => sql.includes('number_owner_events'));
+  expect(numbering).toHaveLength(1);
+  const path = sent.filter((sql) => !numbering.includes(sql));
+  expect(path).toHaveLength(5);
+  const [claim, begin, lock, write, commit] = path;
+  expect(claim).toMatch(/^INSERT INTO idempotency_keys/);
+  expect([begin, commit].map((sql) => sql!.toUpperCase())).toEqual(['BEGIN;', 'COMMIT;']);
+  expect(lock).toMatch(/FOR UPDATE/);
+  for (const table of ['ledger_postings', 'INSERT INTO events', 'UPDATE idempotency_keys', 'INSERT INTO payment_requests']) expect(write).toContain(table);
+});
+
+it('an Area C transfer refused under its locks writes none of the rows it would have written with its posting: no event, its refusal stored and journaled once', async () => {
+  const { client, credentials, merchant } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Refusal Merchant');
+  expect((await client.login()).status).toBe(200);
+  const ids: string[] = [];
+  for (const name of ['Poor', 'Rich']) {
+    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
+    expect(created.status).toBe(200);
+    ids.push(String(created.body.data.id));
+  }
+  const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 5, currency: 'USD', request_id: 'RT-POOR-1' }, credentials.private_key!));
+  const first = await client.post('/do-action', {}, { raw: body });
+  expect(first.status).not.toBe(200);
+  // The same signed body again: the stored refusal, byte for byte.
+  const again = await client.post('/do-action', {}, { raw: body });
+  expect([again.status, again.text]).toEqual([first.status, first.text]);
+  const database = platform.deps.database;
+  expect(await database('events').where({ owner_id: merchant.id, type: 'wallet_transfer.completed' })).toEqual([]);
+  const keys = await database('idempotency_keys').where({ scope: `merchant:${merchant.id}` }).select('state', 'error');
+  expect(keys.length).toBeGreaterThan(0);
+  for (const key of keys) expect(key).toMatchObject({ state: 'completed', error: expect.objectContaining({ reason: 'INSUFFICIENT_FUNDS' }) });
+  const journal = await database('payment_requests').where({ owner_id: merchant.id, action: 'area-c.transfer' }).select('outcome');
+  expect(journal.every((row: { outcome: string }) => row.outcome === 'INSUFFICIENT_FUNDS')).toBe(true);
 });

@@ -129,16 +129,20 @@ describe('internal RPC listener limits', () => {
     }
   });
 
-  it('does not bind a non-loopback RPC_HOST while no caller could authenticate', async () => {
+  it('does not bind a non-loopback RPC_HOST in plaintext, nor while no caller could authenticate', async () => {
     const database = await createTestDatabase();
     const logger = createLogger('silent');
     try {
-      const config = testConfig({ DATABASE_URL: database.url, RPC_HOST: '0.0.0.0' });
-      await expect(runRoles(config, ['api'], logger)).rejects.toThrow(/^invalid configuration: RPC_HOST: 0\.0\.0\.0 is not loopback/);
+      // Plaintext beyond loopback is refused whatever credentials exist: mTLS, or an explicit opt-out.
+      const plaintext = testConfig({ DATABASE_URL: database.url, RPC_HOST: '0.0.0.0' });
+      await expect(runRoles(plaintext, ['api'], logger)).rejects.toThrow(/^invalid configuration: RPC_HOST: 0\.0\.0\.0 is not loopback and the RPC would run without mTLS/);
+      const config = testConfig({ DATABASE_URL: database.url, RPC_HOST: '0.0.0.0', RPC_ALLOW_PLAINTEXT: 'true' });
+      await expect(runRoles(config, ['api'], logger)).rejects.toThrow(/^invalid configuration: RPC_HOST: 0\.0\.0\.0 is not loopback and no caller could authenticate/);
       const { createDatabase } = await import('../../src/db/knex');
       const knex = createDatabase(database.url, 1);
       await createServiceCredential(knex, { name: 'first', scopes: ['admin'] });
       await knex.destroy();
+      await expect(runRoles(plaintext, ['api'], logger)).rejects.toThrow(/without mTLS/);
       const running = await runRoles(config, ['api'], logger);
       expect(running.rpcUrl).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
       await running.stop();

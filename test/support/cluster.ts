@@ -5,6 +5,7 @@
  * cluster's Temporal frontend wants the operator's client certificate (clusterTemporalSettings).
  */
 import { readFileSync } from 'node:fs';
+import type { RpcClientCredentials } from '../../src/rpc/clients';
 import type { ClusterState as WrittenClusterState } from '../../src/cli/cluster';
 import type { SandboxCredentials } from '../../src/sandbox/upstream';
 
@@ -31,4 +32,14 @@ export function clusterTemporalSettings(): Record<string, string> {
   const tls = readClusterState()?.temporalTls;
   if (!tls) return {};
   return { TEMPORAL_TLS_CA: tls.ca, TEMPORAL_TLS_CERT: tls.cert, TEMPORAL_TLS_KEY: tls.key, TEMPORAL_TLS_SERVER_NAME: tls.serverName };
+}
+
+/**
+ * The operator's client certificate of the cluster's internal RPC (PEM texts), which speaks mTLS only: every network
+ * client of it presents one besides its service credential. Undefined when the run is not against a cluster.
+ */
+export function clusterRpcTls(): RpcClientCredentials['tls'] {
+  const tls = readClusterState()?.rpcTls;
+  if (!tls) return undefined;
+  return { ca: readFileSync(tls.ca, 'utf8'), cert: readFileSync(tls.cert, 'utf8'), key: readFileSync(tls.key, 'utf8') };
 }

@@ -264,10 +264,13 @@ export async function converge(what: string, seconds: number, check: () => Promi
 /** Counts HTTP statuses (and network errors as "error") and keeps the slowest answer. */
 export class Histogram {
   readonly counts = new Map<string, number>();
+  /** Every answer that was not a 200, with its body: each must be a refusal the platform documents. */
+  readonly refusals: Array<{ status: number | 'error'; json: Record<string, unknown> | undefined }> = [];
   slowestMs = 0;
-  add(status: number | 'error', elapsedMs = 0): void {
+  add(status: number | 'error', elapsedMs = 0, json?: Record<string, unknown>): void {
     this.counts.set(String(status), (this.counts.get(String(status)) ?? 0) + 1);
     this.slowestMs = Math.max(this.slowestMs, elapsedMs);
+    if (status !== 200) this.refusals.push({ status, json });
   }
   toString(): string {
     return `${[...this.counts.entries()].sort().map(([status, count]) => `${status}×${count}`).join(' ')}  slowest ${(this.slowestMs / 1000).toFixed(1)} s`;

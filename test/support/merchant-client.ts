@@ -17,7 +17,7 @@ import type { PlatformDeps } from '../../src/platform-deps';
 /** The Area C actions that move or hold money: each call is one movement, named by its `request_id`. */
 export const MONEY_MOVING_SERVICES: ReadonlySet<string> = new Set([
   'transfer', 'pay_by_token', 'block_money', 'cancel_block_money',
-  'deposit_by_local_card', 'deposit_by_bank_account', 'deposit_by_visa_master', 'confirm_payments', 'refund_deposit',
+  'deposit_by_local_card', 'deposit_by_bank_account', 'deposit_by_visa_master', 'confirm_payments', 'refund_deposit', 'payout_to_bank',
 ]);
 
 /** `body` with the current Unix `timestamp` and a fresh `nonce` where it has none: what a signed login needs. */

@@ -72,6 +72,7 @@ export async function startPayinHarness(
     proxy?: boolean;
     roles?: Array<'api' | 'facade' | 'worker'>;
     refund_decision_delay_seconds?: number | null;
+    payout_decision_delay_seconds?: number | null;
     /** More options of the test platform (a span exporter, a log destination, the worker's workflow code). */
     platform?: Omit<Parameters<typeof startTestPlatform>[0] & object, 'env' | 'roles'>;
   } = {},
@@ -80,6 +81,7 @@ export async function startPayinHarness(
     api_key: UPSTREAM_API_KEY,
     webhook_secret: UPSTREAM_WEBHOOK_SECRET,
     refund_decision_delay_seconds: options.refund_decision_delay_seconds,
+    payout_decision_delay_seconds: options.payout_decision_delay_seconds,
   });
   const proxy = options.proxy ? await startFaultProxy(sandbox.payinUrl) : undefined;
   const receiver = await startMerchantReceiver();

@@ -17,11 +17,11 @@ import pg from 'pg';
 import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
-import { createPlatformClients, type PlatformClients } from '../../src/rpc/clients';
+import { createPlatformClients, type PlatformClients, type RpcClientCredentials } from '../../src/rpc/clients';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
 import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
-import { clusterTemporalSettings, readClusterState, type ClusterState } from './cluster';
+import { clusterRpcTls, clusterTemporalSettings, readClusterState, type ClusterState } from './cluster';
 
 export interface TestPlatform {
   config: Config;
@@ -30,6 +30,11 @@ export interface TestPlatform {
   facadeUrl: string;
   /** Clients over the network RPC port, presenting `adminToken`. */
   clients: PlatformClients;
+  /**
+   * The client certificate a network client of `rpcUrl` presents besides its credential: the cluster's operator
+   * certificate (its RPC speaks mTLS only), else none. Pass it as `credentials.tls` to createPlatformClients.
+   */
+  rpcTls?: RpcClientCredentials['tls'];
   /** A service credential with every operator power (TEST_OPERATOR_SCOPES), as the operators' tests need. */
   adminToken: string;
   databaseName: string;
@@ -146,6 +151,7 @@ async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
     throw error;
   });
   const adminToken = (await createServiceCredential(deps.database, { name: 'test admin', scopes: TEST_OPERATOR_SCOPES })).token;
+  const rpcTls = clusterRpcTls();
   clusterServed.count += 1;
   const testPath = (expect.getState().testPath ?? '').replace(/^.*\/test\//, 'test/');
   process.stderr.write(`${testPath}: served by the cluster (façade ${cluster.facadeUrl})\n`);
@@ -154,7 +160,8 @@ async function clusterPlatform(cluster: ClusterState): Promise<TestPlatform> {
     deps,
     rpcUrl: cluster.rpcUrl,
     facadeUrl: cluster.facadeUrl,
-    clients: createPlatformClients(cluster.rpcUrl, { credentials: { token: adminToken } }),
+    clients: createPlatformClients(cluster.rpcUrl, { credentials: { token: adminToken, tls: rpcTls } }),
+    rpcTls,
     adminToken,
     databaseName: new URL(cluster.databaseUrl).pathname.slice(1),
     async stop() {

@@ -119,6 +119,10 @@ const refused: Probe[] = [
   ...each('infrastructure → the ledger’s contract', 'src/crypto/{tag}.ts', '../ledger/types'),
   ...each('rpc → a flow’s service', 'src/rpc/{tag}.ts', '../flows/payin/service'),
   ...each('rpc → a capability', 'src/rpc/{tag}.ts', '../merchant-auth'),
+  // The timeline reaches the flows through their contracts, like every other caller.
+  ...each('timeline → a flow’s store', 'src/timeline/{tag}.ts', '../flows/payin/store'),
+  ...each('timeline → a flow’s service', 'src/timeline/{tag}.ts', '../flows/refund/service'),
+  ...each('timeline → the dashboard’s service', 'src/timeline/{tag}.ts', '../dashboard/service'),
   // The dashboard reads flows and capabilities; none of them reads it.
   ...each('flow → the dashboard', FLOW, '../../dashboard/service'),
   ...each('capability → the dashboard', 'src/webhooks/{tag}.ts', '../dashboard/sessions'),
@@ -169,7 +173,6 @@ const accepted: Probe[] = [
   ...each('workflow → its own flow’s contract', WORKFLOW, '../src/flows/{tag}/contract'),
   ...each('workflow → the shared search-attribute keys', WORKFLOW, './search-attributes'),
   ...each('src/temporal → the workflows’ search-attribute keys', 'src/temporal/{tag}.ts', '../../workflows/search-attributes'),
-  ...each('timeline → a flow’s store (a read model)', 'src/timeline/{tag}.ts', '../flows/payin/store'),
   ...each('contract → @temporalio/workflow', CONTRACT, '@temporalio/workflow'),
   ...each('flow → its own store', FLOW, './store'),
   ...each('flow → its own workflow', FLOW, '../../../workflows/deposit'),
@@ -200,6 +203,13 @@ const accepted: Probe[] = [
   ...each('flow → the upstream', FLOW, '../../upstream/client'),
   ...each('the CLI → the sandbox', 'src/cli/{tag}.ts', '../sandbox/upstream'),
   ...each('the CLI → the runtime', 'src/cli/{tag}.ts', '../runtime'),
+  ...each('timeline → a flow’s contract', 'src/timeline/{tag}.ts', '../flows/refund/contract'),
+  ...each('timeline → a flow’s reason table', 'src/timeline/{tag}.ts', '../flows/payin/reasons'),
+  ...each('timeline → the dashboard’s session lookup (named)', 'src/timeline/{tag}.ts', '../dashboard/sessions'),
+  ...each('timeline → a capability', 'src/timeline/{tag}.ts', '../events'),
+  ...each('dashboard → a flow’s contract', 'src/dashboard/{tag}.ts', '../flows/payin/contract'),
+  ...each('dashboard → a flow’s internals (named, a debt)', 'src/dashboard/{tag}.ts', '../flows/payin/policy'),
+  ...each('dashboard → a capability', 'src/dashboard/{tag}.ts', '../webhooks'),
 ];
 
 const withTag = (text: string) => text.split('{tag}').join(tag);

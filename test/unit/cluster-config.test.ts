@@ -3,6 +3,7 @@
  * derives, the settings it reads, the server's shard-count warning it reports, which code its children run, the
  * certificates it makes and the database roles it names.
  */
+import crypto from 'node:crypto';
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import forge from 'node-forge';
 import os from 'node:os';
@@ -200,11 +201,36 @@ describe('the cluster’s Temporal certificates', () => {
     expect(temporalClientSettings(pki, 'worker')).toEqual({ TEMPORAL_TLS_CA: pki.ca, TEMPORAL_TLS_CERT: pki.clients.worker.cert, TEMPORAL_TLS_KEY: pki.clients.worker.key, TEMPORAL_TLS_SERVER_NAME: 'localhost' });
   });
 
+  it('makes certificates OpenSSL loads whatever their random serial (strict DER: no padding byte)', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cluster-pki-der-'));
+    // The worst serial: random bytes that start with zeros (an all-zero draw stands for the 1 in 256 that start so).
+    const real = crypto.randomBytes;
+    const draws = jest.spyOn(crypto, 'randomBytes').mockImplementation(((size: number) => (size <= 16 ? Buffer.alloc(size) : real(size))) as typeof crypto.randomBytes);
+    let pki: ReturnType<typeof ensureClusterPki>;
+    try {
+      pki = ensureClusterPki(path.join(root, 'pki'));
+    } finally {
+      draws.mockRestore();
+    }
+    const refused: string[] = [];
+    for (const file of [pki.ca, pki.server.cert, ...Object.values(pki.clients).map((pair) => pair.cert), pki.rpc.ca, pki.rpc.server.cert, ...Object.values(pki.rpc.clients).map((pair) => pair.cert)]) {
+      try {
+        new crypto.X509Certificate(readFileSync(file));
+      } catch (error) {
+        refused.push(`${path.basename(file)}: ${(error as Error).message}`);
+      }
+    }
+    expect(refused).toEqual([]);
+  });
+
   it('copies to each party only its own certificate and key (docker-compose mounts one subdirectory each)', () => {
     const root = mkdtempSync(path.join(os.tmpdir(), 'cluster-pki-export-'));
     const pki = ensureClusterPki(path.join(root, 'pki'), ['temporal']);
     exportClusterPki(pki, path.join(root, 'tls'));
-    expect(readdirSync(path.join(root, 'tls')).sort()).toEqual(['api', 'operator', 'server', 'ui', 'worker']);
+    expect(readdirSync(path.join(root, 'tls')).sort()).toEqual(['api', 'operator', 'rpc-facade', 'rpc-operator', 'rpc-server', 'server', 'ui', 'worker']);
+    // The RPC's parties get the RPC CA, not Temporal's.
+    expect(readFileSync(path.join(root, 'tls', 'rpc-facade', 'ca.pem'), 'utf8')).toBe(readFileSync(pki.rpc.ca, 'utf8'));
+    expect(readFileSync(path.join(root, 'tls', 'rpc-facade', 'ca.pem'), 'utf8')).not.toBe(readFileSync(pki.ca, 'utf8'));
     expect(readdirSync(path.join(root, 'tls', 'api')).sort()).toEqual(['ca.pem', 'cert.pem', 'key.pem']);
     expect(readFileSync(path.join(root, 'tls', 'api', 'key.pem'), 'utf8')).toBe(readFileSync(pki.clients.api.key, 'utf8'));
     expect(readFileSync(path.join(root, 'tls', 'server', 'cert.pem'), 'utf8')).toBe(readFileSync(pki.server.cert, 'utf8'));
@@ -221,5 +247,6 @@ describe('the cluster’s database roles', () => {
     });
     expect(clusterRoleNames('p'.repeat(80)).worker).toHaveLength(63);
     expect(urlForRole('postgres://postgres:secret@db:5432/payments', 'payments_api')).toBe('postgres://payments_api@db:5432/payments');
+    expect(urlForRole('postgres://postgres:secret@db:5432/payments', 'payments_api', 'f00d')).toBe('postgres://payments_api:f00d@db:5432/payments');
   });
 });

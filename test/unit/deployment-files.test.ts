@@ -22,8 +22,19 @@ describe('docker-compose: least privilege', () => {
       expect([name, facade[name]]).toEqual([name, undefined]);
     }
     expect(services['payments-facade']!.secrets).toBeUndefined();
-    expect(volumes('payments-facade')).toEqual(['rpc-credentials:/credentials:ro']);
+    expect(volumes('payments-facade')).toEqual(['rpc-credentials:/credentials:ro', 'temporal-tls:/rpc-tls:rpc-facade']);
     expect(facade.RPC_TOKEN_FILE).toBe('/credentials/facade.json');
+  });
+
+  it('runs the internal RPC over mTLS: the api requires a certificate of the RPC CA, the façade presents its own', () => {
+    const api = environment('payments-api');
+    expect([api.RPC_TLS_CERT, api.RPC_TLS_KEY, api.RPC_TLS_CLIENT_CA]).toEqual(['/rpc-tls/cert.pem', '/rpc-tls/key.pem', '/rpc-tls/ca.pem']);
+    expect(volumes('payments-api')).toContain('temporal-tls:/rpc-tls:rpc-server');
+    const facade = environment('payments-facade');
+    expect(facade.RPC_URL).toBe('https://payments-api:8080');
+    expect([facade.RPC_CLIENT_TLS_CERT, facade.RPC_CLIENT_TLS_KEY, facade.RPC_CLIENT_TLS_CA]).toEqual(['/rpc-tls/cert.pem', '/rpc-tls/key.pem', '/rpc-tls/ca.pem']);
+    // The api's certificate names the host the façades dial.
+    expect(services['temporal-certificates']!.command).toEqual(expect.arrayContaining(['--host', 'payments-api']));
   });
 
   it('gives the worker what its refund requests need (the provider URLs and API key), never the notification secret', () => {
@@ -75,7 +86,8 @@ describe('docker-compose: least privilege', () => {
     expect(temporal).toMatchObject({ TEMPORAL_TLS_REQUIRE_CLIENT_AUTH: 'true', TEMPORAL_TLS_CLIENT1_CA_CERT: '/tls/ca.pem', TEMPORAL_TLS_FRONTEND_CERT: '/tls/cert.pem' });
     expect(volumes('temporal')).toEqual(['temporal-tls:/tls:server']);
     for (const [service, party] of [['payments-api', 'api'], ['payments-worker', 'worker'], ['temporal-ui', 'ui'], ['temporal-namespace', 'operator']] as const) {
-      expect(volumes(service).filter((volume) => volume.startsWith('temporal-'))).toEqual([`temporal-tls:/tls:${party}`]);
+      // Temporal's certificate only (the api also mounts the RPC's, below).
+      expect(volumes(service).filter((volume) => volume.startsWith('temporal-tls:/tls:'))).toEqual([`temporal-tls:/tls:${party}`]);
     }
     for (const service of ['payments-api', 'payments-worker', 'temporal-ui']) {
       expect(environment(service)).toMatchObject({ TEMPORAL_TLS_CA: '/tls/ca.pem', TEMPORAL_TLS_CERT: '/tls/cert.pem', TEMPORAL_TLS_KEY: '/tls/key.pem' });

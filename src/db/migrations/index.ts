@@ -29,6 +29,9 @@ import * as events from './031_events';
 import * as businessKeysAndOrderedWebhooks from './032_business_keys_and_ordered_webhooks';
 import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
+import * as auditAppendFunction from './043_audit_append_function';
+import * as eventsNumberedAfterCommit from './048_events_numbered_after_commit';
+import * as webhookEndpointManagement from './053_webhook_endpoint_management';
 import * as merchantListIndex from './060_merchant_list_index';
 import * as payinOutboxTraceparent from './061_payin_outbox_traceparent';
 import * as refunds from './035_refunds';
@@ -36,6 +39,9 @@ import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
 import * as payinSettlementAccounts from './038_payin_settlement_accounts';
 import * as refundFee from './039_refund_fee';
+import * as payouts from './065_payouts';
+import * as bankPayouts from './066_bank_payouts';
+import * as payoutSchedules from './067_payout_schedules';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -74,8 +80,14 @@ const migrations: Array<[string, Migration]> = [
   ['038_payin_settlement_accounts', payinSettlementAccounts],
   ['039_refund_fee', refundFee],
   ['042_request_journal_owners', requestJournalOwners],
+  ['043_audit_append_function', auditAppendFunction],
+  ['048_events_numbered_after_commit', eventsNumberedAfterCommit],
+  ['053_webhook_endpoint_management', webhookEndpointManagement],
   ['060_merchant_list_index', merchantListIndex],
   ['061_payin_outbox_traceparent', payinOutboxTraceparent],
+  ['065_payouts', payouts],
+  ['066_bank_payouts', bankPayouts],
+  ['067_payout_schedules', payoutSchedules],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

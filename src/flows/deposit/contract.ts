@@ -52,7 +52,7 @@ export type DepositReason = keyof typeof DEPOSIT_REASONS;
 /**
  * The ledger idempotency key of a deposit's completion (its one ledger step, a credit or a preorder's payment): the
  * deposit reference itself, so a retried completion never credits twice. It is also the acquirer's authorization
- * key. Every other flow keys its steps `<reference>:<step>`; `ledgerKeysOf` (src/events) finds both forms.
+ * key. Every other flow keys its steps `<reference>:<step>`; the ledger's `transactionsByKey` finds both forms.
  */
 export function depositIdempotencyKey(reference: string): string {
   return reference;
@@ -188,7 +188,7 @@ export type DepositRefundStep = MoneyOutStep<DepositRefundStatus>;
 
 /**
  * The ledger idempotency key of one step of a deposit's refund: `<deposit reference>:refund:<refund reference>:<step>`,
- * under the deposit's reference so that the deposit's timeline (ledgerKeysOf) shows its refunds' holds and postings.
+ * under the deposit's reference so that the deposit's timeline (the ledger's reads by key) shows its refunds' holds and postings.
  * The `-commission` steps are a preorder refund's hold on fee_revenue (the saga's `commission` leg).
  */
 export function depositRefundIdempotencyKey(

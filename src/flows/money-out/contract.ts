@@ -83,7 +83,7 @@ export type MoneyOutLedgerStep = 'hold' | 'post' | 'void';
  * The ledger idempotency key of one step of one leg: `<prefix>:<step>` for the main leg (the amount on the source
  * account), `<prefix>:<step>-<leg>` for another (`fee`: a refund's fee share on fee_revenue; `commission`: a
  * preorder's commission). The prefix is the flow's, under its business key (docs/architecture.md "One business key":
- * `RFD-…`, `DEP…:refund:DRF…`), so `ledgerKeysOf` finds every leg.
+ * `RFD-…`, `DEP…:refund:DRF…`), so the ledger's `transactionsByKey` finds every leg.
  */
 export function moneyOutLedgerKey(prefix: string, step: MoneyOutLedgerStep, leg?: string): string {
   return leg ? `${prefix}:${step}-${leg}` : `${prefix}:${step}`;

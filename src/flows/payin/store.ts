@@ -4,7 +4,8 @@
  */
 import type { Knex } from '../../db/knex';
 import { recordEvent } from '../../events';
-import type { PayinStatus } from './contract';
+import { PAYER_ADDRESS, type PayinStatus } from './contract';
+import { parseJsonLossless } from '../../money';
 import type { OutcomePolicy } from './policy';
 
 /** A row of `payins`. Amounts in minor units of `currency`. */
@@ -344,5 +345,24 @@ export async function markNotificationHanded(database: Knex, idempotency_key: st
 export async function releaseHandoffs(database: Knex, idempotency_keys: string[]): Promise<void> {
   if (idempotency_keys.length > 0) {
     await database('upstream_notifications').whereIn('idempotency_key', idempotency_keys).whereNotNull('handoff_due_at').update({ handoff_due_at: database.fn.now() });
+  }
+}
+
+/**
+ * The payer address the upstream reported with the payin's latest applied success notification (`payer_address` of
+ * its body), when it is a TRON address; null when none was reported or nothing was paid. Read for the merchant's
+ * dashboard (the payment's summary); the settlement's own reading is ./resolution.ts's.
+ */
+export async function latestPayerAddress(conn: Knex | Knex.Transaction, invoice_reference: string): Promise<string | null> {
+  const row = (await conn('upstream_notifications')
+    .where({ invoice_reference, status: 'success', outcome: 'applied' })
+    .orderBy('id', 'desc')
+    .first('raw_body')) as { raw_body: string } | undefined;
+  if (!row) return null;
+  try {
+    const address = (parseJsonLossless(row.raw_body) as { payer_address?: unknown }).payer_address;
+    return typeof address === 'string' && PAYER_ADDRESS.test(address) ? address : null;
+  } catch {
+    return null;
   }
 }

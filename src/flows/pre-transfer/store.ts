@@ -85,8 +85,8 @@ export type PreTransferEventType = Extract<EventType, `pre_transfer.${string}`>;
  * Records a pre-transfer's event (subject: its id) for its partner and, when the receiver is a user a merchant
  * created, for that merchant too, so the merchant's stream shows money arriving for its users from Area A. The
  * merchant's copy leaves out what only the partner knows (its out_trade_no and partner_transaction_id). Called
- * inside the transaction that commits the change, as its last writes (each locks its owner's sequence: partner
- * first, then merchant, always in that order). The merchant is the row's `receiver_merchant_id` when the read that
+ * inside the transaction that commits the change, as its last writes (numbered after the commit, docs/events.md:
+ * partner's first, then merchant's). The merchant is the row's `receiver_merchant_id` when the read that
  * locked it carried it, else looked up.
  */
 export async function recordPreTransferEvents(

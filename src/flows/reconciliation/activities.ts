@@ -14,6 +14,9 @@
  *   refund_outcome_unknown                         reported: a provider decision for no refund of the platform
  *   deposit_refund_held                            a deposit's refund held with no workflow: start it (a running
  *                                                  one is reported: it waits for the acquirer or the capture)
+ *   payout_undecided                               as refund_undecided, for a payout
+ *   payout_outcome_unknown                         reported: a provider decision for no payout of the platform
+ *   payout_approval_stale                          reported: a payout awaiting approval past its timeout (held)
  *   deposit_not_credited, ledger_imbalance         reported for an operator, never repaired blindly
  *
  * A record whose workflow is still running is left to it. Repairs of one run are independent: one that fails is
@@ -44,10 +47,12 @@ import {
   notificationCandidates,
   outboxLag,
   pendingWebhooks,
+  payoutOutcomesWithoutPayout,
   refundOutcomesWithoutRefund,
+  staleApprovalPayouts,
+  undecidedPayouts,
   undecidedRefunds,
   uncreditedDeposits,
-  usedLedgerKeys,
   type NotificationCandidate,
 } from './store';
 
@@ -99,7 +104,7 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
     if (await isRunning(deps, reference)) continue;
     await act('deposit_past_expiry', reference, 'deposit pending past its lifetime with no workflow', () => repairs.expireDeposit(reference));
   }
-  for (const reference of await uncreditedDeposits(deps.database, cutoff)) {
+  for (const reference of await uncreditedDeposits(deps.database, deps.ledger, cutoff)) {
     await act('deposit_not_credited', reference, 'completed deposit without its ledger transaction');
   }
   for (const id of await pendingWebhooks(deps.database, cutoff)) {
@@ -124,6 +129,17 @@ export async function reconcile(deps: PlatformDeps, repairs: ReconciliationRepai
   }
   for (const outcome of await refundOutcomesWithoutRefund(deps.database)) {
     await act('refund_outcome_unknown', outcome.refund_reference, `provider notified ${outcome.status} for no refund`);
+  }
+  for (const payout of await undecidedPayouts(deps.database, cutoff)) {
+    const detail = `payout ${payout.status} past its decision timeout (due ${payout.decision_due_at.toISOString()})`;
+    if (await isRunning(deps, payout.payout_reference)) await act('payout_undecided', payout.payout_reference, `${detail}; its workflow waits for the provider`);
+    else await act('payout_undecided', payout.payout_reference, `${detail}; no workflow`, () => repairs.startPayout(payout.payout_reference));
+  }
+  for (const payout of await staleApprovalPayouts(deps.database, cutoff)) {
+    await act('payout_approval_stale', payout.payout_reference, `payout awaiting approval past its timeout (due ${payout.approval_due_at.toISOString()}); its holds stay`);
+  }
+  for (const outcome of await payoutOutcomesWithoutPayout(deps.database)) {
+    await act('payout_outcome_unknown', outcome.payout_reference, `provider notified ${outcome.status} for no payout`);
   }
   const ledger = await deps.ledger.check();
   for (const imbalance of ledger.imbalances) await act('ledger_imbalance', imbalance, 'ledger invariant broken');
@@ -169,7 +185,7 @@ async function reconcileNotifications(
   const additionalKeys = candidates
     .filter((candidate) => candidate.outcome === 'applied' && candidate.status === 'success')
     .map((candidate) => additionalKey(candidate));
-  const credited = await usedLedgerKeys(deps.database, additionalKeys);
+  const credited = await deps.ledger.usedKeys(additionalKeys);
   for (const candidate of candidates) {
     const payment = paymentOf(candidate);
     const detail = `${candidate.status} ${candidate.amount_units ?? ''} trx_ref ${candidate.trx_ref ?? '-'}`.trim();

@@ -33,7 +33,13 @@ export type FindingKind =
   /** A signed provider refund decision recorded for no refund of the platform. */
   | 'refund_outcome_unknown'
   /** A deposit's refund still held past the grace period (docs/refunds.md "Area C"). */
-  | 'deposit_refund_held';
+  | 'deposit_refund_held'
+  /** A payout still held or requested past its decision timeout (docs/payouts.md "Operators"). */
+  | 'payout_undecided'
+  /** A signed provider payout decision recorded for no payout of the platform. */
+  | 'payout_outcome_unknown'
+  /** A payout still awaiting approval past PAYOUT_APPROVAL_TIMEOUT_SECONDS (its run should have voided it). */
+  | 'payout_approval_stale';
 
 export interface Finding {
   kind: FindingKind;
@@ -102,6 +108,8 @@ export interface ReconciliationRepairs {
   startRefund(refund_reference: string): Promise<void>;
   /** Starts a deposit refund's workflow when it was never started (a no-op for one that exists or existed). */
   startDepositRefund(refund_reference: string): Promise<void>;
+  /** Starts a payout's workflow when it was never started (a no-op for one that exists or existed). */
+  startPayout(payout_reference: string): Promise<void>;
 }
 
 export interface ReconciliationWorkflowInput {

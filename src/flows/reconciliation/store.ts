@@ -1,8 +1,10 @@
 /**
  * The reconciliation's SQL: read-only queries over the other flows' tables, each bounded by FINDINGS_LIMIT and by
- * a cutoff (now − grace) so that work still in flight is not mistaken for an inconsistency.
+ * a cutoff (now − grace) so that work still in flight is not mistaken for an inconsistency. What the ledger recorded
+ * is read through the ledger's reads (LedgerKeyReads), never its tables.
  */
 import type { Knex } from '../../db/knex';
+import type { Ledger } from '../../ledger/types';
 import { FINDINGS_LIMIT } from './contract';
 
 export interface NotificationCandidate {
@@ -57,13 +59,6 @@ export function notificationCandidates(database: Knex, cutoff: Date): Promise<No
     );
 }
 
-/** The ledger idempotency keys among `keys` that some ledger write used. */
-export async function usedLedgerKeys(database: Knex, keys: string[]): Promise<Set<string>> {
-  if (keys.length === 0) return new Set();
-  const rows = (await database('ledger_idempotency_keys').whereIn('idempotency_key', keys).select('idempotency_key')) as Array<{ idempotency_key: string }>;
-  return new Set(rows.map((row) => row.idempotency_key));
-}
-
 /** Pre-transfers still pending (their hold open) past expiry. */
 export async function holdsPastExpiry(database: Knex, cutoff: Date): Promise<string[]> {
   const rows = (await database('pre_transfers').where({ state: 'pending' }).where('expires_at', '<', cutoff).orderBy('expires_at').limit(FINDINGS_LIMIT).select('id')) as Array<{ id: string }>;
@@ -79,17 +74,33 @@ export async function depositsPastExpiry(database: Knex, cutoff: Date): Promise<
 /** How far back completed deposits are checked against the ledger on every run. */
 const COMPLETED_DEPOSITS_WINDOW_SECONDS = 2 * 86_400;
 
-/** Deposits completed in the recent window (before the cutoff) whose ledger transaction does not exist. */
-export async function uncreditedDeposits(database: Knex, cutoff: Date): Promise<string[]> {
+/**
+ * Deposits completed in the recent window (before the cutoff) whose ledger transaction does not exist, as the ledger
+ * reads it (`missingTransactions`): at most FINDINGS_LIMIT, the oldest first.
+ */
+export async function uncreditedDeposits(database: Knex, ledger: Pick<Ledger, 'missingTransactions'>, cutoff: Date): Promise<string[]> {
   const since = new Date(cutoff.getTime() - COMPLETED_DEPOSITS_WINDOW_SECONDS * 1000);
-  const rows = (await database('deposits as d')
-    .where({ 'd.state': 'completed' })
-    .whereBetween('d.finished_at', [since, cutoff])
-    .whereNotExists((query) => query.select(database.raw('1')).from('ledger_transactions as t').whereRaw('t.id = d.ledger_transaction_id::uuid'))
-    .limit(FINDINGS_LIMIT)
-    .select('d.reference')) as Array<{ reference: string }>;
-  return rows.map((row) => row.reference);
+  const found: string[] = [];
+  // A page of the window's deposits at a time, each page's transactions asked of the ledger in one read.
+  let after: { finished_at: Date; reference: string } | undefined;
+  while (found.length < FINDINGS_LIMIT) {
+    const query = database('deposits').where({ state: 'completed' }).whereBetween('finished_at', [since, cutoff]);
+    if (after) query.whereRaw('(finished_at, reference) > (?, ?)', [after.finished_at, after.reference]);
+    const page = (await query.orderBy([{ column: 'finished_at' }, { column: 'reference' }]).limit(DEPOSIT_PAGE).select('reference', 'finished_at', 'ledger_transaction_id')) as Array<{
+      reference: string;
+      finished_at: Date;
+      ledger_transaction_id: string | null;
+    }>;
+    const missing = await ledger.missingTransactions(page.map((row) => row.ledger_transaction_id ?? ''));
+    found.push(...page.filter((row) => missing.has(row.ledger_transaction_id ?? '')).map((row) => row.reference));
+    if (page.length < DEPOSIT_PAGE) break;
+    after = page.at(-1);
+  }
+  return found.slice(0, FINDINGS_LIMIT);
 }
+
+/** Completed deposits read per page by `uncreditedDeposits`. */
+const DEPOSIT_PAGE = 1000;
 
 /** Webhook events still pending, created before the cutoff. */
 export async function pendingWebhooks(database: Knex, cutoff: Date): Promise<string[]> {
@@ -111,6 +122,31 @@ export async function undecidedRefunds(database: Knex, cutoff: Date): Promise<Ar
     .orderBy('decision_due_at')
     .limit(FINDINGS_LIMIT)
     .select('refund_reference', 'status', 'decision_due_at');
+}
+
+/** Payouts still undecided (held or requested) whose decision was due before `cutoff`, oldest first. */
+export async function undecidedPayouts(database: Knex, cutoff: Date): Promise<Array<{ payout_reference: string; status: string; decision_due_at: Date }>> {
+  return database('payouts')
+    .whereIn('status', ['held', 'requested'])
+    .where('decision_due_at', '<', cutoff)
+    .orderBy('decision_due_at')
+    .limit(FINDINGS_LIMIT)
+    .select('payout_reference', 'status', 'decision_due_at');
+}
+
+/** Payouts still awaiting approval whose approval was due before `cutoff`, oldest first. */
+export async function staleApprovalPayouts(database: Knex, cutoff: Date): Promise<Array<{ payout_reference: string; approval_due_at: Date }>> {
+  return database('payouts').where({ status: 'awaiting_approval' }).where('approval_due_at', '<', cutoff).orderBy('approval_due_at').limit(FINDINGS_LIMIT).select('payout_reference', 'approval_due_at');
+}
+
+/** Signed provider payout decisions recorded for a payout_reference no payout has. */
+export async function payoutOutcomesWithoutPayout(database: Knex): Promise<Array<{ payout_reference: string; status: string }>> {
+  return database('payout_notifications as n')
+    .leftJoin('payouts as p', 'p.payout_reference', 'n.payout_reference')
+    .whereNull('p.payout_reference')
+    .orderBy('n.id')
+    .limit(FINDINGS_LIMIT)
+    .select('n.payout_reference', 'n.status');
 }
 
 /** Deposit refunds still held, recorded before `cutoff` (their workflow decides within seconds when it runs). */

@@ -121,7 +121,7 @@ function decisionEvent(status: 'succeeded' | 'failed'): Exclude<RefundEvent, 're
  * the upstream's refund request, and the decision's record, event and webhook.
  * @param provider the upstream provider (undefined: none configured; requests are retried until one is)
  */
-export function refundPort(deps: PlatformDeps, provider: PlatformDeps['upstream']): MoneyOutPort<RefundRow, RefundStatus> {
+export function refundPort(deps: PlatformDeps, provider: Pick<NonNullable<PlatformDeps['upstream']>, 'refund'> | undefined): MoneyOutPort<RefundRow, RefundStatus> {
   const stageOf = (refund: RefundRow) => (refund.status === 'pending' ? 'requested' : refund.status);
   return {
     notFound: (reference) => reasonFailure(REFUND_REASONS, 'REFUND_NOT_FOUND', `refund ${reference} not found`),

@@ -28,7 +28,7 @@ export function policyRefundsConfigured(deps: Pick<PlatformDeps, 'upstream'>): b
 export async function holdPolicyRefund(deps: Pick<PlatformDeps, 'ledger' | 'config'>, trx: Knex.Transaction, refund: RefundFields): Promise<boolean> {
   if (await findRefund(trx, refund.refund_reference)) return false;
   // The settlement holds the payin's lock: the basis includes this payment (credited in `trx`) and every refund.
-  const fee_units = feeShareOf(await refundBasis(trx, refund.invoice_reference), refund.refund_fee, refund.amount_units);
+  const fee_units = feeShareOf(await refundBasis(deps.ledger, trx, refund.invoice_reference), refund.refund_fee, refund.amount_units);
   const row = {
     ...refund,
     fee_units,

@@ -145,7 +145,7 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string }).code 
 /**
  * Records a refund, holds it and announces it, in one transaction. Every payment of the merchant waits on its
  * wallet's lock, which the hold takes until the commit: so the refund's row is written first, naming the hold's id
- * chosen beforehand, and only the event (the transaction's last write: it locks the merchant's sequence) follows the
+ * chosen beforehand, and only the event (the transaction's last write) follows the
  * hold. @returns the refund as recorded
  */
 async function recordRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key: string | null, fingerprint: string): Promise<RefundRow> {
@@ -156,7 +156,7 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
     if (payin.status !== 'success') throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_SETTLED', 'the payin is not settled');
     // The setting in force now is the refund's for good (stored on its row).
     const refund_fee = await merchantRefundFee(trx, merchant_id);
-    const basis = await refundBasis(trx, payin.invoice_reference);
+    const basis = await refundBasis(deps.ledger, trx, payin.invoice_reference);
     const refundable = refundableOf(basis, refund_fee);
     const amount_units = request.amount_units ?? refundable;
     if (amount_units <= 0n || amount_units > refundable) {
@@ -304,7 +304,7 @@ export function createRefundService(deps: PlatformDeps): ServiceImpl<typeof Refu
       if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
       const refunds = await listRefunds(deps.database, { merchant_id: merchant.id, invoice_reference: payin.invoice_reference, limit: LIST_MAX });
       // Under the merchant's setting now: what a refund asked now could take.
-      const refundable = refundableOf(await refundBasis(deps.database, payin.invoice_reference), await merchantRefundFee(deps.database, merchant.id));
+      const refundable = refundableOf(await refundBasis(deps.ledger, deps.database, payin.invoice_reference), await merchantRefundFee(deps.database, merchant.id));
       return { refunds: refunds.map((row) => refundMessage(row)), refundableUnits: refundable > 0n ? refundable : 0n };
     },
 

@@ -1,8 +1,10 @@
 /**
  * The refund flow's SQL: `refunds` and `refund_notifications` (migration 035), and the reads of a payin a refund
- * needs (`payins`, the ledger transactions its payments were credited by). One copy of each query and lock.
+ * needs (`payins`; the ledger transactions its payments were credited by, through the ledger's reads). One copy of
+ * each query and lock.
  */
 import type { Knex } from '../../db/knex';
+import type { Ledger } from '../../ledger/types';
 import type { RefundFeeSetting, RefundFields, RefundStatus } from './contract';
 
 type Conn = Knex | Knex.Transaction;
@@ -98,18 +100,6 @@ export async function lockMerchantPayin(
   >;
 }
 
-/** The SQL of what a payin's payments paid and the fees taken from them (`<ref>:settle`, `<ref>:additional:…`). */
-function paymentsQuery(invoice_reference: string): { sql: string; bindings: string[] } {
-  const escaped = invoice_reference.replace(/[\\%_]/g, (character) => `\\${character}`);
-  return {
-    sql: `SELECT coalesce(sum((metadata->>'paid_units')::numeric), 0) AS paid,
-                 coalesce(sum(coalesce((metadata->>'fee_units')::numeric, 0)), 0) AS fee
-            FROM ledger_transactions
-           WHERE idempotency_key = ? OR idempotency_key LIKE ? ESCAPE '\\'`,
-    bindings: [`${invoice_reference}:settle`, `${escaped}:additional:%`],
-  };
-}
-
 /** The statuses of refunds that count against what their payin credited: succeeded, or held (held and pending). */
 const COMMITTED_STATUSES = ['held', 'pending', 'succeeded'] as const;
 
@@ -126,22 +116,28 @@ export interface RefundBasis {
   returned_fee: bigint;
 }
 
-/** The payin's RefundBasis in one statement (a refund's request reads it under the payin's lock). */
-export async function refundBasis(conn: Conn, invoice_reference: string): Promise<RefundBasis> {
-  const payments = paymentsQuery(invoice_reference);
+/**
+ * The payin's RefundBasis (a refund's request reads it under the payin's lock): what its payments paid and the fees
+ * taken from them, from the metadata of its ledger transactions (`paid_units`, `fee_units`), read through the ledger;
+ * its refunds from `refunds`. Read in `conn`'s transaction when it is one.
+ */
+export async function refundBasis(ledger: Pick<Ledger, 'transactionsByKey'>, conn: Conn, invoice_reference: string): Promise<RefundBasis> {
+  const trx = conn.isTransaction ? (conn as Knex.Transaction) : undefined;
+  const payments = await ledger.transactionsByKey({ keys: [`${invoice_reference}:settle`], prefixes: [`${invoice_reference}:additional:`] }, {}, trx);
+  const metadataUnits = (value: unknown) => (typeof value === 'string' || typeof value === 'number' ? BigInt(value) : 0n);
+  const paid = payments.reduce((sum, payment) => sum + metadataUnits(payment.metadata.paid_units), 0n);
+  const fee = payments.reduce((sum, payment) => sum + metadataUnits(payment.metadata.fee_units), 0n);
   const result = await conn.raw(
-    `SELECT p.paid::text AS paid, p.fee::text AS fee,
-            coalesce(sum(r.amount_units), 0)::text AS committed,
-            coalesce(sum(r.amount_units) FILTER (WHERE r.refund_fee = 'returned'), 0)::text AS returned_amount,
-            coalesce(sum(r.fee_units), 0)::text AS returned_fee
-       FROM (${payments.sql}) p
-       LEFT JOIN refunds r ON r.invoice_reference = ? AND r.status = ANY(?::text[])
-      GROUP BY p.paid, p.fee`,
-    [...payments.bindings, invoice_reference, [...COMMITTED_STATUSES]],
+    `SELECT coalesce(sum(amount_units), 0)::text AS committed,
+            coalesce(sum(amount_units) FILTER (WHERE refund_fee = 'returned'), 0)::text AS returned_amount,
+            coalesce(sum(fee_units), 0)::text AS returned_fee
+       FROM refunds
+      WHERE invoice_reference = ? AND status = ANY(?::text[])`,
+    [invoice_reference, [...COMMITTED_STATUSES]],
   );
-  const row = (result.rows as Array<Record<keyof RefundBasis, string>>)[0];
-  const value = (key: keyof RefundBasis) => BigInt(row?.[key] ?? '0');
-  return { paid: value('paid'), fee: value('fee'), committed: value('committed'), returned_amount: value('returned_amount'), returned_fee: value('returned_fee') };
+  const row = (result.rows as Array<Record<'committed' | 'returned_amount' | 'returned_fee', string>>)[0];
+  const value = (key: 'committed' | 'returned_amount' | 'returned_fee') => BigInt(row?.[key] ?? '0');
+  return { paid, fee, committed: value('committed'), returned_amount: value('returned_amount'), returned_fee: value('returned_fee') };
 }
 
 /**

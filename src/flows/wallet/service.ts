@@ -20,7 +20,7 @@
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DomainError, invalidFields, reasonError } from '../../errors';
-import { journaled, recordEvent, recordEventOnce } from '../../events';
+import { eventRowOf, eventWriteCtes, journaled, numberAfterCommit, recordEvent, type RequestJournal } from '../../events';
 import { problem } from '../../field-problems';
 import {
   BlockMoneyResponseSchema,
@@ -37,8 +37,9 @@ import {
   type UpdateUserRequest,
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
-import { answerIdempotently, movementRequest, newReference, referenceFromKey } from '../../idempotency';
-import type { PlatformPosting, Posting } from '../../ledger/types';
+import { randomUUID } from 'node:crypto';
+import { answerIdempotently, movementRequest, newReference, referenceFromKey, type IdempotencyCompletion } from '../../idempotency';
+import type { LedgerAlso, PlatformPosting, Posting } from '../../ledger/types';
 import { isAreaCCurrency, type Currency } from '../../money';
 import {
   createUser,
@@ -196,7 +197,9 @@ function mapLedgerError(error: unknown): never {
 
 /**
  * transfer: `from` pays `amount_units` to `to` and `fees_amount_units` (may be 0) to the platform, one ledger
- * transaction. @returns the reference. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
+ * transaction. Its event, and with `tail` the request's stored answer and its journal row, are written in the ledger
+ * write's own statement (LedgerAlso): the transfer's database work is BEGIN, the account locks, one write, COMMIT.
+ * @returns the reference. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
  */
 async function transfer(
   deps: PlatformDeps,
@@ -211,6 +214,7 @@ async function transfer(
     /** The movement's public reference when the request's idempotency key fixed it; else a new one. */
     reference?: string;
   },
+  tail: { completion?: IdempotencyCompletion<{ reference: string }>; journal?: RequestJournal } = {},
 ): Promise<string> {
   const [from, to] = await transferParties(parties, input.merchantId, input.fromUserId, input.toUserId);
   checkWalletCurrency(from, input.currency, 'from_user_id');
@@ -221,12 +225,37 @@ async function transfer(
     { account_id: to.wallet_account_id, amount_units: input.amountUnits },
   ];
   if (input.feesAmountUnits > 0n) postings.push({ platform: 'fee_revenue', currency: input.currency, amount_units: input.feesAmountUnits });
-  // The posting and its event commit together. A re-run of the same request (same reference) replays the posting
-  // under its key, which serializes the runs, and finds its event written.
+  // The posting, its event, the stored answer and the journal row commit together. A re-run of the same request
+  // (same reference) waits for the first on the accounts' locks, replays the posting under its key and finds its
+  // event written (the event is written once: NOT EXISTS, read after those locks).
+  const owner = { type: 'merchant' as const, id: input.merchantId };
+  const event = eventRowOf({
+    owner,
+    subject: reference,
+    type: 'wallet_transfer.completed',
+    data: {
+      reference,
+      from_user_id: from.id,
+      to_user_id: to.id,
+      amount_units: input.amountUnits.toString(),
+      fee_units: input.feesAmountUnits.toString(),
+      currency: input.currency,
+    },
+  });
   await deps.database.transaction(async (trx) => {
-    let posted;
+    const also: LedgerAlso = { transaction_id: randomUUID(), parts: [], written: false };
+    also.parts.push(
+      eventWriteCtes(
+        { ...event, ledger_transaction_id: also.transaction_id },
+        { sql: 'NOT EXISTS (SELECT 1 FROM events WHERE owner_type = ? AND owner_id = ? AND subject = ? AND type = ?)', bindings: [owner.type, owner.id, reference, event.type] },
+      ),
+    );
+    const answered = tail.completion?.part({ reference });
+    if (answered) also.parts.push(answered);
+    const journaledRow = tail.journal?.part?.(reference);
+    if (journaledRow) also.parts.push(journaledRow);
     try {
-      posted = await deps.ledger.transfer(
+      await deps.ledger.transfer(
         {
           idempotency_key: walletMovementIdempotencyKey('transfer', reference),
           description: `wallet transfer ${reference}`,
@@ -235,24 +264,16 @@ async function transfer(
         },
         trx,
         'direct',
+        also,
       );
     } catch (error) {
       mapLedgerError(error);
     }
-    await recordEventOnce(trx, {
-      owner: { type: 'merchant', id: input.merchantId },
-      subject: reference,
-      type: 'wallet_transfer.completed',
-      data: {
-        reference,
-        from_user_id: from.id,
-        to_user_id: to.id,
-        amount_units: input.amountUnits.toString(),
-        fee_units: input.feesAmountUnits.toString(),
-        currency: input.currency,
-      },
-      ledger_transaction_id: posted.id,
-    });
+    // Answered from its key (a re-run): the rows are written here, the event still only once.
+    if (!also.written) {
+      await trx.raw(`WITH ${also.parts.map((part) => part.sql).join(', ')} SELECT 1`, also.parts.flatMap((part) => part.bindings) as never[]);
+    }
+    numberAfterCommit(trx, owner);
   });
   return reference;
 }
@@ -276,16 +297,17 @@ async function transferIdempotently(deps: PlatformDeps, parties: TransferPartyLo
   if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [problem('same_user')] });
   const amountUnits = positive(request.amountUnits, 'amount');
   const { fromUserId, toUserId, feesAmountUnits } = request;
-  const move = (reference?: string) => transfer(deps, parties, { merchantId: act.merchantId, fromUserId, toUserId, amountUnits, currency, feesAmountUnits, reference });
+  const move = (reference: string | undefined, tail: Parameters<typeof transfer>[3]) =>
+    transfer(deps, parties, { merchantId: act.merchantId, fromUserId, toUserId, amountUnits, currency, feesAmountUnits, reference }, tail);
   return journaled(
     deps,
     { owner_kind: 'merchant', owner_id: act.merchantId, action: 'area-c.transfer', idempotency_key: request.idempotencyKey, client_address: clientAddressOf(context) },
-    () =>
+    (journal) =>
       answerIdempotently(
         deps.idempotency,
         movementRequest(act, request.idempotencyKey, 'area-c.transfer', [fromUserId, toUserId, amountUnits, currency, feesAmountUnits, request.feesCurrency]),
         TransferResponseSchema,
-        async (ownKey) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey)) }),
+        async (ownKey, completion) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey), { completion, journal }) }),
       ),
     (answer) => answer.reference,
   );

@@ -845,7 +845,7 @@ export type ReconcileFinding = Message<"payments.admin.v1.ReconcileFinding"> & {
   /**
    * notification_not_credited, close_not_applied, notification_undecided, hold_past_expiry, deposit_past_expiry,
    * deposit_not_credited, webhook_stalled, outbox_lag, ledger_imbalance, refund_undecided, refund_outcome_unknown,
-   * deposit_refund_held.
+   * deposit_refund_held, payout_undecided, payout_outcome_unknown, payout_approval_stale.
    *
    * @generated from field: string kind = 1;
    */

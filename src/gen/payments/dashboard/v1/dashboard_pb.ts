@@ -5,13 +5,728 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb";
+import type { SourceStatus, TimelineEntry } from "../../timeline/v1/timeline_pb";
+import { file_payments_timeline_v1_timeline } from "../../timeline/v1/timeline_pb";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file payments/dashboard/v1/dashboard.proto.
  */
 export const file_payments_dashboard_v1_dashboard: GenFile = /*@__PURE__*/
-  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEiSAoNU2lnbkluUmVxdWVzdBIbCgl1c2VyX25hbWUYASABKAlCCLpIBXIDGIACEhoKCHBhc3N3b3JkGAIgASgJQgi6SAVyAxiAAiJ0Cg5TaWduSW5SZXNwb25zZRIVCg1zZXNzaW9uX3Rva2VuGAEgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgCIAEoAxIvCgdzZXNzaW9uGAMgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iXQoHU2Vzc2lvbhITCgttZXJjaGFudF9pZBgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhIKCmNzcmZfdG9rZW4YAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCSJPCg5TaWduT3V0UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIRCg9TaWduT3V0UmVzcG9uc2UiNAoRR2V0U2Vzc2lvblJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2Vzc2lvbiI1ChJHZXRCYWxhbmNlc1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIicAoGV2FsbGV0EhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSFwoPYXZhaWxhYmxlX3VuaXRzGAQgASgDEhIKCmhlbGRfdW5pdHMYBSABKAMiRQoTR2V0QmFsYW5jZXNSZXNwb25zZRIuCgd3YWxsZXRzGAEgAygLMh0ucGF5bWVudHMuZGFzaGJvYXJkLnYxLldhbGxldCJ7ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCXBhZ2Vfc2l6ZRgCIAEoBUIJukgGGgQYZCgAEhwKCnBhZ2VfdG9rZW4YAyABKAlCCLpIBXIDGIABIm8KDldlYmhvb2tBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAkipQIKD1dlYmhvb2tEZWxpdmVyeRISCgp3ZWJob29rX2lkGAEgASgJEhkKEXN1YmplY3RfcmVmZXJlbmNlGAIgASgJEg0KBWV2ZW50GAMgASgJEg4KBnN0YXR1cxgEIAEoCRIUCgxjYWxsYmFja191cmwYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIUCgxkZWxpdmVyZWRfYXQYByABKAkSNwoIYXR0ZW1wdHMYCCADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuV2ViaG9va0F0dGVtcHQSFQoNbmV4dF9yZXRyeV9hdBgJIAEoCRI0CgpuZXh0X3JldHJ5GAogASgOMiAucGF5bWVudHMuZGFzaGJvYXJkLnYxLk5leHRSZXRyeSJ0Ch1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRI6CgpkZWxpdmVyaWVzGAEgAygLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidgoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISHAoKd2ViaG9va19pZBgDIAEoCUIIukgFcgMYgAEiVAoYUmVkZWxpdmVyV2ViaG9va1Jlc3BvbnNlEjgKCGRlbGl2ZXJ5GAEgASgLMiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLldlYmhvb2tEZWxpdmVyeSI8ChlHZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIowBChpHZXRXZWJob29rRW5kcG9pbnRSZXNwb25zZRIUCgxjYWxsYmFja191cmwYASABKAkSGAoQc2lnbmF0dXJlX2hlYWRlchgCIAEoCRIPCgdoZWFkZXJzGAMgAygJEhMKC3NlY3JldF9uYW1lGAQgASgJEhgKEHNlY3JldF9pc3N1ZWRfYXQYBSABKAkilAIKE0xpc3RQYXltZW50c1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISFgoEa2luZBgCIAEoCUIIukgFcgMYgAISGAoGc3RhdHVzGAMgASgJQgi6SAVyAxiAAhIbCglyZWZlcmVuY2UYBCABKAlCCLpIBXIDGIACEh4KDGNyZWF0ZWRfZnJvbRgFIAEoCUIIukgFcgMYgAISHAoKY3JlYXRlZF90bxgGIAEoCUIIukgFcgMYgAISGAoGYmVmb3JlGAcgASgJQgi6SAVyAxiAAhIXCgVhZnRlchgIIAEoCUIIukgFcgMYgAISHAoJcGFnZV9zaXplGAkgASgFQgm6SAYaBBhkKAAisAEKDlBheW1lbnRTdW1tYXJ5EhEKCXJlZmVyZW5jZRgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxhbW91bnRfdW5pdHMYBCABKAMSEAoIY3VycmVuY3kYBSABKAkSEAoIZGVjaW1hbHMYBiABKAUSEgoKY3JlYXRlZF9hdBgHIAEoCRISCgp1cGRhdGVkX2F0GAggASgJEgsKA3NlcRgJIAEoAyKaAQoUTGlzdFBheW1lbnRzUmVzcG9uc2USNwoIcGF5bWVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuUGF5bWVudFN1bW1hcnkSEwoLbmV4dF9iZWZvcmUYAiABKAMSEwoLbmV3ZXJfYWZ0ZXIYAyABKAMSDQoFa2luZHMYBCADKAkSEAoIc3RhdHVzZXMYBSADKAkingEKEUxpc3RFdmVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBHR5cGUYAiABKAlCCLpIBXIDGIACEhkKB3N1YmplY3QYAyABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAQgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYBSABKAVCCbpIBhoEGGQoACJjCg5EYXNoYm9hcmRFdmVudBILCgNzZXEYASABKAMSDAoEdHlwZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJIoABChJMaXN0RXZlbnRzUmVzcG9uc2USNQoGZXZlbnRzGAEgAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkRhc2hib2FyZEV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhIKCm5leHRfYWZ0ZXIYAyABKAMSDQoFdHlwZXMYBCADKAkiqQEKDU91dGNvbWVQb2xpY3kSEQoJdW5kZXJwYWlkGAEgASgJEhAKCG92ZXJwYWlkGAIgASgJEgwKBGxhdGUYAyABKAkSGQoRdG9sZXJhbmNlX3BlcmNlbnQYBCABKAkSDgoGc3RvcmVkGAUgASgIEhIKCnVwZGF0ZWRfYXQYBiABKAkSEgoKdXBkYXRlZF9ieRgHIAEoCRISCgpyZWZ1bmRfZmVlGAggASgJIjoKF0dldE91dGNvbWVQb2xpY3lSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIlAKGEdldE91dGNvbWVQb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5wYXltZW50cy5kYXNoYm9hcmQudjEuT3V0Y29tZVBvbGljeSLnAQoXU2V0T3V0Y29tZVBvbGljeVJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISGgoJdW5kZXJwYWlkGAMgASgJQge6SARyAhggEhkKCG92ZXJwYWlkGAQgASgJQge6SARyAhggEhUKBGxhdGUYBSABKAlCB7pIBHICGCASIgoRdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlCB7pIBHICGBASGwoKcmVmdW5kX2ZlZRgHIAEoCUIHukgEcgIYICJQChhTZXRPdXRjb21lUG9saWN5UmVzcG9uc2USNAoGcG9saWN5GAEgASgLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLk91dGNvbWVQb2xpY3kqqAEKCU5leHRSZXRyeRIaChZORVhUX1JFVFJZX1VOU1BFQ0lGSUVEEAASEwoPTkVYVF9SRVRSWV9OT05FEAESGAoUTkVYVF9SRVRSWV9TQ0hFRFVMRUQQAhIaChZORVhUX1JFVFJZX0lOX1BST0dSRVNTEAMSHAoYTkVYVF9SRVRSWV9OT1RfU0NIRURVTEVEEAQSFgoSTkVYVF9SRVRSWV9VTktOT1dOEAUyzQkKEERhc2hib2FyZFNlcnZpY2USVwoGU2lnbkluEiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25JblJlcXVlc3QaJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVzcG9uc2UiABJaCgdTaWduT3V0EiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXF1ZXN0GiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXNwb25zZSIAEmMKCkdldFNlc3Npb24SKC5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlc3BvbnNlIgASZgoLR2V0QmFsYW5jZXMSKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldEJhbGFuY2VzUmVzcG9uc2UiABKEAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjMucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaNC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiABJ1ChBSZWRlbGl2ZXJXZWJob29rEi4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZSIAEnsKEkdldFdlYmhvb2tFbmRwb2ludBIwLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjEucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIgASaQoMTGlzdFBheW1lbnRzEioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaKy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiABJjCgpMaXN0RXZlbnRzEigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXNwb25zZSIAEnUKEEdldE91dGNvbWVQb2xpY3kSLi5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlcXVlc3QaLy5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlc3BvbnNlIgASdQoQU2V0T3V0Y29tZVBvbGljeRIuLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVxdWVzdBovLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVzcG9uc2UiAGIGcHJvdG8z", [file_buf_validate_validate]);
+  fileDesc("CiVwYXltZW50cy9kYXNoYm9hcmQvdjEvZGFzaGJvYXJkLnByb3RvEhVwYXltZW50cy5kYXNoYm9hcmQudjEiWwoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAIiUgobUm90YXRlV2ViaG9va1NlY3JldFJlc3BvbnNlEg4KBnNlY3JldBgBIAEoCRIjChtwcmV2aW91c19zZWNyZXRfdmFsaWRfdW50aWwYAiABKAkifQocVXBkYXRlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAhIeCgxjYWxsYmFja191cmwYAyABKAlCCLpIBXIDGIAQIl0KDFRlc3REZWxpdmVyeRITCgtzdGF0dXNfY29kZRgBIAEoBRIVCg1yZXNwb25zZV9ib2R5GAIgASgJEg0KBWVycm9yGAMgASgJEhIKCndlYmhvb2tfaWQYBCABKAkiaAodVXBkYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2USFAoMY2FsbGJhY2tfdXJsGAEgASgJEjEKBHRlc3QYAiABKAsyIy5wYXltZW50cy5kYXNoYm9hcmQudjEuVGVzdERlbGl2ZXJ5IlcKFlNlbmRUZXN0V2ViaG9va1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAIiTAoXU2VuZFRlc3RXZWJob29rUmVzcG9uc2USMQoEdGVzdBgBIAEoCzIjLnBheW1lbnRzLmRhc2hib2FyZC52MS5UZXN0RGVsaXZlcnkiXQocRW5hYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIfCh1FbmFibGVXZWJob29rRW5kcG9pbnRSZXNwb25zZSKUAQoeTGlzdEJhbGFuY2VUcmFuc2FjdGlvbnNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhkKCGN1cnJlbmN5GAIgASgJQge6SARyAhgQEhcKBmJlZm9yZRgDIAEoCUIHukgEcgIYQBIdCglwYWdlX3NpemUYBCABKAVCCrpIBxoFGPQDKAAirwEKEkJhbGFuY2VUcmFuc2FjdGlvbhIWCg50cmFuc2FjdGlvbl9pZBgBIAEoCRIKCgJhdBgCIAEoCRIUCgxhbW91bnRfdW5pdHMYAyABKAMSGwoTYmFsYW5jZV9hZnRlcl91bml0cxgEIAEoAxITCgtkZXNjcmlwdGlvbhgFIAEoCRIZChFwYXltZW50X3JlZmVyZW5jZRgGIAEoCRISCgpsZWRnZXJfa2V5GAcgASgJIpsBCh9MaXN0QmFsYW5jZVRyYW5zYWN0aW9uc1Jlc3BvbnNlEhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEj8KDHRyYW5zYWN0aW9ucxgDIAMoCzIpLnBheW1lbnRzLmRhc2hib2FyZC52MS5CYWxhbmNlVHJhbnNhY3Rpb24SEwoLbmV4dF9iZWZvcmUYBCABKAkiUQoRR2V0UGF5bWVudFJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISGwoJcmVmZXJlbmNlGAIgASgJQgi6SAVyAxiAASKHAQoNUGF5bWVudFJlZnVuZBIYChByZWZ1bmRfcmVmZXJlbmNlGAEgASgJEhQKDGFtb3VudF91bml0cxgCIAEoAxIOCgZzdGF0dXMYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCRISCgpkZWNpZGVkX2F0GAUgASgJEg4KBnJlYXNvbhgGIAEoCSL0AgoOUGF5bWVudERldGFpbHMSEQoJcmVmZXJlbmNlGAEgASgJEgwKBGtpbmQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCGN1cnJlbmN5GAQgASgJEhAKCGRlY2ltYWxzGAUgASgFEhQKDGFtb3VudF91bml0cxgGIAEoAxIRCglmZWVfdW5pdHMYByABKAMSEQoJbmV0X3VuaXRzGAggASgDEhkKEXBhaWRfYW1vdW50X3VuaXRzGAkgASgDEhAKCGhhc19wYWlkGAogASgIEhUKDXBheWVyX2FkZHJlc3MYCyABKAkSFAoMb3V0X3RyYWRlX25vGAwgASgJEhIKCmNyZWF0ZWRfYXQYDSABKAkSEgoKc2V0dGxlZF9hdBgOIAEoCRI1CgdyZWZ1bmRzGA8gAygLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnRSZWZ1bmQSGAoQcmVmdW5kYWJsZV91bml0cxgQIAEoAyJWCgtQYXltZW50U3RlcBIMCgRzdGVwGAEgASgJEg0KBXRpdGxlGAIgASgJEgoKAmF0GAMgASgJEg8KB291dGNvbWUYBCABKAkSDQoFc3RhdGUYBSABKAki/wEKEkdldFBheW1lbnRSZXNwb25zZRI2CgdwYXltZW50GAEgASgLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnREZXRhaWxzEjEKBXN0ZXBzGAIgAygLMiIucGF5bWVudHMuZGFzaGJvYXJkLnYxLlBheW1lbnRTdGVwEjYKCXRlY2huaWNhbBgDIAMoCzIjLnBheW1lbnRzLnRpbWVsaW5lLnYxLlRpbWVsaW5lRW50cnkSMwoHc291cmNlcxgEIAMoCzIiLnBheW1lbnRzLnRpbWVsaW5lLnYxLlNvdXJjZVN0YXR1cxIRCgl0cnVuY2F0ZWQYBSADKAkiyAEKFFJlZnVuZFBheW1lbnRSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCmNzcmZfdG9rZW4YAiABKAlCCLpIBXIDGIACEhsKCXJlZmVyZW5jZRgDIAEoCUIIukgFcgMYgAESFwoGYW1vdW50GAQgASgJQge6SARyAhhAEhgKBnJlYXNvbhgFIAEoCUIIukgFcgMYgAgSIQoPaWRlbXBvdGVuY3lfa2V5GAYgASgJQgi6SAVyAxiAASJBChVSZWZ1bmRQYXltZW50UmVzcG9uc2USGAoQcmVmdW5kX3JlZmVyZW5jZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkiSAoNU2lnbkluUmVxdWVzdBIbCgl1c2VyX25hbWUYASABKAlCCLpIBXIDGIACEhoKCHBhc3N3b3JkGAIgASgJQgi6SAVyAxiAAiJ0Cg5TaWduSW5SZXNwb25zZRIVCg1zZXNzaW9uX3Rva2VuGAEgASgJEhoKEmV4cGlyZXNfaW5fc2Vjb25kcxgCIAEoAxIvCgdzZXNzaW9uGAMgASgLMh4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNlc3Npb24iXQoHU2Vzc2lvbhITCgttZXJjaGFudF9pZBgBIAEoCRIVCg1tZXJjaGFudF9uYW1lGAIgASgJEhIKCmNzcmZfdG9rZW4YAyABKAkSEgoKZXhwaXJlc19hdBgEIAEoCSJPCg5TaWduT3V0UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCgpjc3JmX3Rva2VuGAIgASgJQgi6SAVyAxiAAiIRCg9TaWduT3V0UmVzcG9uc2UiNAoRR2V0U2Vzc2lvblJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIiRQoSR2V0U2Vzc2lvblJlc3BvbnNlEi8KB3Nlc3Npb24YASABKAsyHi5wYXltZW50cy5kYXNoYm9hcmQudjEuU2Vzc2lvbiI1ChJHZXRCYWxhbmNlc1JlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAIicAoGV2FsbGV0EhAKCGN1cnJlbmN5GAEgASgJEhAKCGRlY2ltYWxzGAIgASgFEhUKDWJhbGFuY2VfdW5pdHMYAyABKAMSFwoPYXZhaWxhYmxlX3VuaXRzGAQgASgDEhIKCmhlbGRfdW5pdHMYBSABKAMiRQoTR2V0QmFsYW5jZXNSZXNwb25zZRIuCgd3YWxsZXRzGAEgAygLMh0ucGF5bWVudHMuZGFzaGJvYXJkLnYxLldhbGxldCKUAQocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYAiABKAVCCbpIBhoEGGQoABIcCgpwYWdlX3Rva2VuGAMgASgJQgi6SAVyAxiAARIXCgZzdGF0dXMYBCABKAlCB7pIBHICGCAihgEKDldlYmhvb2tBdHRlbXB0Eg8KB2F0dGVtcHQYASABKAUSFAoMYXR0ZW1wdGVkX2F0GAIgASgJEhMKC3N0YXR1c19jb2RlGAMgASgFEhIKCmxhdGVuY3lfbXMYBCABKAUSDQoFZXJyb3IYBSABKAkSFQoNcmVzcG9uc2VfYm9keRgGIAEoCSKzAgoPV2ViaG9va0RlbGl2ZXJ5EhIKCndlYmhvb2tfaWQYASABKAkSGQoRc3ViamVjdF9yZWZlcmVuY2UYAiABKAkSDQoFZXZlbnQYAyABKAkSDgoGc3RhdHVzGAQgASgJEhQKDGNhbGxiYWNrX3VybBgFIAEoCRISCgpjcmVhdGVkX2F0GAYgASgJEhQKDGRlbGl2ZXJlZF9hdBgHIAEoCRI3CghhdHRlbXB0cxgIIAMoCzIlLnBheW1lbnRzLmRhc2hib2FyZC52MS5XZWJob29rQXR0ZW1wdBIVCg1uZXh0X3JldHJ5X2F0GAkgASgJEjQKCm5leHRfcmV0cnkYCiABKA4yIC5wYXltZW50cy5kYXNoYm9hcmQudjEuTmV4dFJldHJ5EgwKBGJvZHkYCyABKAkidAodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USOgoKZGVsaXZlcmllcxgBIAMoCzImLnBheW1lbnRzLmRhc2hib2FyZC52MS5XZWJob29rRGVsaXZlcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKF1JlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhwKCmNzcmZfdG9rZW4YAiABKAlCCLpIBXIDGIACEhwKCndlYmhvb2tfaWQYAyABKAlCCLpIBXIDGIABIlQKGFJlZGVsaXZlcldlYmhvb2tSZXNwb25zZRI4CghkZWxpdmVyeRgBIAEoCzImLnBheW1lbnRzLmRhc2hib2FyZC52MS5XZWJob29rRGVsaXZlcnkiPAoZR2V0V2ViaG9va0VuZHBvaW50UmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAiL8AQoaR2V0V2ViaG9va0VuZHBvaW50UmVzcG9uc2USFAoMY2FsbGJhY2tfdXJsGAEgASgJEhgKEHNpZ25hdHVyZV9oZWFkZXIYAiABKAkSDwoHaGVhZGVycxgDIAMoCRITCgtzZWNyZXRfbmFtZRgEIAEoCRIYChBzZWNyZXRfaXNzdWVkX2F0GAUgASgJEiMKG3ByZXZpb3VzX3NlY3JldF92YWxpZF91bnRpbBgGIAEoCRITCgtkaXNhYmxlZF9hdBgHIAEoCRIVCg1mYWlsaW5nX3NpbmNlGAggASgJEh0KFWRpc2FibGVfYWZ0ZXJfc2Vjb25kcxgJIAEoBSLwAgoTTGlzdFBheW1lbnRzUmVxdWVzdBIfCg1zZXNzaW9uX3Rva2VuGAEgASgJQgi6SAVyAxiAAhIWCgRraW5kGAIgASgJQgi6SAVyAxiAAhIYCgZzdGF0dXMYAyABKAlCCLpIBXIDGIACEhsKCXJlZmVyZW5jZRgEIAEoCUIIukgFcgMYgAISHgoMY3JlYXRlZF9mcm9tGAUgASgJQgi6SAVyAxiAAhIcCgpjcmVhdGVkX3RvGAYgASgJQgi6SAVyAxiAAhIYCgZiZWZvcmUYByABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAggASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYCSABKAVCCbpIBhoEGGQoABIeCgxvdXRfdHJhZGVfbm8YCiABKAlCCLpIBXIDGIACEh0KC2Ftb3VudF9mcm9tGAsgASgJQgi6SAVyAxiAAhIbCglhbW91bnRfdG8YDCABKAlCCLpIBXIDGIACIv0BCg5QYXltZW50U3VtbWFyeRIRCglyZWZlcmVuY2UYASABKAkSDAoEa2luZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFAoMYW1vdW50X3VuaXRzGAQgASgDEhAKCGN1cnJlbmN5GAUgASgJEhAKCGRlY2ltYWxzGAYgASgFEhIKCmNyZWF0ZWRfYXQYByABKAkSEgoKdXBkYXRlZF9hdBgIIAEoCRILCgNzZXEYCSABKAMSFAoMb3V0X3RyYWRlX25vGAogASgJEhEKCWZlZV91bml0cxgLIAEoAxIRCgluZXRfdW5pdHMYDCABKAMSDwoHaGFzX25ldBgNIAEoCCKaAQoUTGlzdFBheW1lbnRzUmVzcG9uc2USNwoIcGF5bWVudHMYASADKAsyJS5wYXltZW50cy5kYXNoYm9hcmQudjEuUGF5bWVudFN1bW1hcnkSEwoLbmV4dF9iZWZvcmUYAiABKAMSEwoLbmV3ZXJfYWZ0ZXIYAyABKAMSDQoFa2luZHMYBCADKAkSEAoIc3RhdHVzZXMYBSADKAkizgEKEUxpc3RFdmVudHNSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACEhYKBHR5cGUYAiABKAlCCLpIBXIDGIACEhkKB3N1YmplY3QYAyABKAlCCLpIBXIDGIACEhcKBWFmdGVyGAQgASgJQgi6SAVyAxiAAhIcCglwYWdlX3NpemUYBSABKAVCCbpIBhoEGGQoABIUCgxuZXdlc3RfZmlyc3QYBiABKAgSGAoGYmVmb3JlGAcgASgJQgi6SAVyAxiAAiJjCg5EYXNoYm9hcmRFdmVudBILCgNzZXEYASABKAMSDAoEdHlwZRgCIAEoCRIPCgdzdWJqZWN0GAMgASgJEhEKCWRhdGFfanNvbhgEIAEoCRISCgpjcmVhdGVkX2F0GAUgASgJIpUBChJMaXN0RXZlbnRzUmVzcG9uc2USNQoGZXZlbnRzGAEgAygLMiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkRhc2hib2FyZEV2ZW50EhAKCGhhc19tb3JlGAIgASgIEhIKCm5leHRfYWZ0ZXIYAyABKAMSDQoFdHlwZXMYBCADKAkSEwoLbmV4dF9iZWZvcmUYBSABKAMiqQEKDU91dGNvbWVQb2xpY3kSEQoJdW5kZXJwYWlkGAEgASgJEhAKCG92ZXJwYWlkGAIgASgJEgwKBGxhdGUYAyABKAkSGQoRdG9sZXJhbmNlX3BlcmNlbnQYBCABKAkSDgoGc3RvcmVkGAUgASgIEhIKCnVwZGF0ZWRfYXQYBiABKAkSEgoKdXBkYXRlZF9ieRgHIAEoCRISCgpyZWZ1bmRfZmVlGAggASgJIjoKF0dldE91dGNvbWVQb2xpY3lSZXF1ZXN0Eh8KDXNlc3Npb25fdG9rZW4YASABKAlCCLpIBXIDGIACIlAKGEdldE91dGNvbWVQb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5wYXltZW50cy5kYXNoYm9hcmQudjEuT3V0Y29tZVBvbGljeSLnAQoXU2V0T3V0Y29tZVBvbGljeVJlcXVlc3QSHwoNc2Vzc2lvbl90b2tlbhgBIAEoCUIIukgFcgMYgAISHAoKY3NyZl90b2tlbhgCIAEoCUIIukgFcgMYgAISGgoJdW5kZXJwYWlkGAMgASgJQge6SARyAhggEhkKCG92ZXJwYWlkGAQgASgJQge6SARyAhggEhUKBGxhdGUYBSABKAlCB7pIBHICGCASIgoRdG9sZXJhbmNlX3BlcmNlbnQYBiABKAlCB7pIBHICGBASGwoKcmVmdW5kX2ZlZRgHIAEoCUIHukgEcgIYICJQChhTZXRPdXRjb21lUG9saWN5UmVzcG9uc2USNAoGcG9saWN5GAEgASgLMiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLk91dGNvbWVQb2xpY3kqqAEKCU5leHRSZXRyeRIaChZORVhUX1JFVFJZX1VOU1BFQ0lGSUVEEAASEwoPTkVYVF9SRVRSWV9OT05FEAESGAoUTkVYVF9SRVRSWV9TQ0hFRFVMRUQQAhIaChZORVhUX1JFVFJZX0lOX1BST0dSRVNTEAMSHAoYTkVYVF9SRVRSWV9OT1RfU0NIRURVTEVEEAQSFgoSTkVYVF9SRVRSWV9VTktOT1dOEAUyrxAKEERhc2hib2FyZFNlcnZpY2USVwoGU2lnbkluEiQucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25JblJlcXVlc3QaJS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2lnbkluUmVzcG9uc2UiABJaCgdTaWduT3V0EiUucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXF1ZXN0GiYucGF5bWVudHMuZGFzaGJvYXJkLnYxLlNpZ25PdXRSZXNwb25zZSIAEmMKCkdldFNlc3Npb24SKC5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlcXVlc3QaKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0U2Vzc2lvblJlc3BvbnNlIgASZgoLR2V0QmFsYW5jZXMSKS5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0QmFsYW5jZXNSZXF1ZXN0GioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldEJhbGFuY2VzUmVzcG9uc2UiABKEAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjMucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaNC5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiABJ1ChBSZWRlbGl2ZXJXZWJob29rEi4ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXF1ZXN0Gi8ucGF5bWVudHMuZGFzaGJvYXJkLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZSIAEnsKEkdldFdlYmhvb2tFbmRwb2ludBIwLnBheW1lbnRzLmRhc2hib2FyZC52MS5HZXRXZWJob29rRW5kcG9pbnRSZXF1ZXN0GjEucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFdlYmhvb2tFbmRwb2ludFJlc3BvbnNlIgASaQoMTGlzdFBheW1lbnRzEioucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RQYXltZW50c1JlcXVlc3QaKy5wYXltZW50cy5kYXNoYm9hcmQudjEuTGlzdFBheW1lbnRzUmVzcG9uc2UiABJjCgpMaXN0RXZlbnRzEigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RFdmVudHNSZXNwb25zZSIAEnUKEEdldE91dGNvbWVQb2xpY3kSLi5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlcXVlc3QaLy5wYXltZW50cy5kYXNoYm9hcmQudjEuR2V0T3V0Y29tZVBvbGljeVJlc3BvbnNlIgASdQoQU2V0T3V0Y29tZVBvbGljeRIuLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVxdWVzdBovLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZXRPdXRjb21lUG9saWN5UmVzcG9uc2UiABJjCgpHZXRQYXltZW50EigucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFBheW1lbnRSZXF1ZXN0GikucGF5bWVudHMuZGFzaGJvYXJkLnYxLkdldFBheW1lbnRSZXNwb25zZSIAEmwKDVJlZnVuZFBheW1lbnQSKy5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVmdW5kUGF5bWVudFJlcXVlc3QaLC5wYXltZW50cy5kYXNoYm9hcmQudjEuUmVmdW5kUGF5bWVudFJlc3BvbnNlIgASigEKF0xpc3RCYWxhbmNlVHJhbnNhY3Rpb25zEjUucGF5bWVudHMuZGFzaGJvYXJkLnYxLkxpc3RCYWxhbmNlVHJhbnNhY3Rpb25zUmVxdWVzdBo2LnBheW1lbnRzLmRhc2hib2FyZC52MS5MaXN0QmFsYW5jZVRyYW5zYWN0aW9uc1Jlc3BvbnNlIgASfgoTUm90YXRlV2ViaG9va1NlY3JldBIxLnBheW1lbnRzLmRhc2hib2FyZC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVxdWVzdBoyLnBheW1lbnRzLmRhc2hib2FyZC52MS5Sb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2UiABKEAQoVVXBkYXRlV2ViaG9va0VuZHBvaW50EjMucGF5bWVudHMuZGFzaGJvYXJkLnYxLlVwZGF0ZVdlYmhvb2tFbmRwb2ludFJlcXVlc3QaNC5wYXltZW50cy5kYXNoYm9hcmQudjEuVXBkYXRlV2ViaG9va0VuZHBvaW50UmVzcG9uc2UiABJyCg9TZW5kVGVzdFdlYmhvb2sSLS5wYXltZW50cy5kYXNoYm9hcmQudjEuU2VuZFRlc3RXZWJob29rUmVxdWVzdBouLnBheW1lbnRzLmRhc2hib2FyZC52MS5TZW5kVGVzdFdlYmhvb2tSZXNwb25zZSIAEoQBChVFbmFibGVXZWJob29rRW5kcG9pbnQSMy5wYXltZW50cy5kYXNoYm9hcmQudjEuRW5hYmxlV2ViaG9va0VuZHBvaW50UmVxdWVzdBo0LnBheW1lbnRzLmRhc2hib2FyZC52MS5FbmFibGVXZWJob29rRW5kcG9pbnRSZXNwb25zZSIAYgZwcm90bzM", [file_buf_validate_validate, file_payments_timeline_v1_timeline]);
+
+/**
+ * @generated from message payments.dashboard.v1.RotateWebhookSecretRequest
+ */
+export type RotateWebhookSecretRequest = Message<"payments.dashboard.v1.RotateWebhookSecretRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.RotateWebhookSecretRequest.
+ * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
+ */
+export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 0);
+
+/**
+ * @generated from message payments.dashboard.v1.RotateWebhookSecretResponse
+ */
+export type RotateWebhookSecretResponse = Message<"payments.dashboard.v1.RotateWebhookSecretResponse"> & {
+  /**
+   * The new secret (hex): shown once, never again.
+   *
+   * @generated from field: string secret = 1;
+   */
+  secret: string;
+
+  /**
+   * ISO 8601: until then the replaced secret signs too.
+   *
+   * @generated from field: string previous_secret_valid_until = 2;
+   */
+  previousSecretValidUntil: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.RotateWebhookSecretResponse.
+ * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
+ */
+export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 1);
+
+/**
+ * @generated from message payments.dashboard.v1.UpdateWebhookEndpointRequest
+ */
+export type UpdateWebhookEndpointRequest = Message<"payments.dashboard.v1.UpdateWebhookEndpointRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+
+  /**
+   * @generated from field: string callback_url = 3;
+   */
+  callbackUrl: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.UpdateWebhookEndpointRequest.
+ * Use `create(UpdateWebhookEndpointRequestSchema)` to create a new message.
+ */
+export const UpdateWebhookEndpointRequestSchema: GenMessage<UpdateWebhookEndpointRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 2);
+
+/**
+ * TestDelivery is what one signed test event's POST answered.
+ *
+ * @generated from message payments.dashboard.v1.TestDelivery
+ */
+export type TestDelivery = Message<"payments.dashboard.v1.TestDelivery"> & {
+  /**
+   * 0 when no HTTP answer came.
+   *
+   * @generated from field: int32 status_code = 1;
+   */
+  statusCode: number;
+
+  /**
+   * The first 2 KiB of the answer's body.
+   *
+   * @generated from field: string response_body = 2;
+   */
+  responseBody: string;
+
+  /**
+   * Empty when a 2xx came.
+   *
+   * @generated from field: string error = 3;
+   */
+  error: string;
+
+  /**
+   * The test event's webhook id.
+   *
+   * @generated from field: string webhook_id = 4;
+   */
+  webhookId: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.TestDelivery.
+ * Use `create(TestDeliverySchema)` to create a new message.
+ */
+export const TestDeliverySchema: GenMessage<TestDelivery> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 3);
+
+/**
+ * @generated from message payments.dashboard.v1.UpdateWebhookEndpointResponse
+ */
+export type UpdateWebhookEndpointResponse = Message<"payments.dashboard.v1.UpdateWebhookEndpointResponse"> & {
+  /**
+   * @generated from field: string callback_url = 1;
+   */
+  callbackUrl: string;
+
+  /**
+   * @generated from field: payments.dashboard.v1.TestDelivery test = 2;
+   */
+  test?: TestDelivery | undefined;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.UpdateWebhookEndpointResponse.
+ * Use `create(UpdateWebhookEndpointResponseSchema)` to create a new message.
+ */
+export const UpdateWebhookEndpointResponseSchema: GenMessage<UpdateWebhookEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 4);
+
+/**
+ * @generated from message payments.dashboard.v1.SendTestWebhookRequest
+ */
+export type SendTestWebhookRequest = Message<"payments.dashboard.v1.SendTestWebhookRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.SendTestWebhookRequest.
+ * Use `create(SendTestWebhookRequestSchema)` to create a new message.
+ */
+export const SendTestWebhookRequestSchema: GenMessage<SendTestWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 5);
+
+/**
+ * @generated from message payments.dashboard.v1.SendTestWebhookResponse
+ */
+export type SendTestWebhookResponse = Message<"payments.dashboard.v1.SendTestWebhookResponse"> & {
+  /**
+   * @generated from field: payments.dashboard.v1.TestDelivery test = 1;
+   */
+  test?: TestDelivery | undefined;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.SendTestWebhookResponse.
+ * Use `create(SendTestWebhookResponseSchema)` to create a new message.
+ */
+export const SendTestWebhookResponseSchema: GenMessage<SendTestWebhookResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 6);
+
+/**
+ * @generated from message payments.dashboard.v1.EnableWebhookEndpointRequest
+ */
+export type EnableWebhookEndpointRequest = Message<"payments.dashboard.v1.EnableWebhookEndpointRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.EnableWebhookEndpointRequest.
+ * Use `create(EnableWebhookEndpointRequestSchema)` to create a new message.
+ */
+export const EnableWebhookEndpointRequestSchema: GenMessage<EnableWebhookEndpointRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 7);
+
+/**
+ * @generated from message payments.dashboard.v1.EnableWebhookEndpointResponse
+ */
+export type EnableWebhookEndpointResponse = Message<"payments.dashboard.v1.EnableWebhookEndpointResponse"> & {
+};
+
+/**
+ * Describes the message payments.dashboard.v1.EnableWebhookEndpointResponse.
+ * Use `create(EnableWebhookEndpointResponseSchema)` to create a new message.
+ */
+export const EnableWebhookEndpointResponseSchema: GenMessage<EnableWebhookEndpointResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 8);
+
+/**
+ * @generated from message payments.dashboard.v1.ListBalanceTransactionsRequest
+ */
+export type ListBalanceTransactionsRequest = Message<"payments.dashboard.v1.ListBalanceTransactionsRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * The wallet's currency (USD, KHR, USDT).
+   *
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * A transaction id: the page of postings older than that transaction's (the previous page's next_before); empty:
+   * the newest.
+   *
+   * @generated from field: string before = 3;
+   */
+  before: string;
+
+  /**
+   * 1 to 500; 0: 50.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.ListBalanceTransactionsRequest.
+ * Use `create(ListBalanceTransactionsRequestSchema)` to create a new message.
+ */
+export const ListBalanceTransactionsRequestSchema: GenMessage<ListBalanceTransactionsRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 9);
+
+/**
+ * BalanceTransaction is one posting on a merchant's wallet.
+ *
+ * @generated from message payments.dashboard.v1.BalanceTransaction
+ */
+export type BalanceTransaction = Message<"payments.dashboard.v1.BalanceTransaction"> & {
+  /**
+   * The ledger transaction's id: where the page's cursor points.
+   *
+   * @generated from field: string transaction_id = 1;
+   */
+  transactionId: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * Minor units: positive entered the wallet, negative left it.
+   *
+   * @generated from field: int64 amount_units = 3;
+   */
+  amountUnits: bigint;
+
+  /**
+   * The wallet's balance after it, minor units.
+   *
+   * @generated from field: int64 balance_after_units = 4;
+   */
+  balanceAfterUnits: bigint;
+
+  /**
+   * The movement's description ("payin settlement", …).
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+
+  /**
+   * The payment it belongs to (the reference its ledger key starts with); empty when none.
+   *
+   * @generated from field: string payment_reference = 6;
+   */
+  paymentReference: string;
+
+  /**
+   * The ledger key of its transaction.
+   *
+   * @generated from field: string ledger_key = 7;
+   */
+  ledgerKey: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.BalanceTransaction.
+ * Use `create(BalanceTransactionSchema)` to create a new message.
+ */
+export const BalanceTransactionSchema: GenMessage<BalanceTransaction> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 10);
+
+/**
+ * @generated from message payments.dashboard.v1.ListBalanceTransactionsResponse
+ */
+export type ListBalanceTransactionsResponse = Message<"payments.dashboard.v1.ListBalanceTransactionsResponse"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * @generated from field: int32 decimals = 2;
+   */
+  decimals: number;
+
+  /**
+   * @generated from field: repeated payments.dashboard.v1.BalanceTransaction transactions = 3;
+   */
+  transactions: BalanceTransaction[];
+
+  /**
+   * Ask before = this for the next, older page; empty when there is none.
+   *
+   * @generated from field: string next_before = 4;
+   */
+  nextBefore: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.ListBalanceTransactionsResponse.
+ * Use `create(ListBalanceTransactionsResponseSchema)` to create a new message.
+ */
+export const ListBalanceTransactionsResponseSchema: GenMessage<ListBalanceTransactionsResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 11);
+
+/**
+ * @generated from message payments.dashboard.v1.GetPaymentRequest
+ */
+export type GetPaymentRequest = Message<"payments.dashboard.v1.GetPaymentRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * The payment's business reference (a payin's invoice_reference, a deposit's, …).
+   *
+   * @generated from field: string reference = 2;
+   */
+  reference: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.GetPaymentRequest.
+ * Use `create(GetPaymentRequestSchema)` to create a new message.
+ */
+export const GetPaymentRequestSchema: GenMessage<GetPaymentRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 12);
+
+/**
+ * PaymentRefund is one refund of a payment.
+ *
+ * @generated from message payments.dashboard.v1.PaymentRefund
+ */
+export type PaymentRefund = Message<"payments.dashboard.v1.PaymentRefund"> & {
+  /**
+   * @generated from field: string refund_reference = 1;
+   */
+  refundReference: string;
+
+  /**
+   * Minor units.
+   *
+   * @generated from field: int64 amount_units = 2;
+   */
+  amountUnits: bigint;
+
+  /**
+   * held, pending, succeeded or failed.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string created_at = 4;
+   */
+  createdAt: string;
+
+  /**
+   * ISO 8601; empty until decided.
+   *
+   * @generated from field: string decided_at = 5;
+   */
+  decidedAt: string;
+
+  /**
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.PaymentRefund.
+ * Use `create(PaymentRefundSchema)` to create a new message.
+ */
+export const PaymentRefundSchema: GenMessage<PaymentRefund> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 13);
+
+/**
+ * PaymentDetails is a payment's summary as its own events and the ledger tell it.
+ *
+ * @generated from message payments.dashboard.v1.PaymentDetails
+ */
+export type PaymentDetails = Message<"payments.dashboard.v1.PaymentDetails"> & {
+  /**
+   * @generated from field: string reference = 1;
+   */
+  reference: string;
+
+  /**
+   * payin, deposit, pre_transfer, wallet_transfer, preorder or blocked_money.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * The verb of its latest status event (created, success, expired, …).
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+
+  /**
+   * @generated from field: string currency = 4;
+   */
+  currency: string;
+
+  /**
+   * Decimal places of the currency's minor unit.
+   *
+   * @generated from field: int32 decimals = 5;
+   */
+  decimals: number;
+
+  /**
+   * The amount asked (minor units).
+   *
+   * @generated from field: int64 amount_units = 6;
+   */
+  amountUnits: bigint;
+
+  /**
+   * The platform's fee (minor units); 0 when none.
+   *
+   * @generated from field: int64 fee_units = 7;
+   */
+  feeUnits: bigint;
+
+  /**
+   * What reached the merchant's wallet: paid less fee (minor units); 0 before it was paid.
+   *
+   * @generated from field: int64 net_units = 8;
+   */
+  netUnits: bigint;
+
+  /**
+   * What the payer paid (minor units); 0 with has_paid false before any payment.
+   *
+   * @generated from field: int64 paid_amount_units = 9;
+   */
+  paidAmountUnits: bigint;
+
+  /**
+   * @generated from field: bool has_paid = 10;
+   */
+  hasPaid: boolean;
+
+  /**
+   * The payer's address as the provider reported it; empty when unknown.
+   *
+   * @generated from field: string payer_address = 11;
+   */
+  payerAddress: string;
+
+  /**
+   * The merchant's own order id (out_trade_no); empty when none.
+   *
+   * @generated from field: string out_trade_no = 12;
+   */
+  outTradeNo: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string created_at = 13;
+   */
+  createdAt: string;
+
+  /**
+   * ISO 8601; empty until settled.
+   *
+   * @generated from field: string settled_at = 14;
+   */
+  settledAt: string;
+
+  /**
+   * @generated from field: repeated payments.dashboard.v1.PaymentRefund refunds = 15;
+   */
+  refunds: PaymentRefund[];
+
+  /**
+   * What a refund asked now could take (minor units); 0 when nothing can be refunded.
+   *
+   * @generated from field: int64 refundable_units = 16;
+   */
+  refundableUnits: bigint;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.PaymentDetails.
+ * Use `create(PaymentDetailsSchema)` to create a new message.
+ */
+export const PaymentDetailsSchema: GenMessage<PaymentDetails> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 14);
+
+/**
+ * PaymentStep is one step of a payment's story, in the merchant's words.
+ *
+ * @generated from message payments.dashboard.v1.PaymentStep
+ */
+export type PaymentStep = Message<"payments.dashboard.v1.PaymentStep"> & {
+  /**
+   * created, paid, settled, expired, closed, webhook_delivered, webhook_failed, refund_requested, refunded,
+   * refund_failed, completed, declined, …
+   *
+   * @generated from field: string step = 1;
+   */
+  step: string;
+
+  /**
+   * A short title ("Paid", "Webhook delivered").
+   *
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * ISO 8601.
+   *
+   * @generated from field: string at = 3;
+   */
+  at: string;
+
+  /**
+   * One line: what happened, amounts in major units with the currency.
+   *
+   * @generated from field: string outcome = 4;
+   */
+  outcome: string;
+
+  /**
+   * done, failed or pending.
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.PaymentStep.
+ * Use `create(PaymentStepSchema)` to create a new message.
+ */
+export const PaymentStepSchema: GenMessage<PaymentStep> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 15);
+
+/**
+ * @generated from message payments.dashboard.v1.GetPaymentResponse
+ */
+export type GetPaymentResponse = Message<"payments.dashboard.v1.GetPaymentResponse"> & {
+  /**
+   * @generated from field: payments.dashboard.v1.PaymentDetails payment = 1;
+   */
+  payment?: PaymentDetails | undefined;
+
+  /**
+   * In time order.
+   *
+   * @generated from field: repeated payments.dashboard.v1.PaymentStep steps = 2;
+   */
+  steps: PaymentStep[];
+
+  /**
+   * The platform's own entries (workflow events, ledger keys, requests, attempts), in time order; a link to the
+   * Temporal Web UI only when TEMPORAL_UI_PUBLIC says the UI is open to the dashboard's readers.
+   *
+   * @generated from field: repeated payments.timeline.v1.TimelineEntry technical = 3;
+   */
+  technical: TimelineEntry[];
+
+  /**
+   * Sources of the technical entries that could not be read, and why.
+   *
+   * @generated from field: repeated payments.timeline.v1.SourceStatus sources = 4;
+   */
+  sources: SourceStatus[];
+
+  /**
+   * Sources cut short.
+   *
+   * @generated from field: repeated string truncated = 5;
+   */
+  truncated: string[];
+};
+
+/**
+ * Describes the message payments.dashboard.v1.GetPaymentResponse.
+ * Use `create(GetPaymentResponseSchema)` to create a new message.
+ */
+export const GetPaymentResponseSchema: GenMessage<GetPaymentResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 16);
+
+/**
+ * @generated from message payments.dashboard.v1.RefundPaymentRequest
+ */
+export type RefundPaymentRequest = Message<"payments.dashboard.v1.RefundPaymentRequest"> & {
+  /**
+   * @generated from field: string session_token = 1;
+   */
+  sessionToken: string;
+
+  /**
+   * @generated from field: string csrf_token = 2;
+   */
+  csrfToken: string;
+
+  /**
+   * The payin's invoice_reference.
+   *
+   * @generated from field: string reference = 3;
+   */
+  reference: string;
+
+  /**
+   * Major units as text ("12.50"); empty: everything still refundable.
+   *
+   * @generated from field: string amount = 4;
+   */
+  amount: string;
+
+  /**
+   * Why (at most 255 characters).
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * The form's own key: the same form sent twice refunds once.
+   *
+   * @generated from field: string idempotency_key = 6;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.RefundPaymentRequest.
+ * Use `create(RefundPaymentRequestSchema)` to create a new message.
+ */
+export const RefundPaymentRequestSchema: GenMessage<RefundPaymentRequest> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 17);
+
+/**
+ * @generated from message payments.dashboard.v1.RefundPaymentResponse
+ */
+export type RefundPaymentResponse = Message<"payments.dashboard.v1.RefundPaymentResponse"> & {
+  /**
+   * @generated from field: string refund_reference = 1;
+   */
+  refundReference: string;
+
+  /**
+   * held, pending, succeeded or failed.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message payments.dashboard.v1.RefundPaymentResponse.
+ * Use `create(RefundPaymentResponseSchema)` to create a new message.
+ */
+export const RefundPaymentResponseSchema: GenMessage<RefundPaymentResponse> = /*@__PURE__*/
+  messageDesc(file_payments_dashboard_v1_dashboard, 18);
 
 /**
  * @generated from message payments.dashboard.v1.SignInRequest
@@ -35,7 +750,7 @@ export type SignInRequest = Message<"payments.dashboard.v1.SignInRequest"> & {
  * Use `create(SignInRequestSchema)` to create a new message.
  */
 export const SignInRequestSchema: GenMessage<SignInRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 0);
+  messageDesc(file_payments_dashboard_v1_dashboard, 19);
 
 /**
  * @generated from message payments.dashboard.v1.SignInResponse
@@ -66,7 +781,7 @@ export type SignInResponse = Message<"payments.dashboard.v1.SignInResponse"> & {
  * Use `create(SignInResponseSchema)` to create a new message.
  */
 export const SignInResponseSchema: GenMessage<SignInResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 1);
+  messageDesc(file_payments_dashboard_v1_dashboard, 20);
 
 /**
  * Session is a live dashboard session: its merchant, its CSRF token and its end.
@@ -104,7 +819,7 @@ export type Session = Message<"payments.dashboard.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 2);
+  messageDesc(file_payments_dashboard_v1_dashboard, 21);
 
 /**
  * @generated from message payments.dashboard.v1.SignOutRequest
@@ -126,7 +841,7 @@ export type SignOutRequest = Message<"payments.dashboard.v1.SignOutRequest"> & {
  * Use `create(SignOutRequestSchema)` to create a new message.
  */
 export const SignOutRequestSchema: GenMessage<SignOutRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 3);
+  messageDesc(file_payments_dashboard_v1_dashboard, 22);
 
 /**
  * @generated from message payments.dashboard.v1.SignOutResponse
@@ -139,7 +854,7 @@ export type SignOutResponse = Message<"payments.dashboard.v1.SignOutResponse"> &
  * Use `create(SignOutResponseSchema)` to create a new message.
  */
 export const SignOutResponseSchema: GenMessage<SignOutResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 4);
+  messageDesc(file_payments_dashboard_v1_dashboard, 23);
 
 /**
  * @generated from message payments.dashboard.v1.GetSessionRequest
@@ -156,7 +871,7 @@ export type GetSessionRequest = Message<"payments.dashboard.v1.GetSessionRequest
  * Use `create(GetSessionRequestSchema)` to create a new message.
  */
 export const GetSessionRequestSchema: GenMessage<GetSessionRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 5);
+  messageDesc(file_payments_dashboard_v1_dashboard, 24);
 
 /**
  * @generated from message payments.dashboard.v1.GetSessionResponse
@@ -173,7 +888,7 @@ export type GetSessionResponse = Message<"payments.dashboard.v1.GetSessionRespon
  * Use `create(GetSessionResponseSchema)` to create a new message.
  */
 export const GetSessionResponseSchema: GenMessage<GetSessionResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 6);
+  messageDesc(file_payments_dashboard_v1_dashboard, 25);
 
 /**
  * @generated from message payments.dashboard.v1.GetBalancesRequest
@@ -190,7 +905,7 @@ export type GetBalancesRequest = Message<"payments.dashboard.v1.GetBalancesReque
  * Use `create(GetBalancesRequestSchema)` to create a new message.
  */
 export const GetBalancesRequestSchema: GenMessage<GetBalancesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 7);
+  messageDesc(file_payments_dashboard_v1_dashboard, 26);
 
 /**
  * Wallet is one wallet of the merchant, in minor units of its currency.
@@ -237,7 +952,7 @@ export type Wallet = Message<"payments.dashboard.v1.Wallet"> & {
  * Use `create(WalletSchema)` to create a new message.
  */
 export const WalletSchema: GenMessage<Wallet> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 8);
+  messageDesc(file_payments_dashboard_v1_dashboard, 27);
 
 /**
  * @generated from message payments.dashboard.v1.GetBalancesResponse
@@ -254,7 +969,7 @@ export type GetBalancesResponse = Message<"payments.dashboard.v1.GetBalancesResp
  * Use `create(GetBalancesResponseSchema)` to create a new message.
  */
 export const GetBalancesResponseSchema: GenMessage<GetBalancesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 9);
+  messageDesc(file_payments_dashboard_v1_dashboard, 28);
 
 /**
  * @generated from message payments.dashboard.v1.ListWebhookDeliveriesRequest
@@ -278,6 +993,13 @@ export type ListWebhookDeliveriesRequest = Message<"payments.dashboard.v1.ListWe
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * pending, delivered or failed; empty: any.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
 };
 
 /**
@@ -285,7 +1007,7 @@ export type ListWebhookDeliveriesRequest = Message<"payments.dashboard.v1.ListWe
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 10);
+  messageDesc(file_payments_dashboard_v1_dashboard, 29);
 
 /**
  * WebhookAttempt is one POST of a delivery to the merchant's URL.
@@ -325,6 +1047,13 @@ export type WebhookAttempt = Message<"payments.dashboard.v1.WebhookAttempt"> & {
    * @generated from field: string error = 5;
    */
   error: string;
+
+  /**
+   * The first 2 KiB of the answer's body; empty when no answer came.
+   *
+   * @generated from field: string response_body = 6;
+   */
+  responseBody: string;
 };
 
 /**
@@ -332,7 +1061,7 @@ export type WebhookAttempt = Message<"payments.dashboard.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 11);
+  messageDesc(file_payments_dashboard_v1_dashboard, 30);
 
 /**
  * WebhookDelivery is one event sent to the merchant and its attempts.
@@ -405,6 +1134,13 @@ export type WebhookDelivery = Message<"payments.dashboard.v1.WebhookDelivery"> &
    * @generated from field: payments.dashboard.v1.NextRetry next_retry = 10;
    */
   nextRetry: NextRetry;
+
+  /**
+   * The request body every attempt POSTed (signed JSON).
+   *
+   * @generated from field: string body = 11;
+   */
+  body: string;
 };
 
 /**
@@ -412,7 +1148,7 @@ export type WebhookDelivery = Message<"payments.dashboard.v1.WebhookDelivery"> &
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 12);
+  messageDesc(file_payments_dashboard_v1_dashboard, 31);
 
 /**
  * @generated from message payments.dashboard.v1.ListWebhookDeliveriesResponse
@@ -436,7 +1172,7 @@ export type ListWebhookDeliveriesResponse = Message<"payments.dashboard.v1.ListW
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 13);
+  messageDesc(file_payments_dashboard_v1_dashboard, 32);
 
 /**
  * @generated from message payments.dashboard.v1.RedeliverWebhookRequest
@@ -463,7 +1199,7 @@ export type RedeliverWebhookRequest = Message<"payments.dashboard.v1.RedeliverWe
  * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
  */
 export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 14);
+  messageDesc(file_payments_dashboard_v1_dashboard, 33);
 
 /**
  * @generated from message payments.dashboard.v1.RedeliverWebhookResponse
@@ -480,7 +1216,7 @@ export type RedeliverWebhookResponse = Message<"payments.dashboard.v1.RedeliverW
  * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
  */
 export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 15);
+  messageDesc(file_payments_dashboard_v1_dashboard, 34);
 
 /**
  * @generated from message payments.dashboard.v1.GetWebhookEndpointRequest
@@ -497,7 +1233,7 @@ export type GetWebhookEndpointRequest = Message<"payments.dashboard.v1.GetWebhoo
  * Use `create(GetWebhookEndpointRequestSchema)` to create a new message.
  */
 export const GetWebhookEndpointRequestSchema: GenMessage<GetWebhookEndpointRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 16);
+  messageDesc(file_payments_dashboard_v1_dashboard, 35);
 
 /**
  * @generated from message payments.dashboard.v1.GetWebhookEndpointResponse
@@ -532,11 +1268,39 @@ export type GetWebhookEndpointResponse = Message<"payments.dashboard.v1.GetWebho
   secretName: string;
 
   /**
-   * When that secret was issued (the merchant's onboarding), ISO 8601.
+   * When that secret was issued (the merchant's onboarding, or its last rotation), ISO 8601.
    *
    * @generated from field: string secret_issued_at = 5;
    */
   secretIssuedAt: string;
+
+  /**
+   * ISO 8601: while a rotation's overlap lasts, the replaced secret signs too until then; empty otherwise.
+   *
+   * @generated from field: string previous_secret_valid_until = 6;
+   */
+  previousSecretValidUntil: string;
+
+  /**
+   * ISO 8601: the endpoint was disabled then (failing every attempt for WEBHOOK_DISABLE_AFTER_DAYS); empty: enabled.
+   *
+   * @generated from field: string disabled_at = 7;
+   */
+  disabledAt: string;
+
+  /**
+   * ISO 8601: every attempt since then failed; empty while the endpoint answers.
+   *
+   * @generated from field: string failing_since = 8;
+   */
+  failingSince: string;
+
+  /**
+   * WEBHOOK_DISABLE_AFTER_DAYS in seconds.
+   *
+   * @generated from field: int32 disable_after_seconds = 9;
+   */
+  disableAfterSeconds: number;
 };
 
 /**
@@ -544,7 +1308,7 @@ export type GetWebhookEndpointResponse = Message<"payments.dashboard.v1.GetWebho
  * Use `create(GetWebhookEndpointResponseSchema)` to create a new message.
  */
 export const GetWebhookEndpointResponseSchema: GenMessage<GetWebhookEndpointResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 17);
+  messageDesc(file_payments_dashboard_v1_dashboard, 36);
 
 /**
  * ListPaymentsRequest: every filter is optional and arrives as the page's query text; the service checks each and
@@ -616,6 +1380,28 @@ export type ListPaymentsRequest = Message<"payments.dashboard.v1.ListPaymentsReq
    * @generated from field: int32 page_size = 9;
    */
   pageSize: number;
+
+  /**
+   * The merchant's order id (out_trade_no), exactly; empty: any.
+   *
+   * @generated from field: string out_trade_no = 10;
+   */
+  outTradeNo: string;
+
+  /**
+   * Major units as decimal text ("10", "12.50"), in each payment's own currency: payments of at least this amount;
+   * empty: no lower bound.
+   *
+   * @generated from field: string amount_from = 11;
+   */
+  amountFrom: string;
+
+  /**
+   * Major units: payments of at most this amount; empty: no upper bound.
+   *
+   * @generated from field: string amount_to = 12;
+   */
+  amountTo: string;
 };
 
 /**
@@ -623,7 +1409,7 @@ export type ListPaymentsRequest = Message<"payments.dashboard.v1.ListPaymentsReq
  * Use `create(ListPaymentsRequestSchema)` to create a new message.
  */
 export const ListPaymentsRequestSchema: GenMessage<ListPaymentsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 18);
+  messageDesc(file_payments_dashboard_v1_dashboard, 37);
 
 /**
  * PaymentSummary is one payment of the merchant as its latest status event tells it.
@@ -691,6 +1477,33 @@ export type PaymentSummary = Message<"payments.dashboard.v1.PaymentSummary"> & {
    * @generated from field: int64 seq = 9;
    */
   seq: bigint;
+
+  /**
+   * The merchant's order id (out_trade_no) its events name; empty when none.
+   *
+   * @generated from field: string out_trade_no = 10;
+   */
+  outTradeNo: string;
+
+  /**
+   * The platform's fee its latest status event names (minor units); 0 when none.
+   *
+   * @generated from field: int64 fee_units = 11;
+   */
+  feeUnits: bigint;
+
+  /**
+   * What reached the merchant: paid (else the amount) less the fee, minor units; with has_net only (a settled
+   * payment).
+   *
+   * @generated from field: int64 net_units = 12;
+   */
+  netUnits: bigint;
+
+  /**
+   * @generated from field: bool has_net = 13;
+   */
+  hasNet: boolean;
 };
 
 /**
@@ -698,7 +1511,7 @@ export type PaymentSummary = Message<"payments.dashboard.v1.PaymentSummary"> & {
  * Use `create(PaymentSummarySchema)` to create a new message.
  */
 export const PaymentSummarySchema: GenMessage<PaymentSummary> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 19);
+  messageDesc(file_payments_dashboard_v1_dashboard, 38);
 
 /**
  * @generated from message payments.dashboard.v1.ListPaymentsResponse
@@ -745,7 +1558,7 @@ export type ListPaymentsResponse = Message<"payments.dashboard.v1.ListPaymentsRe
  * Use `create(ListPaymentsResponseSchema)` to create a new message.
  */
 export const ListPaymentsResponseSchema: GenMessage<ListPaymentsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 20);
+  messageDesc(file_payments_dashboard_v1_dashboard, 39);
 
 /**
  * ListEventsRequest: the filters as the page's query text, checked by the service (VALIDATION_FAILED
@@ -786,6 +1599,19 @@ export type ListEventsRequest = Message<"payments.dashboard.v1.ListEventsRequest
    * @generated from field: int32 page_size = 5;
    */
   pageSize: number;
+
+  /**
+   * Newest first: the events before `before` (decimal seq; empty: the newest), in descending seq; `after` is then
+   * refused.
+   *
+   * @generated from field: bool newest_first = 6;
+   */
+  newestFirst: boolean;
+
+  /**
+   * @generated from field: string before = 7;
+   */
+  before: string;
 };
 
 /**
@@ -793,7 +1619,7 @@ export type ListEventsRequest = Message<"payments.dashboard.v1.ListEventsRequest
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 21);
+  messageDesc(file_payments_dashboard_v1_dashboard, 40);
 
 /**
  * DashboardEvent is one event of the merchant's stream.
@@ -836,7 +1662,7 @@ export type DashboardEvent = Message<"payments.dashboard.v1.DashboardEvent"> & {
  * Use `create(DashboardEventSchema)` to create a new message.
  */
 export const DashboardEventSchema: GenMessage<DashboardEvent> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 22);
+  messageDesc(file_payments_dashboard_v1_dashboard, 41);
 
 /**
  * @generated from message payments.dashboard.v1.ListEventsResponse
@@ -867,6 +1693,13 @@ export type ListEventsResponse = Message<"payments.dashboard.v1.ListEventsRespon
    * @generated from field: repeated string types = 4;
    */
   types: string[];
+
+  /**
+   * Newest first: ask before = this for the next, older page; 0 when there is none.
+   *
+   * @generated from field: int64 next_before = 5;
+   */
+  nextBefore: bigint;
 };
 
 /**
@@ -874,7 +1707,7 @@ export type ListEventsResponse = Message<"payments.dashboard.v1.ListEventsRespon
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 23);
+  messageDesc(file_payments_dashboard_v1_dashboard, 42);
 
 /**
  * OutcomePolicy is what the payin settlement does with a payment that does not match its invoice.
@@ -944,7 +1777,7 @@ export type OutcomePolicy = Message<"payments.dashboard.v1.OutcomePolicy"> & {
  * Use `create(OutcomePolicySchema)` to create a new message.
  */
 export const OutcomePolicySchema: GenMessage<OutcomePolicy> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 24);
+  messageDesc(file_payments_dashboard_v1_dashboard, 43);
 
 /**
  * @generated from message payments.dashboard.v1.GetOutcomePolicyRequest
@@ -961,7 +1794,7 @@ export type GetOutcomePolicyRequest = Message<"payments.dashboard.v1.GetOutcomeP
  * Use `create(GetOutcomePolicyRequestSchema)` to create a new message.
  */
 export const GetOutcomePolicyRequestSchema: GenMessage<GetOutcomePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 25);
+  messageDesc(file_payments_dashboard_v1_dashboard, 44);
 
 /**
  * @generated from message payments.dashboard.v1.GetOutcomePolicyResponse
@@ -978,7 +1811,7 @@ export type GetOutcomePolicyResponse = Message<"payments.dashboard.v1.GetOutcome
  * Use `create(GetOutcomePolicyResponseSchema)` to create a new message.
  */
 export const GetOutcomePolicyResponseSchema: GenMessage<GetOutcomePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 26);
+  messageDesc(file_payments_dashboard_v1_dashboard, 45);
 
 /**
  * @generated from message payments.dashboard.v1.SetOutcomePolicyRequest
@@ -1027,7 +1860,7 @@ export type SetOutcomePolicyRequest = Message<"payments.dashboard.v1.SetOutcomeP
  * Use `create(SetOutcomePolicyRequestSchema)` to create a new message.
  */
 export const SetOutcomePolicyRequestSchema: GenMessage<SetOutcomePolicyRequest> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 27);
+  messageDesc(file_payments_dashboard_v1_dashboard, 46);
 
 /**
  * @generated from message payments.dashboard.v1.SetOutcomePolicyResponse
@@ -1044,7 +1877,7 @@ export type SetOutcomePolicyResponse = Message<"payments.dashboard.v1.SetOutcome
  * Use `create(SetOutcomePolicyResponseSchema)` to create a new message.
  */
 export const SetOutcomePolicyResponseSchema: GenMessage<SetOutcomePolicyResponse> = /*@__PURE__*/
-  messageDesc(file_payments_dashboard_v1_dashboard, 28);
+  messageDesc(file_payments_dashboard_v1_dashboard, 47);
 
 /**
  * NextRetry says what comes next for a delivery.
@@ -1230,6 +2063,85 @@ export const DashboardService: GenService<{
     methodKind: "unary";
     input: typeof SetOutcomePolicyRequestSchema;
     output: typeof SetOutcomePolicyResponseSchema;
+  },
+  /**
+   * GetPayment answers one of the merchant's payments in the merchant's words: a summary (amounts in minor units with
+   * the currency's decimals, fee, net, paid amount, payer address, order id, times, refunds), the story as the
+   * merchant's steps (created, paid, settled, webhook delivered, refunded, …) and the platform's technical entries
+   * (the payment's timeline, docs/timeline.md). PAYMENT_NOT_FOUND for an unknown reference and another merchant's.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.GetPayment
+   */
+  getPayment: {
+    methodKind: "unary";
+    input: typeof GetPaymentRequestSchema;
+    output: typeof GetPaymentResponseSchema;
+  },
+  /**
+   * RefundPayment refunds one of the merchant's settled payins to its payer's address through the refund flow
+   * (docs/refunds.md), under the refund rules; CSRF token required; idempotent on idempotency_key.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.RefundPayment
+   */
+  refundPayment: {
+    methodKind: "unary";
+    input: typeof RefundPaymentRequestSchema;
+    output: typeof RefundPaymentResponseSchema;
+  },
+  /**
+   * ListBalanceTransactions answers every posting that changed one of the merchant's wallets, newest first, with the
+   * balance it left and the payment it belongs to (src/ledger balance-transactions); keyset-paged by transaction.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.ListBalanceTransactions
+   */
+  listBalanceTransactions: {
+    methodKind: "unary";
+    input: typeof ListBalanceTransactionsRequestSchema;
+    output: typeof ListBalanceTransactionsResponseSchema;
+  },
+  /**
+   * RotateWebhookSecret replaces the merchant's signing secret with a new one (answered once) and keeps the old one
+   * signing beside it for WEBHOOK_SECRET_OVERLAP_SECONDS; CSRF token required; audited.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.RotateWebhookSecret
+   */
+  rotateWebhookSecret: {
+    methodKind: "unary";
+    input: typeof RotateWebhookSecretRequestSchema;
+    output: typeof RotateWebhookSecretResponseSchema;
+  },
+  /**
+   * UpdateWebhookEndpoint changes the callback URL: the SSRF rules apply, then a signed test event is sent to the new
+   * URL and the change is saved only when it answers 2xx (else VALIDATION_FAILED on callback_url, nothing changed,
+   * with the test's outcome); CSRF token required; audited.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.UpdateWebhookEndpoint
+   */
+  updateWebhookEndpoint: {
+    methodKind: "unary";
+    input: typeof UpdateWebhookEndpointRequestSchema;
+    output: typeof UpdateWebhookEndpointResponseSchema;
+  },
+  /**
+   * SendTestWebhook sends one signed `webhook.test` event to the current URL and answers what it answered; CSRF token
+   * required. Nothing is recorded as a delivery.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.SendTestWebhook
+   */
+  sendTestWebhook: {
+    methodKind: "unary";
+    input: typeof SendTestWebhookRequestSchema;
+    output: typeof SendTestWebhookResponseSchema;
+  },
+  /**
+   * EnableWebhookEndpoint enables a disabled endpoint again (webhook_endpoint.enabled); CSRF token required; audited.
+   *
+   * @generated from rpc payments.dashboard.v1.DashboardService.EnableWebhookEndpoint
+   */
+  enableWebhookEndpoint: {
+    methodKind: "unary";
+    input: typeof EnableWebhookEndpointRequestSchema;
+    output: typeof EnableWebhookEndpointResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_payments_dashboard_v1_dashboard, 0);
