@@ -58,8 +58,9 @@ const elements = [
 // belongs to no folder element, so it must have a category here or `boundaries/no-unknown-files` refuses it.
 const files = [
   { category: 'contract', pattern: `{src/flows/*,src/{${Object.values(OTHER_WORKFLOWS).join(',')}}}/contract.ts` },
-  // The search-attribute keys every payment workflow shares: a contract like a flow's (only @temporalio/workflow).
-  { category: 'contract', pattern: 'src/temporal/search-attribute-keys.ts' },
+  // The search-attribute keys every payment workflow shares: a leaf the workflows own (only @temporalio/workflow, as
+  // every file of workflows/), which src/temporal's start-up registration reads. Before the workflows' pattern.
+  { category: 'workflow-keys', pattern: 'workflows/search-attributes.ts' },
   { category: 'workflow-bundle', pattern: 'workflows/index.ts' },
   { category: 'workflow', pattern: 'workflows/*.ts', capture: ['workflow'] },
   { category: 'reason-table', pattern: '{src/*/reasons.ts,src/flows/*/reasons.ts,src/instruments/service-reasons.ts}' },
@@ -157,6 +158,9 @@ const policies = [
   // Infrastructure knows no domain. Two type-only exceptions, named: the tracing wraps the Ledger interface with
   // spans, and a workflow start's deadline reads its duration from PlatformDeps.
   { from: infrastructure, allow: { to: infrastructure } },
+  // src/temporal registers the payment search attributes at start-up and builds the start option: it reads the keys
+  // the workflows own (a leaf importing only @temporalio/workflow), nothing else of workflows/.
+  { from: element('infrastructure', { path: 'src/temporal' }), allow: { to: category('workflow-keys') } },
   { from: category('infrastructure', { path: 'src/tracing.ts' }), allow: { to: category('ledger-contract'), dependency: { kind: 'type' } } },
 
   // PlatformDeps names what services and activities are built from: types only.
@@ -214,7 +218,7 @@ const policies = [
   { from: element('workflows'), disallow: { to: [anyLocal, anyModule] }, message: WORKFLOW_MESSAGE },
   { from: element('workflows'), allow: { to: npm('@temporalio/workflow') } },
   { from: category('workflow'), allow: { to: category('contract', { path: 'src/flows/{{ from.file.captured.workflow }}/contract.ts' }) } },
-  { from: category('workflow'), allow: { to: category('contract', { path: 'src/temporal/search-attribute-keys.ts' }) } },
+  { from: category('workflow'), allow: { to: category('workflow-keys') } },
   // The money-out saga's contract holds its workflow body (runMoneyOutSaga): any workflow may run it.
   { from: category('workflow'), allow: { to: category('contract', { path: `${MONEY_OUT}/contract.ts` }) } },
   ...Object.entries(OTHER_WORKFLOWS).map(([workflow, owner]) => ({

@@ -181,7 +181,12 @@ export async function run(): Promise<BenchResult> {
     const baseline = await burst(baselineInvoices);
     mutableConfig.WEBHOOK_INLINE_FIRST_ATTEMPT = true;
     const chosen = invoices.slice(0, settlements);
+    // CPU per settlement by process, notification to webhook received (the receiver and the upstream's notifying
+    // client are in the bench process as well): the settlement's own cost, for docs/capacity.md.
+    const settleCpu = cpuAccount(() => machineCpuGroups());
+    settleCpu.begin();
     const inline = await burst(chosen);
+    settleCpu.end(0, chosen.length);
     const duplicates = baseline.duplicates + inline.duplicates;
     const check = await platform.deps!.ledger.check();
 
@@ -194,7 +199,15 @@ export async function run(): Promise<BenchResult> {
         { phase: 'baseline: notifications accepted', operations: baselineInvoices.length, concurrency, per_second: round(baseline.settle.per_second), p50_ms: round(baseline.settle.p50_ms), p99_ms: round(baseline.settle.p99_ms) },
         { phase: 'baseline: notification → webhook received (workflow per webhook)', operations: baseline.received, concurrency, per_second: round(baseline.per_second), p50_ms: round(percentile(baseline.lags, 50)), p99_ms: round(percentile(baseline.lags, 99)) },
         { phase: 'notifications accepted', operations: chosen.length, concurrency, per_second: round(inline.settle.per_second), p50_ms: round(inline.settle.p50_ms), p99_ms: round(inline.settle.p99_ms) },
-        { phase: 'notification → webhook received (first attempt inline)', operations: inline.received, concurrency, per_second: round(inline.per_second), p50_ms: round(percentile(inline.lags, 50)), p99_ms: round(percentile(inline.lags, 99)) },
+        {
+          phase: 'notification → webhook received (first attempt inline)',
+          operations: inline.received,
+          concurrency,
+          per_second: round(inline.per_second),
+          p50_ms: round(percentile(inline.lags, 50)),
+          p99_ms: round(percentile(inline.lags, 99)),
+          ...cpuColumns(settleCpu, 0),
+        },
       ],
       ratios: [
         {
@@ -212,7 +225,7 @@ export async function run(): Promise<BenchResult> {
         `notification → webhook latency of the ${chosen.length}-settlement burst: p50 ${round(percentile(inline.lags, 50))} ms (goal ≤ 2000 ms: ${percentile(inline.lags, 50) <= 2000 ? 'met' : 'missed'}), p99 ${round(percentile(inline.lags, 99))} ms (goal ≤ 5000 ms: ${percentile(inline.lags, 99) <= 5000 ? 'met' : 'missed'}), measured from the moment the upstream sent each notification`,
         'a notification is answered once its PayinWorkflow applied it (Update-with-Start): accepted/s is the settlement rate, and a burst waits on the upstream’s connections instead of queueing inside Temporal',
         `RSS of the platform process after the run: ${Math.round(process.memoryUsage().rss / 1_048_576)} MiB (api + facade + worker roles and the bench client)`,
-        'cpu_ms_*: CPU milliseconds per operation by process, read from /proc around each slice of the first three phases (bench: the process running the roles, the sandbox upstream, the receiver and the client; temporal: the Temporal server; postgres: every PostgreSQL process)',
+        'cpu_ms_*: CPU milliseconds per operation by process, read from /proc around each slice of the first three phases and around the inline settlement burst (bench: the process running the roles, the sandbox upstream, the receiver and the client; temporal: the Temporal server; postgres: every PostgreSQL process)',
         `façade creations counted end to end: each slice ends when its last PayinWorkflow has started (transactional outbox, dispatched in batches), at most ${round(outboxLagSeconds, 1)} s after its last answer; phases interleaved in 3 slices each`,
         `floor and façade slices each end once the worker has run the first workflow task of every PayinWorkflow they started (at most ${round(firstTasksLagSeconds, 1)} s after the last start), so neither leaves its workflows' first tasks to the phase after it`,
       ],

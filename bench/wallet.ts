@@ -99,7 +99,14 @@ export async function run(): Promise<BenchResult> {
         users: [await fundedUser(onboarded.client, `m${index}a`), await fundedUser(onboarded.client, `m${index}b`)],
       });
     }
-    const pair = (index: number) => [users[index % USERS]!, users[(index * 7 + 1) % USERS]!] as const;
+    // The same account contention in every phase: at c = 32 the operations in flight use 32 disjoint pairs of
+    // accounts (one merchant: its users 2k and 2k+1; 32 merchants: each one's two users), alternating direction, so
+    // that one merchant against 32 merchants measures the owner, not the accounts' locks.
+    const pair = (index: number) => {
+      const k = index % (USERS / 2);
+      const [a, b] = [users[2 * k]!, users[2 * k + 1]!];
+      return (Math.floor(index / (USERS / 2)) % 2 === 0 ? [a, b] : [b, a]) as readonly [typeof a, typeof a];
+    };
 
     const localTrips = countRoundTrips(deps.database);
     const ledgerTripsBefore = localTrips();
@@ -109,8 +116,7 @@ export async function run(): Promise<BenchResult> {
     machine.begin();
     const ledgerCpu = process.cpuUsage();
     const ledger = await measure(operations, CONCURRENCY, async (index) => {
-      const [from, candidate] = pair(index);
-      const to = candidate === from ? users[(index + 1) % USERS]! : candidate;
+      const [from, to] = pair(index);
       await deps.ledger.transfer({
         idempotency_key: `bench-ledger-${index}`,
         description: 'bench',
@@ -127,15 +133,14 @@ export async function run(): Promise<BenchResult> {
     // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
     const signedBodies = new Map<number, string>();
     for (let index = 0; index < operations; index++) {
-      const [from, candidate] = pair(index);
-      const to = candidate === from ? users[(index + 1) % USERS]! : candidate;
+      const [from, to] = pair(index);
       const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD', request_id: `bench-${index}` };
       signedBodies.set(index, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
     const spreadBodies = new Map<number, { client: typeof client; body: string }>();
     for (let index = 0; index < operations; index++) {
       const merchant = spread[index % spread.length]!;
-      const [from, to] = index % 2 === 0 ? merchant.users : [merchant.users[1]!, merchant.users[0]!];
+      const [from, to] = Math.floor(index / spread.length) % 2 === 0 ? merchant.users : [merchant.users[1]!, merchant.users[0]!];
       const body = { service: 'transfer', from_user_id: from!.id, to_user_id: to!.id, amount: 0.01, currency: 'USD', request_id: `bench-spread-${index}` };
       spreadBodies.set(index, { client: merchant.client, body: JSON.stringify(signRequestParameters(body, merchant.private_key)) });
     }

@@ -228,6 +228,7 @@ export function createFacadeApp(options: {
       await admission.run(() => next());
     } catch (error) {
       if (!(error instanceof AdmissionRefusedError)) throw error;
+      options.metrics?.admissionRejections.inc({ server: 'facade', why: error.why });
       ctx.set('Retry-After', '1');
       answerEdge(ctx, areas, 503);
     }

@@ -2,6 +2,7 @@
  * Structured JSON logging (pino). Secrets are redacted by path; card and account numbers never reach the
  * logger because services log only their last 4 digits.
  */
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import pino, { type Logger } from 'pino';
 
 /** Log paths whose values are replaced by "[redacted]" wherever they appear (one or two levels deep). */
@@ -39,11 +40,21 @@ const redactPaths = REDACTED_KEYS.flatMap((key) => {
 });
 
 /**
+ * The active trace of the line being written, as `trace_id` and `span_id` (W3C hex): a line logged within a traced
+ * request, workflow task or activity names the trace an operator opens in the tracing UI. Without tracing (or outside
+ * any span) the API's no-op span has no valid context and the line carries neither.
+ */
+function traceFields(): { trace_id?: string; span_id?: string } {
+  const context = trace.getActiveSpan()?.spanContext();
+  return context && isSpanContextValid(context) ? { trace_id: context.traceId, span_id: context.spanId } : {};
+}
+
+/**
  * Creates the root logger. `level` is a pino level name ("silent" in tests by default); `destination` defaults to
  * stdout (tests pass a stream to inspect what is logged).
  */
 export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', name = 'payments', destination?: pino.DestinationStream): Logger {
-  const options = { name, level, redact: { paths: redactPaths, censor: '[redacted]' } };
+  const options = { name, level, redact: { paths: redactPaths, censor: '[redacted]' }, mixin: traceFields };
   return destination ? pino(options, destination) : pino(options);
 }
 

@@ -25,7 +25,8 @@ import type { Logger } from './logger';
 import { startPayinOutboxDispatcher } from './flows/payin/outbox';
 import { startEventSequencer } from './events';
 import { startReconciliationSchedule } from './flows/reconciliation/service';
-import { createMetrics, startMetricsServer } from './metrics';
+import { createMetrics, startMetricsServer, type PlatformMetrics } from './metrics';
+import { onEventCommitted, type EventType } from './events';
 import { createServices } from './platform';
 import type { PlatformDeps } from './platform-deps';
 import { createPlatformClients, rpcClientCredentials } from './rpc/clients';
@@ -38,6 +39,7 @@ import { registerPaymentSearchAttributes } from './temporal/search-attributes';
 import { checkAborted, unlessAborted } from './net';
 import { createOutboundPolicy, outboundOptionsFromConfig } from './web/outbound';
 import { temporalCliFlags, temporalConnectionOptions } from './temporal/connection-options';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { startTracing, type Tracing } from './tracing';
 import { upstreamFromConfig } from './upstream/client';
 import { startWorker } from './worker';
@@ -189,6 +191,8 @@ export async function runRoles(
     bundle?: WorkflowBundle;
     /** Serve /metrics on this port (0: any free one) whatever METRICS_PORT says. */
     metricsPort?: number;
+    /** Trace into this exporter (each span as it ends), whatever OTEL_EXPORTER_OTLP_ENDPOINT says: the tests'. */
+    spanExporter?: SpanExporter;
     abort?: AbortSignal;
   } = {},
 ): Promise<RunningPlatform> {
@@ -205,7 +209,7 @@ export async function runRoles(
   };
   try {
     // Traces (src/tracing.ts) when an OTLP endpoint is configured: started first, stopped last (flushes the spans).
-    const tracing: Tracing | undefined = await startTracing(config, roles);
+    const tracing: Tracing | undefined = await startTracing(config, roles, options.spanExporter);
     if (tracing) stops.push(() => tracing.shutdown());
     let deps: PlatformDeps | undefined;
     checkAborted(abort);
@@ -222,7 +226,12 @@ export async function runRoles(
     // One registry per process: every role here reports into it (METRICS_PORT serves it).
     const serveMetrics = config.METRICS_PORT > 0 || options.metricsPort !== undefined;
     const metrics = createMetrics(roles.join(','), deps?.database, serveMetrics);
-    if (deps) deps.metrics = metrics;
+    if (deps) {
+      deps.metrics = metrics;
+      deps.abuse.onRefused = (door, limit) => metrics.lockouts.inc({ door, limit });
+      const stopCounting = onEventCommitted((type) => countPayment(metrics, type));
+      stops.push(async () => stopCounting());
+    }
     let workerAddress: string | undefined;
     if (roles.includes('worker') && deps) {
       workerAddress = config.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
@@ -328,4 +337,13 @@ export async function runRoles(
     await stop();
     throw error;
   }
+}
+
+/** The payment kinds payments_payments_total counts: the event catalog's types of these, but a policy's decision. */
+const PAYMENT_EVENT_KINDS = new Set(['payin', 'refund', 'pre_transfer', 'deposit']);
+
+/** Counts a committed event announcing a payment's state (`payin.success` → kind payin, status success). */
+function countPayment(metrics: PlatformMetrics, type: EventType): void {
+  const [kind, status] = type.split('.') as [string, string];
+  if (PAYMENT_EVENT_KINDS.has(kind) && type !== 'payin.resolution') metrics.payments.inc({ kind, status });
 }

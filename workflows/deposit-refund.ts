@@ -1,7 +1,7 @@
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { DepositRefundActivities, DepositRefundWorkflowInput, DepositRefundWorkflowResult } from '../src/flows/deposit/contract';
 import { runMoneyOutSaga } from '../src/flows/money-out/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 
 // The acquirer step: retried with backoff until it has an outcome. It fails retryably while the deposit's capture is
 // running (a refund after capture waits for `captured`) and when the acquirer gave no answer; the acquirer's key (the

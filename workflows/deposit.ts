@@ -12,7 +12,7 @@ import {
   type DepositWorkflowState,
   type SealedPassword,
 } from '../src/flows/deposit/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 
 // Acquirer steps. The card authorization is attempted once: a retried authorization could charge twice at a real
 // acquirer; when it fails the deposit stays pending and the payer may submit again.

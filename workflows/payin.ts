@@ -12,7 +12,7 @@ import {
   type PayinWorkflowResult,
   type SettledSignalInput,
 } from '../src/flows/payin/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 
 // Local activities: short database transactions, recorded with the workflow task (fewer Temporal round trips).
 const { settlePayin, expirePayin, closePayin, startWebhookDeliveries, startRefunds } = proxyLocalActivities<PayinActivities>({

@@ -1,6 +1,6 @@
 import { ActivityFailure, ApplicationFailure, condition, log, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import { isMoneyOutEnd, runMoneyOutSaga } from '../src/flows/money-out/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 import { approvalSignal, isPayoutDecisionHint, type PayoutActivities, type PayoutStatus, type PayoutWorkflowInput, type PayoutWorkflowResult } from '../src/flows/payout/contract';
 
 // Local activities, as the refund's: short transactions and one provider call bounded by UPSTREAM_TIMEOUT_SECONDS.

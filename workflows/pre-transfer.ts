@@ -20,6 +20,7 @@ import {
   type PreTransferWorkflowResult,
   type PreTransferWorkflowState,
 } from '../src/flows/pre-transfer/contract';
+import { upsertPartnerTransactionId } from './search-attributes';
 
 // Both steps are one short database transaction: as local activities they run inside the workflow task that takes
 // the confirm (or the timer), with no activity task to dispatch and no second workflow task to report it.
@@ -69,6 +70,8 @@ export async function preTransferWorkflow(input: PreTransferWorkflowInput): Prom
         });
         fundTransferId = result.fund_transfer_id;
         state = 'confirmed';
+        // An operator finds the transfer by the partner's own id (PaymentPartnerTransactionId) once it is posted.
+        upsertPartnerTransactionId(partner_transaction_id);
         return { fund_transfer_id: result.fund_transfer_id };
       } catch (error) {
         // Nothing moved (an Update nobody verified, a clash, an expiry): the partner may confirm again, unless expired.

@@ -1,6 +1,6 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import { runMoneyOutSaga } from '../src/flows/money-out/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 import { isRefundDecisionHint, type RefundActivities, type RefundWorkflowInput, type RefundWorkflowResult } from '../src/flows/refund/contract';
 
 // Local activities, as the payin's: short transactions, one provider call bounded by UPSTREAM_TIMEOUT_SECONDS and a

@@ -8,7 +8,7 @@ import {
   type WebhookDeliveryInput,
   type WebhookDeliveryResult,
 } from '../src/webhooks/contract';
-import { upsertPaymentStatus } from '../src/temporal/search-attribute-keys';
+import { upsertPaymentStatus } from './search-attributes';
 
 // Local activities (recorded with the workflow task: fewer Temporal round trips per attempt). One attempt is bounded
 // by WEBHOOK_TIMEOUT_SECONDS (≤ 300 s); activity retries cover only infrastructure faults.

@@ -81,6 +81,11 @@ export interface AbuseLimits {
    */
   admitRefusalRecord(credential: string): Promise<boolean>;
   /**
+   * Told of each refusal, when set (the composition root counts them in payments_lockouts_total): `door` and which
+   * limit was used up (`pair`, `credential`, `address`), or door `request` and limit `caller` for a caller's rate.
+   */
+  onRefused?: (door: AuthDoor | 'request', limit: 'pair' | 'credential' | 'address' | 'caller') => void;
+  /**
    * Runs a password hash or check in one of the bounded hashing slots (PASSWORD_HASHING_CONCURRENCY per process).
    * Work whose `signal` has aborted by the time its slot comes (the caller's deadline passed, or it went away) is
    * dropped, so a backlog of abandoned logins does not hold live ones behind it.
@@ -158,7 +163,10 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
     try {
       return await limiter.consume(caller, points);
     } catch (outcome) {
-      if (outcome instanceof RateLimiterRes) throw rateLimited(outcome.msBeforeNext);
+      if (outcome instanceof RateLimiterRes) {
+        limits.onRefused?.('request', 'caller');
+        throw rateLimited(outcome.msBeforeNext);
+      }
       throw outcome;
     }
   }
@@ -202,7 +210,7 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
     if (taken.windowEndsAt - Date.now() > GIVE_BACK_MARGIN_MS) await taken.limiter.reward(taken.key, 1);
   }
 
-  return {
+  const limits: AbuseLimits = {
     async beginAttempt(door, credential, address) {
       const credentialPairKey = pairKey(door, credential, address);
       const taken = await Promise.allSettled([
@@ -215,6 +223,8 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
       if (failed || points.some((point) => point.over)) {
         await Promise.all(points.map(giveBack));
         if (failed) throw failed.reason;
+        const over = taken.findIndex((outcome) => outcome.status === 'fulfilled' && outcome.value.over);
+        limits.onRefused?.(door, (['pair', 'credential', 'address'] as const)[over]!);
         throw rateLimited(Math.max(...points.filter((point) => point.over).map((point) => point.windowEndsAt - Date.now())));
       }
       const [pairPoint, credentialPoint, addressPoint] = points as [Taken, Taken, Taken];
@@ -263,4 +273,5 @@ export function createAbuseLimits(database: Knex, config: Config): AbuseLimits {
         return work();
       }),
   };
+  return limits;
 }

@@ -15,7 +15,7 @@ import { callerOf } from '../rpc/caller';
 import { createServiceCredential, CredentialInputError, listServiceCredentials, revokeServiceCredential } from '../service-credentials';
 import { notFound } from '../onboarding/common';
 import { ONBOARDING_REASONS } from '../onboarding/reasons';
-import { createMerchant, getMerchant, setMerchantStatus } from '../onboarding/merchants';
+import { createMerchant, getMerchant, listMerchants, setMerchantStatus, type Merchant } from '../onboarding/merchants';
 import { createPartner, getPartner, setPartnerStatus } from '../onboarding/partners';
 import { createUser, getUser } from '../onboarding/users';
 import { checkPolicyChange, findOutcomePolicy, outcomePolicyFields, saveOutcomePolicy, type OutcomePolicyRow } from '../flows/payin/policy';
@@ -54,6 +54,23 @@ function requireCurrency(text: string): Currency {
   if (!isCurrency(currency)) throw invalidFields({ currency: [`currency must be one of ${CURRENCIES.join(', ')}`] }, ONBOARDING_REASONS, 'INVALID_CURRENCY');
   return currency;
 }
+
+/** What an operator sees of a merchant: no key, password or secret (the public key stays out too: it is long). */
+function merchantRecord(merchant: Merchant) {
+  return {
+    merchantId: merchant.id,
+    name: merchant.name,
+    status: merchant.status,
+    callbackUrl: merchant.callback_url,
+    signatureHeader: merchant.signature_header,
+    payinFeePercent: merchant.payin_fee_percent,
+    apiUserName: merchant.api_user_name,
+    createdAt: merchant.created_at.toISOString(),
+  };
+}
+
+/** A page of ListMerchants when the request names no limit. */
+const DEFAULT_MERCHANT_PAGE = 100;
 
 function walletBalance(account: Account) {
   return {
@@ -290,6 +307,25 @@ export function createAdminService(deps: PlatformDeps): ServiceImpl<typeof Admin
           outcome: row.outcome,
         })),
       };
+    },
+
+    /** Newest first, `limit` 0 = 100 (at most 500; the request's rule refuses more), never a secret. */
+    async listMerchants(request) {
+      const merchants = await listMerchants(deps.database, {
+        limit: request.limit || DEFAULT_MERCHANT_PAGE,
+        ...(request.status ? { status: request.status as Merchant['status'] } : {}),
+        ...(request.beforeMerchantId ? { before_merchant_id: request.beforeMerchantId } : {}),
+      });
+      return { merchants: merchants.map(merchantRecord) };
+    },
+
+    /** The merchant and its wallets (posted, available and held, per currency). @throws DomainError MERCHANT_NOT_FOUND */
+    async getMerchant(request) {
+      const merchant = await getMerchant(deps.database, request.merchantId);
+      if (!merchant) throw notFound('MERCHANT_NOT_FOUND', 'merchant');
+      const accounts = (await deps.ledger.accountsOf('merchant', merchant.id)).filter((account) => account.kind === 'wallet');
+      accounts.sort((a, b) => CURRENCIES.indexOf(a.currency) - CURRENCIES.indexOf(b.currency));
+      return { merchant: merchantRecord(merchant), wallets: accounts.map(walletBalance) };
     },
 
     /** @throws DomainError MERCHANT_NOT_FOUND */

@@ -6,6 +6,8 @@
  *   admin partner create --name N --public-key FILE [--float AMOUNT]
  *   admin merchant create --name N --callback-url URL [--signature-header H] [--public-key FILE] [--payin-fee-percent P]
  *   admin merchant suspend|resume --merchant-id ID
+ *   admin merchant list [--status active|suspended] [--limit N] [--before MERCHANT_ID]   newest first, no secret
+ *   admin merchant show MERCHANT_ID                          one merchant and its wallet balances, no secret
  *   admin partner suspend|resume --partner-id ID
  *   admin user create --phone P --first-name F --last-name L [--currency USD] [--merchant-id ID] [--not-eligible]
  *   admin wallet credit --user-id ID | --merchant-id ID | --partner-id ID --amount A --currency C --reference R
@@ -27,7 +29,7 @@
 import { readFileSync } from 'node:fs';
 import { Code } from '@connectrpc/connect';
 import type { Command } from 'commander';
-import { MerchantStatus } from '../gen/payments/admin/v1/admin_pb';
+import { MerchantStatus, type MerchantRecord, type WalletBalance } from '../gen/payments/admin/v1/admin_pb';
 import { stringifyJson } from '../money';
 import { createPlatformClients, type PlatformClients, type RpcClientCredentials } from '../rpc/clients';
 import { readRpcFailure } from '../rpc/errors';
@@ -122,6 +124,37 @@ function action<O extends { json?: boolean }>(run: (clients: PlatformClients, op
     }
     // Flush stdout, then exit (no keep-alive socket holds the process open).
     process.stdout.write('', () => process.exit(code || Number(process.exitCode ?? 0)));
+  };
+}
+
+/** Most merchants one `merchant list` answers (ListMerchants' limit). */
+const MERCHANT_LIST_MAX = 500;
+
+/** A merchant in the CLI's JSON (snake_case, as every admin command prints). */
+function merchantJson(merchant: MerchantRecord): Record<string, unknown> {
+  return {
+    merchant_id: merchant.merchantId,
+    name: merchant.name,
+    status: merchant.status,
+    callback_url: merchant.callbackUrl,
+    signature_header: merchant.signatureHeader,
+    payin_fee_percent: merchant.payinFeePercent,
+    api_user_name: merchant.apiUserName,
+    created_at: merchant.createdAt,
+  };
+}
+
+/** A wallet's balance in the CLI's JSON: decimal strings and minor units. */
+function walletJson(item: WalletBalance): Record<string, unknown> {
+  return {
+    currency: item.currency,
+    balance: item.balance,
+    balance_units: item.balanceUnits,
+    decimals: item.decimals,
+    available_units: item.availableUnits,
+    available: item.available,
+    held_units: item.heldUnits,
+    kind: item.kind,
   };
 }
 
@@ -223,6 +256,35 @@ export function registerAdminCommands(program: Command): void {
     const result = await clients.admin.setMerchantStatus({ merchantId: id, status });
     return { merchant_id: result.merchantId, status: result.status };
   });
+  merchant
+    .command('list')
+    .description(`merchants, newest first (at most ${MERCHANT_LIST_MAX} a page; --before the last id of a page for the next); no secret`)
+    .option('--status <status>', 'only active or suspended merchants')
+    .option('--limit <n>', `at most this many, 1 to ${MERCHANT_LIST_MAX}`, '100')
+    .option('--before <merchant_id>', 'the merchants created before this one (the next page)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action<{ status?: string; limit: string; before?: string; json?: boolean }>(async (clients, options) => {
+        const limit = Number(options.limit);
+        if (!/^\d{1,3}$/.test(options.limit) || limit < 1 || limit > MERCHANT_LIST_MAX) throw new CliError(`error: --limit must be 1 to ${MERCHANT_LIST_MAX} (got ${options.limit})`);
+        if (options.status !== undefined && options.status !== 'active' && options.status !== 'suspended') {
+          throw new CliError(`error: --status must be active or suspended (got ${options.status})`);
+        }
+        const result = await clients.admin.listMerchants({ limit, status: options.status ?? '', beforeMerchantId: options.before ?? '' });
+        return { merchants: result.merchants.map(merchantJson) };
+      }),
+    );
+  merchant
+    .command('show')
+    .description("one merchant (no secret) and its wallet balances")
+    .argument('<merchant_id>', 'the merchant id')
+    .option('--json', 'print one JSON object')
+    .action((merchantId: string, options: { json?: boolean }) =>
+      action<{ json?: boolean }>(async (clients) => {
+        const result = await clients.admin.getMerchant({ merchantId });
+        return { merchant: merchantJson(result.merchant!), wallets: result.wallets.map(walletJson) };
+      })(options),
+    );
 
   const user = admin.command('user').description('users (wallet holders, Area A receivers)');
   user
@@ -300,16 +362,7 @@ export function registerAdminCommands(program: Command): void {
       action<OwnerOptions & { json?: boolean }>(async (clients, options) => {
         const result = await clients.admin.getWalletBalances({ owner: owner(options) });
         return {
-          wallets: result.wallets.map((item) => ({
-            currency: item.currency,
-            balance: item.balance,
-            balance_units: item.balanceUnits,
-            decimals: item.decimals,
-            available_units: item.availableUnits,
-            available: item.available,
-            held_units: item.heldUnits,
-            kind: item.kind,
-          })),
+          wallets: result.wallets.map(walletJson),
         };
       }),
     );

@@ -1,5 +1,6 @@
 /**
  * The `payments` binary (platform decisions §1, §2):
+ *   payments --version                           the platform's version and the Node.js running it
  *   payments serve [--roles api,facade,worker]   run roles against configured PostgreSQL and Temporal
  *   payments dev                                 the dev stack (`npm start`)
  *   payments cluster up                          the production topology on one machine (`npm run cluster`)
@@ -23,6 +24,7 @@ import { registerPolicyCommands } from './admin-policies';
 import { registerWebhookCommands } from './admin-webhooks';
 import { parseRoles } from './roles';
 import { obeySignals } from './signals';
+import { versionLine } from './version';
 
 // The roles, the dev stack, the database and the sandbox are loaded only by the commands that run them, so
 // `payments admin …` (a Connect client) starts without loading the Temporal worker, knex and every service.
@@ -61,7 +63,10 @@ function chosenRoles(flag: string | undefined, settings: Config): ReturnType<typ
 /** Test mode, the explicit choice of the development commands (`npm start`, the sandbox, a cluster with demo data). */
 const TEST_MODE = { PAYMENTS_MODE: 'test' };
 
-const program = new Command('payments').description('Payments platform: Areas A, B and C').showHelpAfterError();
+const program = new Command('payments')
+  .description('Payments platform: Areas A, B and C')
+  .version(versionLine(), '-V, --version', 'print the version of the platform and of Node.js')
+  .showHelpAfterError();
 
 program
   .command('serve')

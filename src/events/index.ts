@@ -104,6 +104,36 @@ function toEvent(row: EventRow): PlatformEvent {
 export async function recordEvent(trx: Knex.Transaction, event: NewEvent): Promise<void> {
   await insertEvent(trx, eventRowOf(event));
   numberAfterCommit(trx, event.owner);
+  announceOnCommit(trx, event.type);
+}
+
+/** Told of each event's type once the transaction that wrote it committed (see onEventCommitted). */
+type CommittedEventListener = (type: EventType) => void;
+const committedListeners = new Set<CommittedEventListener>();
+
+/**
+ * Calls `listener` with the type of every event this process writes, once its transaction committed (a rolled-back
+ * change announces nothing; an event written in a savepoint is announced when the savepoint is released): the
+ * composition root counts payments by kind and state from them (payments_payments_total, src/metrics.ts).
+ * @returns the function that removes the listener
+ */
+export function onEventCommitted(listener: CommittedEventListener): () => void {
+  committedListeners.add(listener);
+  return () => committedListeners.delete(listener);
+}
+
+/**
+ * Announces `type` to the listeners of onEventCommitted when `trx` commits: for a capability that writes an event
+ * with rows of its own (`eventWriteCtes`); recordEvent and recordEventOnce announce theirs themselves.
+ */
+export function announceOnCommit(trx: Knex.Transaction, type: EventType): void {
+  if (committedListeners.size === 0) return;
+  trx.executionPromise.then(
+    () => {
+      for (const listener of committedListeners) listener(type);
+    },
+    () => undefined,
+  );
 }
 
 /**
@@ -136,7 +166,10 @@ export function eventRowOf(event: NewEvent): NewEventRow {
  */
 export async function recordEventOnce(trx: Knex.Transaction, event: NewEvent): Promise<boolean> {
   const written = await insertEventOnce(trx, eventRowOf(event));
-  if (written) numberAfterCommit(trx, event.owner);
+  if (written) {
+    numberAfterCommit(trx, event.owner);
+    announceOnCommit(trx, event.type);
+  }
   return written !== undefined;
 }
 

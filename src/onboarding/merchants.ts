@@ -177,6 +177,28 @@ export async function getMerchant(database: Knex, merchant_id: string): Promise<
   return row ? toMerchant(row) : undefined;
 }
 
+/** Most merchants one page of listMerchants holds. */
+export const MERCHANT_PAGE_MAX = 500;
+
+/**
+ * Merchants newest first (created_at, then id), at most `limit` (1..MERCHANT_PAGE_MAX), only those in `status` when
+ * given, after `before_merchant_id` (the last of the previous page; an unknown id gives an empty page). One range scan
+ * of merchants_created_at_id_idx (migration 060).
+ */
+export async function listMerchants(
+  database: Knex,
+  options: { limit: number; status?: MerchantStatus; before_merchant_id?: string },
+): Promise<Merchant[]> {
+  const limit = Math.max(1, Math.min(options.limit, MERCHANT_PAGE_MAX));
+  const query = database('merchants').orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+  if (options.status) query.where({ status: options.status });
+  if (options.before_merchant_id) {
+    const cursor = database('merchants').where({ id: options.before_merchant_id }).select('created_at', 'id');
+    query.whereRaw('(created_at, id) < (SELECT created_at, id FROM (?) AS cursor)', [cursor]);
+  }
+  return ((await query) as MerchantRow[]).map(toMerchant);
+}
+
 /** Area B: the merchant whose API key this is (any status: the caller decides about suspended ones), else undefined. */
 export async function findMerchantByApiKey(database: Knex, api_key: string): Promise<Merchant | undefined> {
   if (typeof api_key !== 'string' || api_key.length === 0 || api_key.length > 256) return undefined;

@@ -14,7 +14,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { Logger } from '../logger';
-import type { PlatformMetrics } from '../metrics';
+import { reasonLabel, type PlatformMetrics } from '../metrics';
 import { listenOn, trackSockets } from '../net';
 import type { Tracing } from '../tracing';
 import type { CredentialVerifier } from '../service-credentials';
@@ -22,6 +22,7 @@ import { type AuditLog, auditInterceptor } from './audit';
 import { authenticationInterceptor, authorizationInterceptor, peerKey, peerOf } from './auth';
 import { callerKey, IN_PROCESS_FACADE } from './caller';
 import { createDirectTransport } from './in-process-transport';
+import { readRpcFailure } from './errors';
 import { errorInterceptor, validationInterceptor } from './interceptors';
 
 export interface RunningServer {
@@ -50,7 +51,7 @@ export function rpcInterceptors(
     ...(tracing ? [tracing.rpcServerInterceptor] : []),
     ...(metrics ? [metricsInterceptor(metrics)] : []),
     errorInterceptor(logger),
-    ...(admission ? [admissionInterceptor(admission)] : []),
+    ...(admission ? [admissionInterceptor(admission, metrics)] : []),
     caller === 'in-process' ? inProcessCallerInterceptor : authenticationInterceptor(caller, logger),
     ...(audit ? [auditInterceptor(audit, logger)] : []),
     authorizationInterceptor(logger),
@@ -65,12 +66,13 @@ const inProcessCallerInterceptor: Interceptor = (next) => async (request) => {
 };
 
 /** Bounded concurrency: a call past the in-flight and queue bounds is UNAVAILABLE at once, retry after 1 s. */
-function admissionInterceptor(admission: Admission): Interceptor {
+function admissionInterceptor(admission: Admission, metrics: PlatformMetrics | undefined): Interceptor {
   return (next) => async (request) => {
     try {
       return await admission.run(() => next(request));
     } catch (error) {
       if (!(error instanceof AdmissionRefusedError)) throw error;
+      metrics?.admissionRejections.inc({ server: 'rpc', why: error.why });
       const busy = reasonError(COMMON_REASONS, 'UNAVAILABLE', 'busy: refused by admission control');
       busy.retryAfterSeconds = 1;
       throw busy;
@@ -78,7 +80,7 @@ function admissionInterceptor(admission: Admission): Interceptor {
   };
 }
 
-/** Observes every RPC's duration and outcome code (`ok`, or the Connect code's name). */
+/** Observes every RPC's duration and outcome code (`ok`, or the Connect code's name), and each refusal's reason. */
 function metricsInterceptor(metrics: PlatformMetrics): Interceptor {
   return (next) => async (request) => {
     const procedure = `${request.service.typeName}/${request.method.name}`;
@@ -89,6 +91,7 @@ function metricsInterceptor(metrics: PlatformMetrics): Interceptor {
       return response;
     } catch (error) {
       end({ code: Code[ConnectError.from(error).code] ?? 'unknown' });
+      metrics.refusals.inc({ reason: reasonLabel(readRpcFailure(error).reason) });
       throw error;
     }
   };

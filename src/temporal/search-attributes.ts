@@ -1,6 +1,6 @@
 /**
  * The payment search attributes on the platform's side (docs/operations.md "Search attributes"): the keys are defined
- * once in src/temporal/search-attribute-keys.ts (the workflows import them from there) and re-exported here;
+ * once in workflows/search-attributes.ts (the workflows own them) and re-exported here;
  * this module registers them on a Temporal server, checks a namespace has them, and builds the start option a
  * service passes when it starts a payment's workflow.
  */
@@ -11,14 +11,27 @@ import {
   PAYMENT_AMOUNT_UNITS,
   PAYMENT_CURRENCY,
   PAYMENT_KIND,
+  PAYMENT_ORDER_ID,
   PAYMENT_OWNER_ID,
+  PAYMENT_PARTNER_TRANSACTION_ID,
   PAYMENT_SEARCH_ATTRIBUTE_KEYS,
   PAYMENT_STATUS,
   type PaymentKind,
-} from './search-attribute-keys';
+} from '../../workflows/search-attributes';
+import { formatAmount, isCurrency } from '../money';
 import type { TemporalConnectionOptions } from './connection-options';
 
-export { PAYMENT_AMOUNT_UNITS, PAYMENT_CURRENCY, PAYMENT_KIND, PAYMENT_OWNER_ID, PAYMENT_SEARCH_ATTRIBUTE_KEYS, PAYMENT_STATUS, type PaymentKind };
+export {
+  PAYMENT_AMOUNT_UNITS,
+  PAYMENT_CURRENCY,
+  PAYMENT_KIND,
+  PAYMENT_ORDER_ID,
+  PAYMENT_OWNER_ID,
+  PAYMENT_PARTNER_TRANSACTION_ID,
+  PAYMENT_SEARCH_ATTRIBUTE_KEYS,
+  PAYMENT_STATUS,
+  type PaymentKind,
+};
 
 /** The type names the Temporal CLI and the Web UI use (`Keyword`, `Int`). */
 const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
@@ -50,33 +63,67 @@ export function paymentOwnerId(owner: PaymentOwner): string {
 }
 
 const CANONICAL_UNITS = /^(0|[1-9][0-9]*)$/;
+/** Temporal's Web UI shows a static summary on one line: past this many characters an order id is cut short. */
+const SUMMARY_ORDER_ID_CHARS = 64;
+
+/** What a payment's workflow starts with: its search attributes and the static summary the Web UI lists. */
+export interface PaymentStartOptions {
+  typedSearchAttributes: SearchAttributePair[];
+  /** One line: kind, amount in major units and currency, owner, order id (the Web UI's workflow list). */
+  staticSummary: string;
+  /** Markdown: the same facts, whole (the amount in minor units too, the order id uncut), on the run's page. */
+  staticDetails: string;
+}
+
+/** `11.75 USDT`: major units for a currency the platform knows, else `<units> minor units <currency>`. */
+function amountText(units: bigint, currency: string): string {
+  return isCurrency(currency) ? `${formatAmount(units, currency)} ${currency}` : `${units} minor units ${currency}`;
+}
 
 /**
- * The search attributes a payment's workflow starts with, as the `typedSearchAttributes` start option
+ * The search attributes and static summary a payment's workflow starts with, as start options
  * (`client.workflow.start(wf, { …, ...paymentSearchAttributes({ … }) })`): PaymentOwnerId, PaymentKind,
- * PaymentAmountUnits, PaymentCurrency, and PaymentStatus when `status` is given (the workflow sets it otherwise, on
- * its first state). `amount_units` is the amount in minor units (a canonical decimal string or a bigint); above
- * Number.MAX_SAFE_INTEGER (2^53 − 1) PaymentAmountUnits is left out, since a search attribute's Int travels as a JSON
- * number and would be rounded: a wrong amount is worse than none for an operator filtering on it.
+ * PaymentAmountUnits and PaymentCurrency (when an amount is given), PaymentOrderId (the merchant's `out_trade_no`,
+ * when given), PaymentStatus (when given; the workflow sets it otherwise, on its first state), and `staticSummary` /
+ * `staticDetails` (docs/operations.md "Search attributes"). `amount_units` is the amount in minor units (a canonical
+ * decimal string or a bigint); above Number.MAX_SAFE_INTEGER (2^53 − 1) PaymentAmountUnits is left out, since a
+ * search attribute's Int travels as a JSON number and would be rounded: a wrong amount is worse than none for an
+ * operator filtering on it.
  * @throws TypeError when `amount_units` is not a canonical decimal of minor units (a caller's bug)
  */
 export function paymentSearchAttributes(input: {
   owner: PaymentOwner;
   kind: PaymentKind;
-  amount_units: string | bigint;
-  currency: string;
+  /** Minor units, with `currency`; a webhook delivery whose event carries no amount has none. */
+  amount_units?: string | bigint;
+  currency?: string;
   status?: string;
-}): { typedSearchAttributes: SearchAttributePair[] } {
-  const units = typeof input.amount_units === 'bigint' ? input.amount_units : CANONICAL_UNITS.test(input.amount_units) ? BigInt(input.amount_units) : undefined;
-  if (units === undefined || units < 0n) throw new TypeError(`amount_units must be a canonical decimal of minor units, got ${JSON.stringify(String(input.amount_units))}`);
+  order_id?: string;
+}): PaymentStartOptions {
+  const owner = paymentOwnerId(input.owner);
   const pairs: SearchAttributePair[] = [
-    { key: PAYMENT_OWNER_ID, value: paymentOwnerId(input.owner) },
+    { key: PAYMENT_OWNER_ID, value: owner },
     { key: PAYMENT_KIND, value: input.kind },
-    { key: PAYMENT_CURRENCY, value: input.currency },
   ];
-  if (units <= BigInt(Number.MAX_SAFE_INTEGER)) pairs.push({ key: PAYMENT_AMOUNT_UNITS, value: Number(units) });
+  const summary: string[] = [input.kind];
+  const details = [`**${input.kind}** of \`${owner}\``];
+  if (input.amount_units !== undefined && input.currency !== undefined) {
+    const units = typeof input.amount_units === 'bigint' ? input.amount_units : CANONICAL_UNITS.test(input.amount_units) ? BigInt(input.amount_units) : undefined;
+    if (units === undefined || units < 0n) throw new TypeError(`amount_units must be a canonical decimal of minor units, got ${JSON.stringify(String(input.amount_units))}`);
+    pairs.push({ key: PAYMENT_CURRENCY, value: input.currency });
+    if (units <= BigInt(Number.MAX_SAFE_INTEGER)) pairs.push({ key: PAYMENT_AMOUNT_UNITS, value: Number(units) });
+    summary.push(amountText(units, input.currency));
+    details.push(`- amount: ${amountText(units, input.currency)} (${units} minor units)`);
+  }
+  summary.push(owner);
   if (input.status !== undefined) pairs.push({ key: PAYMENT_STATUS, value: input.status });
-  return { typedSearchAttributes: pairs };
+  if (input.order_id !== undefined) {
+    pairs.push({ key: PAYMENT_ORDER_ID, value: input.order_id });
+    const cut = [...input.order_id];
+    summary.push(`order ${cut.length > SUMMARY_ORDER_ID_CHARS ? `${cut.slice(0, SUMMARY_ORDER_ID_CHARS - 1).join('')}…` : input.order_id}`);
+    details.push(`- order id: \`${input.order_id}\``);
+  }
+  return { typedSearchAttributes: pairs, staticSummary: summary.join(' · '), staticDetails: details.join('\n') };
 }
 
 /** A visibility query naming every key (each compared with a value of its type), valid only where all are known. */

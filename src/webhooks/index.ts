@@ -19,19 +19,19 @@
  * compatibility: it holds any flow's reference, migration 017).
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
-import type { SearchAttributePair } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { hmacSha256Hex, standardWebhookSignature } from '../crypto/hmac';
 import type { Knex } from '../db/knex';
 import { reasonError } from '../errors';
-import { eventRowOf, eventWriteCtes, numberAfterCommit, numberOwnerEvents, recordEvent, type EventType, type NewEventRow } from '../events';
+import { announceOnCommit, eventRowOf, eventWriteCtes, numberAfterCommit, numberOwnerEvents, recordEvent, type EventType, type NewEventRow } from '../events';
 import { getMerchant, merchantSigningSecrets, recordEndpointOutcome, webhookEndpointState, type SigningSecrets } from '../onboarding/merchants';
+import type { WebhookAttemptOutcome } from '../metrics';
 import type { PlatformDeps } from '../platform-deps';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { startWorkflow } from '../temporal/client';
 import { withRequestDeadline } from '../temporal/deadline';
-import { PAYMENT_KIND, PAYMENT_OWNER_ID, paymentOwnerId, paymentSearchAttributes } from '../temporal/search-attributes';
+import { paymentSearchAttributes, type PaymentStartOptions } from '../temporal/search-attributes';
 import { OutboundRefusedError } from '../web/outbound';
 import {
   predecessorSettledSignal,
@@ -105,7 +105,10 @@ export async function recordWebhookEvent(trx: Knex.Transaction, webhook: Outboun
     default_header: DEFAULT_SIGNATURE_HEADER,
   });
   if (!written.merchant_found) throw new Error(`merchant ${webhook.merchant_id} of webhook ${webhook.id} not found`);
-  if (written.written) numberAfterCommit(trx, event.owner);
+  if (written.written) {
+    numberAfterCommit(trx, event.owner);
+    announceOnCommit(trx, webhook.event);
+  }
   return webhook.id;
 }
 
@@ -151,7 +154,7 @@ const CURRENCY = /^[A-Z]{3,5}$/;
  * PaymentStatus is the workflow's, at its end. One query for all `webhook_ids`; a webhook without an event (purged,
  * or recorded before events) gets its owner and kind only.
  */
-async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, { typedSearchAttributes: SearchAttributePair[] }>> {
+async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): Promise<Map<string, PaymentStartOptions>> {
   const rows = (await database('webhook_events as w')
     .leftJoin('events as e', (join) => {
       join.on('e.id', '=', 'w.event_id');
@@ -169,7 +172,7 @@ async function deliverySearchAttributes(database: Knex, webhook_ids: string[]): 
       const attributes =
         row.amount_units !== null && MINOR_UNITS.test(row.amount_units) && row.currency !== null && CURRENCY.test(row.currency)
           ? paymentSearchAttributes({ owner, kind: 'webhook', amount_units: row.amount_units, currency: row.currency })
-          : { typedSearchAttributes: [{ key: PAYMENT_OWNER_ID, value: paymentOwnerId(owner) }, { key: PAYMENT_KIND, value: 'webhook' }] as SearchAttributePair[] };
+          : paymentSearchAttributes({ owner, kind: 'webhook' });
       return [row.id, attributes];
     }),
   );
@@ -394,6 +397,8 @@ interface PostOutcome {
   status_code: number | null;
   response_body: string | null;
   error: string | null;
+  /** How it ended, for payments_webhook_attempts_total. */
+  outcome: WebhookAttemptOutcome;
 }
 
 /**
@@ -413,6 +418,7 @@ export async function signedPost(
   let status_code: number | null = null;
   let response_body: string | null = null;
   let error: string | null = null;
+  let outcome: WebhookAttemptOutcome | undefined;
   const refusal = deps.outbound.checkUrl(target.callback_url);
   try {
     if (refusal) throw new OutboundRefusedError(refusal);
@@ -441,8 +447,19 @@ export async function signedPost(
     if (status_code < 200 || status_code > 299) error = `HTTP ${status_code}`;
   } catch (failure) {
     error = ((failure as Error).message || String(failure)).slice(0, MAX_ERROR_LENGTH);
+    outcome = failureOutcome(failure, status_code);
   }
-  return { status_code, response_body, error };
+  return { status_code, response_body, error, outcome: error === null ? 'delivered' : (outcome ?? 'http_error') };
+}
+
+/** How an attempt that threw ended: the outbound policy refused the URL, it ran out of time, or the network failed. */
+function failureOutcome(failure: unknown, status_code: number | null): WebhookAttemptOutcome {
+  // The policy refuses a URL before the request, or an address as the dispatcher connects (the request's cause).
+  if (failure instanceof OutboundRefusedError || (failure as { cause?: unknown }).cause instanceof OutboundRefusedError) return 'refused';
+  const code = (failure as { code?: unknown }).code;
+  const name = (failure as { name?: unknown }).name;
+  if (name === 'TimeoutError' || name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
+  return status_code === null ? 'network' : 'http_error';
 }
 
 /**
@@ -484,14 +501,15 @@ export async function attemptDelivery(
   // One read: the secrets and the endpoint's state. A disabled endpoint gets nothing until the merchant enables it;
   // the attempt is recorded as refused here.
   const secrets = await merchantSigningSecrets(deps, event.merchant_id);
-  const { status_code, response_body, error } = secrets.disabled_at
-    ? { status_code: null, response_body: null, error: ENDPOINT_DISABLED_ERROR }
+  const { status_code, response_body, error, outcome } = secrets.disabled_at
+    ? { status_code: null, response_body: null, error: ENDPOINT_DISABLED_ERROR, outcome: 'disabled' as const }
     : await signedPost(deps, event, attempt, options.timeout_seconds ?? deps.config.WEBHOOK_TIMEOUT_SECONDS, secrets);
   const latency_ms = Math.round(performance.now() - started);
   const delivered = error === null;
   // A delivered attempt to an endpoint that was not failing changes nothing: no write.
   if (!secrets.disabled_at && !(delivered && secrets.failing_since === null)) await trackEndpoint(deps, event, delivered);
   deps.metrics?.webhookAttempts.observe({ event: event.event, outcome: delivered ? 'delivered' : 'failed' }, latency_ms / 1000);
+  deps.metrics?.webhookAttemptOutcomes.inc({ outcome });
   if (!delivered) {
     deps.logger.warn({ webhook_id: event.id, event: event.event, merchant_id: event.merchant_id, attempt, status_code, error }, `${describe(event.event)} failed`);
   }

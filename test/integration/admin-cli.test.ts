@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { recordEvent } from '../../src/events';
@@ -116,6 +116,79 @@ describe('payments admin CLI', () => {
     expect(json(await runCli(platform.rpcUrl, ['ledger', 'check', '--json']))).toMatchObject({ ok: true, imbalances: [] });
     expect(json(await runCli(platform.rpcUrl, ['reconcile', '--report-only', '--json']))).toMatchObject({ repaired: 0, reported: 0, findings: [] });
   }, 240_000);
+
+  it('lists merchants newest first, a page at a time, and shows one with its wallets, never a secret', async () => {
+    const [firstRun, secondRun] = [
+      await runCli(platform.rpcUrl, ['merchant', 'create', '--name', 'Listed Shop A', '--callback-url', 'https://a.example/hook', '--json']),
+      await runCli(platform.rpcUrl, ['merchant', 'create', '--name', 'Listed Shop B', '--callback-url', 'https://b.example/hook', '--payin-fee-percent', '2.5', '--json']),
+    ];
+    const first = json(firstRun);
+    const second = json(secondRun);
+    json(await runCli(platform.rpcUrl, ['merchant', 'suspend', '--merchant-id', first.merchant_id as string, '--json']));
+    const secrets = [first, second].flatMap((created) => [created.api_key, created.api_password, created.hmac_secret, created.merchant_secret_key, created.private_key] as string[]);
+
+    const [allRun, suspendedRun, pageRun, showRun, missingRun, badLimitRun, badStatusRun] = await Promise.all([
+      runCli(platform.rpcUrl, ['merchant', 'list', '--limit', '500', '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'list', '--status', 'suspended', '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'list', '--limit', '1', '--before', second.merchant_id as string, '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'show', second.merchant_id as string, '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'show', 'MNOSUCHMERCHANT', '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'list', '--limit', '501', '--json']),
+      runCli(platform.rpcUrl, ['merchant', 'list', '--status', 'closed', '--json']),
+    ]);
+    const all = json(allRun).merchants as Array<Record<string, unknown>>;
+    const ids = all.map((merchant) => merchant.merchant_id);
+    // Newest first: the second before the first, each once.
+    expect(ids.indexOf(second.merchant_id)).toBeGreaterThanOrEqual(0);
+    expect(ids.indexOf(second.merchant_id)).toBeLessThan(ids.indexOf(first.merchant_id));
+    expect(new Set(ids).size).toBe(ids.length);
+    const createdAts = all.map((merchant) => Date.parse(merchant.created_at as string));
+    expect([...createdAts].sort((a, b) => b - a)).toEqual(createdAts);
+    expect(all.find((merchant) => merchant.merchant_id === first.merchant_id)).toEqual({
+      merchant_id: first.merchant_id,
+      name: 'Listed Shop A',
+      status: 'suspended',
+      callback_url: 'https://a.example/hook',
+      signature_header: 'X-Signature',
+      payin_fee_percent: '1.0',
+      api_user_name: first.api_user_name,
+      created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    const suspended = (json(suspendedRun).merchants as Array<Record<string, unknown>>).map((merchant) => merchant.merchant_id);
+    expect(suspended).toContain(first.merchant_id);
+    expect(suspended).not.toContain(second.merchant_id);
+    // The page after the second merchant starts with the one created just before it.
+    expect((json(pageRun).merchants as Array<Record<string, unknown>>).map((merchant) => merchant.merchant_id)).toEqual([first.merchant_id]);
+
+    const shown = json(showRun);
+    expect(shown.merchant).toMatchObject({ merchant_id: second.merchant_id, name: 'Listed Shop B', status: 'active', payin_fee_percent: '2.5' });
+    expect((shown.wallets as Array<Record<string, unknown>>).map((wallet) => [wallet.currency, wallet.balance_units])).toEqual([
+      ['USD', 0],
+      ['KHR', 0],
+      ['USDT', 0],
+    ]);
+    for (const secret of secrets) {
+      expect(typeof secret).toBe('string');
+      expect(allRun.stdout + showRun.stdout).not.toContain(secret);
+    }
+
+    for (const [refused, says] of [
+      [missingRun, 'MERCHANT_NOT_FOUND'],
+      [badLimitRun, '--limit must be 1 to 500'],
+      [badStatusRun, '--status must be active or suspended'],
+    ] as const) {
+      expect([refused.code, refused.stdout]).toEqual([1, '']);
+      expect(refused.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain(says);
+    }
+  }, 240_000);
+
+  it('prints its version and the Node.js running it', async () => {
+    const { version } = JSON.parse(readFileSync(path.resolve(__dirname, '../../package.json'), 'utf8')) as { version: string };
+    const result = await runCli(platform.rpcUrl, ['--version'], {}, []);
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(result.stdout).toBe(`payments ${version} (Node.js ${process.version}, ${process.platform}-${process.arch})\n`);
+  }, 60_000);
 
   it('fails with a non-zero exit and one line on stderr', async () => {
     await createUser(platform.deps, { phone_number: '012555011', first_name: 'A', last_name: 'B', currency: 'USD' });

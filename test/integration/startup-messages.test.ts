@@ -151,7 +151,7 @@ describe('the payment search attributes on a Temporal the platform did not start
     expect(await registered('default')).toEqual([]);
     const { child, output } = await serveUntilServing('api,worker', { DATABASE_URL: database.url, TEMPORAL_ADDRESS: address });
     try {
-      expect(output()).toContain('registered the search attributes PaymentOwnerId, PaymentKind, PaymentAmountUnits, PaymentCurrency, PaymentStatus in the Temporal namespace default');
+      expect(output()).toContain('registered the search attributes PaymentOwnerId, PaymentKind, PaymentAmountUnits, PaymentCurrency, PaymentStatus, PaymentOrderId, PaymentPartnerTransactionId in the Temporal namespace default');
       expect(await registered('default')).toEqual(PAYMENT_SEARCH_ATTRIBUTE_KEYS.map((key) => key.name));
     } finally {
       expect(await stopServe(child)).toBe(0);
@@ -169,7 +169,8 @@ describe('the payment search attributes on a Temporal the platform did not start
     expect(command).toBe(
       `temporal operator search-attribute create --address ${frontend.address} --namespace ${namespace} ` +
         '--name PaymentOwnerId --type Keyword --name PaymentKind --type Keyword --name PaymentAmountUnits --type Int ' +
-        '--name PaymentCurrency --type Keyword --name PaymentStatus --type Keyword',
+        '--name PaymentCurrency --type Keyword --name PaymentStatus --type Keyword --name PaymentOrderId --type Keyword ' +
+        '--name PaymentPartnerTransactionId --type Keyword',
     );
     expect(refused.stderr[0]).toMatch(/PERMISSION_DENIED|Request unauthorized/);
 

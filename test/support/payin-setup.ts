@@ -67,7 +67,15 @@ export interface PayinHarness {
 
 /** Starts sandbox, receiver and platform. `env` overrides the platform environment. */
 export async function startPayinHarness(
-  options: { env?: Record<string, string>; proxy?: boolean; roles?: Array<'api' | 'facade' | 'worker'>; refund_decision_delay_seconds?: number | null; payout_decision_delay_seconds?: number | null } = {},
+  options: {
+    env?: Record<string, string>;
+    proxy?: boolean;
+    roles?: Array<'api' | 'facade' | 'worker'>;
+    refund_decision_delay_seconds?: number | null;
+    payout_decision_delay_seconds?: number | null;
+    /** More options of the test platform (a span exporter, a log destination, the worker's workflow code). */
+    platform?: Omit<Parameters<typeof startTestPlatform>[0] & object, 'env' | 'roles'>;
+  } = {},
 ): Promise<PayinHarness> {
   const sandbox = await startSandboxUpstream({
     api_key: UPSTREAM_API_KEY,
@@ -79,6 +87,7 @@ export async function startPayinHarness(
   const receiver = await startMerchantReceiver();
   const port = await freePort();
   const platform = await startTestPlatform({
+    ...options.platform,
     roles: options.roles,
     env: {
       HTTP_PORT: String(port),

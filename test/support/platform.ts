@@ -18,6 +18,7 @@ import { loadConfig, type Config } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import type { PlatformDeps } from '../../src/platform-deps';
 import { createPlatformClients, type PlatformClients, type RpcClientCredentials } from '../../src/rpc/clients';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { createPlatformDeps, runRoles, type Role } from '../../src/runtime';
 import { createServiceCredential, OPERATOR_SCOPES } from '../../src/service-credentials';
 import { clusterRpcTls, clusterTemporalSettings, readClusterState, type ClusterState } from './cluster';
@@ -114,8 +115,11 @@ export const clusterServed = { count: 0 };
  * Whether the cluster can stand for the platform a test file asks for: every role, no log capture, no reading of
  * in-process state, and every setting it asks for already the cluster's (scripts/test-cluster.ts starts the cluster with test settings).
  */
-function clusterFits(cluster: ClusterState, options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown; inProcess?: boolean; bundleCode?: string }): boolean {
-  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination || options.inProcess || options.bundleCode) return false;
+function clusterFits(
+  cluster: ClusterState,
+  options: { env?: Record<string, string>; roles?: Role[]; logDestination?: unknown; inProcess?: boolean; bundleCode?: string; spanExporter?: unknown },
+): boolean {
+  if ((options.roles ?? ['api', 'facade', 'worker']).length !== 3 || options.logDestination || options.inProcess || options.bundleCode || options.spanExporter) return false;
   const env = options.env ?? {};
   if (Object.keys(env).length === 0) return true;
   const wanted = testConfig(env) as unknown as Record<string, unknown>;
@@ -183,6 +187,8 @@ export async function startTestPlatform(
     bundleCode?: string;
     /** The file reads state kept inside the platform's process (the sandbox acquirer's record, its RPC metrics): never the cluster. */
     inProcess?: boolean;
+    /** Trace every role into this exporter (src/tracing.ts): never the cluster. */
+    spanExporter?: SpanExporter;
   } = {},
 ): Promise<TestPlatform> {
   const cluster = readClusterState();
@@ -193,6 +199,7 @@ export async function startTestPlatform(
   bundleCode ??= readFileSync(required('PAYMENTS_TEST_WORKFLOW_BUNDLE'), 'utf8');
   const running = await runRoles(config, options.roles ?? ['api', 'facade', 'worker'], logger, {
     bundle: { code: options.bundleCode ?? bundleCode },
+    ...(options.spanExporter ? { spanExporter: options.spanExporter } : {}),
   });
   const rpcUrl = running.rpcUrl!;
   const adminToken = running.deps ? (await createServiceCredential(running.deps.database, { name: 'test admin', scopes: TEST_OPERATOR_SCOPES })).token : '';

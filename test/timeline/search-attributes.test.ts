@@ -1,14 +1,16 @@
 /**
  * The payment search attributes: their keys and the start option (pure); their registration on a namespace that
  * lacks them and the worker's refusal to start without them (the run's Temporal dev server); and the payin, deposit
- * and webhook-delivery workflows (with mocked activities, test/workflows/bed.ts) carrying PaymentKind and
- * PaymentStatus through every state change, findable by a Web UI filter, with the timeline showing each change.
+ * webhook-delivery and pre-transfer workflows (with mocked activities, test/workflows/bed.ts) carrying PaymentKind and
+ * PaymentStatus through every state change, the merchant's order id and the partner's transaction id, findable by a
+ * Web UI filter, with the timeline showing each change, and the static summary the Web UI lists.
  */
 import { Connection } from '@temporalio/client';
 import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import { randomBytes } from 'node:crypto';
 import { confirmWithPasswordUpdate, type DepositActivities, type DepositWorkflowInput } from '../../src/flows/deposit/contract';
 import { notifyUpdate, type PayinActivities } from '../../src/flows/payin/contract';
+import { confirmPreTransferUpdate, type PreTransferActivities } from '../../src/flows/pre-transfer/contract';
 import type { PlatformDeps } from '../../src/platform-deps';
 import {
   assertPaymentSearchAttributes,
@@ -17,7 +19,9 @@ import {
   PAYMENT_AMOUNT_UNITS,
   PAYMENT_CURRENCY,
   PAYMENT_KIND,
+  PAYMENT_ORDER_ID,
   PAYMENT_OWNER_ID,
+  PAYMENT_PARTNER_TRANSACTION_ID,
   PAYMENT_SEARCH_ATTRIBUTE_KEYS,
   PAYMENT_STATUS,
   paymentSearchAttributes,
@@ -30,6 +34,7 @@ import type { WebhookAttemptResult, WebhookDeliveryActivities } from '../../src/
 import { startWorker } from '../../src/worker';
 import { depositWorkflow } from '../../workflows/deposit';
 import { payinWorkflow } from '../../workflows/payin';
+import { preTransferWorkflow } from '../../workflows/pre-transfer';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook-delivery';
 import { composeFile, COMPOSE_SECRETS } from '../support/deployment-files';
 import { eventually, inMs, startWorkflowBed, type WorkflowBed } from '../workflows/bed';
@@ -44,6 +49,8 @@ describe('the payment search attribute keys and start option', () => {
       defineSearchAttributeKey('PaymentAmountUnits', SearchAttributeType.INT),
       defineSearchAttributeKey('PaymentCurrency', SearchAttributeType.KEYWORD),
       defineSearchAttributeKey('PaymentStatus', SearchAttributeType.KEYWORD),
+      defineSearchAttributeKey('PaymentOrderId', SearchAttributeType.KEYWORD),
+      defineSearchAttributeKey('PaymentPartnerTransactionId', SearchAttributeType.KEYWORD),
     ]);
     expect(devServerSearchAttributeArgs()).toEqual([
       '--search-attribute', 'PaymentOwnerId=Keyword',
@@ -51,6 +58,8 @@ describe('the payment search attribute keys and start option', () => {
       '--search-attribute', 'PaymentAmountUnits=Int',
       '--search-attribute', 'PaymentCurrency=Keyword',
       '--search-attribute', 'PaymentStatus=Keyword',
+      '--search-attribute', 'PaymentOrderId=Keyword',
+      '--search-attribute', 'PaymentPartnerTransactionId=Keyword',
     ]);
   });
 
@@ -62,6 +71,8 @@ describe('the payment search attribute keys and start option', () => {
         { key: PAYMENT_CURRENCY, value: 'USDT' },
         { key: PAYMENT_AMOUNT_UNITS, value: 12345678 },
       ],
+      staticSummary: 'payin · 12.345678 USDT · merchant:M100',
+      staticDetails: '**payin** of `merchant:M100`\n- amount: 12.345678 USDT (12345678 minor units)',
     });
     expect(paymentSearchAttributes({ owner: { partner_id: 'P7' }, kind: 'pre_transfer', amount_units: 500n, currency: 'CNY', status: 'pending' }).typedSearchAttributes).toEqual([
       { key: PAYMENT_OWNER_ID, value: 'partner:P7' },
@@ -70,6 +81,23 @@ describe('the payment search attribute keys and start option', () => {
       { key: PAYMENT_AMOUNT_UNITS, value: 500 },
       { key: PAYMENT_STATUS, value: 'pending' },
     ]);
+  });
+
+  it('carries the merchant’s order id, whole in the attribute and the details, cut short in the one-line summary', () => {
+    const order = `ORD-${'x'.repeat(100)}`;
+    const options = paymentSearchAttributes({ owner: { merchant_id: 'M1' }, kind: 'payin', amount_units: 1250n, currency: 'USD', order_id: order });
+    expect(options.typedSearchAttributes).toContainEqual({ key: PAYMENT_ORDER_ID, value: order });
+    expect(options.staticSummary).toBe(`payin · 12.50 USD · merchant:M1 · order ${order.slice(0, 63)}…`);
+    expect(options.staticDetails).toContain(`- order id: \`${order}\``);
+    // A webhook whose event has no amount: owner and kind only.
+    expect(paymentSearchAttributes({ owner: { merchant_id: 'M1' }, kind: 'webhook' })).toEqual({
+      typedSearchAttributes: [
+        { key: PAYMENT_OWNER_ID, value: 'merchant:M1' },
+        { key: PAYMENT_KIND, value: 'webhook' },
+      ],
+      staticSummary: 'webhook · merchant:M1',
+      staticDetails: '**webhook** of `merchant:M1`',
+    });
   });
 
   it('leaves out an amount a JSON number would round, and refuses one that is not minor units', () => {
@@ -121,7 +149,7 @@ describe('registration', () => {
   it('ensurePaymentSearchAttributes registers the missing ones once, and a second call changes nothing', async () => {
     const said: string[] = [];
     await ensurePaymentSearchAttributes(address(), namespace, (line) => said.push(line));
-    expect(said).toEqual([`registered the search attributes PaymentOwnerId, PaymentKind, PaymentAmountUnits, PaymentCurrency, PaymentStatus in the Temporal namespace ${namespace}`]);
+    expect(said).toEqual([`registered the search attributes PaymentOwnerId, PaymentKind, PaymentAmountUnits, PaymentCurrency, PaymentStatus, PaymentOrderId, PaymentPartnerTransactionId in the Temporal namespace ${namespace}`]);
     await expect(assertPaymentSearchAttributes(connection, namespace)).resolves.toBeUndefined();
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
     expect(Object.keys(listed.customAttributes ?? {})).toEqual(expect.arrayContaining(PAYMENT_SEARCH_ATTRIBUTE_KEYS.map((key) => key.name)));
@@ -130,7 +158,7 @@ describe('registration', () => {
   });
 });
 
-type Activities = PayinActivities & DepositActivities & WebhookDeliveryActivities;
+type Activities = PayinActivities & DepositActivities & WebhookDeliveryActivities & PreTransferActivities;
 
 describe('the workflows carry PaymentKind and PaymentStatus', () => {
   let bed: WorkflowBed<Activities>;
@@ -151,6 +179,8 @@ describe('the workflows carry PaymentKind and PaymentStatus', () => {
       attemptWebhookDelivery: async (): Promise<WebhookAttemptResult> => ({ delivered: true, attempt: 1 }),
       markWebhookFailed: async () => undefined,
       pendingPredecessor: async () => ({ webhook_id: null }),
+      postPreTransfer: async ({ fund_transfer_id }) => ({ fund_transfer_id }),
+      voidPreTransfer: async () => undefined,
     });
   });
   afterAll(() => bed?.stop());
@@ -193,15 +223,25 @@ describe('the workflows carry PaymentKind and PaymentStatus', () => {
     expect(await upserts(workflowId)).toEqual(['waiting', 'expired']);
   });
 
-  it('a payin started with the start option: owner, amount and currency searchable, no upsert of what it already says', async () => {
+  it('a payin started with the start option: owner, amount, currency and order id searchable, its summary listed, no upsert of what it already says', async () => {
     const { workflowId } = bed.workflow('PAYIN');
     const merchant = `M${randomBytes(4).toString('hex').toUpperCase()}`;
-    const { typedSearchAttributes } = paymentSearchAttributes({ owner: { merchant_id: merchant }, kind: 'payin', amount_units: '3000000', currency: 'USDT', status: 'waiting' });
+    const order = `order-${randomBytes(4).toString('hex')}`;
+    const { typedSearchAttributes, staticSummary, staticDetails } = paymentSearchAttributes({
+      owner: { merchant_id: merchant },
+      kind: 'payin',
+      amount_units: '3000000',
+      currency: 'USDT',
+      status: 'waiting',
+      order_id: order,
+    });
     const handle = await bed.client.workflow.start(payinWorkflow, {
       taskQueue: bed.taskQueue,
       workflowId,
       args: [{ invoice_reference: workflowId, ttl_seconds: 3600, expires_at: inMs(3_600_000) }],
       typedSearchAttributes: typedSearchAttributes as SearchAttributePair[],
+      staticSummary,
+      staticDetails,
     });
     await handle.executeUpdate(notifyUpdate, { args: [{ status: 'success', amount_units: '3000000', trx_ref: 'TRX-1' }] });
     await handle.result();
@@ -210,7 +250,13 @@ describe('the workflows carry PaymentKind and PaymentStatus', () => {
     expect(carried.get(PAYMENT_OWNER_ID)).toBe(`merchant:${merchant}`);
     expect(carried.get(PAYMENT_AMOUNT_UNITS)).toBe(3000000);
     expect(carried.get(PAYMENT_CURRENCY)).toBe('USDT');
+    expect(carried.get(PAYMENT_ORDER_ID)).toBe(order);
     expect(await found(`PaymentOwnerId = "merchant:${merchant}" AND PaymentAmountUnits >= 3000000 AND PaymentStatus = "success"`, workflowId)).toBe(true);
+    expect(await found(`PaymentOrderId = "${order}"`, workflowId)).toBe(true);
+    // The Web UI's list and the run's page read the static summary and details from the run's description.
+    const description = await handle.describe();
+    expect(await description.staticSummary()).toBe(`payin · 3.000000 USDT · merchant:${merchant} · order ${order}`);
+    expect(await description.staticDetails()).toContain(`- order id: \`${order}\``);
     // The timeline writes the amount as a decimal string of minor units.
     const answer = await workflowHistoryEntries(bed.client, workflowId, { deadlineSeconds: 10 });
     if (answer.state !== 'ok') throw new Error(answer.reason);
@@ -246,6 +292,29 @@ describe('the workflows carry PaymentKind and PaymentStatus', () => {
     expect(await bed.client.workflow.execute(webhookDeliveryWorkflow, { taskQueue: bed.taskQueue, workflowId: failing.workflowId, args: [{ webhook_id: failing.workflowId, retry }] })).toMatchObject({ delivered: false });
     expect(await upserts(failing.workflowId)).toEqual(['failed']);
     expect(await found('PaymentKind = "webhook" AND PaymentStatus = "failed"', failing.workflowId)).toBe(true);
+  });
+
+  it('a pre-transfer: the partner’s transaction id searchable once its confirm posted it, not before', async () => {
+    const { workflowId } = bed.workflow('PT');
+    const partnerTransaction = `PTX${randomBytes(4).toString('hex')}`;
+    const handle = await bed.client.workflow.start(preTransferWorkflow, { taskQueue: bed.taskQueue, workflowId, args: [{ pre_transfer_id: workflowId, ttl_seconds: 3600 }] });
+    expect((await handle.describe()).typedSearchAttributes.get(PAYMENT_PARTNER_TRANSACTION_ID)).toBeUndefined();
+    await handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: partnerTransaction }] });
+    expect(await handle.result()).toEqual({ state: 'confirmed' });
+    expect((await handle.describe()).typedSearchAttributes.get(PAYMENT_PARTNER_TRANSACTION_ID)).toBe(partnerTransaction);
+    expect(await found(`PaymentPartnerTransactionId = "${partnerTransaction}"`, workflowId)).toBe(true);
+  });
+
+  it('a pre-transfer whose post is refused carries no partner transaction id', async () => {
+    const { workflowId } = bed.workflow('PT', {
+      postPreTransfer: async () => {
+        throw ApplicationFailure.nonRetryable('partner_transaction_id used by PT0', 'DUPLICATE_PARTNER_TRANSACTION_ID');
+      },
+    });
+    const handle = await bed.client.workflow.start(preTransferWorkflow, { taskQueue: bed.taskQueue, workflowId, args: [{ pre_transfer_id: workflowId, ttl_seconds: 3600 }] });
+    await expect(handle.executeUpdate(confirmPreTransferUpdate, { args: [{ partner_transaction_id: 'USED1' }] })).rejects.toThrow();
+    expect((await handle.describe()).typedSearchAttributes.get(PAYMENT_PARTNER_TRANSACTION_ID)).toBeUndefined();
+    await handle.terminate('test done');
   });
 
   it('a refused settlement changes no status', async () => {

@@ -18,7 +18,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { PAYMENT_STATUS } from '../../src/temporal/search-attribute-keys';
+import { PAYMENT_STATUS } from '../../workflows/search-attributes';
 
 export interface StoryActivities {
   /** Fails until its third attempt, then answers a result holding a card number. */

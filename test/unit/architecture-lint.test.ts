@@ -130,6 +130,8 @@ const refused: Probe[] = [
   ...each('dashboard → the sandbox', 'src/dashboard/{tag}.ts', '../sandbox/upstream'),
   ...each('flow → the timeline', FLOW, '../../timeline/types'),
   ...each('workflow → the search attributes’ platform side', WORKFLOW, '../src/temporal/search-attributes'),
+  ...each('infrastructure → a workflow', 'src/temporal/{tag}.ts', '../../workflows/payin'),
+  ...each('infrastructure other than src/temporal → the workflows’ search-attribute keys', 'src/db/{tag}.ts', '../../workflows/search-attributes'),
   // No production path imports the sandbox.
   ...each('AdminService → the sandbox', 'src/admin/{tag}.ts', '../sandbox/upstream'),
   ...each('capability → the sandbox', 'src/acquirers/{tag}.ts', '../sandbox/acquirer'),
@@ -169,7 +171,8 @@ const accepted: Probe[] = [
   ...each('façade → a Node module', FACADE, 'node:crypto'),
   ...each('workflow → @temporalio/workflow', WORKFLOW, '@temporalio/workflow'),
   ...each('workflow → its own flow’s contract', WORKFLOW, '../src/flows/{tag}/contract'),
-  ...each('workflow → the shared search-attribute keys', WORKFLOW, '../src/temporal/search-attribute-keys'),
+  ...each('workflow → the shared search-attribute keys', WORKFLOW, './search-attributes'),
+  ...each('src/temporal → the workflows’ search-attribute keys', 'src/temporal/{tag}.ts', '../../workflows/search-attributes'),
   ...each('contract → @temporalio/workflow', CONTRACT, '@temporalio/workflow'),
   ...each('flow → its own store', FLOW, './store'),
   ...each('flow → its own workflow', FLOW, '../../../workflows/deposit'),

@@ -98,7 +98,20 @@ describe('docs/grafana-dashboard.json', () => {
     const unknown = [...used].filter((name) => !(name.startsWith('temporal_') ? temporal : platform).has(name));
     expect(unknown).toEqual([]);
     // The dashboard covers each platform metric.
-    for (const metric of ['payments_http_request_duration_seconds', 'payments_rpc_duration_seconds', 'payments_webhook_attempt_duration_seconds', 'payments_payins', 'payments_payin_outbox_lag_seconds']) {
+    for (const metric of [
+      'payments_http_request_duration_seconds',
+      'payments_rpc_duration_seconds',
+      'payments_webhook_attempt_duration_seconds',
+      'payments_webhook_attempts_total',
+      'payments_payments_total',
+      'payments_refusals_total',
+      'payments_lockouts_total',
+      'payments_admission_rejections_total',
+      'payments_db_pool_acquire_seconds',
+      'payments_db_pool_waits_total',
+      'payments_db_pool_connections',
+      'payments_payin_outbox_lag_seconds',
+    ]) {
       expect([...used].some((name) => name.startsWith(metric))).toBe(true);
     }
     expect(used).toContain('temporal_workflow_task_schedule_to_start_latency_bucket');
@@ -106,7 +119,17 @@ describe('docs/grafana-dashboard.json', () => {
   });
 
   it('labels by route patterns, procedures and codes the metrics carry', () => {
-    const labels = { payments_http_request_duration_seconds: ['route', 'method', 'status'], payments_rpc_duration_seconds: ['procedure', 'code'], payments_webhook_attempt_duration_seconds: ['event', 'outcome'] };
+    const labels = {
+      payments_http_request_duration_seconds: ['route', 'method', 'status'],
+      payments_rpc_duration_seconds: ['procedure', 'code'],
+      payments_webhook_attempt_duration_seconds: ['event', 'outcome'],
+      payments_webhook_attempts_total: ['outcome'],
+      payments_payments_total: ['kind', 'status'],
+      payments_refusals_total: ['reason'],
+      payments_lockouts_total: ['door', 'limit'],
+      payments_admission_rejections_total: ['server', 'why'],
+      payments_db_pool_connections: ['state'],
+    };
     for (const query of queries) {
       for (const [metric, names] of Object.entries(labels)) {
         if (!query.includes(metric)) continue;

@@ -32,6 +32,8 @@ import * as requestJournalOwners from './042_request_journal_owners';
 import * as auditAppendFunction from './043_audit_append_function';
 import * as eventsNumberedAfterCommit from './048_events_numbered_after_commit';
 import * as webhookEndpointManagement from './053_webhook_endpoint_management';
+import * as merchantListIndex from './060_merchant_list_index';
+import * as payinOutboxTraceparent from './061_payin_outbox_traceparent';
 import * as refunds from './035_refunds';
 import * as depositRefunds from './036_deposit_refunds';
 import * as merchantOutcomePolicies from './037_merchant_outcome_policies';
@@ -81,6 +83,8 @@ const migrations: Array<[string, Migration]> = [
   ['043_audit_append_function', auditAppendFunction],
   ['048_events_numbered_after_commit', eventsNumberedAfterCommit],
   ['053_webhook_endpoint_management', webhookEndpointManagement],
+  ['060_merchant_list_index', merchantListIndex],
+  ['061_payin_outbox_traceparent', payinOutboxTraceparent],
   ['065_payouts', payouts],
   ['066_bank_payouts', bankPayouts],
   ['067_payout_schedules', payoutSchedules],

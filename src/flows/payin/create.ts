@@ -8,6 +8,7 @@
  * forward does not hold the key). A duplicate of a forwarded payin stays 422 as the interface documents; a retry that
  * must get the first answer sends an Idempotency-Key.
  */
+import { activeTraceparent } from '../../tracing';
 import { randomInt } from 'node:crypto';
 import { reasonError, type FieldViolations } from '../../errors';
 import { problem } from '../../field-problems';
@@ -113,7 +114,7 @@ async function recordPayin(deps: PlatformDeps, merchant: Merchant, payin: NewPay
       expires_at: new Date(Date.now() + deps.config.PAYIN_TTL_SECONDS * 1000),
       forwarding_until: new Date(Date.now() + (deps.config.UPSTREAM_TIMEOUT_SECONDS + FORWARD_MARGIN_SECONDS) * 1000),
       request_key: ownKey ?? null,
-    });
+    }, activeTraceparent());
   try {
     await record();
     return undefined;

@@ -100,9 +100,19 @@ const NOTIFICATION_SIGNAL_SECONDS = 2;
  */
 const NOTIFICATION_HANDOFF_AFTER_SECONDS = NOTIFICATION_TEMPORAL_SECONDS + 4;
 
-/** A payin's search attributes from its workflow's start: owner, kind, amount, currency, status `waiting`. */
-export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string }) {
-  return paymentSearchAttributes({ owner: { merchant_id: payin.merchant_id }, kind: 'payin', amount_units: BigInt(payin.amount_units), currency: payin.currency, status: 'waiting' });
+/**
+ * A payin's search attributes and static summary from its workflow's start: owner, kind, amount, currency, the
+ * merchant's order id (`out_trade_no`), status `waiting`.
+ */
+export function payinSearchAttributes(payin: { merchant_id: string; amount_units: bigint | string; currency: string; out_trade_no: string }) {
+  return paymentSearchAttributes({
+    owner: { merchant_id: payin.merchant_id },
+    kind: 'payin',
+    amount_units: BigInt(payin.amount_units),
+    currency: payin.currency,
+    status: 'waiting',
+    order_id: payin.out_trade_no,
+  });
 }
 
 /** Input of the PayinWorkflow of a payin: the expiry timer runs to `expires_at`. */
@@ -124,7 +134,7 @@ export function payinWorkflowInputOf(
  */
 export async function signalPayin(
   deps: Pick<PlatformDeps, 'config' | 'temporal'>,
-  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string },
+  payin: { invoice_reference: string; expires_at?: Date | null; merchant_id: string; amount_units: bigint | string; currency: string; out_trade_no: string },
   notification: { status: 'success' | 'close'; amount_units: bigint; trx_ref: string },
 ): Promise<void> {
   // A run this starts carries the same search attributes as one the outbox starts.

@@ -20,6 +20,7 @@
  * and posts under the payment's ledger key. The PayinWorkflow's expiry timer runs to the payin's `expires_at`, so a
  * late start does not lengthen the payin's life. A payin already `failed` (upstream refused it) gets no workflow.
  */
+import { withTraceparent } from '../../tracing';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { PlatformDeps } from '../../platform-deps';
 import { startWorkflow } from '../../temporal/client';
@@ -108,13 +109,16 @@ async function dispatchStarts(sweeper: Sweeper): Promise<[number, number, boolea
   const { through, rest } = await callEach(sweeper, rows, async (row: OutboxRow) => {
     if (row.status === 'failed') return;
     try {
-      await startWorkflow(deps.temporal, payinWorkflow, {
-        taskQueue: deps.temporal.taskQueue,
-        workflowId: row.invoice_reference,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        args: [payinWorkflowInputOf(deps, row)],
-        ...payinSearchAttributes(row),
-      });
+      // Inside the creating request's trace: the run (its settlement, its webhook) continues it.
+      await withTraceparent(row.traceparent, () =>
+        startWorkflow(deps.temporal, payinWorkflow, {
+          taskQueue: deps.temporal.taskQueue,
+          workflowId: row.invoice_reference,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          args: [payinWorkflowInputOf(deps, row)],
+          ...payinSearchAttributes(row),
+        }),
+      );
       started += 1;
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;

@@ -56,14 +56,19 @@ export type NewPayinRow = Pick<
 
 /**
  * Inserts a waiting payin and its workflow-start outbox row in one statement (atomic on its own), so a committed
- * payin always gets its PayinWorkflow.
+ * payin always gets its PayinWorkflow. `traceparent`: the creating request's trace (W3C), which the workflow's start
+ * continues (migration 061); absent without tracing.
  * @throws the database's unique violation (23505) when a live payin of the merchant holds the out_trade_no.
  */
-export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow): Promise<void> {
+export async function insertPayinWithOutbox(database: Knex, row: NewPayinRow, traceparent?: string): Promise<void> {
   const insertPayin = database('payins')
     .insert({ ...row, status: 'waiting' })
     .returning('invoice_reference');
-  await database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference) SELECT invoice_reference FROM payin', [insertPayin, PAYIN_OUTBOX_TABLE]);
+  await database.raw('WITH payin AS (?) INSERT INTO ?? (invoice_reference, traceparent) SELECT invoice_reference, ? FROM payin', [
+    insertPayin,
+    PAYIN_OUTBOX_TABLE,
+    traceparent ?? null,
+  ]);
 }
 
 export async function markPayinFailed(database: Knex, invoice_reference: string, reason: string): Promise<void> {
@@ -258,10 +263,13 @@ export interface OutboxRow {
   invoice_reference: string;
   status: string;
   expires_at: Date | null;
-  /** The payin's owner, amount (minor units) and currency: its workflow's search attributes from the start. */
+  /** The payin's owner, amount (minor units), currency and order id: its workflow's search attributes from the start. */
   merchant_id: string;
   amount_units: string;
   currency: string;
+  out_trade_no: string;
+  /** The creating request's W3C traceparent, or null (no tracing then). */
+  traceparent: string | null;
 }
 
 /**
@@ -275,7 +283,8 @@ export async function claimOutboxBatch(database: Knex, limit: number, lease_seco
      UPDATE ?? AS outbox SET due_at = now() + make_interval(secs => ?)
        FROM due, payins
       WHERE outbox.id = due.id AND payins.invoice_reference = outbox.invoice_reference
-     RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at, payins.merchant_id, payins.amount_units, payins.currency`,
+     RETURNING outbox.id, outbox.invoice_reference, payins.status, payins.expires_at, payins.merchant_id, payins.amount_units, payins.currency,
+               payins.out_trade_no, outbox.traceparent`,
     [PAYIN_OUTBOX_TABLE, limit, PAYIN_OUTBOX_TABLE, lease_seconds],
   );
   return (claimed.rows as OutboxRow[]).map((row) => ({ ...row, id: String(row.id) }));
@@ -299,8 +308,8 @@ export interface DueHandoff {
   amount_units: bigint | null;
   trx_ref: string | null;
   expires_at: Date | null;
-  /** The payin's merchant, amount (USDT minor units) and currency: its workflow's search attributes. */
-  payin: { merchant_id: string; amount_units: bigint; currency: string };
+  /** The payin's merchant, amount (USDT minor units), currency and order id: its workflow's search attributes. */
+  payin: { merchant_id: string; amount_units: bigint; currency: string; out_trade_no: string };
 }
 
 /**
@@ -316,14 +325,14 @@ export async function claimDueHandoffs(database: Knex, limit: number, lease_seco
        FROM due, payins
       WHERE n.id = due.id AND payins.invoice_reference = n.invoice_reference
      RETURNING n.idempotency_key, n.invoice_reference, n.status, n.amount_units, n.trx_ref, payins.expires_at,
-               payins.merchant_id, payins.amount_units AS payin_amount_units, payins.currency`,
+               payins.merchant_id, payins.amount_units AS payin_amount_units, payins.currency, payins.out_trade_no`,
     [limit, lease_seconds],
   );
-  type ClaimedRow = Omit<DueHandoff, 'amount_units' | 'payin'> & { amount_units: string | null; merchant_id: string; payin_amount_units: string; currency: string };
-  return (claimed.rows as ClaimedRow[]).map(({ merchant_id, payin_amount_units, currency, ...row }) => ({
+  type ClaimedRow = Omit<DueHandoff, 'amount_units' | 'payin'> & { amount_units: string | null; merchant_id: string; payin_amount_units: string; currency: string; out_trade_no: string };
+  return (claimed.rows as ClaimedRow[]).map(({ merchant_id, payin_amount_units, currency, out_trade_no, ...row }) => ({
     ...row,
     amount_units: row.amount_units === null ? null : BigInt(row.amount_units),
-    payin: { merchant_id, amount_units: BigInt(payin_amount_units), currency },
+    payin: { merchant_id, amount_units: BigInt(payin_amount_units), currency, out_trade_no },
   }));
 }
 

@@ -91,7 +91,14 @@ export async function startRefundWorkflow(deps: PlatformDeps, refund_reference: 
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
         args: [refundWorkflowInput(deps, refund_reference)],
         ...(refund
-          ? paymentSearchAttributes({ owner: { merchant_id: refund.merchant_id }, kind: 'refund', amount_units: refund.amount_units, currency: refund.currency, status: refund.status })
+          ? paymentSearchAttributes({
+              owner: { merchant_id: refund.merchant_id },
+              kind: 'refund',
+              amount_units: refund.amount_units,
+              currency: refund.currency,
+              status: refund.status,
+              order_id: refund.out_trade_no,
+            })
           : {}),
       }),
     );

@@ -1,9 +1,9 @@
 /**
  * The search attributes every payment workflow carries, so an operator filters the Temporal Web UI by owner, kind,
- * amount, currency or state (docs/operations.md "Search attributes"): the keys, and the one helper the workflows
- * call on each state change. Shared by the workflow bundle, like every flow's contract: imports nothing but
- * `@temporalio/workflow`. The keys are registered on every Temporal server the platform starts, and the platform's
- * side (registration, the start option) is src/temporal/search-attributes.ts.
+ * amount, currency, state, the merchant's order id or the partner's transaction id (docs/operations.md "Search
+ * attributes"): the keys, and the helpers the workflows call on each state change. The workflows own it (a leaf of
+ * the workflow bundle: it imports nothing but `@temporalio/workflow`); the platform's side (registration at start-up,
+ * the start option) is src/temporal/search-attributes.ts, which imports the keys from here.
  *
  *   PaymentOwnerId       Keyword  `merchant:<merchant_id>` or `partner:<partner_id>`
  *   PaymentKind          Keyword  pre_transfer, payin, deposit, webhook, refund, payout
@@ -11,6 +11,9 @@
  *                                JSON number cannot carry exactly)
  *   PaymentCurrency      Keyword  the currency code
  *   PaymentStatus        Keyword  the flow's own state names (payin: waiting, success, close, expired; …)
+ *   PaymentOrderId       Keyword  the merchant's order id (`out_trade_no`) of a payin, from its workflow's start
+ *   PaymentPartnerTransactionId
+ *                        Keyword  the partner's transaction id of a pre-transfer, set when its confirm posts it
  */
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 
@@ -26,9 +29,19 @@ export const PAYMENT_KIND: KeyOf<'KEYWORD'> = { name: 'PaymentKind', type: 'KEYW
 export const PAYMENT_AMOUNT_UNITS: KeyOf<'INT'> = { name: 'PaymentAmountUnits', type: 'INT' };
 export const PAYMENT_CURRENCY: KeyOf<'KEYWORD'> = { name: 'PaymentCurrency', type: 'KEYWORD' };
 export const PAYMENT_STATUS: KeyOf<'KEYWORD'> = { name: 'PaymentStatus', type: 'KEYWORD' };
+export const PAYMENT_ORDER_ID: KeyOf<'KEYWORD'> = { name: 'PaymentOrderId', type: 'KEYWORD' };
+export const PAYMENT_PARTNER_TRANSACTION_ID: KeyOf<'KEYWORD'> = { name: 'PaymentPartnerTransactionId', type: 'KEYWORD' };
 
-/** Every key, in the order the docs list them. */
-export const PAYMENT_SEARCH_ATTRIBUTE_KEYS = [PAYMENT_OWNER_ID, PAYMENT_KIND, PAYMENT_AMOUNT_UNITS, PAYMENT_CURRENCY, PAYMENT_STATUS] as const;
+/** Every key, in the order the docs list them (start-up registers them all). */
+export const PAYMENT_SEARCH_ATTRIBUTE_KEYS = [
+  PAYMENT_OWNER_ID,
+  PAYMENT_KIND,
+  PAYMENT_AMOUNT_UNITS,
+  PAYMENT_CURRENCY,
+  PAYMENT_STATUS,
+  PAYMENT_ORDER_ID,
+  PAYMENT_PARTNER_TRANSACTION_ID,
+] as const;
 
 /** The kind of money flow (or delivery) a workflow runs: the value of PaymentKind. */
 export type PaymentKind = 'pre_transfer' | 'payin' | 'deposit' | 'webhook' | 'refund' | 'payout';
@@ -45,4 +58,13 @@ export function upsertPaymentStatus(kind: PaymentKind, status: string): void {
   if (current.get(PAYMENT_KIND) !== kind) changes.push({ key: PAYMENT_KIND, value: kind });
   if (current.get(PAYMENT_STATUS) !== status) changes.push({ key: PAYMENT_STATUS, value: status });
   if (changes.length > 0) upsertSearchAttributes(changes);
+}
+
+/**
+ * Records the partner's transaction id of a confirmed pre-transfer in PaymentPartnerTransactionId (one history event
+ * and one visibility write; none when the run already carries it). Deterministic; call it from workflow code only.
+ */
+export function upsertPartnerTransactionId(partner_transaction_id: string): void {
+  if (workflowInfo().typedSearchAttributes.get(PAYMENT_PARTNER_TRANSACTION_ID) === partner_transaction_id) return;
+  upsertSearchAttributes([{ key: PAYMENT_PARTNER_TRANSACTION_ID, value: partner_transaction_id }]);
 }
