@@ -14,6 +14,8 @@ import { balancesContent, deliveriesContent, endpointContent, type NavigationEnt
 import { eventsContent, PAYMENT_FILTER_NAMES, paymentsContent } from '../views/dashboard-lists';
 import type { SafeHtml } from '../views/html';
 import { policyContent, POLICY_PATH } from '../views/dashboard-policy';
+import { payoutsContent, PAYOUTS_PATH } from '../views/dashboard-payouts';
+import { randomUUID } from 'node:crypto';
 
 export interface DashboardPage extends NavigationEntry {
   /** Reads the page's facts for the session of `sessionToken` and renders its main content. @throws the RPC's error */
@@ -94,6 +96,21 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
       );
       const { before: _before, after: _after, ...kept } = filters;
       return paymentsContent({ payments: answer.payments, kinds: answer.kinds, statuses: answer.statuses, filters: kept, nextBefore: answer.nextBefore, newerAfter: answer.newerAfter });
+    },
+  },
+  {
+    path: PAYOUTS_PATH,
+    title: 'Payouts',
+    async render(ctx, sessionToken, session) {
+      const { payouts } = await ctx.state.clients.dashboard.listPayouts({ sessionToken }, rpcCallOptions(ctx));
+      const requested = queryText(ctx, 'requested', 64);
+      const decided = queryText(ctx, 'decided', 64);
+      const notice = requested
+        ? `Payout ${requested} requested: the amount and its fee are held on your balance until the provider sends it (or until it is approved, if it waits for approval).`
+        : decided
+          ? `Payout ${decided} ${queryText(ctx, 'decision', 16) === 'approve' ? 'approved: it is sent now' : 'rejected: the held amount is back on your balance'}.`
+          : undefined;
+      return payoutsContent({ payouts, csrfToken: session.csrfToken, formKey: randomUUID(), notice });
     },
   },
   {

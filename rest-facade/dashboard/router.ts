@@ -29,6 +29,11 @@
  *                                                    merchant's alike)
  *   POST /dashboard/payments/:reference/refund       csrf_token, idempotency_key, amount, reason → 303 to the
  *                                                    payment with a notice; 400 naming why a refund was refused
+ *   POST /dashboard/payouts                          csrf_token, idempotency_key, amount, address, memo → a crypto
+ *                                                    payout (DashboardService RequestPayout), 303 to the payouts page
+ *                                                    with a notice; 400 naming why a payout was refused
+ *   POST /dashboard/payouts/:reference/decision      csrf_token, decision (approve|reject) → 303 with a notice; 400
+ *                                                    when the payout no longer waits; 404 another merchant's payout
  *
  * A form from another site (Sec-Fetch-Site), without its CSRF token or with another session's changes nothing and
  * answers 403. Errors are pages that say nothing internal.
@@ -49,6 +54,7 @@ import { DASHBOARD_PAGES, listQuery, queryText, type DashboardPage } from './pag
 import { exportBalanceTransactions, exportPayments } from './csv';
 import { PAYMENT_FILTER_NAMES } from '../views/dashboard-lists';
 import { balanceTransactionsContent } from '../views/dashboard-balance';
+import { PAYOUTS_PATH } from '../views/dashboard-payouts';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
@@ -321,6 +327,69 @@ async function refundPayment(ctx: FacadeContext, sessionToken: string, csrfToken
   }
 }
 
+const PAYOUTS_BACK = { href: `${DASHBOARD_BASE}${PAYOUTS_PATH}`, text: 'Back to payouts' };
+
+/** What a refused payout says (the payout rules, docs/payouts.md). */
+const PAYOUT_REFUSALS: Record<string, string> = {
+  PAYOUT_INSUFFICIENT_BALANCE: 'Your available balance is less than the payout and its fee.',
+  PAYOUT_BELOW_MINIMUM: 'The amount is below your minimum payout.',
+  PAYOUT_ABOVE_LIMIT: 'The amount is above your limit per payout.',
+  PAYOUT_DAILY_LIMIT_EXCEEDED: 'This payout would take your payouts of today above your daily limit.',
+  PAYOUT_PROVIDER_NOT_CONFIGURED: 'Payouts are not available on this platform.',
+  PAYOUT_FEE_NOT_CONFIGURED: 'Your fee schedule has no payout fee: payouts are not available yet.',
+  PAYOUT_NOT_AWAITING_APPROVAL: 'This payout is not waiting for approval any more.',
+  IDEMPOTENCY_KEY_REUSED: 'This form was already sent with other values: open the payouts page again.',
+};
+
+const PAYOUT_FIELD_TEXTS: Record<string, string> = {
+  amount: 'Amount must be a positive amount in USDT, such as 12.50.',
+  address: 'Destination address must be a TRON address (T followed by 33 characters, with a valid checksum).',
+  memo: 'Memo must be at most 255 characters, without control characters.',
+};
+
+/** The request form: a crypto payout through DashboardService, then 303 with a notice; refusals are 400 pages. */
+async function requestPayout(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const form = formOf(ctx);
+  try {
+    const { payout } = await ctx.state.clients.dashboard.requestPayout(
+      { sessionToken, csrfToken, amount: (form.get('amount') ?? '').trim().slice(0, 64), address: (form.get('address') ?? '').trim().slice(0, 128), memo: (form.get('memo') ?? '').slice(0, 1024), idempotencyKey: (form.get('idempotency_key') ?? '').slice(0, 128) },
+      rpcCallOptions(ctx),
+    );
+    seeOther(ctx, `${PAYOUTS_PATH}?requested=${encodeURIComponent(payout!.payoutReference)}`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    const refusal = PAYOUT_REFUSALS[failure.reason ?? ''];
+    if (refusal) return sendMessage(ctx, 400, 'Payout refused', `${refusal} Nothing was paid out.`, PAYOUTS_BACK);
+    if (failure.reason === 'VALIDATION_FAILED') {
+      const texts = [...new Set(Object.keys(failure.fields).map((field) => PAYOUT_FIELD_TEXTS[field] ?? 'The form is not valid: open the payouts page again.'))];
+      return sendMessage(ctx, 400, 'Payout refused', `${texts.join(' ')} Nothing was paid out.`, PAYOUTS_BACK);
+    }
+    throw error;
+  }
+}
+
+/** A payout reference as the platform makes them; anything else is an unknown payout. */
+const PAYOUT_REFERENCE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The approve / reject form of a payout awaiting approval: 303 with a notice; 404 for another merchant's payout. */
+async function decidePayout(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const payoutReference = ctx.params.reference ?? '';
+  const decision = formOf(ctx).get('decision') ?? '';
+  const unknown = () => sendMessage(ctx, 404, 'Not found', 'There is no such payout.', PAYOUTS_BACK);
+  if (!PAYOUT_REFERENCE.test(payoutReference)) return unknown();
+  if (decision !== 'approve' && decision !== 'reject') return sendMessage(ctx, 400, 'Not valid', 'Choose Approve or Reject. Nothing was changed.', PAYOUTS_BACK);
+  try {
+    await ctx.state.clients.dashboard.decidePayout({ sessionToken, csrfToken, payoutReference, decision }, rpcCallOptions(ctx));
+    seeOther(ctx, `${PAYOUTS_PATH}?decided=${encodeURIComponent(payoutReference)}&decision=${decision}`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason === 'PAYOUT_NOT_FOUND') return unknown();
+    const refusal = PAYOUT_REFUSALS[failure.reason ?? ''];
+    if (refusal) return sendMessage(ctx, 400, 'Not changed', `${refusal} Nothing was changed.`, PAYOUTS_BACK);
+    throw error;
+  }
+}
+
 const ENDPOINT_PATH = '/webhook-endpoint';
 
 /** The endpoint page after one of its forms, with what it did (a new secret, a test's outcome, a refusal). */
@@ -429,6 +498,8 @@ export function dashboardRouter(): Router<FacadeState> {
   );
   router.get(`${DASHBOARD_BASE}/balances/:currency`, (ctx) => signedInGet(ctx, (sessionToken) => showBalanceTransactions(ctx, sessionToken)));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
+  router.post(`${DASHBOARD_BASE}${PAYOUTS_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => requestPayout(ctx, sessionToken, csrfToken)));
+  router.post(`${DASHBOARD_BASE}${PAYOUTS_PATH}/:reference/decision`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => decidePayout(ctx, sessionToken, csrfToken)));
   router.post(`${DASHBOARD_BASE}/payments/:reference/refund`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => refundPayment(ctx, sessionToken, csrfToken)));
   return router;
 }

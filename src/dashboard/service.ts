@@ -56,6 +56,7 @@ import { DASHBOARD_REASONS } from './reasons';
 import { timelineFor, timelineMessage } from '../timeline/service';
 import { latestPayerAddress } from '../flows/payin/store';
 import { createRefund } from '../flows/refund/service';
+import { createPayout, listPayouts, merchantDecidesPayout, type PayoutRow } from '../flows/payout/service';
 import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
 import { parseAmount } from '../money';
 import { stepsOf, summaryOf, technicalEntries } from './payment-story';
@@ -455,6 +456,58 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     },
 
     /**
+     * The session's merchant's payouts (src/flows/payout), newest first, at most 100.
+     * @throws DomainError SESSION_INVALID
+     */
+    async listPayouts(request) {
+      const session = await requireSession(request.sessionToken);
+      const rows = await listPayouts(database, { merchant_id: session.merchant_id, limit: 100 });
+      return { payouts: rows.map(dashboardPayout) };
+    },
+
+    /**
+     * A crypto payout (USDT to a TRON address) through the payout flow's create path, source `dashboard`, under the
+     * form's idempotency key (namespaced `dashboard:` so an API key of the same text never collides).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (amount, address, memo,
+     *   idempotency_key) and the payout flow's reasons (PAYOUT_INSUFFICIENT_BALANCE, PAYOUT_BELOW_MINIMUM,
+     *   PAYOUT_ABOVE_LIMIT, PAYOUT_DAILY_LIMIT_EXCEEDED, PAYOUT_PROVIDER_NOT_CONFIGURED, PAYOUT_FEE_NOT_CONFIGURED,
+     *   IDEMPOTENCY_KEY_REUSED)
+     */
+    async requestPayout(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const problems: Record<string, string[]> = {};
+      let amount_units = 0n;
+      try {
+        amount_units = parseAmount(request.amount.trim(), 'USDT');
+      } catch {
+        problems.amount = [problem('invalid')];
+      }
+      if (!/^[\x21-\x7e]{1,100}$/.test(request.idempotencyKey)) problems.idempotency_key = [problem('invalid')];
+      if (Object.keys(problems).length > 0) throw invalidFields(problems);
+      const payout = await createPayout(
+        deps,
+        session.merchant_id,
+        { amount_units, currency: 'USDT', address: request.address.trim(), memo: request.memo, source: 'dashboard' },
+        `dashboard:${request.idempotencyKey}`,
+      );
+      deps.logger.info({ merchant_id: session.merchant_id, payout_reference: payout.payout_reference }, 'payout requested on the dashboard');
+      return { payout: dashboardPayout(payout) };
+    },
+
+    /**
+     * The merchant's approval or rejection of its payout awaiting approval (the payout flow records it as
+     * `merchant:<merchant_id>` and audits it).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, PAYOUT_NOT_FOUND, PAYOUT_NOT_AWAITING_APPROVAL
+     */
+    async decidePayout(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const decision = request.decision === 'approve' ? 'approve' : 'reject';
+      const payout = await merchantDecidesPayout(deps, session.merchant_id, request.payoutReference, decision);
+      deps.logger.info({ merchant_id: session.merchant_id, payout_reference: payout.payout_reference, decision }, 'payout decided on the dashboard');
+      return { payout: dashboardPayout(payout) };
+    },
+
+    /**
      * Every posting on one of the merchant's wallets, newest first (the ledger's `entriesOf`), each with the balance it
      * left and its payment (the reference its ledger key starts with).
      * @throws DomainError SESSION_INVALID, VALIDATION_FAILED (currency: no wallet of the merchant; before: not a
@@ -608,5 +661,22 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         nextBefore: request.newestFirst && page.has_more ? page.next_after : 0n,
       };
     },
+  };
+}
+
+/** A payout as the dashboard shows it (amounts in minor units). */
+function dashboardPayout(row: PayoutRow) {
+  return {
+    payoutReference: row.payout_reference,
+    outTradeNo: row.out_trade_no ?? '',
+    amountUnits: BigInt(row.amount_units),
+    feeUnits: BigInt(row.fee_units),
+    currency: row.currency,
+    status: row.status,
+    address: row.address,
+    memo: row.memo,
+    failureReason: row.failure_reason ?? '',
+    createdAt: new Date(row.created_at).toISOString(),
+    kind: row.kind,
   };
 }

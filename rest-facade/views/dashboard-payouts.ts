@@ -1,0 +1,74 @@
+/**
+ * The dashboard's payouts page (`/dashboard/payouts`, docs/dashboard.md "Payouts"): the merchant's payouts newest
+ * first (reference, order id, amount and fee in major units, destination, a status badge, created time), an approve /
+ * reject form on each payout awaiting approval, and the form requesting a crypto payout (amount in USDT, TRON
+ * address, optional memo). Each form carries the session's CSRF token; the request form also a key of its own, so
+ * the same form sent twice pays once. Pure function, no I/O; escaping by ./html.ts.
+ */
+import type { DashboardPayout } from '../../src/gen/payments/dashboard/v1/dashboard_pb';
+import { amount, DASHBOARD_BASE, time } from './dashboard';
+import { html, type SafeHtml } from './html';
+
+export const PAYOUTS_PATH = '/payouts';
+
+/** What each payout status reads as, and its badge's tone (text, never colour alone). */
+const PAYOUT_STATUS: Record<string, { text: string; tone: 'ok' | 'wait' | 'bad' }> = {
+  awaiting_approval: { text: 'Pending approval', tone: 'wait' },
+  held: { text: 'In progress', tone: 'wait' },
+  requested: { text: 'Sent to provider', tone: 'wait' },
+  succeeded: { text: 'Paid out', tone: 'ok' },
+  failed: { text: 'Failed', tone: 'bad' },
+};
+
+function payoutBadge(status: string): SafeHtml {
+  const { text, tone } = PAYOUT_STATUS[status] ?? { text: status, tone: 'wait' as const };
+  return html`<span class="badge badge-${tone}" data-status="${status}">${text}</span>`;
+}
+
+const money = (units: bigint, currency: string) => `${amount(units, currency)} ${currency}`;
+
+function decisionForms(payout: DashboardPayout, csrfToken: string): SafeHtml {
+  if (payout.status !== 'awaiting_approval') return html``;
+  const action = `${DASHBOARD_BASE}${PAYOUTS_PATH}/${payout.payoutReference}/decision`;
+  return html`<form method="post" class="inline" action="${action}"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="decision" value="approve"><button type="submit" aria-label="Approve payout ${payout.payoutReference}">Approve</button></form>
+<form method="post" class="inline" action="${action}"><input type="hidden" name="csrf_token" value="${csrfToken}"><input type="hidden" name="decision" value="reject"><button type="submit" aria-label="Reject payout ${payout.payoutReference}">Reject</button></form>`;
+}
+
+/**
+ * The page's content. `formKey` is the request form's idempotency key (a fresh one per rendering); `notice` what the
+ * last form did.
+ */
+export function payoutsContent(view: { payouts: readonly DashboardPayout[]; csrfToken: string; formKey: string; notice?: string }): SafeHtml {
+  const rows = view.payouts.map(
+    (payout) => html`<tr data-reference="${payout.payoutReference}">
+<td><code>${payout.payoutReference}</code></td>
+<td>${payout.outTradeNo || '—'}</td>
+<td class="amount">${money(payout.amountUnits, payout.currency)}</td>
+<td class="amount">${money(payout.feeUnits, payout.currency)}</td>
+<td class="address"><code>${payout.address}</code>${payout.memo ? html`<br><span class="muted">Memo: ${payout.memo}</span>` : ''}</td>
+<td>${payoutBadge(payout.status)}${payout.failureReason ? html`<br><span class="muted">${payout.failureReason}</span>` : ''}${decisionForms(payout, view.csrfToken)}</td>
+<td>${time(payout.createdAt)}</td>
+</tr>`,
+  );
+  const table = rows.length
+    ? html`<div class="scroll"><table id="payouts">
+<caption>Your payouts, newest first</caption>
+<thead><tr><th scope="col">Payout</th><th scope="col">Order id</th><th scope="col">Amount</th><th scope="col">Fee</th><th scope="col">Destination</th><th scope="col">Status</th><th scope="col">Created</th></tr></thead>
+<tbody>${rows}</tbody></table></div>`
+    : html`<p class="muted" id="no-payouts">No payouts yet.</p>`;
+  return html`${view.notice ? html`<p class="notice" role="status" id="payout-notice">${view.notice}</p>` : ''}
+<section aria-labelledby="request-heading"><h2 id="request-heading">Request a payout</h2>
+<form method="post" class="refund" id="payout-form" action="${DASHBOARD_BASE}${PAYOUTS_PATH}">
+<input type="hidden" name="csrf_token" value="${view.csrfToken}">
+<input type="hidden" name="idempotency_key" value="${view.formKey}">
+<label for="payout-amount">Amount (USDT)</label>
+<input type="text" id="payout-amount" name="amount" inputmode="decimal" maxlength="40" required placeholder="100.00">
+<label for="payout-address">Destination address (TRON)</label>
+<input type="text" id="payout-address" name="address" maxlength="64" required autocomplete="off" spellcheck="false">
+<label for="payout-memo">Memo (optional)</label>
+<input type="text" id="payout-memo" name="memo" maxlength="255">
+<p class="muted">The payout fee of your fee schedule is charged with the payout, from the same balance; it is shown in the list below once requested. A payout above your approval threshold waits for approval.</p>
+<div><button type="submit" id="request-payout">Request payout</button></div>
+</form></section>
+<section aria-labelledby="payouts-heading"><h2 id="payouts-heading">Payouts</h2>${table}</section>`;
+}
