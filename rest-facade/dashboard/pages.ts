@@ -102,7 +102,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     path: PAYOUTS_PATH,
     title: 'Payouts',
     async render(ctx, sessionToken, session) {
-      const { payouts } = await ctx.state.clients.dashboard.listPayouts({ sessionToken }, rpcCallOptions(ctx));
+      const { payouts, payoutFee, payoutFeeCurrency } = await ctx.state.clients.dashboard.listPayouts({ sessionToken }, rpcCallOptions(ctx));
       const requested = queryText(ctx, 'requested', 64);
       const decided = queryText(ctx, 'decided', 64);
       const notice = requested
@@ -110,7 +110,7 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
         : decided
           ? `Payout ${decided} ${queryText(ctx, 'decision', 16) === 'approve' ? 'approved: it is sent now' : 'rejected: the held amount is back on your balance'}.`
           : undefined;
-      return payoutsContent({ payouts, csrfToken: session.csrfToken, formKey: randomUUID(), notice });
+      return payoutsContent({ payouts, fee: payoutFee, feeCurrency: payoutFeeCurrency, csrfToken: session.csrfToken, formKey: randomUUID(), notice });
     },
   },
   {

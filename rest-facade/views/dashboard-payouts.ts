@@ -38,7 +38,7 @@ function decisionForms(payout: DashboardPayout, csrfToken: string): SafeHtml {
  * The page's content. `formKey` is the request form's idempotency key (a fresh one per rendering); `notice` what the
  * last form did.
  */
-export function payoutsContent(view: { payouts: readonly DashboardPayout[]; csrfToken: string; formKey: string; notice?: string }): SafeHtml {
+export function payoutsContent(view: { payouts: readonly DashboardPayout[]; fee: string; feeCurrency: string; csrfToken: string; formKey: string; notice?: string }): SafeHtml {
   const rows = view.payouts.map(
     (payout) => html`<tr data-reference="${payout.payoutReference}">
 <td><code>${payout.payoutReference}</code></td>
@@ -67,7 +67,8 @@ export function payoutsContent(view: { payouts: readonly DashboardPayout[]; csrf
 <input type="text" id="payout-address" name="address" maxlength="64" required autocomplete="off" spellcheck="false">
 <label for="payout-memo">Memo (optional)</label>
 <input type="text" id="payout-memo" name="memo" maxlength="255">
-<p class="muted">The payout fee of your fee schedule is charged with the payout, from the same balance; it is shown in the list below once requested. A payout above your approval threshold waits for approval.</p>
+${view.fee ? html`<p id="payout-fee">Fee: <strong>${view.fee} ${view.feeCurrency}</strong> per payout, charged with it from the same balance.</p>` : html`<p id="payout-fee" class="error">No payout fee is configured: payouts are not available yet.</p>`}
+<p class="muted">A payout above your approval threshold waits for your approval on this page.</p>
 <div><button type="submit" id="request-payout">Request payout</button></div>
 </form></section>
 <section aria-labelledby="payouts-heading"><h2 id="payouts-heading">Payouts</h2>${table}</section>`;

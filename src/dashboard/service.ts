@@ -56,7 +56,8 @@ import { DASHBOARD_REASONS } from './reasons';
 import { timelineFor, timelineMessage } from '../timeline/service';
 import { latestPayerAddress } from '../flows/payin/store';
 import { createRefund } from '../flows/refund/service';
-import { createPayout, listPayouts, merchantDecidesPayout, type PayoutRow } from '../flows/payout/service';
+import { createPayout, CRYPTO_PAYOUT_CHANNEL, listPayouts, merchantDecidesPayout, type PayoutRow } from '../flows/payout/service';
+import { feePayoutOf } from '../flows/payout/store';
 import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
 import { parseAmount } from '../money';
 import { stepsOf, summaryOf, technicalEntries } from './payment-story';
@@ -456,13 +457,15 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
     },
 
     /**
-     * The session's merchant's payouts (src/flows/payout), newest first, at most 100.
+     * The session's merchant's payouts (src/flows/payout), newest first, at most 100, and the payout fee shown before
+     * a payout is requested (the fee schedule's `fee_payout` of the crypto channel, major units).
      * @throws DomainError SESSION_INVALID
      */
     async listPayouts(request) {
       const session = await requireSession(request.sessionToken);
       const rows = await listPayouts(database, { merchant_id: session.merchant_id, limit: 100 });
-      return { payouts: rows.map(dashboardPayout) };
+      const fee = await feePayoutOf(database, CRYPTO_PAYOUT_CHANNEL);
+      return { payouts: rows.map(dashboardPayout), payoutFee: fee?.amount ?? '', payoutFeeCurrency: fee?.currency ?? '' };
     },
 
     /**
