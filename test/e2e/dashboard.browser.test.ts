@@ -331,7 +331,7 @@ describe('the sign-in form from the keyboard alone', () => {
         tabbedTo.push((await page.locator(':focus').textContent()) ?? '');
       }
       // Skip link, then the navigation bar in its order, sign-out last.
-      expect(tabbedTo).toEqual(['Skip to content', 'Balances', 'Payments', 'Events', 'Webhooks', 'Endpoint', 'Policy', 'Sign out']);
+      expect(tabbedTo).toEqual(['Skip to content', 'Balances', 'Payments', 'Payouts', 'Events', 'Webhooks', 'Endpoint', 'Policy', 'Sign out']);
       for (let step = 0; step < 3; step++) await page.keyboard.press('Shift+Tab');
       expect(await page.locator(':focus').textContent()).toBe('Webhooks');
       await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
