@@ -126,10 +126,11 @@ it('requests a payout with the form, lists it, and lets the merchant reject one 
     return now.status === 'failed' ? now : undefined;
   });
   expect(rejected.status).toBe('failed');
+  expect(await harness.platform.deps.database('payout_approvals').where({ payout_reference: pending.payout_reference }).first()).toMatchObject({ decision: 'reject', actor: `merchant:${merchant.merchant_id}` });
   await context.close();
 }, 120_000);
 
-it('refuses forged and cross-site forms with 403 and another merchant’s payout with 404: nothing changes', async () => {
+it('refuses forged and cross-site forms with 403 and another merchant’s payout with 404: nothing changes; its owner approves it', async () => {
   const theirs = await harness.platform.deps.database('payouts').where({ merchant_id: other.merchant_id });
   expect(theirs).toEqual([]);
   // The other merchant has one payout waiting for approval.
@@ -172,6 +173,21 @@ it('refuses forged and cross-site forms with 403 and another merchant’s payout
   expect(invalid.status()).toBe(400);
   expect(await invalid.text()).toContain('TRON address');
   expect((await payoutsOf(merchant)).length).toBe(before);
-  expect((await harness.platform.deps.ledger.check()).ok).toBe(true);
   await context.close();
+
+  // Its own merchant approves it from its button: it is sent and paid out, recorded as the merchant's decision.
+  const ownerContext = await browser.newContext();
+  const ownerPage = await ownerContext.newPage();
+  await signIn(ownerPage, other);
+  await ownerPage.goto(`${base}/dashboard/payouts`);
+  await Promise.all([ownerPage.waitForNavigation(), ownerPage.click(`button[aria-label="Approve payout ${waiting.payout_reference}"]`)]);
+  expect(await ownerPage.textContent('#payout-notice')).toContain('approved');
+  const paid = await eventually(async () => {
+    const now = await harness.platform.deps.database('payouts').where({ payout_reference: waiting.payout_reference }).first();
+    return now.status === 'succeeded' ? now : undefined;
+  });
+  expect(paid.status).toBe('succeeded');
+  expect(await harness.platform.deps.database('payout_approvals').where({ payout_reference: waiting.payout_reference }).first()).toMatchObject({ decision: 'approve', actor: `merchant:${other.merchant_id}` });
+  await ownerContext.close();
+  expect((await harness.platform.deps.ledger.check()).ok).toBe(true);
 }, 120_000);
