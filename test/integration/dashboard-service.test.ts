@@ -173,8 +173,10 @@ describe('webhook deliveries', () => {
     expect(delivery).toMatchObject({ status: 'pending', event: 'payin.success', callbackUrl: receiver.url, nextRetry: NextRetry.SCHEDULED });
     expect(delivery!.attempts).toEqual([expect.objectContaining({ attempt: 1, statusCode: 503, error: 'HTTP 503' })]);
     const due = Date.parse(delivery!.nextRetryAt) - Date.parse(delivery!.attempts[0]!.attemptedAt);
-    expect(due).toBeGreaterThan((RETRY_INITIAL_SECONDS - 2) * 1000);
-    expect(due).toBeLessThan((RETRY_INITIAL_SECONDS + 5) * 1000);
+    // The wait is jittered by ± half of WEBHOOK_RETRY_JITTER (docs/webhooks.md "Retries").
+    const jitter = platform.deps.config.WEBHOOK_RETRY_JITTER / 2;
+    expect(due).toBeGreaterThan((RETRY_INITIAL_SECONDS * (1 - jitter) - 2) * 1000);
+    expect(due).toBeLessThan((RETRY_INITIAL_SECONDS * (1 + jitter) + 5) * 1000);
     // Exactly the time the attempt recorded for the next one.
     const recorded = await platform.deps.database('webhook_delivery_attempts').where({ webhook_id: ownIds[0], attempt: 1 }).first('next_retry_at');
     expect(delivery!.nextRetryAt).toBe((recorded.next_retry_at as Date).toISOString());
