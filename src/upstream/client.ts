@@ -264,27 +264,42 @@ export function isReference(value: unknown, limit: number): value is string {
   return typeof value === 'string' && value !== '' && [...value].length <= limit && !hasControlCharacters(value);
 }
 
-/** The outcome of a 2xx answer to `input`. @throws UpstreamRefundError malformed */
-function outcomeOf(text: string, input: UpstreamRefundRequest): UpstreamRefundOutcome {
+/**
+ * The JSON object of a money-out provider's 2xx answer, checked against what was asked: the same reference under
+ * `referenceField`, and the same currency and amount (minor units) when it names them.
+ * @throws what `malformed` makes of the first thing wrong
+ */
+function checkedAnswer(
+  text: string,
+  referenceField: 'refund_reference' | 'payout_reference',
+  asked: { reference: string; currency: 'USDT'; amount_units: bigint },
+  malformed: (detail: string) => Error,
+): Record<string, unknown> {
   let answer: Record<string, unknown>;
   try {
     const parsed = parseJsonLossless(text);
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     answer = parsed as Record<string, unknown>;
   } catch {
-    throw new UpstreamRefundError('malformed', 'answer is not a JSON object');
+    throw malformed('answer is not a JSON object');
   }
-  if (answer.refund_reference !== input.refund_reference) throw new UpstreamRefundError('malformed', 'answer names another refund_reference');
-  if (answer.currency !== undefined && answer.currency !== input.currency) throw new UpstreamRefundError('malformed', 'answer names another currency');
+  if (answer[referenceField] !== asked.reference) throw malformed(`answer names another ${referenceField}`);
+  if (answer.currency !== undefined && answer.currency !== asked.currency) throw malformed('answer names another currency');
   if (answer.amount !== undefined) {
     let answered: bigint | undefined;
     try {
-      answered = isLosslessNumber(answer.amount) ? readAmount(answer.amount, input.currency) : undefined;
+      answered = isLosslessNumber(answer.amount) ? readAmount(answer.amount, asked.currency) : undefined;
     } catch {
       answered = undefined;
     }
-    if (answered !== input.amount_units) throw new UpstreamRefundError('malformed', 'answer names another amount');
+    if (answered !== asked.amount_units) throw malformed('answer names another amount');
   }
+  return answer;
+}
+
+/** The outcome of a 2xx answer to `input`. @throws UpstreamRefundError malformed */
+function outcomeOf(text: string, input: UpstreamRefundRequest): UpstreamRefundOutcome {
+  const answer = checkedAnswer(text, 'refund_reference', { reference: input.refund_reference, currency: input.currency, amount_units: input.amount_units }, (detail) => new UpstreamRefundError('malformed', detail));
   switch (answer.status) {
     case 'succeeded':
       if (!isReference(answer.refund_trx_ref, REFUND_LIMITS.refund_trx_ref)) throw new UpstreamRefundError('malformed', 'a succeeded answer without refund_trx_ref');
@@ -401,25 +416,7 @@ function checkPayoutRequest(input: UpstreamPayoutRequest, idempotency_key: strin
 
 /** The outcome of a 2xx answer to `input`. @throws UpstreamPayoutError malformed */
 function payoutOutcomeOf(text: string, input: UpstreamPayoutRequest): UpstreamPayoutOutcome {
-  let answer: Record<string, unknown>;
-  try {
-    const parsed = parseJsonLossless(text);
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-    answer = parsed as Record<string, unknown>;
-  } catch {
-    throw new UpstreamPayoutError('malformed', 'answer is not a JSON object');
-  }
-  if (answer.payout_reference !== input.payout_reference) throw new UpstreamPayoutError('malformed', 'answer names another payout_reference');
-  if (answer.currency !== undefined && answer.currency !== input.currency) throw new UpstreamPayoutError('malformed', 'answer names another currency');
-  if (answer.amount !== undefined) {
-    let answered: bigint | undefined;
-    try {
-      answered = isLosslessNumber(answer.amount) ? readAmount(answer.amount, input.currency) : undefined;
-    } catch {
-      answered = undefined;
-    }
-    if (answered !== input.amount_units) throw new UpstreamPayoutError('malformed', 'answer names another amount');
-  }
+  const answer = checkedAnswer(text, 'payout_reference', { reference: input.payout_reference, currency: input.currency, amount_units: input.amount_units }, (detail) => new UpstreamPayoutError('malformed', detail));
   switch (answer.status) {
     case 'succeeded':
       if (!isReference(answer.payout_trx_ref, PAYOUT_LIMITS.payout_trx_ref)) throw new UpstreamPayoutError('malformed', 'a succeeded answer without payout_trx_ref');

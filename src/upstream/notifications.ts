@@ -65,6 +65,26 @@ export interface UpstreamPayoutNotification {
 }
 
 /**
+ * A money-out notification's `amount` in minor units of USDT (0 when it fails, its problem in `fields.amount`), and
+ * its optional `currency`, which may only be USDT (`fields.currency`).
+ */
+function readUsdtAmount(body: Record<string, unknown>, fields: FieldViolations): bigint {
+  let amount_units = 0n;
+  if (!isLosslessNumber(body.amount)) {
+    fields.amount = ['not_a_number'];
+  } else {
+    try {
+      amount_units = readAmount(body.amount, 'USDT');
+    } catch (error) {
+      if (!(error instanceof AmountError)) throw error;
+      fields.amount = [error.problem];
+    }
+  }
+  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
+  return amount_units;
+}
+
+/**
  * Reads a payout notification from its verified bytes, field by field, before anything is recorded.
  * @throws DomainError VALIDATION_FAILED (`body`, `payout_reference`, `status`, `amount`, `currency`, `payout_trx_ref`,
  *   `failure_reason`)
@@ -78,18 +98,7 @@ export function readPayoutNotification(signed_body: Uint8Array): UpstreamPayoutN
   else if (!isReference(payout_reference, PAYOUT_LIMITS.payout_reference)) fields.payout_reference = ['invalid'];
   const status = body.status;
   if (status !== 'payout_succeeded' && status !== 'payout_failed') fields.status = ['invalid'];
-  let amount_units = 0n;
-  if (!isLosslessNumber(body.amount)) {
-    fields.amount = ['not_a_number'];
-  } else {
-    try {
-      amount_units = readAmount(body.amount, 'USDT');
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      fields.amount = [error.problem];
-    }
-  }
-  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
+  const amount_units = readUsdtAmount(body, fields);
   const payout_trx_ref = body.payout_trx_ref;
   if (payout_trx_ref !== undefined && !isReference(payout_trx_ref, PAYOUT_LIMITS.payout_trx_ref)) fields.payout_trx_ref = ['invalid'];
   if (status === 'payout_succeeded' && payout_trx_ref === undefined) fields.payout_trx_ref = ['required'];
@@ -147,18 +156,7 @@ export function readRefundNotification(signed_body: Uint8Array): UpstreamRefundN
   else if (!isReference(refund_reference, REFUND_LIMITS.refund_reference)) fields.refund_reference = ['invalid'];
   const status = body.status;
   if (status !== 'refund_succeeded' && status !== 'refund_failed') fields.status = ['invalid'];
-  let amount_units = 0n;
-  if (!isLosslessNumber(body.amount)) {
-    fields.amount = ['not_a_number'];
-  } else {
-    try {
-      amount_units = readAmount(body.amount, 'USDT');
-    } catch (error) {
-      if (!(error instanceof AmountError)) throw error;
-      fields.amount = [error.problem];
-    }
-  }
-  if (body.currency !== undefined && body.currency !== 'USDT') fields.currency = ['invalid'];
+  const amount_units = readUsdtAmount(body, fields);
   const trx_ref = optionalReference(body, 'trx_ref', fields);
   const refund_trx_ref = optionalReference(body, 'refund_trx_ref', fields);
   if (status === 'refund_succeeded' && refund_trx_ref === undefined) fields.refund_trx_ref = ['required'];
