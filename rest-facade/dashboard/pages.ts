@@ -102,15 +102,20 @@ export const DASHBOARD_PAGES: readonly DashboardPage[] = [
     path: PAYOUTS_PATH,
     title: 'Payouts',
     async render(ctx, sessionToken, session) {
-      const { payouts, payoutFee, payoutFeeCurrency } = await ctx.state.clients.dashboard.listPayouts({ sessionToken }, rpcCallOptions(ctx));
+      const { payouts, payoutFee, payoutFeeCurrency, schedule } = await ctx.state.clients.dashboard.listPayouts({ sessionToken }, rpcCallOptions(ctx));
       const requested = queryText(ctx, 'requested', 64);
       const decided = queryText(ctx, 'decided', 64);
-      const notice = requested
+      const scheduled = queryText(ctx, 'schedule', 16);
+      const notice = scheduled
+        ? scheduled === 'off'
+          ? 'Automatic payouts are off.'
+          : 'Automatic payouts saved.'
+        : requested
         ? `Payout ${requested} requested: the amount and its fee are held on your balance until the provider sends it (or until it is approved, if it waits for approval).`
         : decided
           ? `Payout ${decided} ${queryText(ctx, 'decision', 16) === 'approve' ? 'approved: it is sent now' : 'rejected: the held amount is back on your balance'}.`
           : undefined;
-      return payoutsContent({ payouts, fee: payoutFee, feeCurrency: payoutFeeCurrency, csrfToken: session.csrfToken, formKey: randomUUID(), notice });
+      return payoutsContent({ payouts, fee: payoutFee, feeCurrency: payoutFeeCurrency, csrfToken: session.csrfToken, formKey: randomUUID(), notice, ...(schedule ? { schedule } : {}) });
     },
   },
   {

@@ -32,6 +32,9 @@
  *   POST /dashboard/payouts                          csrf_token, idempotency_key, amount, address, memo → a crypto
  *                                                    payout (DashboardService RequestPayout), 303 to the payouts page
  *                                                    with a notice; 400 naming why a payout was refused
+ *   POST /dashboard/payouts/schedule                 csrf_token, every (off|daily|weekly), minimum, reserve, address →
+ *                                                    the merchant's automatic payouts (DashboardService
+ *                                                    SetPayoutSchedule), 303 with a notice; 400 naming each bad field
  *   POST /dashboard/payouts/:reference/decision      csrf_token, decision (approve|reject) → 303 with a notice; 400
  *                                                    when the payout no longer waits; 404 another merchant's payout
  *
@@ -54,7 +57,7 @@ import { DASHBOARD_PAGES, listQuery, queryText, type DashboardPage } from './pag
 import { exportBalanceTransactions, exportPayments } from './csv';
 import { PAYMENT_FILTER_NAMES } from '../views/dashboard-lists';
 import { balanceTransactionsContent } from '../views/dashboard-balance';
-import { PAYOUTS_PATH } from '../views/dashboard-payouts';
+import { PAYOUT_SCHEDULE_PATH, PAYOUTS_PATH } from '../views/dashboard-payouts';
 
 const WRONG_CREDENTIALS = 'The user name or password is wrong.';
 const SIGN_IN = '/sign-in';
@@ -368,6 +371,34 @@ async function requestPayout(ctx: FacadeContext, sessionToken: string, csrfToken
   }
 }
 
+const SCHEDULE_FIELD_TEXTS: Record<string, string> = {
+  every: 'Schedule must be Off, Daily or Weekly.',
+  minimum: 'Minimum payout must be a positive amount in USDT, such as 10.00.',
+  reserve: 'Reserve must be an amount in USDT of 0 or more, such as 5.00.',
+  address: 'Destination address must be a TRON address (T followed by 33 characters, with a valid checksum).',
+};
+
+/** The automatic payouts form: sets or turns off the schedule, then 303 with a notice; a bad field is a 400 page. */
+async function setPayoutSchedule(ctx: FacadeContext, sessionToken: string, csrfToken: string): Promise<void> {
+  const form = formOf(ctx);
+  const field = (name: string, max: number) => (form.get(name) ?? '').trim().slice(0, max);
+  const every = field('every', 16);
+  try {
+    await ctx.state.clients.dashboard.setPayoutSchedule(
+      { sessionToken, csrfToken, every, minimum: field('minimum', 64), reserve: field('reserve', 64), address: field('address', 128) },
+      rpcCallOptions(ctx),
+    );
+    seeOther(ctx, `${PAYOUTS_PATH}?schedule=${every === 'off' ? 'off' : 'saved'}`);
+  } catch (error) {
+    const failure = readRpcFailure(error);
+    if (failure.reason === 'VALIDATION_FAILED') {
+      const texts = [...new Set(Object.keys(failure.fields).map((name) => SCHEDULE_FIELD_TEXTS[name] ?? 'The form is not valid: open the payouts page again.'))];
+      return sendMessage(ctx, 400, 'Schedule not saved', `${texts.join(' ')} Nothing was changed.`, PAYOUTS_BACK);
+    }
+    throw error;
+  }
+}
+
 /** A payout reference as the platform makes them; anything else is an unknown payout. */
 const PAYOUT_REFERENCE = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -499,6 +530,7 @@ export function dashboardRouter(): Router<FacadeState> {
   router.get(`${DASHBOARD_BASE}/balances/:currency`, (ctx) => signedInGet(ctx, (sessionToken) => showBalanceTransactions(ctx, sessionToken)));
   router.get(`${DASHBOARD_BASE}/payments/:reference`, showPayment);
   router.post(`${DASHBOARD_BASE}${PAYOUTS_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => requestPayout(ctx, sessionToken, csrfToken)));
+  router.post(`${DASHBOARD_BASE}${PAYOUT_SCHEDULE_PATH}`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => setPayoutSchedule(ctx, sessionToken, csrfToken)));
   router.post(`${DASHBOARD_BASE}${PAYOUTS_PATH}/:reference/decision`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => decidePayout(ctx, sessionToken, csrfToken)));
   router.post(`${DASHBOARD_BASE}/payments/:reference/refund`, (ctx) => changingForm(ctx, (sessionToken, csrfToken) => refundPayment(ctx, sessionToken, csrfToken)));
   return router;

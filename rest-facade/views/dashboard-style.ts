@@ -67,7 +67,7 @@ ol.timeline li{margin:0 0 .75rem;overflow-wrap:anywhere}
 form.refund{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem}
 form.refund button{margin-top:.75rem}
 form.inline{display:inline-block;margin:.25rem .25rem 0 0}
-td.address code{word-break:break-all}
+td.address code,code.address{word-break:break-all}
 details pre{white-space:pre-wrap;overflow-wrap:anywhere;max-height:24rem;overflow-y:auto}
 form.manage{background:#fff;border:1px solid #c9ced8;border-radius:4px;padding:.5rem 1rem 1rem;margin:0 0 .75rem}
 form.manage p{margin:.4rem 0}

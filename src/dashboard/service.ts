@@ -26,6 +26,9 @@
  *                          TEMPORAL_UI_PUBLIC)
  *   RefundPayment          session + CSRF token; src/flows/refund `createRefund` to the payer's reported address,
  *                          idempotent on the form's key; audited (src/rpc/audit.ts)
+ *   SetPayoutSchedule      session + CSRF token; the merchant's own automatic payouts through src/flows/payout
+ *                          `setPayoutSchedule` / `removePayoutSchedule` (their Temporal Schedule); every field checked,
+ *                          nothing changed on a refusal; audited (src/rpc/audit.ts)
  *
  * Every call but SignIn counts against the merchant's request rate (REQUESTS_PER_CALLER_PER_MINUTE).
  */
@@ -56,8 +59,9 @@ import { DASHBOARD_REASONS } from './reasons';
 import { timelineFor, timelineMessage } from '../timeline/service';
 import { latestPayerAddress } from '../flows/payin/store';
 import { createRefund } from '../flows/refund/service';
-import { createPayout, CRYPTO_PAYOUT_CHANNEL, listPayouts, merchantDecidesPayout, type PayoutRow } from '../flows/payout/service';
+import { createPayout, CRYPTO_PAYOUT_CHANNEL, isTronAddress, listPayouts, merchantDecidesPayout, type PayoutRow } from '../flows/payout/service';
 import { feePayoutOf } from '../flows/payout/store';
+import { payoutScheduleId, payoutScheduleOf, removePayoutSchedule, setPayoutSchedule, type PayoutSchedule } from '../flows/payout/schedules';
 import { merchantRefundFee, refundableOf, refundBasis } from '../flows/refund/store';
 import { parseAmount } from '../money';
 import { stepsOf, summaryOf, technicalEntries } from './payment-story';
@@ -465,7 +469,44 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
       const session = await requireSession(request.sessionToken);
       const rows = await listPayouts(database, { merchant_id: session.merchant_id, limit: 100 });
       const fee = await feePayoutOf(database, CRYPTO_PAYOUT_CHANNEL);
-      return { payouts: rows.map(dashboardPayout), payoutFee: fee?.amount ?? '', payoutFeeCurrency: fee?.currency ?? '' };
+      const schedule = await payoutScheduleOf(deps, session.merchant_id);
+      return { payouts: rows.map(dashboardPayout), payoutFee: fee?.amount ?? '', payoutFeeCurrency: fee?.currency ?? '', ...(schedule ? { schedule: dashboardSchedule(schedule) } : {}) };
+    },
+
+    /**
+     * Sets the session's merchant's automatic payouts (daily or weekly; minimum and reserve in major units of USDT, an
+     * empty reserve 0; a TRON address), or turns them off (`every` "off"), through the payout flow's schedule path
+     * (the admin path's rules: a positive minimum, a reserve not below 0, a valid address).
+     * @throws DomainError SESSION_INVALID, CSRF_TOKEN_INVALID, VALIDATION_FAILED (every, minimum, reserve, address)
+     */
+    async setPayoutSchedule(request) {
+      const session = await requireSessionAndCsrf(request.sessionToken, request.csrfToken);
+      const merchant_id = session.merchant_id;
+      if (request.every === 'off') {
+        await removePayoutSchedule(deps, merchant_id);
+        deps.logger.info({ merchant_id }, 'payout schedule turned off on the dashboard');
+        return {};
+      }
+      const problems: Record<string, string[]> = {};
+      if (request.every !== 'daily' && request.every !== 'weekly') problems.every = [problem('invalid')];
+      let minimum_units = 0n;
+      try {
+        minimum_units = parseAmount(request.minimum.trim(), 'USDT');
+      } catch {
+        problems.minimum = [problem('positive')];
+      }
+      let reserve_units = 0n;
+      try {
+        reserve_units = request.reserve.trim() === '' ? 0n : parseAmount(request.reserve.trim(), 'USDT', { allowZero: true });
+      } catch {
+        problems.reserve = [problem('not_negative')];
+      }
+      const address = request.address.trim();
+      if (!isTronAddress(address)) problems.address = [problem('invalid')];
+      if (Object.keys(problems).length > 0) throw invalidFields(problems);
+      const set = await setPayoutSchedule(deps, { merchant_id, every: request.every as PayoutSchedule['every'], minimum_units, reserve_units, address });
+      deps.logger.info({ merchant_id, every: set.every }, 'payout schedule set on the dashboard');
+      return { schedule: dashboardSchedule(set) };
     },
 
     /**
@@ -664,6 +705,17 @@ export function createDashboardService(deps: PlatformDeps): ServiceImpl<typeof D
         nextBefore: request.newestFirst && page.has_more ? page.next_after : 0n,
       };
     },
+  };
+}
+
+/** A payout schedule as the dashboard shows it (amounts in minor units). */
+function dashboardSchedule(schedule: PayoutSchedule) {
+  return {
+    every: schedule.every,
+    minimumUnits: BigInt(schedule.minimum_units),
+    reserveUnits: BigInt(schedule.reserve_units),
+    address: schedule.address,
+    scheduleId: payoutScheduleId(schedule.merchant_id),
   };
 }
 

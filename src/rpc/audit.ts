@@ -55,6 +55,7 @@ export const PRIVILEGED_PROCEDURES: ReadonlySet<string> = new Set([
   'payments.dashboard.v1.DashboardService/UpdateWebhookEndpoint',
   'payments.dashboard.v1.DashboardService/SendTestWebhook',
   'payments.dashboard.v1.DashboardService/EnableWebhookEndpoint',
+  'payments.dashboard.v1.DashboardService/SetPayoutSchedule',
   'payments.events.v1.EventsService/RedeliverEvents',
   'payments.payout.v1.PayoutService/DecidePayoutApproval',
   'payments.payout.v1.PayoutService/SetPayoutSettings',

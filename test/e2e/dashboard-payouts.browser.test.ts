@@ -4,12 +4,15 @@
  * a payout above its approval threshold shows "Pending approval" with Approve / Reject, and rejecting it releases the
  * hold. The same form sent twice pays once; a form without the session's token or from another site answers 403 and
  * changes nothing; another merchant's payout cannot be decided. Each page: axe-core 0 violations, no sideways
- * scrolling at 390 / 1280 / 1440 px. The ledger balances at the end.
+ * scrolling at 390 / 1280 / 1440 px. The "Automatic payouts" form sets a weekly schedule (shown, its Temporal Schedule
+ * made) and turns it off (the Temporal Schedule gone); a forged or invalid form changes nothing. The ledger balances
+ * at the end.
  */
 import { mkdirSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import type { MerchantCredentials } from '../../src/onboarding/merchants';
 import { NO_PAYOUT_SETTINGS, setPayoutSettings } from '../../src/flows/payout/store';
+import { payoutScheduleId, payoutScheduleOf } from '../../src/flows/payout/schedules';
 import { SANDBOX_PAYOUT_ADDRESSES } from '../../src/sandbox/upstream-payouts';
 import { chromiumPath } from '../support/chromium';
 import { auditPage, DASHBOARD_ARTIFACTS } from '../support/dashboard-audit';
@@ -190,4 +193,69 @@ it('refuses forged and cross-site forms with 403 and another merchant’s payout
   expect(await harness.platform.deps.database('payout_approvals').where({ payout_reference: waiting.payout_reference }).first()).toMatchObject({ decision: 'approve', actor: `merchant:${other.merchant_id}` });
   await ownerContext.close();
   expect((await harness.platform.deps.ledger.check()).ok).toBe(true);
+}, 120_000);
+
+it('sets weekly automatic payouts with the form (shown, its Temporal Schedule made), refuses bad and forged forms, and turns them off', async () => {
+  const deps = harness.platform.deps;
+  const handle = deps.temporal.client.schedule.getHandle(payoutScheduleId(merchant.merchant_id));
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signIn(page, merchant);
+  await page.goto(`${base}/dashboard/payouts`);
+  expect(await page.textContent('#payout-schedule-current')).toContain('Off');
+  const token = (await page.getAttribute('#payout-schedule-form input[name=csrf_token]', 'value'))!;
+  const origin = { Origin: base, 'Sec-Fetch-Site': 'same-origin' };
+  const weekly = { every: 'weekly', minimum: '10', reserve: '5', address: SANDBOX_PAYOUT_ADDRESSES.succeeds };
+
+  // A form without the session's token: 403, nothing stored, no Temporal Schedule.
+  const forged = await page.request.post(`${base}/dashboard/payouts/schedule`, { form: { ...weekly, csrf_token: 'not-the-token' }, headers: origin, maxRedirects: 0 });
+  expect(forged.status()).toBe(403);
+  // Bad values: a 400 page naming each, nothing stored.
+  const invalid = await page.request.post(`${base}/dashboard/payouts/schedule`, { form: { ...weekly, reserve: '-1', address: 'not-an-address', csrf_token: token }, headers: origin, maxRedirects: 0 });
+  expect(invalid.status()).toBe(400);
+  const refusal = await invalid.text();
+  expect(refusal).toContain('TRON address');
+  expect(refusal).toContain('Reserve must be');
+  expect(refusal).toContain('Nothing was changed');
+  expect(await payoutScheduleOf(deps, merchant.merchant_id)).toBeUndefined();
+  await expect(handle.describe()).rejects.toThrow();
+
+  await page.selectOption('#schedule-every', 'weekly');
+  await page.fill('#schedule-minimum', weekly.minimum);
+  await page.fill('#schedule-reserve', weekly.reserve);
+  await page.fill('#schedule-address', weekly.address);
+  await Promise.all([page.waitForNavigation(), page.click('#save-payout-schedule')]);
+  expect(new URL(page.url()).pathname).toBe('/dashboard/payouts');
+  expect(await page.textContent('#payout-notice')).toBe('Automatic payouts saved.');
+  const shown = (await page.textContent('#payout-schedule-current'))!;
+  expect(shown).toContain('Weekly');
+  expect(shown).toContain('10.000000 USDT');
+  expect(shown).toContain('5.000000 USDT');
+  expect(shown).toContain(weekly.address);
+  expect(await page.inputValue('#schedule-every')).toBe('weekly');
+  expect(await payoutScheduleOf(deps, merchant.merchant_id)).toMatchObject({ every: 'weekly', minimum_units: 10n * USDT, reserve_units: 5n * USDT, address: weekly.address });
+  const described = await handle.describe();
+  expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'scheduledPayoutWorkflow' });
+  expect(JSON.stringify(described.spec.calendars)).toContain('MONDAY');
+  const audit = await auditPage(page, 'payouts-schedule');
+  expect(audit.violations).toEqual([]);
+  expect(audit.overflowing).toEqual([]);
+
+  // A forged form to turn it off changes nothing either.
+  const forgedOff = await page.request.post(`${base}/dashboard/payouts/schedule`, { form: { every: 'off', csrf_token: 'not-the-token' }, headers: origin, maxRedirects: 0 });
+  expect(forgedOff.status()).toBe(403);
+  expect(await payoutScheduleOf(deps, merchant.merchant_id)).toBeDefined();
+  expect((await handle.describe()).scheduleId).toBe(payoutScheduleId(merchant.merchant_id));
+
+  await page.selectOption('#schedule-every', 'off');
+  await Promise.all([page.waitForNavigation(), page.click('#save-payout-schedule')]);
+  expect(await page.textContent('#payout-notice')).toBe('Automatic payouts are off.');
+  expect(await page.textContent('#payout-schedule-current')).toContain('Off');
+  expect(await payoutScheduleOf(deps, merchant.merchant_id)).toBeUndefined();
+  await expect(handle.describe()).rejects.toThrow();
+  const outcomes = await deps.database('audit_records').where({ procedure: 'payments.dashboard.v1.DashboardService/SetPayoutSchedule' }).orderBy('id').pluck('outcome');
+  expect(outcomes).toEqual(expect.arrayContaining(['VALIDATION_FAILED', 'ok']));
+  expect(outcomes.filter((outcome) => outcome === 'ok')).toHaveLength(2);
+  await context.close();
+  expect((await deps.ledger.check()).ok).toBe(true);
 }, 120_000);
