@@ -216,25 +216,22 @@ async function waitUntil(what, probe, timeoutMs, intervalMs = 1000) {
 }
 
 /** The operator's PayoutService calls (Connect JSON, the operator's credential): limits, approvals. */
-async function payoutAdmin(method, body) {
-  const response = await fetch(`${CONFIG.rpcUrl}/payments.payout.v1.PayoutService/${method}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${operator.token()}` },
-    body: JSON.stringify(body),
-  });
-  const answer = await response.json();
-  if (!response.ok) throw new Error(`PayoutService ${method}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer;
+function payoutAdmin(method, body) {
+  return operator.rpc('payments.payout.v1.PayoutService', method, body);
 }
 
 /** The operator's view (AdminService over Connect JSON): posted and available balances of any wallet. */
 const operator = {
-  async call(method, body) {
-    const url = `${CONFIG.rpcUrl}/payments.admin.v1.AdminService/${method}`;
+  call(method, body) {
+    return this.rpc('payments.admin.v1.AdminService', method, body);
+  },
+  /** One Connect JSON call with the operator's credential: over mTLS when RPC_URL is https (a cluster's RPC). */
+  async rpc(service, method, body) {
+    const url = `${CONFIG.rpcUrl}/${service}/${method}`;
     const headers = { 'content-type': 'application/json', authorization: `Bearer ${this.token()}` };
     const { status, text } = url.startsWith('https:') ? await this.mtlsPost(url, headers, JSON.stringify(body)) : await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) }).then(async (response) => ({ status: response.status, text: await response.text() }));
     const answer = JSON.parse(text);
-    if (status !== 200) throw new Error(`AdminService ${method}: ${status} ${JSON.stringify(answer)}`);
+    if (status !== 200) throw new Error(`${service.split('.').pop()} ${method}: ${status} ${JSON.stringify(answer)}`);
     return answer;
   },
   /** A POST over mTLS (a cluster's RPC): the operator's certificate of RPC_CLIENT_TLS_CERT / _KEY, the server's CA of _CA. */
