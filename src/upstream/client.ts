@@ -237,6 +237,45 @@ function describe(error: unknown): string {
   return message ?? String(error);
 }
 
+/** An answer over MAX_ANSWER_BYTES (read no further). */
+class AnswerTooLongError extends Error {}
+
+/** How a money-out exchange fails: the flow's own error of `kind`. */
+type MoneyOutFailure = (kind: UpstreamRefundErrorKind, detail: string, status_code?: number) => Error;
+
+/**
+ * One money-out request to the provider (a refund or a payout): the signed POST of `body` under `idempotency_key`
+ * with the notification URL, then the answer's text when the provider answered 200, 201 or 202.
+ * @throws what `fail` makes: unreachable (not sent, or the answer not read), refused (4xx), server_error (5xx),
+ *   malformed (another 2xx or 3xx, or an answer over MAX_ANSWER_BYTES)
+ */
+async function exchange(url: string, body: string, idempotency_key: string, options: UpstreamRefundOptions, fail: MoneyOutFailure): Promise<string> {
+  let response;
+  try {
+    response = await postToUpstream(url, body, {
+      api_key: options.api_key,
+      timeout_seconds: options.timeout_seconds,
+      headers: { 'idempotency-key': idempotency_key, 'x-notify-url': options.notify_url },
+    });
+  } catch (error) {
+    throw fail('unreachable', describe(error));
+  }
+  const status = response.statusCode;
+  if (status >= 400) {
+    await response.body.dump().catch(() => undefined);
+    throw fail(status >= 500 ? 'server_error' : 'refused', `HTTP ${status}`, status);
+  }
+  let text: string;
+  try {
+    text = await readAnswer(response.body);
+  } catch (error) {
+    if (error instanceof AnswerTooLongError) throw fail('malformed', error.message);
+    throw fail('unreachable', `reading the answer: ${describe(error)}`);
+  }
+  if (status !== 200 && status !== 201 && status !== 202) throw fail('malformed', `HTTP ${status}`, status);
+  return text;
+}
+
 /** Reads the body up to MAX_ANSWER_BYTES. */
 async function readAnswer(body: AsyncIterable<Uint8Array> & { destroy(): unknown }): Promise<string> {
   const chunks: Buffer[] = [];
@@ -245,7 +284,7 @@ async function readAnswer(body: AsyncIterable<Uint8Array> & { destroy(): unknown
     length += chunk.length;
     if (length > MAX_ANSWER_BYTES) {
       body.destroy();
-      throw new UpstreamRefundError('malformed', `answer longer than ${MAX_ANSWER_BYTES} bytes`);
+      throw new AnswerTooLongError(`answer longer than ${MAX_ANSWER_BYTES} bytes`);
     }
     chunks.push(Buffer.from(chunk));
   }
@@ -337,29 +376,7 @@ export async function requestUpstreamRefund(
     address: input.address,
     reason: input.reason,
   });
-  let response;
-  try {
-    response = await postToUpstream(url, body, {
-      api_key: options.api_key,
-      timeout_seconds: options.timeout_seconds,
-      headers: { 'idempotency-key': idempotency_key, 'x-notify-url': options.notify_url },
-    });
-  } catch (error) {
-    throw new UpstreamRefundError('unreachable', describe(error));
-  }
-  const status = response.statusCode;
-  if (status >= 400) {
-    await response.body.dump().catch(() => undefined);
-    throw new UpstreamRefundError(status >= 500 ? 'server_error' : 'refused', `HTTP ${status}`, status);
-  }
-  let text: string;
-  try {
-    text = await readAnswer(response.body);
-  } catch (error) {
-    if (error instanceof UpstreamRefundError) throw error;
-    throw new UpstreamRefundError('unreachable', `reading the answer: ${describe(error)}`);
-  }
-  if (status !== 200 && status !== 201 && status !== 202) throw new UpstreamRefundError('malformed', `HTTP ${status}`, status);
+  const text = await exchange(url, body, idempotency_key, options, (kind, detail, status_code) => new UpstreamRefundError(kind, detail, status_code));
   return outcomeOf(text, input);
 }
 
@@ -445,29 +462,7 @@ export async function requestUpstreamPayout(url: string, input: UpstreamPayoutRe
     address: input.address,
     memo: input.memo,
   });
-  let response;
-  try {
-    response = await postToUpstream(url, body, {
-      api_key: options.api_key,
-      timeout_seconds: options.timeout_seconds,
-      headers: { 'idempotency-key': idempotency_key, 'x-notify-url': options.notify_url },
-    });
-  } catch (error) {
-    throw new UpstreamPayoutError('unreachable', describe(error));
-  }
-  const status = response.statusCode;
-  if (status >= 400) {
-    await response.body.dump().catch(() => undefined);
-    throw new UpstreamPayoutError(status >= 500 ? 'server_error' : 'refused', `HTTP ${status}`, status);
-  }
-  let text: string;
-  try {
-    text = await readAnswer(response.body);
-  } catch (error) {
-    if (error instanceof UpstreamRefundError) throw new UpstreamPayoutError(error.kind, error.message);
-    throw new UpstreamPayoutError('unreachable', `reading the answer: ${describe(error)}`);
-  }
-  if (status !== 200 && status !== 201 && status !== 202) throw new UpstreamPayoutError('malformed', `HTTP ${status}`, status);
+  const text = await exchange(url, body, idempotency_key, options, (kind, detail, status_code) => new UpstreamPayoutError(kind, detail, status_code));
   return payoutOutcomeOf(text, input);
 }
 

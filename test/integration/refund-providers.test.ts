@@ -13,8 +13,11 @@ import { loadConfig } from '../../src/config';
 import { hmacSha256Hex } from '../../src/crypto/hmac';
 import { DomainError } from '../../src/errors';
 import {
+  MAX_ANSWER_BYTES,
+  requestUpstreamPayout,
   requestUpstreamRefund,
   upstreamFromConfig as upstreamRefundsFromConfig,
+  UpstreamPayoutError,
   UpstreamRefundError,
   type UpstreamRefundOptions,
   type UpstreamRefundRequest,
@@ -390,5 +393,20 @@ describe('the client against a provider that misbehaves', () => {
   it('takes a 202 pending answer that echoes the amount, and a failure without a reason', async () => {
     expect(await ask('/accepted')).toEqual({ status: 'pending' });
     expect(await ask('/failed')).toEqual({ status: 'failed', failure_reason: 'refused by the provider' });
+  });
+  // A payout shares the exchange: each failure is the payout's own error, its message the payout's only.
+  it.each([
+    ['/429', 'refused', 429, 'upstream payout refused: HTTP 429'],
+    ['/500', 'server_error', 500, 'upstream payout server_error: HTTP 500'],
+    ['/204', 'malformed', 204, 'upstream payout malformed: HTTP 204'],
+    ['/huge', 'malformed', undefined, `upstream payout malformed: answer longer than ${MAX_ANSWER_BYTES} bytes`],
+  ])('a payout answered by %s is %s (status %s)', async (path, kind, status_code, message) => {
+    const payout = { payout_reference: 'PO-MISBEHAVING', amount_units: 3_000_000n, currency: 'USDT' as const, address: 'TBCfDME9Ay3epGBPhwHcf9Epo42CsFtsBq', memo: '' };
+    const error = await requestUpstreamPayout(`${provider.url}${path}`, payout, 'key-misbehaving-payout', options).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(UpstreamPayoutError);
+    expect({ kind: (error as UpstreamPayoutError).kind, status_code: (error as UpstreamPayoutError).status_code, message: (error as Error).message }).toEqual({ kind, status_code, message });
   });
 });
