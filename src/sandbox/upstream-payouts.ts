@@ -11,10 +11,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
-import { request } from 'undici';
-import { hmacSha256Hex } from '../crypto/hmac';
 import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../money';
 import { hasControlCharacters } from '../text';
+import { sendSignedDecision, type SentDecision } from './signed-decision';
 
 /** Test addresses with a fixed outcome (TRON addresses, checksums valid). */
 export const SANDBOX_PAYOUT_ADDRESSES = {
@@ -54,12 +53,8 @@ export interface SandboxPayout {
   fingerprint: string;
 }
 
-export interface SandboxPayoutNotification {
+export interface SandboxPayoutNotification extends SentDecision {
   payout_reference: string;
-  body: string;
-  status: number;
-  answer: string;
-  error?: string;
 }
 
 export interface SandboxPayouts {
@@ -108,18 +103,7 @@ export function createSandboxPayouts(options: { webhook_secret: string; decision
     });
     const sent: SandboxPayoutNotification = { payout_reference: payout.payout_reference, body, status: 0, answer: '' };
     notifications.push(sent);
-    try {
-      const response = await request(payout.notify_url, {
-        method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json', 'x-upstream-signature': hmacSha256Hex(options.webhook_secret, body) },
-      });
-      sent.status = response.statusCode;
-      sent.answer = await response.body.text();
-    } catch (error) {
-      sent.error = (error as Error).message;
-    }
-    return { status: sent.status || 502, body: sent.error ? stringifyJson({ error: sent.error }) : sent.answer };
+    return sendSignedDecision(payout.notify_url, options.webhook_secret, sent);
   }
 
   function settle(payout: SandboxPayout, status: 'succeeded' | 'failed', failure_reason: string): void {

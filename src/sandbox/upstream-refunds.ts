@@ -13,10 +13,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
-import { request } from 'undici';
-import { hmacSha256Hex } from '../crypto/hmac';
 import { AmountError, amountJson, isLosslessNumber, parseJsonLossless, readAmount, stringifyJson } from '../money';
 import { hasControlCharacters } from '../text';
+import { sendSignedDecision, type SentDecision } from './signed-decision';
 
 /**
  * Test addresses with a fixed outcome (TRON addresses, checksums valid). Any other address of the TRON form
@@ -69,12 +68,8 @@ export interface SandboxRefund {
 }
 
 /** A refund notification the sandbox sent, with the portal's answer (status 0: not delivered, `error` says why). */
-export interface SandboxRefundNotification {
+export interface SandboxRefundNotification extends SentDecision {
   refund_reference: string;
-  body: string;
-  status: number;
-  answer: string;
-  error?: string;
 }
 
 export interface SandboxRefunds {
@@ -147,18 +142,7 @@ export function createSandboxRefunds(options: SandboxRefundOptions): SandboxRefu
     });
     const sent: SandboxRefundNotification = { refund_reference: refund.refund_reference, body, status: 0, answer: '' };
     notifications.push(sent);
-    try {
-      const response = await request(refund.notify_url, {
-        method: 'POST',
-        body,
-        headers: { 'content-type': 'application/json', 'x-upstream-signature': hmacSha256Hex(options.webhook_secret, body) },
-      });
-      sent.status = response.statusCode;
-      sent.answer = await response.body.text();
-    } catch (error) {
-      sent.error = (error as Error).message;
-    }
-    return { status: sent.status || 502, body: sent.error ? stringifyJson({ error: sent.error }) : sent.answer };
+    return sendSignedDecision(refund.notify_url, options.webhook_secret, sent);
   }
 
   function settle(refund: SandboxRefund, status: 'succeeded' | 'failed', failure_reason: string): void {
