@@ -1,4 +1,5 @@
 /** Small TCP helpers for starting local servers, and for stopping a start-up early (a signal during start-up). */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 
 /** A start-up stopped by a signal (src/cli/signals.ts): whoever started something stops it before rethrowing. */
@@ -37,15 +38,47 @@ export function unlessAborted<T>(work: Promise<T>, abort: AbortSignal | undefine
   });
 }
 
-/** Asks the OS for a free TCP port on 127.0.0.1. */
+/** The lowest port freePort hands out: above the registered services a developer's machine commonly runs. */
+const FREE_PORT_LOW = 10_000;
+/** Tries before freePort falls back to a port the OS picks. */
+const FREE_PORT_TRIES = 64;
+
+/**
+ * A free TCP port on 127.0.0.1, chosen below the kernel's ephemeral range (net.ipv4.ip_local_port_range): a port the
+ * OS handed out with port 0 is free again once closed, and any outgoing connection or port-0 listener (a Temporal
+ * server's internal services, another test's client) may take it before the caller binds it. Below that range only
+ * another explicit bind can. Falls back to a port the OS picks when the range leaves no room or every try is taken.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const ephemeralLow = ephemeralRangeLow();
+  for (let attempt = 0; attempt < FREE_PORT_TRIES && ephemeralLow > FREE_PORT_LOW; attempt += 1) {
+    const candidate = FREE_PORT_LOW + Math.floor(Math.random() * (ephemeralLow - FREE_PORT_LOW));
+    if ((await tryListen(candidate)) !== null) return candidate;
+  }
+  const port = await tryListen(0);
+  if (port === null) throw new Error('no free TCP port on 127.0.0.1');
+  return port;
+}
+
+/** The first port of the kernel's ephemeral range; 32768 (Linux's default) where it cannot be read. */
+function ephemeralRangeLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Binds and closes 127.0.0.1:port; the port bound, or null when it is taken. */
+function tryListen(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const server = net.createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(null));
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : null));
     });
   });
 }
