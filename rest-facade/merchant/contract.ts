@@ -173,6 +173,9 @@ export const PAYOUT_MESSAGES = {
   insufficientBalance: 'The wallet balance is insufficient for this payout and its fee.',
   feeNotConfigured: 'No payout fee is configured for this bank and currency.',
   notFound: 'The selected payout_reference is invalid.',
+  belowMinimum: 'The amount is below the minimum payout.',
+  aboveLimit: 'The amount is above the largest payout allowed.',
+  dailyLimitExceeded: 'The amount would take today\'s payouts above the daily payout limit.',
 } as const;
 
 /** Card and account number rules (platform decisions §7). */
@@ -475,10 +478,11 @@ export const AREA_C_REASON_ERRORS: Record<AreaCReason, AreaCError> = {
   PAYOUT_INSUFFICIENT_BALANCE: { ...BAD_REQUEST('amount'), text: PAYOUT_MESSAGES.insufficientBalance },
   PAYOUT_FEE_NOT_CONFIGURED: { ...BAD_REQUEST('currency'), text: PAYOUT_MESSAGES.feeNotConfigured },
   PAYOUT_NOT_FOUND: { ...BAD_REQUEST('payout_reference'), text: PAYOUT_MESSAGES.notFound },
+  // The merchant's USD payout limits (docs/payouts.md "Limits").
+  PAYOUT_BELOW_MINIMUM: { ...BAD_REQUEST('amount'), text: PAYOUT_MESSAGES.belowMinimum },
+  PAYOUT_ABOVE_LIMIT: { ...BAD_REQUEST('amount'), text: PAYOUT_MESSAGES.aboveLimit },
+  PAYOUT_DAILY_LIMIT_EXCEEDED: { ...BAD_REQUEST('amount'), text: PAYOUT_MESSAGES.dailyLimitExceeded },
   // Area B's crypto payouts' refusals and the operators' approvals: an Area C call meets none of them.
-  PAYOUT_BELOW_MINIMUM: FAULT,
-  PAYOUT_ABOVE_LIMIT: FAULT,
-  PAYOUT_DAILY_LIMIT_EXCEEDED: FAULT,
   PAYOUT_OUT_TRADE_NO_TAKEN: FAULT,
   PAYOUT_PROVIDER_NOT_CONFIGURED: FAULT,
   PAYOUT_DECISION_NOT_AUTHORIZED: FAULT,

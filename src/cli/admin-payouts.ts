@@ -6,8 +6,8 @@
  *   admin payouts show PAYOUT_REFERENCE [--json]                 one payout
  *   admin payouts approve PAYOUT_REFERENCE [--note TEXT] [--json]  approve a payout awaiting approval (audited)
  *   admin payouts reject PAYOUT_REFERENCE [--note TEXT] [--json]   reject it: its holds are voided (audited)
- *   admin merchant payout-limits --merchant-id ID [--min USDT] [--per-payout-max USDT] [--daily-max USDT]
- *                                [--approval-threshold USDT] [--json]   set a merchant's limits (0 or absent: none)
+ *   admin merchant payout-limits --merchant-id ID [--currency USDT|USD] [--min A] [--per-payout-max A] [--daily-max A]
+ *                                [--approval-threshold A] [--json]   set a merchant's limits in one currency (0 or absent: none)
  *   admin merchant payout-schedule --merchant-id ID --every daily|weekly --minimum USDT [--reserve USDT]
  *                                  --address T… [--json]    automatic payouts (a Temporal Schedule per merchant)
  *   admin merchant payout-schedule --merchant-id ID --remove [--json]
@@ -42,7 +42,7 @@ export function payoutJson(payout: Payout) {
   };
 }
 
-const units = (text: string | undefined) => (text === undefined || text === '0' ? 0n : parseAmount(text, 'USDT'));
+const units = (text: string | undefined, currency: 'USDT' | 'USD') => (text === undefined || text === '0' ? 0n : parseAmount(text, currency));
 
 /** Adds `payouts list|show|approve|reject` and `merchant payout-limits` under the existing `admin` command. */
 export function registerPayoutCommands(program: Command): void {
@@ -73,25 +73,30 @@ export function registerPayoutCommands(program: Command): void {
   const merchant = admin.commands.find((command) => command.name() === 'merchant') ?? admin.command('merchant');
   merchant
     .command('payout-limits')
-    .description('set a merchant\'s payout limits in USDT (docs/payouts.md "Limits"); an absent or 0 limit is none')
+    .description('set a merchant\'s payout limits in one currency (docs/payouts.md "Limits"): USDT for its crypto payouts, USD for its users\' bank payouts; an absent or 0 limit is none')
     .requiredOption('--merchant-id <id>', 'merchant id')
-    .option('--min <usdt>', 'smallest payout')
-    .option('--per-payout-max <usdt>', 'largest payout')
-    .option('--daily-max <usdt>', 'most paid out per day (UTC), fees excluded')
-    .option('--approval-threshold <usdt>', 'a payout above it waits for an operator\'s approval')
+    .option('--currency <code>', 'USDT (crypto payouts) or USD (Area C bank payouts)', 'USDT')
+    .option('--min <amount>', 'smallest payout')
+    .option('--per-payout-max <amount>', 'largest payout')
+    .option('--daily-max <amount>', 'most paid out per day (UTC), fees excluded')
+    .option('--approval-threshold <amount>', 'a payout above it waits for an operator\'s approval')
     .option('--json', 'print one JSON object')
-    .action((options: { merchantId: string; min?: string; perPayoutMax?: string; dailyMax?: string; approvalThreshold?: string; json?: boolean }) =>
+    .action((options: { merchantId: string; currency: string; min?: string; perPayoutMax?: string; dailyMax?: string; approvalThreshold?: string; json?: boolean }) =>
       runAdminCall(async (clients) => {
+        if (options.currency !== 'USDT' && options.currency !== 'USD') throw new Error(`--currency must be USDT or USD, not ${options.currency}`);
+        const currency = options.currency;
         const set = await clients.payout.setPayoutSettings({
           merchantId: options.merchantId,
-          minUnits: units(options.min),
-          perPayoutMaxUnits: units(options.perPayoutMax),
-          dailyMaxUnits: units(options.dailyMax),
-          approvalThresholdUnits: units(options.approvalThreshold),
+          currency,
+          minUnits: units(options.min, currency),
+          perPayoutMaxUnits: units(options.perPayoutMax, currency),
+          dailyMaxUnits: units(options.dailyMax, currency),
+          approvalThresholdUnits: units(options.approvalThreshold, currency),
         });
-        const shown = (value: bigint) => (value > 0n ? formatAmount(value, 'USDT') : null);
+        const shown = (value: bigint) => (value > 0n ? formatAmount(value, currency) : null);
         return {
           merchant_id: set.merchantId,
+          currency: set.currency,
           min: shown(set.minUnits),
           per_payout_max: shown(set.perPayoutMaxUnits),
           daily_max: shown(set.dailyMaxUnits),
@@ -116,7 +121,7 @@ export function registerPayoutCommands(program: Command): void {
           remove: Boolean(options.remove),
           every: options.every ?? '',
           minimumUnits: options.remove ? 0n : parseAmount(options.minimum ?? '', 'USDT'),
-          reserveUnits: units(options.reserve),
+          reserveUnits: units(options.reserve, 'USDT'),
           address: options.address ?? '',
         });
         return {

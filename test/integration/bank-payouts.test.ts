@@ -3,7 +3,8 @@
  * rails: `payout_to_bank` from a user's wallet to one of its verified tokenized bank accounts, signed and idempotent;
  * an unverified or another merchant's account refused with nothing held; `payout_status`; the ledger after each.
  */
-import type { PayoutRow } from '../../src/flows/payout/store';
+import { NO_PAYOUT_SETTINGS, setPayoutSettings, type PayoutRow } from '../../src/flows/payout/store';
+import { runAdminCli } from '../support/admin-cli';
 import { SANDBOX_BANK_FAILURE_MESSAGE, type SandboxBankRails } from '../../src/sandbox/bank-rails';
 import { activateBankAccount, loggedInMerchant, newUser, tokenizeBankAccount, userBalance } from '../support/deposit-setup';
 import type { MerchantClient } from '../support/merchant-client';
@@ -87,6 +88,56 @@ describe('payout_to_bank', () => {
     const payout = await decided(answer.body.data.payout_reference);
     expect(payout).toMatchObject({ status: 'failed', failure_reason: SANDBOX_BANK_FAILURE_MESSAGE });
     expect(await userBalance(platform, user.id)).toBe(10_000n);
+    await ledgerBalances();
+  });
+});
+
+describe("the merchant's USD payout limits (docs/payouts.md \"Limits\")", () => {
+  it('refuses below the minimum, above the per-payout and the daily limits, with nothing held; USDT limits are not USD ones', async () => {
+    const limited = await loggedInMerchant(platform, 'Limited Payout Mart');
+    const merchant_id = limited.options.merchantId;
+    // USDT limits (its crypto payouts') that would refuse every payout below: they do not apply to USD bank payouts.
+    await setPayoutSettings(db(), merchant_id, { ...NO_PAYOUT_SETTINGS, min_units: 1_000_000_000n }, 'USDT');
+    const set = await runAdminCli(platform, ['merchant', 'payout-limits', '--merchant-id', merchant_id, '--currency', 'USD', '--min', '2', '--per-payout-max', '50', '--daily-max', '60', '--json']);
+    expect(set).toMatchObject({ code: 0, json: { merchant_id, currency: 'USD', min: '2.00', per_payout_max: '50.00', daily_max: '60.00', approval_threshold: null } });
+    const { user, token } = await userWithAccount(limited, 20_000n);
+    const refusal = async (amount: number) => {
+      const answer = await limited.action('payout_to_bank', { user_id: user.id, token, amount, currency: 'USD' });
+      expect(answer.status).toBe(400);
+      return answer.body.error;
+    };
+    expect(await refusal(1)).toEqual({ amount: ['The amount is below the minimum payout.'] });
+    expect(await refusal(51)).toEqual({ amount: ['The amount is above the largest payout allowed.'] });
+    const first = await limited.action('payout_to_bank', { user_id: user.id, token, amount: 40, currency: 'USD' });
+    expect(first.status).toBe(200);
+    expect((await decided(first.body.data.payout_reference)).status).toBe('succeeded');
+    expect(await refusal(25)).toEqual({ amount: ["The amount would take today's payouts above the daily payout limit."] });
+    expect(await db()('payouts').where({ user_id: String(user.id) })).toHaveLength(1);
+    expect(await userBalance(platform, user.id)).toBe(20_000n - 4_000n - 50n);
+    await ledgerBalances();
+  });
+
+  it('above the USD approval threshold the payout waits, held, until an operator approves it', async () => {
+    const limited = await loggedInMerchant(platform, 'Approving Payout Mart');
+    await setPayoutSettings(db(), limited.options.merchantId, { ...NO_PAYOUT_SETTINGS, approval_threshold_units: 3_000n }, 'USD');
+    const { user, token } = await userWithAccount(limited, 10_000n);
+    const small = await limited.action('payout_to_bank', { user_id: user.id, token, amount: 30, currency: 'USD' });
+    expect(small.body.data).toMatchObject({ status: 'held' });
+    const large = await limited.action('payout_to_bank', { user_id: user.id, token, amount: 31, currency: 'USD' });
+    expect(large.status).toBe(200);
+    expect(large.body.data).toMatchObject({ status: 'awaiting_approval', amount: 31 });
+    const reference = large.body.data.payout_reference as string;
+    // Held meanwhile: the user's wallet cannot spend it, and the bank rails never saw it.
+    await decided(small.body.data.payout_reference);
+    expect(await userBalance(platform, user.id)).toBe(10_000n - 3_000n - 50n);
+    const sentToBank = () => [...(platform.deps.bankRails as SandboxBankRails).sent.values()].some((sent) => sent.payout_reference === reference);
+    expect(sentToBank()).toBe(false);
+    const status = await limited.action('payout_status', { payout_reference: reference });
+    expect(status.body.data).toMatchObject({ status: 'awaiting_approval' });
+    await platform.clients.payout.decidePayoutApproval({ payoutReference: reference, decision: 'approve', note: 'called the merchant' });
+    expect((await decided(reference)).status).toBe('succeeded');
+    expect(sentToBank()).toBe(true);
+    expect(await userBalance(platform, user.id)).toBe(10_000n - 6_100n - 100n);
     await ledgerBalances();
   });
 });

@@ -42,6 +42,7 @@ import * as refundFee from './039_refund_fee';
 import * as payouts from './065_payouts';
 import * as bankPayouts from './066_bank_payouts';
 import * as payoutSchedules from './067_payout_schedules';
+import * as payoutLimitsPerCurrency from './072_payout_limits_per_currency';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -88,6 +89,7 @@ const migrations: Array<[string, Migration]> = [
   ['065_payouts', payouts],
   ['066_bank_payouts', bankPayouts],
   ['067_payout_schedules', payoutSchedules],
+  ['072_payout_limits_per_currency', payoutLimitsPerCurrency],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

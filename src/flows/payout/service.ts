@@ -47,7 +47,6 @@ import {
   payoutSettingsOf,
   payoutsSince,
   setPayoutSettings,
-  NO_PAYOUT_SETTINGS,
   type NewPayoutRow,
   type PayoutRow,
 } from './store';
@@ -176,14 +175,16 @@ function dayStart(now: Date): Date {
 type PayoutDraft = Omit<NewPayoutRow, 'payout_reference' | 'status' | 'request_key' | 'request_fingerprint' | 'approval_due_at' | 'decision_due_at'>;
 
 /**
- * Records a payout, holds it and its fee and announces it, in one transaction under the merchant's payout lock; a
- * crypto payout is checked against the merchant's limits first (minimum and per-payout before, daily under the lock).
+ * Records a payout, holds it and its fee and announces it, in one transaction under the merchant's payout lock; it is
+ * checked against the merchant's limits in its currency first (crypto payouts' in USDT, bank payouts' in USD: minimum
+ * and per-payout before, daily under the lock), and waits for approval above that currency's threshold.
  * @returns the payout as recorded
+ * @throws DomainError PAYOUT_BELOW_MINIMUM, PAYOUT_ABOVE_LIMIT, PAYOUT_DAILY_LIMIT_EXCEEDED, PAYOUT_INSUFFICIENT_BALANCE
  */
 async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key: string | null, fingerprint: string): Promise<PayoutRow> {
   const payout_reference = newPayoutReference();
   const { merchant_id, amount_units } = draft;
-  const settings = draft.kind === 'crypto' ? await payoutSettingsOf(deps.database, merchant_id) : NO_PAYOUT_SETTINGS;
+  const settings = await payoutSettingsOf(deps.database, merchant_id, draft.currency);
   if (settings.min_units !== null && amount_units < settings.min_units) {
     throw reasonError(PAYOUT_REASONS, 'PAYOUT_BELOW_MINIMUM', `the minimum payout is ${settings.min_units} minor units`);
   }
@@ -193,7 +194,7 @@ async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key:
   const now = new Date();
   return deps.database.transaction(async (trx) => {
     await lockMerchantPayouts(trx, merchant_id);
-    if (settings.daily_max_units !== null && (await payoutsSince(trx, merchant_id, dayStart(now))) + amount_units > settings.daily_max_units) {
+    if (settings.daily_max_units !== null && (await payoutsSince(trx, merchant_id, draft.currency, dayStart(now))) + amount_units > settings.daily_max_units) {
       throw reasonError(PAYOUT_REASONS, 'PAYOUT_DAILY_LIMIT_EXCEEDED', `the daily payout limit is ${settings.daily_max_units} minor units`);
     }
     const awaiting = settings.approval_threshold_units !== null && amount_units > settings.approval_threshold_units;
@@ -295,11 +296,13 @@ async function bankChannelOf(deps: PlatformDeps, bank_id: number | null): Promis
 
 /**
  * Creates an Area C bank payout (docs/payouts.md "Bank payouts"): the user's verified bank account of the same
- * merchant, the fee of its bank's channel, the hold on the user's wallet, then its PayoutWorkflow (the bank rails).
+ * merchant, the fee of its bank's channel, the merchant's USD payout limits (above its USD approval threshold the
+ * payout waits for approval, held), the hold on the user's wallet, then its PayoutWorkflow (the bank rails).
  * @param request_key the action's own key (its idempotency record answers repeats before this runs)
  * @throws DomainError INSTRUMENT_NOT_FOUND (unknown, another merchant's or another user's account),
  *   INSTRUMENT_NOT_ACTIVATED (not verified), VALIDATION_FAILED (amount, currency), PAYOUT_FEE_NOT_CONFIGURED,
- *   PAYOUT_INSUFFICIENT_BALANCE; nothing is held for any of them
+ *   PAYOUT_BELOW_MINIMUM, PAYOUT_ABOVE_LIMIT, PAYOUT_DAILY_LIMIT_EXCEEDED, PAYOUT_INSUFFICIENT_BALANCE; nothing is
+ *   held for any of them
  */
 export async function createBankPayout(deps: PlatformDeps, merchant_id: string, request: BankPayoutRequest, request_key: string | null): Promise<PayoutRow> {
   const fields: FieldViolations = {};
@@ -491,9 +494,10 @@ export function createPayoutService(deps: PlatformDeps): Omit<ServiceImpl<typeof
         daily_max_units: orNull(request.dailyMaxUnits),
         approval_threshold_units: orNull(request.approvalThresholdUnits),
       };
-      await setPayoutSettings(deps.database, request.merchantId, settings);
+      const currency = request.currency === 'USD' ? 'USD' : 'USDT';
+      await setPayoutSettings(deps.database, request.merchantId, settings, currency);
       const { merchantId, minUnits, perPayoutMaxUnits, dailyMaxUnits, approvalThresholdUnits } = request;
-      return { merchantId, minUnits, perPayoutMaxUnits, dailyMaxUnits, approvalThresholdUnits };
+      return { merchantId, minUnits, perPayoutMaxUnits, dailyMaxUnits, approvalThresholdUnits, currency };
     },
   };
 }

@@ -101,15 +101,18 @@ export async function lockMerchantPayouts(trx: Knex.Transaction, merchant_id: st
   await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 65))', [`payouts:${merchant_id}`]);
 }
 
-/** What the merchant's crypto payouts since `since` (not failed) amount to, fees excluded. Minor units of USDT. */
-export async function payoutsSince(conn: Conn, merchant_id: string, since: Date): Promise<bigint> {
-  const row = (await conn('payouts').where({ merchant_id, kind: 'crypto' }).whereNot({ status: 'failed' }).where('created_at', '>=', since).first(conn.raw('coalesce(sum(amount_units), 0)::text AS total'))) as
+/**
+ * What the merchant's payouts in `currency` since `since` (not failed) amount to, fees excluded: its crypto payouts'
+ * in USDT, its users' bank payouts' in USD. Minor units of `currency`.
+ */
+export async function payoutsSince(conn: Conn, merchant_id: string, currency: Currency, since: Date): Promise<bigint> {
+  const row = (await conn('payouts').where({ merchant_id, currency }).whereNot({ status: 'failed' }).where('created_at', '>=', since).first(conn.raw('coalesce(sum(amount_units), 0)::text AS total'))) as
     | { total: string }
     | undefined;
   return BigInt(row?.total ?? '0');
 }
 
-/** A merchant's payout limits (null: none). Minor units of USDT. */
+/** A merchant's payout limits in one currency (null: none). Minor units of that currency. */
 export interface PayoutSettings {
   min_units: bigint | null;
   per_payout_max_units: bigint | null;
@@ -119,18 +122,23 @@ export interface PayoutSettings {
 
 export const NO_PAYOUT_SETTINGS: PayoutSettings = { min_units: null, per_payout_max_units: null, daily_max_units: null, approval_threshold_units: null };
 
-export async function payoutSettingsOf(conn: Conn, merchant_id: string): Promise<PayoutSettings> {
-  const row = (await conn('merchant_payout_settings').where({ merchant_id }).first()) as PayoutSettings | undefined;
+/** The currencies payout limits are set in: crypto payouts' (USDT) and bank payouts' (USD). */
+export const PAYOUT_LIMIT_CURRENCIES = ['USDT', 'USD'] as const satisfies readonly Currency[];
+export type PayoutLimitCurrency = (typeof PAYOUT_LIMIT_CURRENCIES)[number];
+
+/** The merchant's payout limits in `currency` (none set: NO_PAYOUT_SETTINGS). */
+export async function payoutSettingsOf(conn: Conn, merchant_id: string, currency: Currency): Promise<PayoutSettings> {
+  const row = (await conn('merchant_payout_settings').where({ merchant_id, currency }).first()) as PayoutSettings | undefined;
   if (!row) return NO_PAYOUT_SETTINGS;
   const { min_units, per_payout_max_units, daily_max_units, approval_threshold_units } = row;
   return { min_units, per_payout_max_units, daily_max_units, approval_threshold_units };
 }
 
-/** Replaces the merchant's payout limits. */
-export async function setPayoutSettings(conn: Conn, merchant_id: string, settings: PayoutSettings): Promise<void> {
+/** Replaces the merchant's payout limits in `currency` (USDT: its crypto payouts; USD: its users' bank payouts). */
+export async function setPayoutSettings(conn: Conn, merchant_id: string, settings: PayoutSettings, currency: PayoutLimitCurrency = 'USDT'): Promise<void> {
   await conn('merchant_payout_settings')
-    .insert({ merchant_id, ...settings, updated_at: conn.fn.now() })
-    .onConflict('merchant_id')
+    .insert({ merchant_id, currency, ...settings, updated_at: conn.fn.now() })
+    .onConflict(['merchant_id', 'currency'])
     .merge();
 }
 
