@@ -5,13 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { invalidFields } from '../errors';
+import { findAccount, openAccount, platformAccount } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, runWrite, type Plan, type WriteTarget } from './kernel';
 import { loadPending } from './reads';
 import { currencyMismatch, insufficientFunds } from './refusals';
 import { toPending, type AccountRow } from './rows';
 import type { KeyClaim, LedgerStore, NewPending } from './store';
-import type { Ledger, PendingTransfer } from './types';
-import { accountIdOf, amountUnitsOf, isUuid, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
+import type { AccountAddress, Ledger, PendingTransfer, PlatformAccountName } from './types';
+import { accountIdOf, amountUnitsOf, isUuid, PLATFORM_ACCOUNT_KINDS, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
 
 type CreatePendingInput = Parameters<Ledger['createPendingTransfer']>[0];
 
@@ -52,8 +53,34 @@ export function createPendingRequest(input: CreatePendingInput): CreatePendingRe
   };
 }
 
+/**
+ * The input with each account named by address resolved to its id through `store` (the caller's transaction): found,
+ * or opened on first use. @throws DomainError VALIDATION_FAILED an account named both ways, or an address refused
+ */
+async function withAccountIds(store: LedgerStore, input: CreatePendingInput): Promise<CreatePendingInput> {
+  const { debit_account, credit_account, ...rest } = input;
+  const fields: Record<string, string[]> = {};
+  if (debit_account && input.debit_account_id !== undefined) fields.debit_account = ['must be absent beside debit_account_id'];
+  if (credit_account && input.credit_account_id !== undefined) fields.credit_account = ['must be absent beside credit_account_id'];
+  if (credit_account && 'platform' in credit_account && !PLATFORM_ACCOUNT_KINDS.includes(credit_account.platform)) {
+    fields['credit_account.platform'] = [`must be one of ${PLATFORM_ACCOUNT_KINDS.join(', ')}`];
+  }
+  if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  const resolved = { ...rest };
+  if (debit_account) resolved.debit_account_id = (await accountAt(store, debit_account)).id;
+  if (credit_account) resolved.credit_account_id = (await accountAt(store, credit_account)).id;
+  return resolved;
+}
+
+/** The account at an address, or the platform's of a kind: found, else opened. */
+async function accountAt(store: LedgerStore, name: AccountAddress | PlatformAccountName) {
+  if ('platform' in name) return platformAccount(store, name.platform, name.currency);
+  return (await findAccount(store, name)) ?? openAccount(store, name);
+}
+
 export async function createPendingTransfer(store: LedgerStore, input: CreatePendingInput, target: WriteTarget): Promise<PendingTransfer> {
-  const { claim, id, ...request } = createPendingRequest(input);
+  const named = input.debit_account !== undefined || input.credit_account !== undefined;
+  const { claim, id, ...request } = createPendingRequest(named ? await withAccountIds(store.within(target.trx), input) : input);
   return runWrite(store, target, {
     claim,
     prepare: (tx) => prepareHold(tx, request),

@@ -64,6 +64,12 @@ export interface PlatformPosting {
   account_id?: never;
 }
 
+/** The platform's own account of a kind and currency, named instead of its id (opened on first use). */
+export interface PlatformAccountName {
+  platform: PlatformAccountKind;
+  currency: Currency;
+}
+
 export interface LedgerTransaction {
   id: string; // uuid
   idempotency_key: string;
@@ -201,10 +207,13 @@ export interface Ledger extends LedgerKeyReads {
 
   /**
    * Places a hold of `amount_units` on the debit account (reduces its available balance); `timeout_seconds` sets
-   * `expires_at`. `id`: the pending transfer's id, chosen by a caller that records it in its own row before the hold
+   * `expires_at`. Each account is named by id or by address (`debit_account`, `credit_account`; the platform's by kind
+   * and currency): an address is resolved to its account's id (found, or opened on first use in the caller's
+   * transaction when one is given) before the request is fingerprinted, so naming an account and giving its id are
+   * the same request for the idempotency key. `id`: the pending transfer's id, chosen by a caller that records it in its own row before the hold
    * (so that nothing is left to write while the accounts are locked); absent, the ledger picks one. A repeat of the
    * key answers the first hold, whatever id it names (the id is not part of the request's fingerprint).
-   * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account; id not a uuid.
+   * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account; id not a uuid; an account named both by id and by address; an address as openAccount refuses it, a platform account's kind not fee_revenue, settlement or holds.
    * @throws {DomainError} INVALID_AMOUNT amount_units not a bigint, not above 0, or above 10^15.
    * @throws {DomainError} ACCOUNT_NOT_FOUND the debit or credit account does not exist.
    * @throws {DomainError} CURRENCY_MISMATCH the two accounts hold different currencies.
@@ -214,8 +223,12 @@ export interface Ledger extends LedgerKeyReads {
   createPendingTransfer(
     input: {
       idempotency_key: string;
-      debit_account_id: string;
-      credit_account_id: string;
+      /** The debit account by id; or `debit_account`, by its address. */
+      debit_account_id?: string;
+      debit_account?: AccountAddress;
+      /** The credit account by id; or `credit_account`, by its address or as the platform's account of a kind. */
+      credit_account_id?: string;
+      credit_account?: AccountAddress | PlatformAccountName;
       amount_units: bigint;
       timeout_seconds?: number;
       description: string;

@@ -10,7 +10,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from '../../db/knex';
-import type { LedgerJoin, PendingTransfer } from '../../ledger/types';
+import type { AccountAddress, LedgerJoin, PendingTransfer, PlatformAccountName } from '../../ledger/types';
 import type { PlatformDeps } from '../../platform-deps';
 import { deliverWebhooks } from '../../webhooks';
 import { isMoneyOutEnd, type MoneyOutAnswer, type MoneyOutDecision, type MoneyOutStage, type MoneyOutStep } from './contract';
@@ -19,8 +19,11 @@ import { isMoneyOutEnd, type MoneyOutAnswer, type MoneyOutDecision, type MoneyOu
 export interface MoneyOutHold {
   /** `moneyOutLedgerKey(prefix, 'hold', leg)`. */
   idempotency_key: string;
-  debit_account_id: string;
-  credit_account_id: string;
+  /** Each account by id, or by address for the ledger to resolve (`debit_account`, `credit_account`). */
+  debit_account_id?: string;
+  debit_account?: AccountAddress;
+  credit_account_id?: string;
+  credit_account?: AccountAddress | PlatformAccountName;
   amount_units: bigint;
   description: string;
   metadata: Record<string, unknown>;
@@ -90,8 +93,7 @@ export async function placeMoneyOutHolds(deps: Pick<PlatformDeps, 'ledger'>, trx
       ids.push(null);
       continue;
     }
-    const { idempotency_key, debit_account_id, credit_account_id, amount_units, description, metadata, id } = hold;
-    const pending = await deps.ledger.createPendingTransfer({ idempotency_key, debit_account_id, credit_account_id, amount_units, description, metadata, ...(id ? { id } : {}) }, trx, join);
+    const pending = await deps.ledger.createPendingTransfer(hold, trx, join);
     ids.push(pending.id);
   }
   return ids;

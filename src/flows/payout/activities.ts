@@ -89,19 +89,16 @@ export async function placePayoutHolds(
 ): Promise<{ pending_transfer_id: string; fee_pending_transfer_id: string | null }> {
   // A crypto payout leaves the merchant's wallet; a bank payout its user's (Area C).
   const owner = payout.kind === 'bank' ? { owner_type: 'user' as const, owner_id: payout.user_id! } : { owner_type: 'merchant' as const, owner_id: payout.merchant_id };
-  const address = { ...owner, currency: payout.currency, kind: 'wallet' } as const;
-  const wallet = ((await deps.ledger.findAccount(address, trx)) ?? (await deps.ledger.openAccount(address, trx))).id;
-  const settlement = (await deps.ledger.platformAccount('settlement', payout.currency, trx)).id;
-  const revenue = payout.fee_units > 0n ? (await deps.ledger.platformAccount('fee_revenue', payout.currency, trx)).id : undefined;
+  // Named by address: the ledger resolves them (the wallet opened on first use, so that an empty one answers
+  // INSUFFICIENT_FUNDS like any other).
+  const wallet = { ...owner, currency: payout.currency, kind: 'wallet' } as const;
   const metadata = { payout_reference: payout.payout_reference };
   const [main, fee] = await placeMoneyOutHolds(
     deps,
     trx,
     [
-      { idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold'), debit_account_id: wallet, credit_account_id: settlement, amount_units: payout.amount_units, description: `payout ${payout.payout_reference} held`, metadata, ...(payout.pending_transfer_id ? { id: payout.pending_transfer_id } : {}) },
-      ...(revenue
-        ? [{ idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold', 'fee'), debit_account_id: wallet, credit_account_id: revenue, amount_units: payout.fee_units, description: `payout ${payout.payout_reference} fee held`, metadata, ...(payout.fee_pending_transfer_id ? { id: payout.fee_pending_transfer_id } : {}) }]
-        : []),
+      { idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold'), debit_account: wallet, credit_account: { platform: 'settlement', currency: payout.currency }, amount_units: payout.amount_units, description: `payout ${payout.payout_reference} held`, metadata, ...(payout.pending_transfer_id ? { id: payout.pending_transfer_id } : {}) },
+      { idempotency_key: payoutLedgerKey(payout.payout_reference, 'hold', 'fee'), debit_account: wallet, credit_account: { platform: 'fee_revenue', currency: payout.currency }, amount_units: payout.fee_units, description: `payout ${payout.payout_reference} fee held`, metadata, ...(payout.fee_pending_transfer_id ? { id: payout.fee_pending_transfer_id } : {}) },
     ],
     join,
   );
