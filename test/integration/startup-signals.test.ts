@@ -13,7 +13,7 @@
  *                      while the roles start, once up
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,7 +22,7 @@ import { clusterRoleNames } from '../../src/cli/cluster-database-roles';
 import { freePort } from '../../src/net';
 import { temporalServerPorts } from '../../src/temporal/server';
 import { createTestDatabase } from '../support/platform';
-import { trackProcesses } from '../support/process-tree';
+import { alive, trackProcesses } from '../support/process-tree';
 
 const ROOT = path.join(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'bin', 'payments');
@@ -65,6 +65,16 @@ async function signalAt(run: Run, point: Point): Promise<{ survivors: string[]; 
     return { survivors, output, exitCode };
   } finally {
     tracker.dispose();
+  }
+}
+
+/** The parent pid of a process, from /proc (0 when it is gone). */
+function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return 0;
   }
 }
 
@@ -175,7 +185,42 @@ describe('the dev stack: one SIGTERM at any point of start-up', () => {
     expect(result.output).toMatch(/SIGTERM: stopping start-up/);
   }, 120_000);
 
-  it('npm start, once up: npm, its shell, tsx and the stack', async () => {
+  it("npm start, a terminal's Ctrl-C while the stack's event loop is busy: everything still stops", async () => {
+    // A terminal's Ctrl-C is SIGINT to the whole foreground process group. A signal relay between npm and the stack
+    // (tsx's CLI) SIGKILLs a child that has not acknowledged the signal within 30 ms, which a busy machine's stack
+    // may not: its embedded PostgreSQL then outlived the stop. Here the stack is stopped (SIGSTOP) around the Ctrl-C.
+    const { run } = await devStack(['npm', 'start']);
+    const child = spawn(run.command[0]!, run.command.slice(1), { env: run.env, cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const tracker = trackProcesses(child.pid!, run.marker);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      const deadline = Date.now() + POINT_WITHIN_MS;
+      while (!/Press Ctrl-C to stop/.test(output)) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`npm start did not come up:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      tracker.sample();
+      const stacks = [...tracker.seen].filter(([pid, command]) => alive(pid) && /(bin\/payments|src\/cli\/main\.ts) dev/.test(command));
+      // The stack is the innermost of them (a relay, if any, is its parent).
+      const parents = new Set(stacks.map(([pid]) => parentOf(pid)));
+      const stack = stacks.find(([pid]) => !parents.has(pid));
+      expect(stack).toBeDefined();
+      process.kill(stack![0], 'SIGSTOP');
+      process.kill(-child.pid!, 'SIGINT');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      if (alive(stack![0])) process.kill(stack![0], 'SIGCONT');
+      const survivors = await tracker.waitGone(GONE_WITHIN_MS);
+      expect(survivors).toEqual([]);
+      expect(output).toMatch(/SIGINT: draining and stopping/);
+      expect(output).not.toMatch(/error while stopping|again: exiting now/);
+    } finally {
+      tracker.dispose();
+    }
+  }, 120_000);
+
+  it('npm start, once up: npm, its shell and the stack', async () => {
     const { run } = await devStack(['npm', 'start']);
     const result = await signalAt(run, { output: /Press Ctrl-C to stop/ });
     expectStopped(result);
