@@ -12,8 +12,9 @@ import { DomainError, invalidFields, reasonError } from '../../errors';
 import { problem } from '../../field-problems';
 import { amount, present, Problem, readFields, refuse as refuseField, text, type FieldRule } from '../../field-rules';
 import { isLosslessNumber, parseJsonObject } from '../../money';
+import type { Config } from '../../config';
 import type { PlatformDeps } from '../../platform-deps';
-import { withRequestDeadline } from '../../temporal/deadline';
+import { requestDeadlineSeconds, withRequestDeadline } from '../../temporal/deadline';
 import { paymentSearchAttributes } from '../../temporal/search-attributes';
 import { payinWorkflow } from '../../../workflows/payin';
 import { closedSignal, NOTIFICATION_LIMITS, notifyUpdate, PAYER_ADDRESS, PAYIN_REASONS, settledSignal, type PayinNotificationInput, type PayinWorkflowInput } from './contract';
@@ -156,18 +157,31 @@ export async function signalPayin(
 }
 
 /**
+ * A notification's two Temporal steps, seconds: the wait for its run to apply it, then the signal that queues it.
+ * Both fit NOTIFICATION_TEMPORAL_SECONDS and the request's own Temporal deadline (requestDeadlineSeconds: a
+ * REQUEST_TIMEOUT_SECONDS below 8 leaves less than 6), else the caller's deadline would end the request before the
+ * signal could queue the notification.
+ */
+export function notificationBudget(config: Pick<Config, 'NOTIFICATION_APPLY_WAIT_SECONDS' | 'REQUEST_TIMEOUT_SECONDS'>): { wait_seconds: number; signal_seconds: number } {
+  const budget = Math.min(NOTIFICATION_TEMPORAL_SECONDS, requestDeadlineSeconds(config));
+  const signal_seconds = Math.min(NOTIFICATION_SIGNAL_SECONDS, budget / 2);
+  return { wait_seconds: Math.min(config.NOTIFICATION_APPLY_WAIT_SECONDS, budget - signal_seconds), signal_seconds };
+}
+
+/**
  * Hands a recorded notification to the payin's workflow and answers once the run applied it (credited or closed,
  * its webhook's first attempt made): one Update-with-Start call, so a payin whose run completed (expired, or settled
  * by another payment) gets a new run, which credits the payment late. When the run does not answer within
  * NOTIFICATION_APPLY_WAIT_SECONDS (at most 4 s: no worker polling, or far behind), the notification is queued in the
- * workflow as a signal (signal-with-start, within 2 s). Safe to repeat, and both at once are safe: the settlement
+ * workflow as a signal (signal-with-start, within 2 s); both together within the request's Temporal deadline
+ * (requestDeadlineSeconds), which shortens each when REQUEST_TIMEOUT_SECONDS is short. Safe to repeat, and both at once are safe: the settlement
  * re-reads its authority and posts under the payment's ledger idempotency key, and the run answers a repeated payment
  * with the same webhook.
  * @throws DomainError DEADLINE_EXCEEDED when even the signal ran out of time; the Temporal client's error when the
  *   frontend cannot be reached (the caller answers; the dispatcher or the upstream's repeat re-drives it)
  */
 export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notification: PayinNotification): Promise<void> {
-  const wait = Math.min(deps.config.NOTIFICATION_APPLY_WAIT_SECONDS, NOTIFICATION_TEMPORAL_SECONDS - NOTIFICATION_SIGNAL_SECONDS);
+  const { wait_seconds: wait, signal_seconds } = notificationBudget(deps.config);
   if (wait > 0) {
     const workflow = { taskQueue: deps.temporal.taskQueue, workflowId: payin.invoice_reference, args: [payinWorkflowInputOf(deps, payin)] as [PayinWorkflowInput] };
     const payment = { amount_units: notification.amount_units.toString(), trx_ref: notification.trx_ref };
@@ -187,7 +201,7 @@ export async function notifyPayin(deps: PlatformDeps, payin: PayinRow, notificat
       deps.logger.warn({ invoice_reference: payin.invoice_reference }, 'payin workflow did not apply a notification in time; queued as a signal');
     }
   }
-  await withRequestDeadline(deps, () => signalPayin(deps, payin, notification), NOTIFICATION_SIGNAL_SECONDS);
+  await withRequestDeadline(deps, () => signalPayin(deps, payin, notification), signal_seconds);
 }
 
 /**
