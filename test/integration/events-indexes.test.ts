@@ -44,13 +44,13 @@ describe('event log indexes', () => {
   });
 
   it('finds numbered events by type in seq order through the partial index', async () => {
-    for (const subject of ['IDX-3', 'IDX-4']) await database.transaction((trx) => recordEvent(trx, { owner, subject, type: 'payin.failed', data: {} }));
-    const page = await listEvents(database, { owner, after: 0n, limit: 10, type: 'payin.failed' });
+    for (const subject of ['IDX-3', 'IDX-4']) await database.transaction((trx) => recordEvent(trx, { owner, subject, type: 'payin.expired', data: {} }));
+    const page = await listEvents(database, { owner, after: 0n, limit: 10, type: 'payin.expired' });
     expect(page.events.map((event) => [event.subject, event.seq])).toEqual([['IDX-3', 2n], ['IDX-4', 3n]]);
     await database.raw('SET enable_seqscan = off');
     const plan = (await database.raw(
       `EXPLAIN SELECT id FROM events WHERE owner_type = ? AND owner_id = ? AND type = ? AND seq > ? ORDER BY seq LIMIT 10`,
-      [owner.type, owner.id, 'payin.failed', 0],
+      [owner.type, owner.id, 'payin.expired', 0],
     )).rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n');
     await database.raw('RESET enable_seqscan');
     expect(plan).toContain('events_owner_type_numbered_idx');
