@@ -120,7 +120,8 @@ export interface PaymentRow {
  * `before` → seq < before, newest first; `after` → seq > after, oldest first (the caller reverses). Filters: `types`
  * (the latest event's type among these), `subject` (exactly), `created_from` / `created_before` (the first event's
  * time, [from, before)). Every lookup is an index probe on `events_owner_subject_idx`; the scan walks the owner's
- * status events in seq order (`events_owner_type_idx` or the owner's seq key) and stops at `limit` rows.
+ * status events in seq order (`events_owner_type_numbered_idx` or the owner's seq key, both of numbered events only,
+ * hence `e.seq IS NOT NULL` below) and stops at `limit` rows.
  */
 export async function selectLatestPayments(
   conn: Conn,

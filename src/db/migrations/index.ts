@@ -31,6 +31,7 @@ import * as paymentRequests from './033_payment_requests';
 import * as requestJournalOwners from './042_request_journal_owners';
 import * as auditAppendFunction from './043_audit_append_function';
 import * as eventsNumberedAfterCommit from './048_events_numbered_after_commit';
+import * as eventsNumberedIndexes from './070_events_numbered_indexes';
 import * as webhookEndpointManagement from './053_webhook_endpoint_management';
 import * as merchantListIndex from './060_merchant_list_index';
 import * as payinOutboxTraceparent from './061_payin_outbox_traceparent';
@@ -89,6 +90,7 @@ const migrations: Array<[string, Migration]> = [
   ['065_payouts', payouts],
   ['066_bank_payouts', bankPayouts],
   ['067_payout_schedules', payoutSchedules],
+  ['070_events_numbered_indexes', eventsNumberedIndexes],
   ['072_payout_limits_per_currency', payoutLimitsPerCurrency],
 ];
 
