@@ -11,7 +11,7 @@
  *   `r` writes a pending transfer. The statement answers one row: whether it
  *   claimed the key, its result and the balances `b` left.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AccountRow, Balances, KeyRow, PendingRow } from './rows';
 import type {
@@ -100,6 +100,10 @@ const CHECK_QUERIES: { [K in Exclude<keyof CheckFindings, 'accounts' | 'entries'
     WHERE recorded IS NOT NULL AND recorded <> running LIMIT 20`,
 };
 
+/** Statement text → its prepared statement's name (bounded: texts vary only with a write's parts). */
+const preparedNames = new Map<string, string>();
+const PREPARED_LIMIT = 256;
+
 /** The ledger's store over a knex instance (its pool). */
 export function createPostgresLedgerStore(database: Knex): LedgerStore {
   return new PostgresLedgerStore(database, database);
@@ -123,6 +127,17 @@ class PostgresLedgerStore implements LedgerStore {
 
   private async rows<T>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
     return ((await this.conn.raw(sql, bindings as Knex.RawBinding[])) as { rows: T[] }).rows;
+  }
+
+  /**
+   * `rows` as a named prepared statement: each pool connection parses and plans the statement once, not on every
+   * transfer (the write's five common table expressions cost PostgreSQL more to parse and plan than to run). The
+   * name is a digest of the text, so that each distinct text (the write varies with its parts) has its own.
+   */
+  private async preparedRows<T>(sql: string, bindings: readonly unknown[]): Promise<T[]> {
+    const name = preparedNames.get(sql) ?? `ledger_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+    if (preparedNames.size < PREPARED_LIMIT) preparedNames.set(sql, name);
+    return ((await this.conn.raw(sql, bindings as Knex.RawBinding[]).options({ name })) as { rows: T[] }).rows;
   }
 
   async insertAccount(address: AccountAddress & { allows_negative: boolean }): Promise<AccountRow | undefined> {
@@ -157,7 +172,7 @@ class PostgresLedgerStore implements LedgerStore {
   }
 
   lockAccounts(ids: readonly string[]): Promise<AccountRow[]> {
-    return this.rows<AccountRow>('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [pgArray(ids)]);
+    return this.preparedRows<AccountRow>('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [pgArray(ids)]);
   }
 
   /** `a` is read for its balances, which also makes PostgreSQL run it (it skips a CTE that nothing reads). */
@@ -323,7 +338,7 @@ class PostgresLedgerStore implements LedgerStore {
    */
   private async write<R>(parts: Part[], result: 't' | 'r'): Promise<WriteOutcome<R>> {
     const written = result === 't' ? '(SELECT id FROM t) AS id, (SELECT created_at FROM t) AS created_at' : 'written.*';
-    const [row] = await this.rows<{ claimed: number; balances: BalancesJson[] | null; id: string | null }>(
+    const [row] = await this.preparedRows<{ claimed: number; balances: BalancesJson[] | null; id: string | null }>(
       `WITH ${parts.map((each) => each.sql).join(', ')}
        SELECT (SELECT count(*) FROM k)::int AS claimed, (SELECT ${balancesJson('b')} FROM b) AS balances, ${written}
          ${result === 'r' ? 'FROM (SELECT 1) AS one LEFT JOIN r AS written ON true' : ''}`,
