@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   try {
     const ledger = createLedger(database);
     const settlement = await ledger.platformAccount('settlement', 'USD');
-    const wallets = [];
+    const wallets: Array<{ id: string }> = [];
     for (let index = 0; index < 8; index += 1) {
       const wallet = await ledger.openAccount({ owner_type: 'user', owner_id: `p-${index}`, currency: 'USD', kind: 'wallet' });
       await ledger.transfer({ idempotency_key: `fund-${index}`, description: 'fund', postings: [{ account_id: settlement.id, amount_units: -1000000n }, { account_id: wallet.id, amount_units: 1000000n }] });

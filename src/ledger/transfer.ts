@@ -7,7 +7,7 @@ import { assert } from '../errors';
 import { platformAccount } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
-import type { KeyClaim, LedgerStore, NewPosting, RecordedPosting } from './store';
+import type { KeyClaim, LedgerStore, LockedBalances, NewPosting, RecordedPosting } from './store';
 import type { Ledger, LedgerAlso, LedgerTransaction, PlatformPosting, Posting } from './types';
 import {
   accountIdOf,
@@ -121,7 +121,28 @@ export async function transfer(store: LedgerStore, input: TransferInput, target:
       assert(found, `ledger transaction of key ${key.idempotency_key} vanished`);
       return found;
     },
+    // Rows of the caller's (`also`) are written only by `write`; a malformed account id is refused by the steps.
+    attempt: also || !request.postings.every((posting) => isUuid(posting.account_id)) ? undefined : async (tx) => {
+      const transaction = { id: randomUUID(), description, metadata };
+      const { locked, outcome } = await tx.tryTransfer(claim, transaction, request.postings);
+      if (!outcome.claimed) return undefined;
+      const plan = planOf(request, new Map(locked.map((account) => [account.id, account])));
+      return {
+        plan,
+        outcome: mapOutcome(outcome, ({ id, created_at }) => ({ id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at })),
+      };
+    },
   });
+}
+
+/** The plan of a transfer the statement accepted: its postings with their currencies, changes and recorded balances. */
+function planOf(request: TransferRequest, locked: ReadonlyMap<string, LockedBalances>): TransferPlan {
+  const postings = request.postings.map((posting) => {
+    const account = locked.get(posting.account_id);
+    assert(account, `account ${posting.account_id} posted to without its lock`);
+    return { ...posting, currency: account.currency };
+  });
+  return { locked, changes: postingChanges(postings), postings, recorded: recordBalances(postings, locked) };
 }
 
 /** Locks the accounts; refuses postings not summing to zero per currency, or a non-negative account going below zero. */
