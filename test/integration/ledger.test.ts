@@ -14,7 +14,8 @@ import { LEDGER_REASONS } from '../../src/ledger/reasons';
 import type { LedgerStore } from '../../src/ledger/store';
 import { transfer as transferThrough } from '../../src/ledger/transfer';
 import { readRpcFailure } from '../../src/rpc/errors';
-import type { Account, AccountKind, Ledger, PendingTransfer } from '../../src/ledger/types';
+import { createLedger } from '../../src/ledger/ledger';
+import type { Account, AccountKind, Ledger, LedgerTransaction, PendingTransfer } from '../../src/ledger/types';
 import type { Currency } from '../../src/money';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -988,6 +989,48 @@ describe('transfer in one statement', () => {
       expect(accepted).toBeLessThanOrEqual(6n);
       expect(await balance(a)).toEqual({ posted: 6n - accepted, held: 0n, available: 6n - accepted });
     }
+    expect(await ledger.check()).toMatchObject({ ok: true });
+  });
+});
+
+describe('group commit (createLedger option)', () => {
+  it('writes transfers that arrive together in one transaction; a refused one, a repeated key and a conflict fail no other', async () => {
+    const grouped = createLedger(platform.deps.database, { groupCommit: { maxBatch: 16 } });
+    const [a, b, poor] = [await wallet(), await wallet(), await wallet()];
+    await fund(a, 100n);
+    const request = (idempotency_key: string, from: Account, amount: bigint, description = 'g') => ({
+      idempotency_key,
+      description,
+      postings: [
+        { account_id: from.id, amount_units: -amount },
+        { account_id: b.id, amount_units: amount },
+      ],
+    });
+    const shared = key();
+    const begins: string[] = [];
+    const listener = (query: { sql: string }) => {
+      if (/^BEGIN/.test(query.sql)) begins.push(query.sql);
+    };
+    platform.deps.database.on('query', listener);
+    let settled: Array<PromiseSettledResult<LedgerTransaction>>;
+    try {
+      settled = await Promise.allSettled([
+        ...Array.from({ length: 5 }, () => grouped.transfer(request(key(), a, 10n))),
+        grouped.transfer(request(key(), poor, 1n)),
+        grouped.transfer(request(shared, a, 1n)),
+        grouped.transfer(request(shared, a, 1n)),
+        grouped.transfer(request(shared, a, 2n, 'other body')),
+      ]);
+    } finally {
+      platform.deps.database.off('query', listener);
+    }
+    const outcome = settled.map((result) => (result.status === 'fulfilled' ? 'ok' : (result.reason as { reason: string }).reason));
+    expect(outcome).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'INSUFFICIENT_FUNDS', 'ok', 'ok', 'IDEMPOTENCY_CONFLICT']);
+    const [first, again] = [settled[6], settled[7]].map((result) => (result as PromiseFulfilledResult<LedgerTransaction>).value);
+    expect(again).toEqual(first);
+    // One transaction for the group, then one each for the three that ran alone (the refusal, the replay, the conflict).
+    expect(begins).toHaveLength(4);
+    expect(await balance(a)).toEqual({ posted: 49n, held: 0n, available: 49n });
     expect(await ledger.check()).toMatchObject({ ok: true });
   });
 });
