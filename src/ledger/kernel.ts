@@ -7,6 +7,8 @@
  *    transfer before its accounts) and check the request against it. A refusal (DomainError) yields to a replay: a
  *    key that holds this request's result answers with it (a retried transfer whose first attempt spent the funds
  *    returns its first result), a key that holds another request answers IDEMPOTENCY_CONFLICT.
+ *    A write may first `attempt` steps 2 and 3 in one statement (transfer does): the accounts stay locked for one
+ *    round trip less. It writes only what the separate steps would accept; anything else runs them.
  * 3. `write`: one statement claims the key and, only if it did, writes the result and the balance changes. When a
  *    concurrent writer claimed the key first (and committed), its result or IDEMPOTENCY_CONFLICT, as above.
  *
@@ -50,11 +52,23 @@ export interface WriteSpec<P extends Plan, R> {
   write(store: LedgerStore, plan: P): Promise<WriteOutcome<R>>;
   /** The first result of the request that claimed the key. */
   replay(store: LedgerStore, key: KeyRow): Promise<R>;
+  /**
+   * Optional, tried first: locks, checks and writes in one statement when the request is one the write accepts.
+   * Claimed: its plan (as the statement's locks read it) and outcome, asserted like `write`'s. Otherwise (nothing
+   * written; the locks stay held) or undefined: the separate steps run and decide the refusal, replay or conflict.
+   */
+  attempt?(store: LedgerStore): Promise<{ plan: P; outcome: WriteOutcome<R> } | undefined>;
 }
 
 /** Runs a write: atomically, locked, replayed or refused, written once, its postconditions asserted. */
 export function runWrite<P extends Plan, R>(store: LedgerStore, target: WriteTarget, spec: WriteSpec<P, R>): Promise<R> {
   return store.atomically(target.trx, target.join, async (tx) => {
+    const attempted = spec.attempt ? await spec.attempt(tx) : undefined;
+    if (attempted?.outcome.claimed) {
+      assert(attempted.outcome.result !== undefined, `${spec.claim.operation} claimed key ${spec.claim.idempotency_key} but wrote no result`);
+      assertBalancesAfter(attempted.plan, attempted.outcome.balances);
+      return attempted.outcome.result;
+    }
     let plan: P;
     try {
       plan = await spec.prepare(tx);

@@ -14,20 +14,31 @@ import { createPostgresLedgerStore } from './postgres-store';
 import { createKeyReads } from './key-reads';
 import { postPendingTransfer } from './post-pending';
 import { entriesOf, getPendingTransfer } from './reads';
-import { transfer } from './transfer';
+import { groupedTransfer, transfer } from './transfer';
 import type { Ledger } from './types';
 import { voidPendingTransfer } from './void-pending';
 
-/** Creates the ledger over a knex instance. One per process (it holds no state besides the pool). */
-export function createLedger(database: Knex): Ledger {
+/** Options of the ledger. */
+export interface LedgerOptions {
+  /**
+   * Group commit of transfers (transfer.ts `groupedTransfer`): transfers without a caller transaction that arrive
+   * together share one database transaction, at most `maxBatch` (default 16) to a group. Off by default: see
+   * docs/capacity.md for what it gained.
+   */
+  groupCommit?: { maxBatch?: number };
+}
+
+/** Creates the ledger over a knex instance. One per process (it holds no state besides the pool and, with group commit, the transfers waiting for their group). */
+export function createLedger(database: Knex, options: LedgerOptions = {}): Ledger {
   const store = createPostgresLedgerStore(database);
+  const grouped = options.groupCommit ? groupedTransfer(store, options.groupCommit.maxBatch ?? 16) : undefined;
   return {
     openAccount: (input, trx) => openAccount(store.within(trx), input),
     getAccount: (account_id, trx) => getAccount(store.within(trx), account_id),
     findAccount: (input, trx) => findAccount(store.within(trx), input),
     accountsOf: (owner_type, owner_id, trx) => accountsOf(store.within(trx), owner_type, owner_id),
     platformAccount: (kind, currency, trx) => platformAccount(store.within(trx), kind, currency),
-    transfer: (input, trx, join = 'savepoint', also) => transfer(store, input, { trx, join }, also),
+    transfer: (input, trx, join = 'savepoint', also) => (grouped && !trx && !also ? grouped(input) : transfer(store, input, { trx, join }, also)),
     createPendingTransfer: (input, trx, join = 'savepoint') => createPendingTransfer(store, input, { trx, join }),
     postPendingTransfer: (input, trx, join = 'savepoint') => postPendingTransfer(store, input, { trx, join }),
     voidPendingTransfer: (input, trx, join = 'savepoint') => voidPendingTransfer(store, input, { trx, join }),

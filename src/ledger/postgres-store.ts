@@ -11,14 +11,16 @@
  *   `r` writes a pending transfer. The statement answers one row: whether it
  *   claimed the key, its result and the balances `b` left.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Currency } from '../money';
 import type { AccountRow, Balances, KeyRow, PendingRow } from './rows';
 import type {
   BalanceChange,
   CheckFindings,
   KeyClaim,
   LedgerStore,
+  LockedBalances,
   LockedPending,
   NewPending,
   NewTransaction,
@@ -100,6 +102,10 @@ const CHECK_QUERIES: { [K in Exclude<keyof CheckFindings, 'accounts' | 'entries'
     WHERE recorded IS NOT NULL AND recorded <> running LIMIT 20`,
 };
 
+/** Statement text → its prepared statement's name (bounded: texts vary only with a write's parts). */
+const preparedNames = new Map<string, string>();
+const PREPARED_LIMIT = 256;
+
 /** The ledger's store over a knex instance (its pool). */
 export function createPostgresLedgerStore(database: Knex): LedgerStore {
   return new PostgresLedgerStore(database, database);
@@ -123,6 +129,17 @@ class PostgresLedgerStore implements LedgerStore {
 
   private async rows<T>(sql: string, bindings: readonly unknown[] = []): Promise<T[]> {
     return ((await this.conn.raw(sql, bindings as Knex.RawBinding[])) as { rows: T[] }).rows;
+  }
+
+  /**
+   * `rows` as a named prepared statement: each pool connection parses and plans the statement once, not on every
+   * transfer (the write's five common table expressions cost PostgreSQL more to parse and plan than to run). The
+   * name is a digest of the text, so that each distinct text (the write varies with its parts) has its own.
+   */
+  private async preparedRows<T>(sql: string, bindings: readonly unknown[]): Promise<T[]> {
+    const name = preparedNames.get(sql) ?? `ledger_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`;
+    if (preparedNames.size < PREPARED_LIMIT) preparedNames.set(sql, name);
+    return ((await this.conn.raw(sql, bindings as Knex.RawBinding[]).options({ name })) as { rows: T[] }).rows;
   }
 
   async insertAccount(address: AccountAddress & { allows_negative: boolean }): Promise<AccountRow | undefined> {
@@ -157,7 +174,7 @@ class PostgresLedgerStore implements LedgerStore {
   }
 
   lockAccounts(ids: readonly string[]): Promise<AccountRow[]> {
-    return this.rows<AccountRow>('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [pgArray(ids)]);
+    return this.preparedRows<AccountRow>('SELECT * FROM ledger_accounts WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE', [pgArray(ids)]);
   }
 
   /** `a` is read for its balances, which also makes PostgreSQL run it (it skips a CTE that nothing reads). */
@@ -210,6 +227,81 @@ class PostgresLedgerStore implements LedgerStore {
     );
     if (also) also.written = true;
     return outcome;
+  }
+
+  async tryTransfer(
+    claim: KeyClaim,
+    transaction: Omit<NewTransaction, 'postings'>,
+    postings: ReadonlyArray<{ account_id: string; amount_units: bigint }>,
+  ): Promise<{ locked: LockedBalances[]; outcome: WriteOutcome<{ id: string; created_at: Date }> }> {
+    const ids = [...new Set(postings.map((posting) => posting.account_id))].sort();
+    // `l` locks in id order (LockRows above the sort); `ok` reads all of `l`, and `k` runs only after `ok`, so every
+    // lock is taken before anything is written. `b` sets both balances from `l`, not from its own row: the statement's
+    // snapshot predates the locks, and PostgreSQL checks the row's CHECK constraint on the version the snapshot sees
+    // before it moves to the newest one, so a hold voided while this waited failed as a below-zero balance. `v`: each posting with its account's currency and the posted
+    // balance after it (the locked balance plus the account's postings up to it, in the request's order).
+    const [row] = await this.preparedRows<{
+      claimed: number;
+      balances: BalancesJson[] | null;
+      id: string | null;
+      created_at: Date | null;
+      locked: Array<BalancesJson & { currency: Currency }> | null;
+    }>(
+      `WITH l AS (
+         SELECT id, currency, posted_units, held_units, allows_negative FROM ledger_accounts
+          WHERE id = ANY(?::uuid[]) ORDER BY id FOR UPDATE),
+       v AS (
+         SELECT v.a, v.u, v.n, l.currency AS c, (l.posted_units + sum(v.u) OVER (PARTITION BY v.a ORDER BY v.n))::bigint AS r
+           FROM unnest(?::uuid[], ?::bigint[]) WITH ORDINALITY AS v(a, u, n) JOIN l ON l.id = v.a),
+       ch AS (SELECT a, sum(u)::bigint AS p FROM v GROUP BY a),
+       ok AS (
+         SELECT 1 WHERE (SELECT count(*) FROM l) = ?
+            AND NOT EXISTS (SELECT 1 FROM v GROUP BY c HAVING sum(u) <> 0)
+            AND NOT EXISTS (SELECT 1 FROM ch JOIN l ON l.id = ch.a
+                             WHERE ch.p < 0 AND NOT l.allows_negative AND l.posted_units - l.held_units + ch.p < 0)),
+       k AS (
+         INSERT INTO ledger_idempotency_keys (idempotency_key, operation, request_fingerprint, transaction_id)
+         SELECT ?, ?, ?, ?::uuid WHERE EXISTS (SELECT 1 FROM ok) ON CONFLICT DO NOTHING RETURNING 1),
+       b AS (
+         UPDATE ledger_accounts AS a SET posted_units = l.posted_units + ch.p, held_units = l.held_units FROM ch JOIN l ON l.id = ch.a
+          WHERE a.id = ch.a AND EXISTS (SELECT 1 FROM k)
+         RETURNING a.id, a.posted_units, a.held_units, a.allows_negative),
+       t AS (
+         INSERT INTO ledger_transactions (id, idempotency_key, request_fingerprint, description, metadata)
+         SELECT ?, ?, ?, ?, ?::jsonb WHERE EXISTS (SELECT 1 FROM k) RETURNING id, created_at),
+       p AS (
+         INSERT INTO ledger_postings (transaction_id, account_id, amount_units, currency, balance_after_units)
+         SELECT ?, a, u, c, r FROM v WHERE EXISTS (SELECT 1 FROM k) ORDER BY n)
+       SELECT (SELECT count(*) FROM k)::int AS claimed, (SELECT ${balancesJson('b')} FROM b) AS balances,
+              (SELECT id FROM t) AS id, (SELECT created_at FROM t) AS created_at,
+              (SELECT json_agg(json_build_object('id', l.id, 'currency', l.currency, 'posted_units', l.posted_units::text,
+                 'held_units', l.held_units::text, 'allows_negative', l.allows_negative)) FROM l) AS locked`,
+      [
+        pgArray(ids),
+        pgArray(postings.map((posting) => posting.account_id)),
+        pgArray(postings.map((posting) => posting.amount_units.toString())),
+        ids.length,
+        claim.idempotency_key,
+        claim.operation,
+        claim.request_fingerprint,
+        transaction.id,
+        transaction.id,
+        claim.idempotency_key,
+        claim.request_fingerprint,
+        transaction.description,
+        jsonb(transaction.metadata),
+        transaction.id,
+      ],
+    );
+    const { claimed, balances, id, created_at, locked } = row!;
+    return {
+      locked: (locked ?? []).map((account) => ({ ...balancesOf([account])[0]!, currency: account.currency })),
+      outcome: {
+        claimed: claimed === 1,
+        result: id === null || created_at === null ? undefined : { id, created_at },
+        balances: balancesOf(balances),
+      },
+    };
   }
 
   writeCreatePending(claim: KeyClaim, pending: NewPending, changes: BalanceChange[]): Promise<WriteOutcome<PendingRow>> {
@@ -323,7 +415,7 @@ class PostgresLedgerStore implements LedgerStore {
    */
   private async write<R>(parts: Part[], result: 't' | 'r'): Promise<WriteOutcome<R>> {
     const written = result === 't' ? '(SELECT id FROM t) AS id, (SELECT created_at FROM t) AS created_at' : 'written.*';
-    const [row] = await this.rows<{ claimed: number; balances: BalancesJson[] | null; id: string | null }>(
+    const [row] = await this.preparedRows<{ claimed: number; balances: BalancesJson[] | null; id: string | null }>(
       `WITH ${parts.map((each) => each.sql).join(', ')}
        SELECT (SELECT count(*) FROM k)::int AS claimed, (SELECT ${balancesJson('b')} FROM b) AS balances, ${written}
          ${result === 'r' ? 'FROM (SELECT 1) AS one LEFT JOIN r AS written ON true' : ''}`,

@@ -37,6 +37,9 @@ export interface RecordedPosting extends NewPosting {
   balance_after_units: bigint;
 }
 
+/** An account's balances as a lock read them, with its currency. */
+export type LockedBalances = Balances & { currency: Currency };
+
 export interface NewTransaction {
   id: string;
   description: string;
@@ -104,6 +107,19 @@ export interface LedgerStore {
   readTransaction(id: string): Promise<LedgerTransaction | undefined>;
   readPending(id: string): Promise<PendingRow | undefined>;
 
+  /**
+   * A transfer locked, checked and written in one statement, when it can be: locks the accounts of `postings` in id
+   * order, and only when every one exists, the postings sum to zero per currency and no account that may not go
+   * negative would go below zero, claims the key and writes the transaction, its postings (each with its account's
+   * posted balance after it, computed from the locked balance) and the balance changes. `locked`: the accounts as
+   * the lock read them (all of them, written or not). Not claimed: nothing was written, and the caller decides why
+   * (refusal, replay or conflict) with the separate steps; the locks stay held until its transaction ends.
+   */
+  tryTransfer(
+    claim: KeyClaim,
+    transaction: Omit<NewTransaction, 'postings'>,
+    postings: ReadonlyArray<{ account_id: string; amount_units: bigint }>,
+  ): Promise<{ locked: LockedBalances[]; outcome: WriteOutcome<{ id: string; created_at: Date }> }>;
   /** With `also`: the caller's rows in the same statement (LedgerAlso), marked written when it ran. */
   writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[], also?: LedgerAlso): Promise<WriteOutcome<{ id: string; created_at: Date }>>;
   writeCreatePending(claim: KeyClaim, pending: NewPending, changes: BalanceChange[]): Promise<WriteOutcome<PendingRow>>;

@@ -5,9 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { assert } from '../errors';
 import { platformAccount } from './accounts';
-import { claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
+import { assertBalancesAfter, claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
-import type { KeyClaim, LedgerStore, NewPosting, RecordedPosting } from './store';
+import type { KeyClaim, LedgerStore, LockedBalances, NewPosting, RecordedPosting } from './store';
 import type { Ledger, LedgerAlso, LedgerTransaction, PlatformPosting, Posting } from './types';
 import {
   accountIdOf,
@@ -121,7 +121,28 @@ export async function transfer(store: LedgerStore, input: TransferInput, target:
       assert(found, `ledger transaction of key ${key.idempotency_key} vanished`);
       return found;
     },
+    // Rows of the caller's (`also`) are written only by `write`; a malformed account id is refused by the steps.
+    attempt: also || !request.postings.every((posting) => isUuid(posting.account_id)) ? undefined : async (tx) => {
+      const transaction = { id: randomUUID(), description, metadata };
+      const { locked, outcome } = await tx.tryTransfer(claim, transaction, request.postings);
+      if (!outcome.claimed) return undefined;
+      const plan = planOf(request, new Map(locked.map((account) => [account.id, account])));
+      return {
+        plan,
+        outcome: mapOutcome(outcome, ({ id, created_at }) => ({ id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at })),
+      };
+    },
   });
+}
+
+/** The plan of a transfer the statement accepted: its postings with their currencies, changes and recorded balances. */
+function planOf(request: TransferRequest, locked: ReadonlyMap<string, LockedBalances>): TransferPlan {
+  const postings = request.postings.map((posting) => {
+    const account = locked.get(posting.account_id);
+    assert(account, `account ${posting.account_id} posted to without its lock`);
+    return { ...posting, currency: account.currency };
+  });
+  return { locked, changes: postingChanges(postings), postings, recorded: recordBalances(postings, locked) };
 }
 
 /** Locks the accounts; refuses postings not summing to zero per currency, or a non-negative account going below zero. */
@@ -142,4 +163,69 @@ async function prepareTransfer(store: LedgerStore, request: TransferRequest): Pr
     }
   }
   return { locked, changes, postings, recorded: recordBalances(postings, locked) };
+}
+
+/** A transfer waiting for its group's commit. */
+interface Queued {
+  input: TransferInput;
+  request: TransferRequest;
+  resolve(transaction: LedgerTransaction): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Ledger.transfer with group commit (an option of createLedger, off by default): transfers that arrive together
+ * (in the same turn of the event loop, at most `maxBatch`) are written in one database transaction, each still with
+ * its own one-statement lock-check-write and postconditions, and each caller is answered only after that commit.
+ * The group first locks every account it touches in id order (the one lock order). A transfer the statement does
+ * not accept (a refusal, a replay, a conflict, a key repeated in the group) writes nothing there and runs alone after
+ * the commit, through `transfer`, so it answers exactly as without grouping and fails no other; should the group's
+ * transaction fail, every transfer of it runs alone. Only transfers on the pool qualify (no caller transaction, no
+ * caller rows, account ids only); others go through `transfer` at once.
+ */
+export function groupedTransfer(store: LedgerStore, maxBatch: number): (input: TransferInput) => Promise<LedgerTransaction> {
+  const queue: Queued[] = [];
+  const flush = () => {
+    const group = queue.splice(0, maxBatch);
+    if (queue.length > 0) setImmediate(flush);
+    void commitGroup(store, group);
+  };
+  return async (input) => {
+    const checked = checkTransfer(input);
+    if (checked.postings.some((posting) => namesPlatformAccount(posting) || !isUuid(posting.account_id))) {
+      return transfer(store, input, { join: 'savepoint' });
+    }
+    const request = fingerprinted(checked);
+    return new Promise<LedgerTransaction>((resolve, reject) => {
+      queue.push({ input, request, resolve, reject });
+      if (queue.length === 1) setImmediate(flush);
+    });
+  };
+}
+
+async function commitGroup(store: LedgerStore, group: Queued[]): Promise<void> {
+  const written = new Map<Queued, LedgerTransaction>();
+  try {
+    await store.atomically(undefined, 'savepoint', async (tx) => {
+      await tx.lockAccounts([...new Set(group.flatMap((queued) => queued.request.postings.map((posting) => posting.account_id)))].sort());
+      for (const queued of group) {
+        const { claim, description, metadata } = queued.request;
+        const { locked, outcome } = await tx.tryTransfer(claim, { id: randomUUID(), description, metadata }, queued.request.postings);
+        if (!outcome.claimed) continue;
+        assert(outcome.result !== undefined, `transfer claimed key ${claim.idempotency_key} but wrote no result`);
+        const plan = planOf(queued.request, new Map(locked.map((account) => [account.id, account])));
+        assertBalancesAfter(plan, outcome.balances);
+        const { id, created_at } = outcome.result;
+        written.set(queued, { id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at });
+      }
+    });
+  } catch {
+    // Nothing of the group committed: each transfer runs alone below (and fails there if it must).
+    written.clear();
+  }
+  for (const queued of group) {
+    const transaction = written.get(queued);
+    if (transaction) queued.resolve(transaction);
+    else transfer(store, queued.input, { join: 'savepoint' }).then(queued.resolve, queued.reject);
+  }
 }

@@ -14,7 +14,8 @@ import { LEDGER_REASONS } from '../../src/ledger/reasons';
 import type { LedgerStore } from '../../src/ledger/store';
 import { transfer as transferThrough } from '../../src/ledger/transfer';
 import { readRpcFailure } from '../../src/rpc/errors';
-import type { Account, AccountKind, Ledger, PendingTransfer } from '../../src/ledger/types';
+import { createLedger } from '../../src/ledger/ledger';
+import type { Account, AccountKind, Ledger, LedgerTransaction, PendingTransfer } from '../../src/ledger/types';
 import type { Currency } from '../../src/money';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -734,6 +735,13 @@ function skewedLocks(store: LedgerStore): LedgerStore {
       if (property === 'lockAccounts') {
         return async (ids: string[]) => (await target.lockAccounts(ids)).map((row) => ({ ...row, posted_units: row.posted_units + 1n }));
       }
+      // The transfer's one-statement path reports its locks with its outcome: skewed alike.
+      if (property === 'tryTransfer') {
+        return async (...args: Parameters<LedgerStore['tryTransfer']>) => {
+          const tried = await target.tryTransfer(...args);
+          return { ...tried, locked: tried.locked.map((row) => ({ ...row, posted_units: row.posted_units + 1n })) };
+        };
+      }
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
@@ -923,6 +931,107 @@ describe('balance after each posting', () => {
       await database.raw('UPDATE ledger_postings SET balance_after_units = 70 WHERE id = ?', [postingId]);
     }
     expect((await ledger.check()).ok).toBe(true);
+  });
+});
+
+describe('transfer in one statement', () => {
+  /** The statements the platform's pool sends while `work` runs (nothing else uses this test's accounts). */
+  async function statementsOf(work: () => Promise<unknown>): Promise<string[]> {
+    const sent: string[] = [];
+    const listener = (query: { sql: string }) => sent.push(query.sql);
+    platform.deps.database.on('query', listener);
+    try {
+      await work();
+    } finally {
+      platform.deps.database.off('query', listener);
+    }
+    return sent;
+  }
+
+  it('an accepted transfer locks, checks and writes in one statement: BEGIN, it, COMMIT', async () => {
+    const [a, b] = [await wallet(), await wallet()];
+    await fund(a, 100n);
+    const sent = await statementsOf(() => move(a.id, b.id, 10n));
+    expect(sent.map((sql) => sql.trim().split(/\s+/).slice(0, 2).join(' '))).toEqual(['BEGIN;', 'WITH l', 'COMMIT;']);
+    expect(await balance(a)).toEqual({ posted: 90n, held: 0n, available: 90n });
+    expect((await ledger.entriesOf(a.id)).map((entry) => entry.balance_after_units)).toEqual([90n, 100n]);
+  });
+
+  it('a refused transfer and a replay still answer as before (the separate steps decide them)', async () => {
+    const [a, b] = [await wallet(), await wallet()];
+    await fund(a, 5n);
+    await expectRefused(() => move(a.id, b.id, 6n), 'failed_precondition', 'INSUFFICIENT_FUNDS');
+    const request = { idempotency_key: key(), description: 'once', postings: [{ account_id: a.id, amount_units: -5n }, { account_id: b.id, amount_units: 5n }] };
+    const first = await ledger.transfer(request);
+    expect(await ledger.transfer(request)).toEqual(first);
+    await expectRefused(() => ledger.transfer({ ...request, description: 'other' }), 'already_exists', 'IDEMPOTENCY_CONFLICT');
+    expect(await balance(a)).toEqual({ posted: 0n, held: 0n, available: 0n });
+  });
+
+  it('transfers waiting on an account while holds on it are voided and posted never fail its below-zero check', async () => {
+    // A race: several rounds, so that some transfer waits on the account while a void or post commits.
+    for (let round = 0; round < 12; round += 1) {
+      const [a, b] = [await wallet(), await wallet()];
+      await fund(a, 10n);
+      const holds = await Promise.all(
+        Array.from({ length: 8 }, () => ledger.createPendingTransfer({ idempotency_key: key(), debit_account_id: a.id, credit_account_id: b.id, amount_units: 1n, description: 'h' })),
+      );
+      const resolutions = holds.map((hold, index) =>
+        index % 2 ? ledger.postPendingTransfer({ pending_transfer_id: hold.id, idempotency_key: key() }) : ledger.voidPendingTransfer({ pending_transfer_id: hold.id, idempotency_key: key() }),
+      );
+      const moves = await Promise.allSettled(Array.from({ length: 16 }, () => move(a.id, b.id, 1n)));
+      await Promise.all(resolutions);
+      const failures = moves.flatMap((result) => (result.status === 'rejected' ? [result.reason as Error] : []));
+      for (const failure of failures) expect(failure).toMatchObject({ name: 'DomainError', reason: 'INSUFFICIENT_FUNDS' });
+      // 10 funded, 4 posted away, the rest moved by the accepted transfers (a transfer refused while holds were
+      // still open leaves its unit behind).
+      const accepted = BigInt(moves.length - failures.length);
+      expect(accepted).toBeLessThanOrEqual(6n);
+      expect(await balance(a)).toEqual({ posted: 6n - accepted, held: 0n, available: 6n - accepted });
+    }
+    expect(await ledger.check()).toMatchObject({ ok: true });
+  });
+});
+
+describe('group commit (createLedger option)', () => {
+  it('writes transfers that arrive together in one transaction; a refused one, a repeated key and a conflict fail no other', async () => {
+    const grouped = createLedger(platform.deps.database, { groupCommit: { maxBatch: 16 } });
+    const [a, b, poor] = [await wallet(), await wallet(), await wallet()];
+    await fund(a, 100n);
+    const request = (idempotency_key: string, from: Account, amount: bigint, description = 'g') => ({
+      idempotency_key,
+      description,
+      postings: [
+        { account_id: from.id, amount_units: -amount },
+        { account_id: b.id, amount_units: amount },
+      ],
+    });
+    const shared = key();
+    const begins: string[] = [];
+    const listener = (query: { sql: string }) => {
+      if (/^BEGIN/.test(query.sql)) begins.push(query.sql);
+    };
+    platform.deps.database.on('query', listener);
+    let settled: Array<PromiseSettledResult<LedgerTransaction>>;
+    try {
+      settled = await Promise.allSettled([
+        ...Array.from({ length: 5 }, () => grouped.transfer(request(key(), a, 10n))),
+        grouped.transfer(request(key(), poor, 1n)),
+        grouped.transfer(request(shared, a, 1n)),
+        grouped.transfer(request(shared, a, 1n)),
+        grouped.transfer(request(shared, a, 2n, 'other body')),
+      ]);
+    } finally {
+      platform.deps.database.off('query', listener);
+    }
+    const outcome = settled.map((result) => (result.status === 'fulfilled' ? 'ok' : (result.reason as { reason: string }).reason));
+    expect(outcome).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'INSUFFICIENT_FUNDS', 'ok', 'ok', 'IDEMPOTENCY_CONFLICT']);
+    const [first, again] = [settled[6], settled[7]].map((result) => (result as PromiseFulfilledResult<LedgerTransaction>).value);
+    expect(again).toEqual(first);
+    // One transaction for the group, then one each for the three that ran alone (the refusal, the replay, the conflict).
+    expect(begins).toHaveLength(4);
+    expect(await balance(a)).toEqual({ posted: 49n, held: 0n, available: 49n });
+    expect(await ledger.check()).toMatchObject({ ok: true });
   });
 });
 
