@@ -57,7 +57,7 @@ export async function startPayinPortal(environment: BenchEnvironment, merchantNa
       REQUESTS_PER_CALLER_PER_MINUTE: '0',
       ...settings,
     });
-    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger('silent'));
+    const platform = await runRoles(config, ['api', 'facade', 'worker'], createLogger(process.env.BENCH_LOG_LEVEL ?? 'silent'));
     stops.push(() => platform.stop());
     const deps = platform.deps!;
     const { credentials } = await createMerchant(deps, { name: merchantName, callback_url: receiver.url });

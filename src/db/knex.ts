@@ -73,3 +73,24 @@ export async function migrateToLatest(database: Knex): Promise<string[]> {
 }
 
 export type { Knex };
+
+/** How often a transaction PostgreSQL aborted as a deadlock's victim is run again. */
+export const DEADLOCK_ATTEMPTS = 3;
+
+/**
+ * Runs `transaction` (a whole database transaction: every write of it rolled back when it fails) again when
+ * PostgreSQL aborted it as a deadlock's victim (40P01) or a serialization failure (40001), up to DEADLOCK_ATTEMPTS
+ * runs in all; any other error, or the last attempt's, is thrown. For transactions whose row locks cannot all be taken
+ * in one order: a money-out's holds lock the source wallet and the settlement account for one leg, then the fee's
+ * account for the next, while a settlement locks all three at once in id order.
+ */
+export async function retryingDeadlocks<T>(transaction: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await transaction();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (attempt >= DEADLOCK_ATTEMPTS || (code !== '40P01' && code !== '40001')) throw error;
+    }
+  }
+}

@@ -14,6 +14,7 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy, WorkflowNotFoundError } from '@temporalio/client';
 import bs58check from 'bs58check';
 import { createHash, randomUUID } from 'node:crypto';
+import { retryingDeadlocks } from '../../db/knex';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { recordEvent } from '../../events';
@@ -192,7 +193,7 @@ async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key:
     throw reasonError(PAYOUT_REASONS, 'PAYOUT_ABOVE_LIMIT', `the largest payout is ${settings.per_payout_max_units} minor units`);
   }
   const now = new Date();
-  return deps.database.transaction(async (trx) => {
+  return retryingDeadlocks(() => deps.database.transaction(async (trx) => {
     await lockMerchantPayouts(trx, merchant_id);
     if (settings.daily_max_units !== null && (await payoutsSince(trx, merchant_id, draft.currency, dayStart(now))) + amount_units > settings.daily_max_units) {
       throw reasonError(PAYOUT_REASONS, 'PAYOUT_DAILY_LIMIT_EXCEEDED', `the daily payout limit is ${settings.daily_max_units} minor units`);
@@ -228,7 +229,7 @@ async function recordPayout(deps: PlatformDeps, draft: PayoutDraft, request_key:
     await recordEvent(trx, { owner, subject: payout_reference, type: 'payout.created', data: payoutEventData(created) });
     if (awaiting) await recordEvent(trx, { owner, subject: payout_reference, type: 'payout.pending_approval', data: payoutEventData(created) });
     return created;
-  });
+  }));
 }
 
 /**

@@ -15,6 +15,7 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import { createHash, randomUUID } from 'node:crypto';
+import { retryingDeadlocks } from '../../db/knex';
 import { randomAlphanumeric } from '../../crypto/secrets';
 import { DomainError, invalidFields, reasonError, type FieldViolations } from '../../errors';
 import { recordEvent } from '../../events';
@@ -150,7 +151,8 @@ const isUniqueViolation = (error: unknown) => (error as { code?: string }).code 
  */
 async function recordRefund(deps: PlatformDeps, merchant_id: string, request: RefundRequest, request_key: string | null, fingerprint: string): Promise<RefundRow> {
   const refund_reference = newRefundReference();
-  return deps.database.transaction(async (trx) => {
+  // Run again when PostgreSQL picked it as a deadlock's victim: its two holds lock the wallet, then the fee's account.
+  return retryingDeadlocks(() => deps.database.transaction(async (trx) => {
     const payin = await lockMerchantPayin(trx, merchant_id, request);
     if (!payin) throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_FOUND', 'no payin of the merchant with this reference');
     if (payin.status !== 'success') throw reasonError(REFUND_REASONS, 'REFUND_PAYIN_NOT_SETTLED', 'the payin is not settled');
@@ -197,7 +199,7 @@ async function recordRefund(deps: PlatformDeps, merchant_id: string, request: Re
     }
     await recordEvent(trx, { owner: { type: 'merchant', id: merchant_id }, subject: payin.invoice_reference, type: 'refund.created', data: refundEventData(created) });
     return created;
-  });
+  }));
 }
 
 /**
