@@ -5,14 +5,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { invalidFields } from '../errors';
-import { findAccount, openAccount, platformAccount } from './accounts';
+import { openAccount, PLATFORM_OWNER_ID } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, runWrite, type Plan, type WriteTarget } from './kernel';
 import { loadPending } from './reads';
 import { currencyMismatch, insufficientFunds } from './refusals';
 import { toPending, type AccountRow } from './rows';
 import type { KeyClaim, LedgerStore, NewPending } from './store';
 import type { AccountAddress, Ledger, PendingTransfer, PlatformAccountName } from './types';
-import { accountIdOf, amountUnitsOf, isUuid, PLATFORM_ACCOUNT_KINDS, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
+import { accountIdOf, amountUnitsOf, isUuid, PLATFORM_ACCOUNT_KINDS, validateAddress, validateDescription, validateKey, validateMetadata, validateTimeoutSeconds } from './validate';
 
 type CreatePendingInput = Parameters<Ledger['createPendingTransfer']>[0];
 
@@ -66,16 +66,27 @@ async function withAccountIds(store: LedgerStore, input: CreatePendingInput): Pr
     fields['credit_account.platform'] = [`must be one of ${PLATFORM_ACCOUNT_KINDS.join(', ')}`];
   }
   if (Object.keys(fields).length > 0) throw invalidFields(fields);
+  const named = [debit_account, credit_account].map((name) => (name ? addressOf(name) : undefined));
+  for (const address of named) if (address) validateAddress(address);
+  // Both names in one statement; an account not opened yet (a wallet's first use) opened after it.
+  const found = await store.findAccounts(named.filter((address): address is AccountAddress => address !== undefined));
+  const idAt = async (address: AccountAddress) => {
+    const row = found.find((candidate) => sameAddress(candidate, address));
+    return row ? row.id : (await openAccount(store, address)).id;
+  };
   const resolved = { ...rest };
-  if (debit_account) resolved.debit_account_id = (await accountAt(store, debit_account)).id;
-  if (credit_account) resolved.credit_account_id = (await accountAt(store, credit_account)).id;
+  if (named[0]) resolved.debit_account_id = await idAt(named[0]);
+  if (named[1]) resolved.credit_account_id = await idAt(named[1]);
   return resolved;
 }
 
-/** The account at an address, or the platform's of a kind: found, else opened. */
-async function accountAt(store: LedgerStore, name: AccountAddress | PlatformAccountName) {
-  if ('platform' in name) return platformAccount(store, name.platform, name.currency);
-  return (await findAccount(store, name)) ?? openAccount(store, name);
+/** The address an account name stands for: the platform's accounts are the platform owner's. */
+function addressOf(name: AccountAddress | PlatformAccountName): AccountAddress {
+  return 'platform' in name ? { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency: name.currency, kind: name.platform } : name;
+}
+
+function sameAddress(row: AccountAddress, address: AccountAddress): boolean {
+  return row.owner_type === address.owner_type && row.owner_id === address.owner_id && row.currency === address.currency && row.kind === address.kind;
 }
 
 export async function createPendingTransfer(store: LedgerStore, input: CreatePendingInput, target: WriteTarget): Promise<PendingTransfer> {

@@ -45,6 +45,11 @@ function pgArray(values: readonly string[]): string {
   return `{${values.join(',')}}`;
 }
 
+/** A PostgreSQL text[] literal of any strings: each element quoted, its quotes and backslashes escaped. */
+function pgTextArray(values: readonly string[]): string {
+  return `{${values.map((value) => `"${value.replace(/[\\"]/g, (character) => `\\${character}`)}"`).join(',')}}`;
+}
+
 /** JSON for a jsonb column; bigints become strings. */
 function jsonb(value: Record<string, unknown>): string {
   return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
@@ -159,6 +164,20 @@ class PostgresLedgerStore implements LedgerStore {
       [address.owner_type, address.owner_id, address.currency, address.kind],
     );
     return row;
+  }
+
+  findAccounts(addresses: readonly AccountAddress[]): Promise<AccountRow[]> {
+    return this.rows<AccountRow>(
+      `SELECT a.* FROM ledger_accounts a
+         JOIN unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS w(owner_type, owner_id, currency, kind)
+           ON a.owner_type = w.owner_type AND a.owner_id = w.owner_id AND a.currency = w.currency AND a.kind = w.kind`,
+      [
+        pgTextArray(addresses.map((address) => address.owner_type)),
+        pgTextArray(addresses.map((address) => address.owner_id)),
+        pgTextArray(addresses.map((address) => address.currency)),
+        pgTextArray(addresses.map((address) => address.kind)),
+      ],
+    );
   }
 
   async readAccount(id: string): Promise<AccountRow | undefined> {

@@ -53,6 +53,16 @@ describe('createPendingTransfer by account names', () => {
     expect((await ledger.check()).ok).toBe(true);
   });
 
+  it('an owner id with commas, quotes, braces and backslashes names its own wallet, not another', async () => {
+    const tricky = `a,"b\\c}{d ${randomUUID()}`;
+    const address = walletOf(tricky);
+    const wallet = await ledger.openAccount(address);
+    await ledger.transfer({ idempotency_key: `fund-${randomUUID()}`, description: 'fund', postings: [{ platform: 'settlement', currency: 'USD', amount_units: -300n }, { account_id: wallet.id, amount_units: 300n }] });
+    const hold = await ledger.createPendingTransfer({ idempotency_key: `tricky-${randomUUID()}`, debit_account: address, credit_account: { platform: 'settlement', currency: 'USD' }, amount_units: 100n, description: 'tricky' });
+    expect(hold.debit_account_id).toBe(wallet.id);
+    expect(await ledger.findAccount(walletOf('a'))).toBeUndefined();
+  });
+
   it('a wallet named for the first time is opened, empty: INSUFFICIENT_FUNDS', async () => {
     const address = walletOf(`never-${randomUUID()}`);
     expect(await ledger.findAccount(address)).toBeUndefined();
