@@ -166,11 +166,12 @@ class PostgresLedgerStore implements LedgerStore {
     return row;
   }
 
-  findAccounts(addresses: readonly AccountAddress[]): Promise<AccountRow[]> {
+  findAccounts(addresses: readonly AccountAddress[], lock = false): Promise<AccountRow[]> {
     return this.rows<AccountRow>(
       `SELECT a.* FROM ledger_accounts a
          JOIN unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS w(owner_type, owner_id, currency, kind)
-           ON a.owner_type = w.owner_type AND a.owner_id = w.owner_id AND a.currency = w.currency AND a.kind = w.kind`,
+           ON a.owner_type = w.owner_type AND a.owner_id = w.owner_id AND a.currency = w.currency AND a.kind = w.kind
+        ${lock ? 'ORDER BY a.id FOR UPDATE OF a' : ''}`,
       [
         pgTextArray(addresses.map((address) => address.owner_type)),
         pgTextArray(addresses.map((address) => address.owner_id)),

@@ -96,8 +96,11 @@ export interface LedgerStore {
   /** Inserts the account; undefined when one exists at its address. */
   insertAccount(address: AccountAddress & { allows_negative: boolean }): Promise<AccountRow | undefined>;
   findAccount(address: AccountAddress): Promise<AccountRow | undefined>;
-  /** The accounts at `addresses` that exist, in one statement (in no particular order). */
-  findAccounts(addresses: readonly AccountAddress[]): Promise<AccountRow[]>;
+  /**
+   * The accounts at `addresses` that exist, in one statement (in no particular order); `lock`: each row locked FOR
+   * UPDATE in id order, as lockAccounts locks them (only inside a transaction).
+   */
+  findAccounts(addresses: readonly AccountAddress[], lock?: boolean): Promise<AccountRow[]>;
   readAccount(id: string): Promise<AccountRow | undefined>;
   accountsOf(owner_type: AccountOwnerType, owner_id: string): Promise<AccountRow[]>;
   /** Locks the accounts with these ids (uuids) in id order, the one order every writer locks in; those found. */

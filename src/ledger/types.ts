@@ -210,7 +210,8 @@ export interface Ledger extends LedgerKeyReads {
    * `expires_at`. Each account is named by id or by address (`debit_account`, `credit_account`; the platform's by kind
    * and currency): an address is resolved to its account's id (found, or opened on first use in the caller's
    * transaction when one is given) before the request is fingerprinted, so naming an account and giving its id are
-   * the same request for the idempotency key. `id`: the pending transfer's id, chosen by a caller that records it in its own row before the hold
+   * the same request for the idempotency key. Both named inside the caller's transaction, the statement that finds
+   * them also locks them (in id order), one round trip fewer. `id`: the pending transfer's id, chosen by a caller that records it in its own row before the hold
    * (so that nothing is left to write while the accounts are locked); absent, the ledger picks one. A repeat of the
    * key answers the first hold, whatever id it names (the id is not part of the request's fingerprint).
    * @throws {DomainError} VALIDATION_FAILED idempotency_key, description or metadata as transfer; timeout_seconds not a positive whole number; the credit account the debit account; id not a uuid; an account named both by id and by address; an address as openAccount refuses it, a platform account's kind not fee_revenue, settlement or holds.

@@ -63,6 +63,26 @@ describe('createPendingTransfer by account names', () => {
     expect(await ledger.findAccount(walletOf('a'))).toBeUndefined();
   });
 
+  it("in the caller's transaction, two named accounts are found and locked by one statement: the hold takes 2", async () => {
+    const address = await funded(1_000n);
+    const db = platform.deps.database;
+    const statements: string[] = [];
+    const count = (query: { sql: string }) => statements.push(query.sql);
+    await db.transaction(async (trx) => {
+      db.on('query', count);
+      try {
+        await ledger.createPendingTransfer({ idempotency_key: `counted-${randomUUID()}`, debit_account: address, credit_account: { platform: 'settlement', currency: 'USD' }, amount_units: 10n, description: 'counted' }, trx, 'direct');
+        // Refused for its fields: nothing sent, nothing locked.
+        await expect(ledger.createPendingTransfer({ idempotency_key: '', debit_account: address, credit_account: { platform: 'settlement', currency: 'USD' }, amount_units: 10n, description: 'bad' }, trx, 'direct')).rejects.toMatchObject({ reason: 'VALIDATION_FAILED' });
+      } finally {
+        db.removeListener('query', count);
+      }
+    });
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/FOR UPDATE OF a/);
+    expect((await ledger.check()).ok).toBe(true);
+  });
+
   it('a wallet named for the first time is opened, empty: INSUFFICIENT_FUNDS', async () => {
     const address = walletOf(`never-${randomUUID()}`);
     expect(await ledger.findAccount(address)).toBeUndefined();

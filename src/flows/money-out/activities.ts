@@ -48,6 +48,11 @@ export interface MoneyOutPort<R, S extends string> {
   /** An ApplicationFailure (non-retryable) for a hint with no recorded decision: the run ignores it. */
   notAuthorized(reference: string): ApplicationFailure;
   read(db: Knex, reference: string): Promise<R | undefined>;
+  /**
+   * Optional: an ApplicationFailure for a record the saga's request must not act on yet (a payout awaiting its
+   * approval), checked on the record the request reads; undefined lets it go on.
+   */
+  refuse?(record: R): ApplicationFailure | undefined;
   /** The record, its row locked for the rest of `trx`. */
   lock(trx: Knex.Transaction, reference: string): Promise<R | undefined>;
   stage(record: R): MoneyOutStage;
@@ -180,6 +185,8 @@ export function createMoneyOutSteps<R, S extends string>(deps: PlatformDeps, por
   return {
     async request(reference) {
       const record = await read(reference);
+      const refusal = port.refuse?.(record);
+      if (refusal) throw refusal;
       // Decided (a restarted run, or a retry after the decision committed): its webhook, recorded with the decision.
       if (isMoneyOutEnd(port.stage(record))) return announce({ status: port.status(record), webhook_id: port.webhookOf(record) });
       // The holds before the provider is asked: the service placed them with the record; one without gets them now.

@@ -158,6 +158,11 @@ async function askBankRails(deps: PlatformDeps, payout: PayoutRow): Promise<Mone
   return outcome.status === 'succeeded' ? { status: 'succeeded', provider_reference: outcome.transfer_id } : { status: 'failed', failure_reason: outcome.message };
 }
 
+/** The saga's steps refused on a payout awaiting approval: non-retryable, the run waits for the approval. */
+function awaitingApproval(payout_reference: string): ApplicationFailure {
+  return reasonFailure(PAYOUT_REASONS, 'PAYOUT_APPROVAL_NOT_AUTHORIZED', `payout ${payout_reference} awaits approval`);
+}
+
 /**
  * The payout's port over the money-out saga: its row (`payouts`), its legs, the upstream's payout request, and the
  * decision's record, event and webhook.
@@ -168,6 +173,8 @@ export function payoutPort(deps: PlatformDeps, provider: Pick<NonNullable<Platfo
     notFound: (reference) => reasonFailure(PAYOUT_REASONS, 'PAYOUT_NOT_FOUND', `payout ${reference} not found`),
     notAuthorized: (reference) => reasonFailure(PAYOUT_REASONS, 'PAYOUT_DECISION_NOT_AUTHORIZED', `no recorded notification for ${reference}`),
     read: (db, reference) => findPayout(db, reference),
+    // The provider is never asked before an approval the threshold requires.
+    refuse: (payout) => (payout.status === 'awaiting_approval' ? awaitingApproval(payout.payout_reference) : undefined),
     lock: lockPayout,
     // Awaiting approval is `held` to the saga, which the payout's activities never run before the approval.
     stage: (payout) => (payout.status === 'awaiting_approval' ? 'held' : payout.status),
@@ -203,10 +210,10 @@ export function payoutPort(deps: PlatformDeps, provider: Pick<NonNullable<Platfo
 export function createPayoutActivities(deps: PlatformDeps): PayoutActivities {
   const steps = createMoneyOutSteps(deps, payoutPort(deps, deps.upstream));
 
-  /** Refuses the saga's steps on a payout still awaiting approval: the provider is never asked before it. */
+  /** Refuses a decision's step on a payout still awaiting approval (the request's step refuses it on its own read). */
   const approved = async (payout_reference: string): Promise<void> => {
     const payout = await findPayout(deps.database, payout_reference);
-    if (payout?.status === 'awaiting_approval') throw reasonFailure(PAYOUT_REASONS, 'PAYOUT_APPROVAL_NOT_AUTHORIZED', `payout ${payout_reference} awaits approval`);
+    if (payout?.status === 'awaiting_approval') throw awaitingApproval(payout_reference);
   };
 
   /** Ends a payout awaiting approval: approved → held; rejected or timed out → failed, its holds voided. */
@@ -235,10 +242,7 @@ export function createPayoutActivities(deps: PlatformDeps): PayoutActivities {
   };
 
   return {
-    requestPayout: async (input) => {
-      await approved(input.payout_reference);
-      return steps.request(input.payout_reference);
-    },
+    requestPayout: (input) => steps.request(input.payout_reference),
     applyPayoutDecision: async (input) => {
       await approved(input.payout_reference);
       return steps.applyDecision(input.payout_reference);
