@@ -48,6 +48,11 @@ export async function accountsOf(store: LedgerStore, owner_type: AccountOwnerTyp
  * there is cheaper than an insert that conflicts.
  */
 export async function platformAccount(store: LedgerStore, kind: PlatformAccountKind, currency: Currency): Promise<Account> {
-  const address: AccountAddress = { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind };
+  const address = platformAddress(kind, currency);
   return (await findAccount(store, address)) ?? openAccount(store, address);
+}
+
+/** The address of the platform's own account of a kind and currency. */
+export function platformAddress(kind: PlatformAccountKind, currency: Currency): AccountAddress {
+  return { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency, kind };
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { invalidFields } from '../errors';
-import { openAccount, PLATFORM_OWNER_ID } from './accounts';
+import { openAccount, platformAddress } from './accounts';
 import { claimOf, lockAccounts, mapOutcome, runWrite, type Plan, type WriteTarget } from './kernel';
 import { loadPending } from './reads';
 import { currencyMismatch, insufficientFunds } from './refusals';
@@ -27,17 +27,23 @@ interface CreatePendingPlan extends Plan {
   debit: AccountRow;
 }
 
-/** Checks a hold's input and fingerprints it; account ids compare in lower case. */
-export function createPendingRequest(input: CreatePendingInput): CreatePendingRequest {
+/** Checks a hold's fields other than its accounts (before any account is resolved or locked). */
+function holdFieldsOf(input: CreatePendingInput) {
   const idempotency_key = validateKey(input.idempotency_key);
   const description = validateDescription(input.description);
   const metadata = validateMetadata(input.metadata);
   const amount_units = amountUnitsOf('amount_units', input.amount_units, 'positive');
   const timeout_seconds = validateTimeoutSeconds(input.timeout_seconds) ?? null;
+  if (input.id !== undefined && !isUuid(input.id)) throw invalidFields({ id: ['must be a uuid'] });
+  return { idempotency_key, description, metadata, amount_units, timeout_seconds };
+}
+
+/** Checks a hold's input and fingerprints it; account ids compare in lower case. */
+export function createPendingRequest(input: CreatePendingInput): CreatePendingRequest {
+  const { idempotency_key, description, metadata, amount_units, timeout_seconds } = holdFieldsOf(input);
   const debit_account_id = accountIdOf(input.debit_account_id);
   const credit_account_id = accountIdOf(input.credit_account_id);
   if (debit_account_id === credit_account_id) throw invalidFields({ credit_account_id: ['must differ from debit_account_id'] });
-  if (input.id !== undefined && !isUuid(input.id)) throw invalidFields({ id: ['must be a uuid'] });
   // The fingerprint's names are those of the keys already stored: renaming one would turn their replays into
   // conflicts.
   const request = { debitId: debit_account_id, creditId: credit_account_id, amount: amount_units, timeout: timeout_seconds, description, metadata };
@@ -86,12 +92,9 @@ async function withAccountIds(store: LedgerStore, input: CreatePendingInput, loc
   return { input: resolved, ...(locked ? { locked } : {}) };
 }
 
-/** Stand-ins for named accounts while the rest of a hold's fields are checked (two distinct ids). */
-const PLACEHOLDER_IDS = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'] as const;
-
-/** The address an account name stands for: the platform's accounts are the platform owner's. */
+/** The address an account name stands for. */
 function addressOf(name: AccountAddress | PlatformAccountName): AccountAddress {
-  return 'platform' in name ? { owner_type: 'platform', owner_id: PLATFORM_OWNER_ID, currency: name.currency, kind: name.platform } : name;
+  return 'platform' in name ? platformAddress(name.platform, name.currency) : name;
 }
 
 function sameAddress(row: AccountAddress, address: AccountAddress): boolean {
@@ -101,7 +104,7 @@ function sameAddress(row: AccountAddress, address: AccountAddress): boolean {
 export async function createPendingTransfer(store: LedgerStore, input: CreatePendingInput, target: WriteTarget): Promise<PendingTransfer> {
   const named = input.debit_account !== undefined || input.credit_account !== undefined;
   // Checked before any lock: a request refused for its fields locks nothing.
-  if (named) createPendingRequest({ ...input, debit_account_id: PLACEHOLDER_IDS[0], credit_account_id: PLACEHOLDER_IDS[1] });
+  if (named) holdFieldsOf(input);
   const resolved = named ? await withAccountIds(store.within(target.trx), input, target.trx !== undefined) : { input, locked: undefined };
   const { claim, id, ...request } = createPendingRequest(resolved.input);
   return runWrite(store, target, {

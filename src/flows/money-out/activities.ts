@@ -49,8 +49,9 @@ export interface MoneyOutPort<R, S extends string> {
   notAuthorized(reference: string): ApplicationFailure;
   read(db: Knex, reference: string): Promise<R | undefined>;
   /**
-   * Optional: an ApplicationFailure for a record the saga's request must not act on yet (a payout awaiting its
-   * approval), checked on the record the request reads; undefined lets it go on.
+   * Optional: an ApplicationFailure for a record the saga's steps must not act on yet (a payout awaiting its
+   * approval), checked on the record the request reads and on the locked record a decision holds first; undefined lets
+   * them go on.
    */
   refuse?(record: R): ApplicationFailure | undefined;
   /** The record, its row locked for the rest of `trx`. */
@@ -173,6 +174,8 @@ export function createMoneyOutSteps<R, S extends string>(deps: PlatformDeps, por
   const hold = (reference: string): Promise<void> =>
     deps.database.transaction(async (trx) => {
       const record = await locked(trx, reference);
+      const refusal = port.refuse?.(record);
+      if (refusal) throw refusal;
       if (!port.held(record) && !isMoneyOutEnd(port.stage(record))) await port.placeHolds(trx, record);
     });
 

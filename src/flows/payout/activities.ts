@@ -158,7 +158,7 @@ async function askBankRails(deps: PlatformDeps, payout: PayoutRow): Promise<Mone
   return outcome.status === 'succeeded' ? { status: 'succeeded', provider_reference: outcome.transfer_id } : { status: 'failed', failure_reason: outcome.message };
 }
 
-/** The saga's steps refused on a payout awaiting approval: non-retryable, the run waits for the approval. */
+/** The saga's steps refused on a payout awaiting approval (the port's `refuse`): non-retryable, the run waits for the approval. */
 function awaitingApproval(payout_reference: string): ApplicationFailure {
   return reasonFailure(PAYOUT_REASONS, 'PAYOUT_APPROVAL_NOT_AUTHORIZED', `payout ${payout_reference} awaits approval`);
 }
@@ -210,12 +210,6 @@ export function payoutPort(deps: PlatformDeps, provider: Pick<NonNullable<Platfo
 export function createPayoutActivities(deps: PlatformDeps): PayoutActivities {
   const steps = createMoneyOutSteps(deps, payoutPort(deps, deps.upstream));
 
-  /** Refuses a decision's step on a payout still awaiting approval (the request's step refuses it on its own read). */
-  const approved = async (payout_reference: string): Promise<void> => {
-    const payout = await findPayout(deps.database, payout_reference);
-    if (payout?.status === 'awaiting_approval') throw awaitingApproval(payout_reference);
-  };
-
   /** Ends a payout awaiting approval: approved → held; rejected or timed out → failed, its holds voided. */
   const settleApproval = (payout_reference: string, outcome: 'approve' | 'reject' | 'timeout'): Promise<PayoutStep> =>
     deps.database.transaction(async (trx) => {
@@ -243,10 +237,7 @@ export function createPayoutActivities(deps: PlatformDeps): PayoutActivities {
 
   return {
     requestPayout: (input) => steps.request(input.payout_reference),
-    applyPayoutDecision: async (input) => {
-      await approved(input.payout_reference);
-      return steps.applyDecision(input.payout_reference);
-    },
+    applyPayoutDecision: (input) => steps.applyDecision(input.payout_reference),
     async applyPayoutApproval(input) {
       const record = await payoutApprovalOf(deps.database, input.payout_reference);
       if (!record) throw reasonFailure(PAYOUT_REASONS, 'PAYOUT_APPROVAL_NOT_AUTHORIZED', `no recorded approval for ${input.payout_reference}`);

@@ -107,9 +107,15 @@ export function payoutProviderKey(payout_reference: string): string {
 
 /** The PayoutWorkflow's activities (src/flows/payout/activities.ts). */
 export interface PayoutActivities {
-  /** The saga's `request` (docs/money-out.md). @throws Error retryably when the provider gave no outcome */
+  /**
+   * The saga's `request` (docs/money-out.md). @throws Error retryably when the provider gave no outcome;
+   * ApplicationFailure PAYOUT_APPROVAL_NOT_AUTHORIZED (non-retryable) on a payout awaiting approval
+   */
   requestPayout(input: { payout_reference: string }): Promise<PayoutStep>;
-  /** The saga's `applyDecision`. @throws ApplicationFailure PAYOUT_DECISION_NOT_AUTHORIZED (non-retryable) when none is recorded */
+  /**
+   * The saga's `applyDecision`. @throws ApplicationFailure PAYOUT_DECISION_NOT_AUTHORIZED (non-retryable) when none is
+   * recorded, PAYOUT_APPROVAL_NOT_AUTHORIZED (non-retryable) on a payout awaiting approval
+   */
   applyPayoutDecision(input: { payout_reference: string }): Promise<PayoutStep>;
   /**
    * Applies the approval record of a payout awaiting approval: approved moves it to `held`; rejected fails it,
