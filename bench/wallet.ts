@@ -26,26 +26,25 @@ import {
   countRoundTrips,
   cpuAccount,
   cpuColumns,
-  cpuSecondsOf,
   machineCpuGroups,
   describeRoundTrips,
   measure,
+  measureInterleaved,
   roundTripsPerOperation,
   runWhenMain,
   scrapeRoundTrips,
   startBenchEnvironment,
   startServeProcess,
   type Measurement,
+  type RoundTrips,
 } from './support/harness';
 
-/** CPU time (user + system) process `pid` has used so far, in milliseconds (Linux /proc; 0 elsewhere). */
-const processCpuMs = (pid: number) => (cpuSecondsOf(pid) ?? 0) * 1000;
-
-const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
 
 export const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const USERS = 64;
 const MERCHANTS = Number(process.env.BENCH_WALLET_MERCHANTS ?? 32);
+/** Operations per path of the warm-up, and of the pass counting round trips. */
+const EXTRA = 96;
 
 export async function run(): Promise<BenchResult> {
   const operations = Number(process.env.BENCH_OPERATIONS ?? 2000);
@@ -108,60 +107,70 @@ export async function run(): Promise<BenchResult> {
       return (Math.floor(index / (USERS / 2)) % 2 === 0 ? [a, b] : [b, a]) as readonly [typeof a, typeof a];
     };
 
-    const localTrips = countRoundTrips(deps.database);
-    const ledgerTripsBefore = localTrips();
-    // CPU per operation by process (bench = the client and, for the direct ledger call, the ledger; serve = the
-    // measured api + façade process; postgres; temporal): phase 0 the direct ledger, 1 one merchant, 2 many merchants.
-    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!] }));
-    machine.begin();
-    const ledgerCpu = process.cpuUsage();
-    const ledger = await measure(operations, CONCURRENCY, async (index) => {
-      const [from, to] = pair(index);
-      await deps.ledger.transfer({
-        idempotency_key: `bench-ledger-${index}`,
-        description: 'bench',
-        postings: [
-          { account_id: from.account, amount_units: -1n },
-          { account_id: to.account, amount_units: 1n },
-        ],
-      });
-    });
-    const ledgerCpuMs = cpuMs(process.cpuUsage(ledgerCpu)) / operations;
-    machine.end(0, operations);
-    const ledgerTrips = roundTripsPerOperation(ledgerTripsBefore, localTrips(), operations);
     // A merchant signs on its own machine: sign every body up front, each a new movement with its own request_id (a
     // repeated signed body is answered from its idempotency record and moves nothing); the platform verifies each.
+    // Indexes: the measured operations, then the warm-up's, then the counting pass's (each a new movement).
+    const total = operations + 2 * EXTRA;
     const signedBodies = new Map<number, string>();
-    for (let index = 0; index < operations; index++) {
+    for (let index = 0; index < total; index++) {
       const [from, to] = pair(index);
       const body = { service: 'transfer', from_user_id: from.id, to_user_id: to.id, amount: 0.01, currency: 'USD', request_id: `bench-${index}` };
       signedBodies.set(index, JSON.stringify(signRequestParameters(body, credentials.private_key!)));
     }
     const spreadBodies = new Map<number, { client: typeof client; body: string }>();
-    for (let index = 0; index < operations; index++) {
+    for (let index = 0; index < total; index++) {
       const merchant = spread[index % spread.length]!;
       const [from, to] = Math.floor(index / spread.length) % 2 === 0 ? merchant.users : [merchant.users[1]!, merchant.users[0]!];
       const body = { service: 'transfer', from_user_id: from!.id, to_user_id: to!.id, amount: 0.01, currency: 'USD', request_id: `bench-spread-${index}` };
       spreadBodies.set(index, { client: merchant.client, body: JSON.stringify(signRequestParameters(body, merchant.private_key)) });
     }
     let failures = 0;
-    let phases = 0;
-    const facadePhase = async (send: (index: number) => Promise<number>) => {
-      const tripsBefore = await scrapeRoundTrips(metricsUrl);
-      const cpuBefore = processCpuMs(child.pid!);
-      machine.begin();
-      const sample = await measure(operations, CONCURRENCY, async (index) => {
-        if ((await send(index)) !== 200) failures++;
-      });
-      machine.end(++phases, operations);
-      const cpu = (processCpuMs(child.pid!) - cpuBefore) / operations;
-      return { sample, cpu, trips: roundTripsPerOperation(tripsBefore, await scrapeRoundTrips(metricsUrl), operations) };
+    const paths: Array<(index: number) => Promise<void>> = [
+      async (index) => {
+        const [from, to] = pair(index);
+        await deps.ledger.transfer({
+          idempotency_key: `bench-ledger-${index}`,
+          description: 'bench',
+          postings: [
+            { account_id: from.account, amount_units: -1n },
+            { account_id: to.account, amount_units: 1n },
+          ],
+        });
+      },
+      async (index) => {
+        if ((await client.post('/do-action', {}, { raw: signedBodies.get(index)! })).status !== 200) failures++;
+      },
+      async (index) => {
+        const { client: merchantClient, body } = spreadBodies.get(index)!;
+        if ((await merchantClient.post('/do-action', {}, { raw: body })).status !== 200) failures++;
+      },
+    ];
+    // Warm-up (not measured): every path's code compiled and its pools' connections prepared before any figure, so
+    // that the first phase does not pay for the others' start.
+    for (const path of paths) await measure(EXTRA, CONCURRENCY, (index) => path(operations + index));
+    // CPU per operation by process (bench = the client and, for the direct ledger call, the ledger; serve = the
+    // measured api + façade process; postgres; temporal): phase 0 the direct ledger, 1 one merchant, 2 many merchants.
+    // The phases interleaved in 3 slices each, so that a neighbour's load weighs on all of them alike.
+    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!] }));
+    const [ledger, oneSample, manySample] = await measureInterleaved(
+      paths.map((work) => ({ operations, work })),
+      CONCURRENCY,
+      3,
+      machine,
+    );
+    // Round trips per operation, counted in a pass of their own (counts, not times): the serving process's
+    // `payments_db_round_trips_total` around each façade phase, the bench pool's queries around the ledger's.
+    const localTrips = countRoundTrips(deps.database);
+    const countPass = async (path: (index: number) => Promise<void>, read: () => Promise<RoundTrips>) => {
+      const before = await read();
+      await measure(EXTRA, CONCURRENCY, (index) => path(operations + EXTRA + index));
+      return roundTripsPerOperation(before, await read(), EXTRA);
     };
-    const one = await facadePhase(async (index) => (await client.post('/do-action', {}, { raw: signedBodies.get(index)! })).status);
-    const many = await facadePhase(async (index) => {
-      const { client: merchantClient, body } = spreadBodies.get(index)!;
-      return (await merchantClient.post('/do-action', {}, { raw: body })).status;
-    });
+    const ledgerTrips = await countPass(paths[0]!, async () => localTrips());
+    const one = { sample: oneSample!, trips: await countPass(paths[1]!, () => scrapeRoundTrips(metricsUrl)) };
+    const many = { sample: manySample!, trips: await countPass(paths[2]!, () => scrapeRoundTrips(metricsUrl)) };
+    const serveMs = (phase: number) => machine.perOperationMs(phase).serve ?? 0;
+    const ledgerCpuMs = machine.perOperationMs(0).bench ?? 0;
     const check = await deps.ledger.check();
     const row = (label: string, sample: Measurement, trips: Record<string, number>, phase: number) => ({
       path: label,
@@ -176,11 +185,11 @@ export async function run(): Promise<BenchResult> {
       rows: [
         row('façade /do-action transfer, one merchant', one.sample, one.trips, 1),
         row(`façade /do-action transfer, ${MERCHANTS} merchants`, many.sample, many.trips, 2),
-        row('ledger.transfer', ledger, ledgerTrips, 0),
+        row('ledger.transfer', ledger!, ledgerTrips, 0),
       ],
       ratios: [
-        { label: 'façade transfer ÷ ledger transfer (c=32, one merchant)', value: one.sample.per_second / ledger.per_second, goal: 0.6 },
-        { label: `façade transfer ÷ ledger transfer (c=32, ${MERCHANTS} merchants)`, value: many.sample.per_second / ledger.per_second, goal: 0.6 },
+        { label: 'façade transfer ÷ ledger transfer (c=32, one merchant)', value: one.sample.per_second / ledger!.per_second, goal: 0.6 },
+        { label: `façade transfer ÷ ledger transfer (c=32, ${MERCHANTS} merchants)`, value: many.sample.per_second / ledger!.per_second, goal: 0.6 },
         { label: `façade transfer, one merchant ÷ ${MERCHANTS} merchants (c=32)`, value: one.sample.per_second / many.sample.per_second, goal: 0.9 },
       ],
       notes: [
@@ -188,7 +197,8 @@ export async function run(): Promise<BenchResult> {
         `round trips to PostgreSQL per operation (counted): façade transfer, one merchant ${describeRoundTrips(one.trips)}; ${MERCHANTS} merchants ${describeRoundTrips(many.trips)}; direct ledger.transfer ${describeRoundTrips(ledgerTrips)} (the serving process's counts include its background work: the outbox dispatcher, the event sequencer, a metrics scrape)`,
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
         'cpu_ms_*: CPU milliseconds per operation by process, from /proc around each phase (bench: the client, and the ledger itself for the direct call; serve: the api + façade process; postgres: every PostgreSQL process; temporal: its server, idle here)',
-        `CPU per operation (less noisy than rates on a shared machine): façade process ${one.cpu.toFixed(2)} ms (one merchant), ${many.cpu.toFixed(2)} ms (${MERCHANTS} merchants); ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
+        `CPU per operation (less noisy than rates on a shared machine): façade process ${serveMs(1).toFixed(2)} ms (one merchant), ${serveMs(2).toFixed(2)} ms (${MERCHANTS} merchants); ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
+        `phases interleaved in 3 slices each (ledger, one merchant, ${MERCHANTS} merchants), after a warm-up of ${EXTRA} operations per path; round trips counted in a separate pass of ${EXTRA} operations per path`,
       ],
     };
   } finally {

@@ -19,7 +19,7 @@ import { deleteEventsBefore, insertEvent, insertEventOnce, selectEvents, selectE
 
 export { EVENT_TYPES, isEventType, type EventType } from './catalog';
 export { eventWriteCtes, type NewEventRow } from './store';
-export { numberAfterCommit, numberOwnerEvents, numberPendingEvents, startEventSequencer, type EventSequencer } from './sequencer';
+export { numberAfterCommit, numberOwnerEvents, numberPendingEvents, numberSoon, startEventSequencer, type EventSequencer } from './sequencer';
 export {
   isPaymentKind,
   listPayments,

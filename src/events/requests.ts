@@ -69,6 +69,8 @@ export interface RequestJournal {
    * the row would name no payment.
    */
   part?(reference: string): { sql: string; bindings: unknown[] } | undefined;
+  /** The statement that took `part` wrote nothing: the `ok` row is written after the answer, as if never taken. */
+  notWritten?(): void;
 }
 
 type Database = Knex | Knex.Transaction;
@@ -161,6 +163,9 @@ export async function journaled<T>(
       });
       if (built) journaledInside = true;
       return built;
+    },
+    notWritten() {
+      journaledInside = false;
     },
   };
   const write = async (reference: string | undefined, outcome: string, named?: string) => {

@@ -87,30 +87,35 @@ const queues = new WeakMap<Knex, { pending: Map<string, SequencedOwner>; running
  */
 export function numberAfterCommit(trx: Knex.Transaction, owner: SequencedOwner): void {
   const database = rootDatabaseOf(trx);
-  if (!database) return;
-  afterCommit(trx, () => {
-    let queue = queues.get(database);
-    if (!queue) queues.set(database, (queue = { pending: new Map(), running: false }));
-    queue.pending.set(`${owner.type}:${owner.id}`, owner);
-    if (queue.running) return;
-    queue.running = true;
-    const drain = queue;
-    void (async () => {
-      try {
-        while (drain.pending.size > 0) {
-          const owners = [...drain.pending.values()];
-          drain.pending.clear();
-          try {
-            for (const more of await numberOwnersTogether(database, owners)) drain.pending.set(`${more.type}:${more.id}`, more);
-          } catch {
-            // Left pending: the next reader, commit or sweep numbers it.
-          }
+  if (database) afterCommit(trx, () => numberSoon(database, owner));
+}
+
+/**
+ * Numbers `owner`'s events on `database`'s pool soon, coalesced with every other owner waiting, as numberAfterCommit
+ * does once its transaction committed: for a write made of one statement outside any transaction, called after it.
+ */
+export function numberSoon(database: Knex, owner: SequencedOwner): void {
+  let queue = queues.get(database);
+  if (!queue) queues.set(database, (queue = { pending: new Map(), running: false }));
+  queue.pending.set(`${owner.type}:${owner.id}`, owner);
+  if (queue.running) return;
+  queue.running = true;
+  const drain = queue;
+  void (async () => {
+    try {
+      while (drain.pending.size > 0) {
+        const owners = [...drain.pending.values()];
+        drain.pending.clear();
+        try {
+          for (const more of await numberOwnersTogether(database, owners)) drain.pending.set(`${more.type}:${more.id}`, more);
+        } catch {
+          // Left pending: the next reader, commit or sweep numbers it.
         }
-      } finally {
-        drain.running = false;
       }
-    })();
-  });
+    } finally {
+      drain.running = false;
+    }
+  })();
 }
 
 export interface EventSequencer {

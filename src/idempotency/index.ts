@@ -95,6 +95,24 @@ export interface IdempotencyCompletion<T> {
 }
 
 /**
+ * The claim of a request's keys as a common table expression for a write made of one statement (no transaction
+ * around it): `part(answer)` returns `idempotency_claimed AS (INSERT …)` inserting every key of the request already
+ * completed with `answer`, with its `?` bindings. It claims nothing on conflict: a key held already (a repeat, a
+ * request running, a key used with other parameters) fails the statement on the unique index, so the whole statement
+ * writes nothing, and `run` then takes its usual steps, which answer it.
+ */
+export interface IdempotencyClaim<T> {
+  part(answer: T): { sql: string; bindings: unknown[] };
+}
+
+/**
+ * A request's first try in one statement (IdempotencyClaim): its answer when that statement committed it, else
+ * undefined (nothing written). A refusal it throws before its statement (a DomainError) is not stored: the usual
+ * steps run the request again and store the refusal they meet.
+ */
+export type OneStatementAttempt<T> = (ownKey: string, claim: IdempotencyClaim<T>) => Promise<T | undefined>;
+
+/**
  * A Connect method's answer under an optional idempotency key: with a key, `store.run` answers repeats with the first
  * response (protobuf bytes); without one, `execute` simply runs. `execute` receives the key-derived `ownKey` (to build
  * its references and ledger keys from), or undefined without a key, and with a key the completion it may write in
@@ -106,10 +124,18 @@ export async function answerIdempotently<Desc extends DescMessage>(
   request: IdempotentRequest,
   schema: Desc,
   execute: (ownKey: string | undefined, completion?: IdempotencyCompletion<MessageInitShape<Desc>>) => Promise<MessageInitShape<Desc>>,
+  attempt?: OneStatementAttempt<MessageInitShape<Desc>>,
 ): Promise<MessageInitShape<Desc>> {
   if (!request.key) return execute(undefined);
-  return store.run(request, protoCodec(schema), async (ownKey, completion) =>
-    create(schema, await execute(ownKey, { part: (answer) => completion.part(create(schema, answer)) })),
+  return store.run(
+    request,
+    protoCodec(schema),
+    async (ownKey, completion) => create(schema, await execute(ownKey, { part: (answer) => completion.part(create(schema, answer)) })),
+    attempt &&
+      (async (ownKey, claim) => {
+        const answer = await attempt(ownKey, { part: (init) => claim.part(create(schema, init)) });
+        return answer === undefined ? undefined : create(schema, answer);
+      }),
   );
 }
 
@@ -181,8 +207,15 @@ export interface IdempotencyStore {
    * and `key`, to build its downstream idempotency keys from.
    * @throws DomainError IDEMPOTENCY_KEY_INVALID, IDEMPOTENCY_KEY_REUSED, IDEMPOTENCY_KEY_IN_PROGRESS, or the first
    *   run's business refusal (replayed).
+   * With `attempt`, the request is first tried in one statement that claims its keys itself (OneStatementAttempt):
+   * answered there, nothing else runs; else the steps above, as without it.
    */
-  run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>): Promise<T>;
+  run<T>(
+    request: IdempotentRequest,
+    codec: ResponseCodec<T>,
+    execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>,
+    attempt?: OneStatementAttempt<T>,
+  ): Promise<T>;
   /**
    * Deletes keys past their retention (`IDEMPOTENCY_RETENTION_SECONDS`), at most `limit` per call so that one call is
    * one short statement; a call that returns `limit` leaves more for the next. @returns how many were deleted
@@ -250,6 +283,28 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
       .update({ state: 'completed', response: answer.response, error: answer.error === null ? null : (JSON.stringify(answer.error) as never) });
   }
 
+  /** The request's keys inserted completed with the answer, in sorted order as `claim` inserts them (OneStatementAttempt). */
+  function claimedCompleted<T>(request: IdempotentRequest, keys: string[], fingerprint: string, codec: ResponseCodec<T>): IdempotencyClaim<T> {
+    return {
+      part: (answer) => ({
+        sql: `idempotency_claimed AS (
+           INSERT INTO idempotency_keys (scope, key, operation, fingerprint, state, response, locked_until, expires_at)
+           SELECT ?, claimed.key, ?, ?, 'completed', ?, now() + make_interval(secs => ?), now() + make_interval(secs => ?)
+             FROM unnest(?::text[]) WITH ORDINALITY AS claimed(key, n) ORDER BY claimed.n
+           RETURNING 1)`,
+        bindings: [
+          request.scope,
+          request.operation,
+          fingerprint,
+          Buffer.from(codec.encode(answer)),
+          options.lock_seconds,
+          options.retention_seconds,
+          `{${[...keys].sort().map((key) => JSON.stringify(key)).join(',')}}`,
+        ],
+      }),
+    };
+  }
+
   function replay<T>(row: KeyRow, codec: ResponseCodec<T>): T {
     if (row.error) throw storedRefusal(row.error);
     if (!row.response) throw new Error(`idempotency key ${row.scope}/${row.key} completed without an answer`);
@@ -257,7 +312,12 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
   }
 
   return {
-    async run<T>(request: IdempotentRequest, codec: ResponseCodec<T>, execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>): Promise<T> {
+    async run<T>(
+      request: IdempotentRequest,
+      codec: ResponseCodec<T>,
+      execute: (ownKey: string, completion: IdempotencyCompletion<T>) => Promise<T>,
+      attempt?: OneStatementAttempt<T>,
+    ): Promise<T> {
       const named = [{ key: request.key, field: request.keyField ?? 'Idempotency-Key' }, ...(request.aliases ?? [])].filter(
         (entry, index, all) => all.findIndex((other) => other.key === entry.key) === index,
       );
@@ -266,6 +326,15 @@ export function createIdempotencyStore(database: Knex, options: IdempotencyOptio
       const fieldOf = (key: string) => named.find((entry) => entry.key === key)!.field;
       const fingerprint = fingerprintOf(request.parameters);
       const ownKey = `${request.scope}:${request.key}`;
+      if (attempt) {
+        try {
+          const answered = await attempt(ownKey, claimedCompleted(request, keys, fingerprint, codec));
+          if (answered !== undefined) return answered;
+        } catch (error) {
+          // Refused before its statement: the steps below meet the same refusal and store it.
+          if (!(error instanceof DomainError)) throw error;
+        }
+      }
       const owned: string[] = [];
       for (let attempt = 0; attempt < MAX_CLAIM_TRIES && owned.length < keys.length; attempt++) {
         owned.push(...(await claim(request, keys.filter((key) => !owned.includes(key)), fingerprint)));

@@ -14,7 +14,7 @@ import { createPostgresLedgerStore } from './postgres-store';
 import { createKeyReads } from './key-reads';
 import { postPendingTransfer } from './post-pending';
 import { entriesOf, getPendingTransfer } from './reads';
-import { groupedTransfer, transfer } from './transfer';
+import { groupedTransfer, transfer, transferAtOnce } from './transfer';
 import type { Ledger } from './types';
 import { voidPendingTransfer } from './void-pending';
 
@@ -32,13 +32,22 @@ export interface LedgerOptions {
 export function createLedger(database: Knex, options: LedgerOptions = {}): Ledger {
   const store = createPostgresLedgerStore(database);
   const grouped = options.groupCommit ? groupedTransfer(store, options.groupCommit.maxBatch ?? 16) : undefined;
+  // The ids of the platform's accounts transferAtOnce resolved (a few: one per kind and currency).
+  const platformIds = new Map<string, string>();
   return {
     openAccount: (input, trx) => openAccount(store.within(trx), input),
     getAccount: (account_id, trx) => getAccount(store.within(trx), account_id),
     findAccount: (input, trx) => findAccount(store.within(trx), input),
     accountsOf: (owner_type, owner_id, trx) => accountsOf(store.within(trx), owner_type, owner_id),
     platformAccount: (kind, currency, trx) => platformAccount(store.within(trx), kind, currency),
-    transfer: (input, trx, join = 'savepoint', also) => (grouped && !trx && !also ? grouped(input) : transfer(store, input, { trx, join }, also)),
+    transfer: async (input, trx, join = 'savepoint', also) => {
+      if (trx || also) return transfer(store, input, { trx, join }, also);
+      if (grouped) return grouped(input);
+      // On the pool: one statement, its own transaction; what it declines (a refusal, a replay, a conflict) the
+      // steps answer, without trying that statement again.
+      return (await transferAtOnce(store, platformIds, input)) ?? transfer(store, input, { join }, undefined, { attempt: false });
+    },
+    transferAtOnce: (input, also) => transferAtOnce(store, platformIds, input, also),
     createPendingTransfer: (input, trx, join = 'savepoint') => createPendingTransfer(store, input, { trx, join }),
     postPendingTransfer: (input, trx, join = 'savepoint') => postPendingTransfer(store, input, { trx, join }),
     voidPendingTransfer: (input, trx, join = 'savepoint') => voidPendingTransfer(store, input, { trx, join }),

@@ -253,6 +253,7 @@ class PostgresLedgerStore implements LedgerStore {
     claim: KeyClaim,
     transaction: Omit<NewTransaction, 'postings'>,
     postings: ReadonlyArray<{ account_id: string; amount_units: bigint }>,
+    also: ReadonlyArray<Part> = [],
   ): Promise<{ locked: LockedBalances[]; outcome: WriteOutcome<{ id: string; created_at: Date }> }> {
     const ids = [...new Set(postings.map((posting) => posting.account_id))].sort();
     // `l` locks in id order (LockRows above the sort); `ok` reads all of `l`, and `k` runs only after `ok`, so every
@@ -291,8 +292,13 @@ class PostgresLedgerStore implements LedgerStore {
          SELECT ?, ?, ?, ?, ?::jsonb WHERE EXISTS (SELECT 1 FROM k) RETURNING id, created_at),
        p AS (
          INSERT INTO ledger_postings (transaction_id, account_id, amount_units, currency, balance_after_units)
-         SELECT ?, a, u, c, r FROM v WHERE EXISTS (SELECT 1 FROM k) ORDER BY n)
-       SELECT (SELECT count(*) FROM k)::int AS claimed, (SELECT ${balancesJson('b')} FROM b) AS balances,
+         SELECT ?, a, u, c, r FROM v WHERE EXISTS (SELECT 1 FROM k) ORDER BY n)${also.map((each) => `,
+       ${each.sql}`).join('')}
+       SELECT (SELECT count(*) FROM k)::int AS claimed, (SELECT ${balancesJson('b')} FROM b) AS balances,${
+         // The caller's rows cannot all wait for `k` (a unique index claims some of them): unclaimed, the statement
+         // raises (migration 073), so that they are not written without the ledger's.
+         also.length > 0 ? ' written_or_declined((SELECT count(*) FROM k) = 1) AS written,' : ''
+       }
               (SELECT id FROM t) AS id, (SELECT created_at FROM t) AS created_at,
               (SELECT json_agg(json_build_object('id', l.id, 'currency', l.currency, 'posted_units', l.posted_units::text,
                  'held_units', l.held_units::text, 'allows_negative', l.allows_negative)) FROM l) AS locked`,
@@ -311,6 +317,7 @@ class PostgresLedgerStore implements LedgerStore {
         transaction.description,
         jsonb(transaction.metadata),
         transaction.id,
+        ...also.flatMap((each) => each.bindings),
       ],
     );
     const { claimed, balances, id, created_at, locked } = row!;

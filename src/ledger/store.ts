@@ -119,11 +119,15 @@ export interface LedgerStore {
    * posted balance after it, computed from the locked balance) and the balance changes. `locked`: the accounts as
    * the lock read them (all of them, written or not). Not claimed: nothing was written, and the caller decides why
    * (refusal, replay or conflict) with the separate steps; the locks stay held until its transaction ends.
+   * `also`: the caller's rows (LedgerAlso's parts) in the same statement; with them, a statement that does not claim
+   * the key raises SQLSTATE `PD001` (DECLINED_STATEMENT), so that none of them is written either (a caller's row
+   * refused by a unique index raises its own error, as always). For a statement run on its own, outside a transaction.
    */
   tryTransfer(
     claim: KeyClaim,
     transaction: Omit<NewTransaction, 'postings'>,
     postings: ReadonlyArray<{ account_id: string; amount_units: bigint }>,
+    also?: ReadonlyArray<{ sql: string; bindings: unknown[] }>,
   ): Promise<{ locked: LockedBalances[]; outcome: WriteOutcome<{ id: string; created_at: Date }> }>;
   /** With `also`: the caller's rows in the same statement (LedgerAlso), marked written when it ran. */
   writeTransfer(claim: KeyClaim, transaction: NewTransaction, changes: BalanceChange[], also?: LedgerAlso): Promise<WriteOutcome<{ id: string; created_at: Date }>>;
@@ -141,3 +145,7 @@ export interface LedgerStore {
   entries(account_id: string, page: { before_posting_id?: bigint; limit: number }): Promise<LedgerEntry[]>;
   checkFindings(): Promise<CheckFindings>;
 }
+
+/** The SQLSTATE a one-statement write with the caller's rows raises when it wrote nothing (migration 073). */
+export const DECLINED_STATEMENT = 'PD001';
+

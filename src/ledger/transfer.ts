@@ -7,7 +7,7 @@ import { assert } from '../errors';
 import { platformAccount } from './accounts';
 import { assertBalancesAfter, claimOf, lockAccounts, mapOutcome, postingChanges, recordBalances, resultOf, runWrite, sumsByCurrency, type Plan, type WriteTarget } from './kernel';
 import { insufficientFunds, unbalancedPostings } from './refusals';
-import type { KeyClaim, LedgerStore, LockedBalances, NewPosting, RecordedPosting } from './store';
+import { DECLINED_STATEMENT, type KeyClaim, type LedgerStore, type LockedBalances, type NewPosting, type RecordedPosting } from './store';
 import type { Ledger, LedgerAlso, LedgerTransaction, PlatformPosting, Posting } from './types';
 import {
   accountIdOf,
@@ -103,7 +103,13 @@ async function resolvePlatformPostings(store: LedgerStore, checked: Array<Postin
  * Ledger.transfer (its contract and errors in types.ts): platform postings resolved to account ids, then the request
  * fingerprinted, locked, checked and written by the kernel's `runWrite`.
  */
-export async function transfer(store: LedgerStore, input: TransferInput, target: WriteTarget, also?: LedgerAlso): Promise<LedgerTransaction> {
+export async function transfer(
+  store: LedgerStore,
+  input: TransferInput,
+  target: WriteTarget,
+  also?: LedgerAlso,
+  options: { attempt: boolean } = { attempt: true },
+): Promise<LedgerTransaction> {
   assert(!also || (target.trx && target.join === 'direct' && isUuid(also.transaction_id)), 'rows written with a transfer need the caller\'s transaction, joined direct, and a uuid');
   const checked = checkTransfer(input);
   const request = fingerprinted({ ...checked, postings: await resolvePlatformPostings(store.within(target.trx), checked.postings) });
@@ -122,7 +128,7 @@ export async function transfer(store: LedgerStore, input: TransferInput, target:
       return found;
     },
     // Rows of the caller's (`also`) are written only by `write`; a malformed account id is refused by the steps.
-    attempt: also || !request.postings.every((posting) => isUuid(posting.account_id)) ? undefined : async (tx) => {
+    attempt: also || !options.attempt || !request.postings.every((posting) => isUuid(posting.account_id)) ? undefined : async (tx) => {
       const transaction = { id: randomUUID(), description, metadata };
       const { locked, outcome } = await tx.tryTransfer(claim, transaction, request.postings);
       if (!outcome.claimed) return undefined;
@@ -133,6 +139,61 @@ export async function transfer(store: LedgerStore, input: TransferInput, target:
       };
     },
   });
+}
+
+/** What `transferAtOnce` writes beside the transfer: the caller's rows (LedgerAlso's) and the transaction's id. */
+export type AtOnceRows = Pick<LedgerAlso, 'transaction_id' | 'parts'>;
+
+/** PostgreSQL errors after which a one-statement write wrote nothing and the usual steps decide the answer. */
+const DECLINED_CODES = new Set([DECLINED_STATEMENT, '23505', '40P01', '40001']);
+
+/**
+ * Ledger.transferAtOnce (its contract in types.ts): the transfer, and the caller's rows `also`, in one statement on
+ * the pool, its own implicit transaction: one round trip. Platform postings name their accounts through `platformIds`
+ * (the ids it resolved before; platform accounts are never closed), emptied when a statement declines, in case an id
+ * it held is gone (a test's reset).
+ * @returns the transaction, or undefined when nothing at all was written (the caller then runs `transfer`).
+ * @throws as `transfer` for input it refuses before any lock; the database's error when it is not a decline.
+ */
+export async function transferAtOnce(
+  store: LedgerStore,
+  platformIds: Map<string, string>,
+  input: TransferInput,
+  also?: AtOnceRows,
+): Promise<LedgerTransaction | undefined> {
+  assert(!also || isUuid(also.transaction_id), 'the transaction id a caller names its rows with is a uuid');
+  const checked = checkTransfer(input);
+  const postings: Posting[] = [];
+  for (const posting of checked.postings) {
+    if (!namesPlatformAccount(posting)) {
+      postings.push(posting);
+      continue;
+    }
+    const named = `${posting.platform} ${posting.currency}`;
+    if (!platformIds.has(named)) platformIds.set(named, (await platformAccount(store, posting.platform, posting.currency)).id);
+    postings.push({ account_id: platformIds.get(named)!, amount_units: posting.amount_units });
+  }
+  if (!postings.every((posting) => isUuid(posting.account_id))) return undefined;
+  const request = fingerprinted({ ...checked, postings });
+  const { claim, description, metadata } = request;
+  let tried: Awaited<ReturnType<LedgerStore['tryTransfer']>>;
+  try {
+    tried = await store.tryTransfer(claim, { id: also?.transaction_id ?? randomUUID(), description, metadata }, request.postings, also?.parts);
+  } catch (error) {
+    if (!DECLINED_CODES.has((error as { code?: string }).code ?? '')) throw error;
+    platformIds.clear();
+    return undefined;
+  }
+  if (!tried.outcome.claimed) {
+    platformIds.clear();
+    return undefined;
+  }
+  // Committed already: a broken postcondition is reported (an assertion), not undone.
+  const plan = planOf(request, new Map(tried.locked.map((account) => [account.id, account])));
+  assert(tried.outcome.result !== undefined, `transfer claimed key ${claim.idempotency_key} but wrote no result`);
+  assertBalancesAfter(plan, tried.outcome.balances);
+  const { id, created_at } = tried.outcome.result;
+  return { id, idempotency_key: claim.idempotency_key, description, postings: plan.postings, metadata, created_at };
 }
 
 /** The plan of a transfer the statement accepted: its postings with their currencies, changes and recorded balances. */

@@ -206,6 +206,23 @@ export interface Ledger extends LedgerKeyReads {
   ): Promise<LedgerTransaction>;
 
   /**
+   * `transfer` in one statement, its own implicit transaction on the pool (one round trip), with the caller's rows
+   * `also` (LedgerAlso's common table expressions, naming the transaction by `also.transaction_id`) written in that
+   * statement. It writes only what `transfer` would write at once, and only all of it: when the postings would be
+   * refused (a missing account, unbalanced, insufficient funds), the key was used before (a replay or a conflict), or
+   * a caller's row is refused (a unique key already held), nothing at all is written and it answers undefined; the
+   * caller then makes the request the usual way (`transfer` in its transaction), which gives the answer.
+   * @returns the transaction, or undefined when nothing was written.
+   * @throws {DomainError} VALIDATION_FAILED as transfer (checked before anything is written).
+   * @throws {DomainError} UNBALANCED_POSTINGS fewer than 2 or more than 50 postings (the sums are checked under the locks: undefined).
+   * @throws {DomainError} INVALID_AMOUNT as transfer.
+   */
+  transferAtOnce(
+    input: { idempotency_key: string; description: string; postings: Array<Posting | PlatformPosting>; metadata?: Record<string, unknown> },
+    also?: Pick<LedgerAlso, 'transaction_id' | 'parts'>,
+  ): Promise<LedgerTransaction | undefined>;
+
+  /**
    * Places a hold of `amount_units` on the debit account (reduces its available balance); `timeout_seconds` sets
    * `expires_at`. Each account is named by id or by address (`debit_account`, `credit_account`; the platform's by kind
    * and currency): an address is resolved to its account's id (found, or opened on first use in the caller's

@@ -1119,6 +1119,12 @@ describe("each Ledger method's documented errors", () => {
       INSUFFICIENT_FUNDS: () => ledger.transfer(move(10_000n)),
       IDEMPOTENCY_CONFLICT: () => ledger.transfer(move(2n, { idempotency_key: fixture.usedKey })),
     },
+    // Refusals decided under the locks answer undefined (nothing written): the caller's `transfer` refuses them.
+    transferAtOnce: {
+      VALIDATION_FAILED: () => ledger.transferAtOnce(move(1n, { description: 'x'.repeat(501) })),
+      UNBALANCED_POSTINGS: () => ledger.transferAtOnce(move(1n, { postings: [{ account_id: fixture.usd.id, amount_units: 1n }] })),
+      INVALID_AMOUNT: () => ledger.transferAtOnce(move(0n)),
+    },
     createPendingTransfer: {
       VALIDATION_FAILED: () => ledger.createPendingTransfer(hold({ timeout_seconds: 1.5 })),
       INVALID_AMOUNT: () => ledger.createPendingTransfer(hold({ amount_units: 10n ** 15n + 1n })),

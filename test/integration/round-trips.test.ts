@@ -82,7 +82,7 @@ it('a partner pre-transfer, created and confirmed, takes 19 statements', async (
   expect(sent.filter((sql) => /^(savepoint|release savepoint)/i.test(sql))).toEqual([]);
 });
 
-it('an Area C /do-action transfer takes 5 round trips: its signed body claimed, then BEGIN, the account locks, one statement writing the posting, its event, the stored answer and the journal row, COMMIT', async () => {
+it('an Area C /do-action transfer takes 1 round trip: one statement, outside any transaction, locking the accounts and writing the posting, its event, the signed body claimed with its answer and the journal row', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
   const ids: string[] = [];
@@ -105,12 +105,38 @@ it('an Area C /do-action transfer takes 5 round trips: its signed body claimed, 
   const numbering = sent.filter((sql) => sql.includes('number_owner_events'));
   expect(numbering).toHaveLength(1);
   const path = sent.filter((sql) => !numbering.includes(sql));
-  expect(path).toHaveLength(5);
-  const [claim, begin, lock, write, commit] = path;
-  expect(claim).toMatch(/^INSERT INTO idempotency_keys/);
-  expect([begin, commit].map((sql) => sql!.toUpperCase())).toEqual(['BEGIN;', 'COMMIT;']);
-  expect(lock).toMatch(/FOR UPDATE/);
-  for (const table of ['ledger_postings', 'INSERT INTO events', 'UPDATE idempotency_keys', 'INSERT INTO payment_requests']) expect(write).toContain(table);
+  expect(path).toHaveLength(1);
+  const [write] = path;
+  expect(write).toMatch(/FOR UPDATE/);
+  for (const table of ['ledger_postings', 'INSERT INTO events', 'INSERT INTO idempotency_keys', 'INSERT INTO payment_requests']) expect(write).toContain(table);
+});
+
+it('an Area C transfer repeated (the same signed body) writes nothing in one statement and is answered by the usual steps: the first answer, one posting, one event', async () => {
+  const { client, credentials, merchant } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Repeat Merchant');
+  expect((await client.login()).status).toBe(200);
+  const ids: string[] = [];
+  for (const name of ['Uno', 'Dos']) {
+    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
+    expect(created.status).toBe(200);
+    ids.push(String(created.body.data.id));
+  }
+  await fundUser(platform, ids[0]!, 1_000n);
+  const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 0.01, currency: 'USD', request_id: 'RT-REPEAT-1' }, credentials.private_key!));
+  const first = await client.post('/do-action', {}, { raw: body });
+  expect(first.status).toBe(200);
+  const sent = await counted(async () => {
+    const again = await client.post('/do-action', {}, { raw: body });
+    expect([again.status, again.text]).toEqual([first.status, first.text]);
+  });
+  // The one statement (declined: the keys are held), then the claim that finds the first answer.
+  expect(sent[0]).toContain('INSERT INTO idempotency_keys');
+  expect(sent.filter((sql) => /^BEGIN/i.test(sql))).toEqual([]);
+  const database = platform.deps.database;
+  expect(await database('events').where({ owner_id: merchant.id, type: 'wallet_transfer.completed' })).toHaveLength(1);
+  const reference = (first.body as { data: { reference: string } }).data.reference;
+  expect(await database('ledger_transactions').where('description', `wallet transfer ${reference}`)).toHaveLength(1);
+  const journal = await database('payment_requests').where({ owner_id: merchant.id, action: 'area-c.transfer' }).select('outcome');
+  expect(journal.map((row: { outcome: string }) => row.outcome)).toEqual(['ok', 'ok']);
 });
 
 it('an Area C transfer refused under its locks writes none of the rows it would have written with its posting: no event, its refusal stored and journaled once', async () => {

@@ -44,6 +44,7 @@ import * as payouts from './065_payouts';
 import * as bankPayouts from './066_bank_payouts';
 import * as payoutSchedules from './067_payout_schedules';
 import * as payoutLimitsPerCurrency from './072_payout_limits_per_currency';
+import * as statementDeclined from './073_statement_declined';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -92,6 +93,7 @@ const migrations: Array<[string, Migration]> = [
   ['067_payout_schedules', payoutSchedules],
   ['070_events_numbered_indexes', eventsNumberedIndexes],
   ['072_payout_limits_per_currency', payoutLimitsPerCurrency],
+  ['073_statement_declined', statementDeclined],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -20,7 +20,7 @@
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { DomainError, invalidFields, reasonError } from '../../errors';
-import { eventRowOf, eventWriteCtes, journaled, numberAfterCommit, recordEvent, type RequestJournal } from '../../events';
+import { eventRowOf, eventWriteCtes, journaled, numberAfterCommit, numberSoon, recordEvent, type RequestJournal } from '../../events';
 import { problem } from '../../field-problems';
 import {
   BlockMoneyResponseSchema,
@@ -38,7 +38,7 @@ import {
   type WalletService,
 } from '../../gen/payments/wallet/v1/wallet_pb';
 import { randomUUID } from 'node:crypto';
-import { answerIdempotently, movementRequest, newReference, referenceFromKey, type IdempotencyCompletion } from '../../idempotency';
+import { answerIdempotently, movementRequest, newReference, referenceFromKey, type IdempotencyClaim, type IdempotencyCompletion } from '../../idempotency';
 import type { LedgerAlso, PlatformPosting, Posting } from '../../ledger/types';
 import { isAreaCCurrency, type Currency } from '../../money';
 import {
@@ -195,27 +195,24 @@ function mapLedgerError(error: unknown): never {
   throw error;
 }
 
+/** A wallet transfer's input, its parties still named by the request's user ids. */
+interface TransferInput {
+  merchantId: string;
+  fromUserId: string;
+  toUserId: string;
+  amountUnits: bigint;
+  currency: Currency;
+  feesAmountUnits: bigint;
+  /** The movement's public reference when the request's idempotency key fixed it; else a new one. */
+  reference?: string;
+}
+
 /**
- * transfer: `from` pays `amount_units` to `to` and `fees_amount_units` (may be 0) to the platform, one ledger
- * transaction. Its event, and with `tail` the request's stored answer and its journal row, are written in the ledger
- * write's own statement (LedgerAlso): the transfer's database work is BEGIN, the account locks, one write, COMMIT.
- * @returns the reference. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
+ * A transfer's ledger request and its event, once both parties are found and hold wallets in its currency:
+ * `from` pays `amount_units` to `to` and `fees_amount_units` (may be 0) to the platform, one ledger transaction.
+ * @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH
  */
-async function transfer(
-  deps: PlatformDeps,
-  parties: TransferPartyLookup,
-  input: {
-    merchantId: string;
-    fromUserId: string;
-    toUserId: string;
-    amountUnits: bigint;
-    currency: Currency;
-    feesAmountUnits: bigint;
-    /** The movement's public reference when the request's idempotency key fixed it; else a new one. */
-    reference?: string;
-  },
-  tail: { completion?: IdempotencyCompletion<{ reference: string }>; journal?: RequestJournal } = {},
-): Promise<string> {
+async function transferMovement(parties: TransferPartyLookup, input: TransferInput) {
   const [from, to] = await transferParties(parties, input.merchantId, input.fromUserId, input.toUserId);
   checkWalletCurrency(from, input.currency, 'from_user_id');
   checkWalletCurrency(to, input.currency, 'to_user_id');
@@ -225,9 +222,6 @@ async function transfer(
     { account_id: to.wallet_account_id, amount_units: input.amountUnits },
   ];
   if (input.feesAmountUnits > 0n) postings.push({ platform: 'fee_revenue', currency: input.currency, amount_units: input.feesAmountUnits });
-  // The posting, its event, the stored answer and the journal row commit together. A re-run of the same request
-  // (same reference) waits for the first on the accounts' locks, replays the posting under its key and finds its
-  // event written (the event is written once: NOT EXISTS, read after those locks).
   const owner = { type: 'merchant' as const, id: input.merchantId };
   const event = eventRowOf({
     owner,
@@ -242,6 +236,31 @@ async function transfer(
       currency: input.currency,
     },
   });
+  const ledgerInput = {
+    idempotency_key: walletMovementIdempotencyKey('transfer', reference),
+    description: `wallet transfer ${reference}`,
+    postings,
+    metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
+  };
+  return { reference, owner, event, ledgerInput };
+}
+
+/**
+ * transfer: the movement (transferMovement) in one database transaction. Its event, and with `tail` the request's
+ * stored answer and its journal row, are written in the ledger write's own statement (LedgerAlso): the transfer's
+ * database work is BEGIN, the account locks, one write, COMMIT.
+ * @returns the reference. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH, INSUFFICIENT_FUNDS (on amount)
+ */
+async function transfer(
+  deps: PlatformDeps,
+  parties: TransferPartyLookup,
+  input: TransferInput,
+  tail: { completion?: IdempotencyCompletion<{ reference: string }>; journal?: RequestJournal } = {},
+): Promise<string> {
+  const { reference, owner, event, ledgerInput } = await transferMovement(parties, input);
+  // The posting, its event, the stored answer and the journal row commit together. A re-run of the same request
+  // (same reference) waits for the first on the accounts' locks, replays the posting under its key and finds its
+  // event written (the event is written once: NOT EXISTS, read after those locks).
   await deps.database.transaction(async (trx) => {
     const also: LedgerAlso = { transaction_id: randomUUID(), parts: [], written: false };
     also.parts.push(
@@ -255,17 +274,7 @@ async function transfer(
     const journaledRow = tail.journal?.part?.(reference);
     if (journaledRow) also.parts.push(journaledRow);
     try {
-      await deps.ledger.transfer(
-        {
-          idempotency_key: walletMovementIdempotencyKey('transfer', reference),
-          description: `wallet transfer ${reference}`,
-          postings,
-          metadata: { merchant_id: input.merchantId, reference, from_user_id: from.id, to_user_id: to.id },
-        },
-        trx,
-        'direct',
-        also,
-      );
+      await deps.ledger.transfer(ledgerInput, trx, 'direct', also);
     } catch (error) {
       mapLedgerError(error);
     }
@@ -275,6 +284,36 @@ async function transfer(
     }
     numberAfterCommit(trx, owner);
   });
+  return reference;
+}
+
+/**
+ * transfer in one statement (Ledger.transferAtOnce): the posting, its event, the request's keys claimed completed
+ * with the answer, and its journal row: one round trip, no transaction around it. Anything that statement would not
+ * accept (a refusal, a repeat of the request or of its keys) writes nothing and answers undefined: `transfer` then
+ * answers it. Its event is written without looking for an earlier one: an event of this reference exists only
+ * beside the ledger key the statement claims, so with it the statement writes nothing.
+ * @returns the reference, or undefined. @throws USER_NOT_FOUND, WALLET_CURRENCY_MISMATCH (before any write)
+ */
+async function transferAtOnce(
+  deps: PlatformDeps,
+  parties: TransferPartyLookup,
+  input: TransferInput,
+  tail: { claim: IdempotencyClaim<{ reference: string }>; journal: RequestJournal },
+): Promise<string | undefined> {
+  const { reference, owner, event, ledgerInput } = await transferMovement(parties, input);
+  const transaction_id = randomUUID();
+  const parts = [eventWriteCtes({ ...event, ledger_transaction_id: transaction_id }), tail.claim.part({ reference })];
+  const journaledRow = tail.journal.part?.(reference);
+  if (journaledRow) parts.push(journaledRow);
+  let written = false;
+  try {
+    written = (await deps.ledger.transferAtOnce(ledgerInput, { transaction_id, parts })) !== undefined;
+  } finally {
+    if (!written) tail.journal.notWritten?.();
+  }
+  if (!written) return undefined;
+  numberSoon(deps.database, owner);
   return reference;
 }
 
@@ -297,8 +336,7 @@ async function transferIdempotently(deps: PlatformDeps, parties: TransferPartyLo
   if (request.fromUserId === request.toUserId) throw invalidFields({ to_user_id: [problem('same_user')] });
   const amountUnits = positive(request.amountUnits, 'amount');
   const { fromUserId, toUserId, feesAmountUnits } = request;
-  const move = (reference: string | undefined, tail: Parameters<typeof transfer>[3]) =>
-    transfer(deps, parties, { merchantId: act.merchantId, fromUserId, toUserId, amountUnits, currency, feesAmountUnits, reference }, tail);
+  const input = (reference: string | undefined): TransferInput => ({ merchantId: act.merchantId, fromUserId, toUserId, amountUnits, currency, feesAmountUnits, reference });
   return journaled(
     deps,
     { owner_kind: 'merchant', owner_id: act.merchantId, action: 'area-c.transfer', idempotency_key: request.idempotencyKey, client_address: clientAddressOf(context) },
@@ -307,7 +345,12 @@ async function transferIdempotently(deps: PlatformDeps, parties: TransferPartyLo
         deps.idempotency,
         movementRequest(act, request.idempotencyKey, 'area-c.transfer', [fromUserId, toUserId, amountUnits, currency, feesAmountUnits, request.feesCurrency]),
         TransferResponseSchema,
-        async (ownKey, completion) => ({ reference: await move(ownKey && referenceFromKey('TRF', ownKey), { completion, journal }) }),
+        async (ownKey, completion) => ({ reference: await transfer(deps, parties, input(ownKey && referenceFromKey('TRF', ownKey)), { completion, journal }) }),
+        // First in one statement; a refusal or a repeat falls back to the steps above, which answer it.
+        async (ownKey, claim) => {
+          const reference = await transferAtOnce(deps, parties, input(referenceFromKey('TRF', ownKey)), { claim, journal });
+          return reference === undefined ? undefined : { reference };
+        },
       ),
     (answer) => answer.reference,
   );
