@@ -948,13 +948,78 @@ describe('transfer in one statement', () => {
     return sent;
   }
 
-  it('an accepted transfer locks, checks and writes in one statement: BEGIN, it, COMMIT', async () => {
+  it('an accepted transfer on the pool locks, checks and writes in one statement, with no transaction around it', async () => {
     const [a, b] = [await wallet(), await wallet()];
     await fund(a, 100n);
     const sent = await statementsOf(() => move(a.id, b.id, 10n));
-    expect(sent.map((sql) => sql.trim().split(/\s+/).slice(0, 2).join(' '))).toEqual(['BEGIN;', 'WITH l', 'COMMIT;']);
+    expect(sent.map((sql) => sql.trim().split(/\s+/).slice(0, 2).join(' '))).toEqual(['WITH l']);
     expect(await balance(a)).toEqual({ posted: 90n, held: 0n, available: 90n });
     expect((await ledger.entriesOf(a.id)).map((entry) => entry.balance_after_units)).toEqual([90n, 100n]);
+  });
+
+  /** A transfer's input (not sent) of `amount` between two accounts, under a fresh key. */
+  const request = (fromAccountId: string, toAccountId: string, amount: bigint) => ({
+    idempotency_key: key(),
+    description: 'x',
+    postings: [
+      { account_id: fromAccountId, amount_units: -amount },
+      { account_id: toAccountId, amount_units: amount },
+    ],
+  });
+
+  it('in a caller\'s transaction the same statement runs inside it (BEGIN, SAVEPOINT, it, RELEASE, COMMIT)', async () => {
+    const [a, b] = [await wallet(), await wallet()];
+    await fund(a, 100n);
+    const sent = await statementsOf(() => platform.deps.database.transaction((trx) => ledger.transfer(request(a.id, b.id, 10n), trx)));
+    expect(sent.map((sql) => sql.trim().split(/\s+/)[0]!.toUpperCase().replace(';', ''))).toEqual(['BEGIN', 'SAVEPOINT', 'WITH', 'RELEASE', 'COMMIT']);
+    expect(await balance(a)).toEqual({ posted: 90n, held: 0n, available: 90n });
+  });
+
+  describe('transferAtOnce: the caller\'s rows in the same statement', () => {
+    const database = () => platform.deps.database;
+    beforeAll(() => database().raw('CREATE TABLE IF NOT EXISTS ledger_test_caller_rows (name text PRIMARY KEY, transaction_id uuid NOT NULL)'));
+    afterAll(() => database().raw('DROP TABLE IF EXISTS ledger_test_caller_rows'));
+    const callerRow = (name: string, transaction_id: string) => ({
+      sql: 'caller_row AS (INSERT INTO ledger_test_caller_rows (name, transaction_id) VALUES (?, ?::uuid) RETURNING 1)',
+      bindings: [name, transaction_id],
+    });
+    const rowsNamed = (name: string) => database()('ledger_test_caller_rows').where({ name });
+
+    it('writes the transfer and the caller\'s row together, in one statement', async () => {
+      const [a, b] = [await wallet(), await wallet()];
+      await fund(a, 100n);
+      const transaction_id = randomUUID();
+      const sent = await statementsOf(() => ledger.transferAtOnce(request(a.id, b.id, 10n), { transaction_id, parts: [callerRow(`ok-${transaction_id}`, transaction_id)] }));
+      expect(sent).toHaveLength(1);
+      expect(await rowsNamed(`ok-${transaction_id}`)).toEqual([{ name: `ok-${transaction_id}`, transaction_id }]);
+      expect((await ledger.entriesOf(a.id))[0]).toMatchObject({ transaction_id, amount_units: -10n });
+    });
+
+    it('a transfer it would refuse, or a repeat of its key, writes nothing: not the caller\'s row either; the answer is undefined', async () => {
+      const [a, b] = [await wallet(), await wallet()];
+      await fund(a, 5n);
+      const poor = randomUUID();
+      expect(await ledger.transferAtOnce(request(a.id, b.id, 6n), { transaction_id: poor, parts: [callerRow(`poor-${poor}`, poor)] })).toBeUndefined();
+      expect(await rowsNamed(`poor-${poor}`)).toEqual([]);
+      const once = request(a.id, b.id, 1n);
+      const first = randomUUID();
+      expect(await ledger.transferAtOnce(once, { transaction_id: first, parts: [callerRow(`first-${first}`, first)] })).toMatchObject({ id: first });
+      const again = randomUUID();
+      expect(await ledger.transferAtOnce(once, { transaction_id: again, parts: [callerRow(`again-${again}`, again)] })).toBeUndefined();
+      expect(await rowsNamed(`again-${again}`)).toEqual([]);
+      expect(await balance(a)).toEqual({ posted: 4n, held: 0n, available: 4n });
+    });
+
+    it('a caller\'s row refused by a unique key writes nothing: not the transfer either', async () => {
+      const [a, b] = [await wallet(), await wallet()];
+      await fund(a, 100n);
+      const taken = randomUUID();
+      await database()('ledger_test_caller_rows').insert({ name: `taken-${taken}`, transaction_id: taken });
+      const transaction_id = randomUUID();
+      expect(await ledger.transferAtOnce(request(a.id, b.id, 10n), { transaction_id, parts: [callerRow(`taken-${taken}`, transaction_id)] })).toBeUndefined();
+      expect(await balance(a)).toEqual({ posted: 100n, held: 0n, available: 100n });
+      expect(await ledger.check()).toMatchObject({ ok: true });
+    });
   });
 
   it('a refused transfer and a replay still answer as before (the separate steps decide them)', async () => {
