@@ -79,10 +79,10 @@ export function transferRequest(input: TransferInput & { postings: Posting[] }):
 /**
  * The checked postings with each platform posting naming its account's id instead, through `store` (the caller's
  * transaction when there is one): found, or opened on first use. Called after the checks, so that input refused
- * before any lock opens no account.
+ * before any lock opens no account. `ids`: the ids resolved before, by name (kind and currency), kept by a caller
+ * that resolves them often; the ones found here are added.
  */
-async function resolvePlatformPostings(store: LedgerStore, checked: Array<Posting | PlatformPosting>): Promise<Posting[]> {
-  const ids = new Map<string, string>();
+async function resolvePlatformPostings(store: LedgerStore, checked: Array<Posting | PlatformPosting>, ids = new Map<string, string>()): Promise<Posting[]> {
   const postings: Posting[] = [];
   for (const posting of checked) {
     if (!namesPlatformAccount(posting)) {
@@ -163,16 +163,7 @@ export async function transferAtOnce(
 ): Promise<LedgerTransaction | undefined> {
   assert(!also || isUuid(also.transaction_id), 'the transaction id a caller names its rows with is a uuid');
   const checked = checkTransfer(input);
-  const postings: Posting[] = [];
-  for (const posting of checked.postings) {
-    if (!namesPlatformAccount(posting)) {
-      postings.push(posting);
-      continue;
-    }
-    const named = `${posting.platform} ${posting.currency}`;
-    if (!platformIds.has(named)) platformIds.set(named, (await platformAccount(store, posting.platform, posting.currency)).id);
-    postings.push({ account_id: platformIds.get(named)!, amount_units: posting.amount_units });
-  }
+  const postings = await resolvePlatformPostings(store, checked.postings, platformIds);
   if (!postings.every((posting) => isUuid(posting.account_id))) return undefined;
   const request = fingerprinted({ ...checked, postings });
   const { claim, description, metadata } = request;

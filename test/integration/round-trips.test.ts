@@ -49,6 +49,17 @@ async function counted(work: () => Promise<void>): Promise<string[]> {
     .map((statement) => statement.sql);
 }
 
+/** The merchant's new USD users (create_user through the façade), one per first name; their ids. */
+async function createUsers(client: Awaited<ReturnType<typeof onboardMerchantClient>>['client'], names: string[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const name of names) {
+    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
+    expect(created.status).toBe(200);
+    ids.push(String(created.body.data.id));
+  }
+  return ids;
+}
+
 it('a partner pre-transfer, created and confirmed, takes 19 statements', async () => {
   const keys = generatePartnerKeys();
   const { credentials } = await createPartner(platform.deps, { name: 'Round Trip Partner', public_key_pem: keys.publicKeyPem, float_units: 100_000n });
@@ -85,12 +96,7 @@ it('a partner pre-transfer, created and confirmed, takes 19 statements', async (
 it('an Area C /do-action transfer takes 1 round trip: one statement, outside any transaction, locking the accounts and writing the posting, its event, the signed body claimed with its answer and the journal row', async () => {
   const { client, credentials } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Merchant');
   expect((await client.login()).status).toBe(200);
-  const ids: string[] = [];
-  for (const name of ['One', 'Two']) {
-    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
-    expect(created.status).toBe(200);
-    ids.push(String(created.body.data.id));
-  }
+  const ids = await createUsers(client, ['One', 'Two']);
   await fundUser(platform, ids[0]!, 1_000n);
   // Each signed body moves money once (a repeat is answered from its idempotency record): a new request_id each time.
   let sequence = 0;
@@ -114,12 +120,7 @@ it('an Area C /do-action transfer takes 1 round trip: one statement, outside any
 it('an Area C transfer repeated (the same signed body) writes nothing in one statement and is answered by the usual steps: the first answer, one posting, one event', async () => {
   const { client, credentials, merchant } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Repeat Merchant');
   expect((await client.login()).status).toBe(200);
-  const ids: string[] = [];
-  for (const name of ['Uno', 'Dos']) {
-    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
-    expect(created.status).toBe(200);
-    ids.push(String(created.body.data.id));
-  }
+  const ids = await createUsers(client, ['Uno', 'Dos']);
   await fundUser(platform, ids[0]!, 1_000n);
   const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 0.01, currency: 'USD', request_id: 'RT-REPEAT-1' }, credentials.private_key!));
   const first = await client.post('/do-action', {}, { raw: body });
@@ -142,12 +143,7 @@ it('an Area C transfer repeated (the same signed body) writes nothing in one sta
 it('an Area C transfer refused under its locks writes none of the rows it would have written with its posting: no event, its refusal stored and journaled once', async () => {
   const { client, credentials, merchant } = await onboardMerchantClient(platform.deps, platform.facadeUrl, 'Round Trip Refusal Merchant');
   expect((await client.login()).status).toBe(200);
-  const ids: string[] = [];
-  for (const name of ['Poor', 'Rich']) {
-    const created = await client.action('create_user', { email: `${name.toLowerCase()}@example.com`, first_name: name, last_name: 'Round', address: 'Phnom Penh', currency: 'USD' });
-    expect(created.status).toBe(200);
-    ids.push(String(created.body.data.id));
-  }
+  const ids = await createUsers(client, ['Poor', 'Rich']);
   const body = JSON.stringify(signRequestParameters({ service: 'transfer', from_user_id: ids[0], to_user_id: ids[1], amount: 5, currency: 'USD', request_id: 'RT-POOR-1' }, credentials.private_key!));
   const first = await client.post('/do-action', {}, { raw: body });
   expect(first.status).not.toBe(200);
