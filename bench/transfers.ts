@@ -3,7 +3,7 @@
  * confirm.fundTransfer through the façade, RSA2 signed by the client and every response verified, one token
  * reused — at concurrency 32 with p50/p99, beside the bare Temporal floor measured in the same run (start a
  * workflow, one Update that runs one no-op activity: bench/workflows/noop.ts on its own task queue and worker).
- * Goal: transfers/s ≥ 0.8 × floor/s.
+ * Goal: transfers/s ≥ 0.95 × floor/s on the dev stack, ≥ 0.85 × through a running topology (`BENCH_CLUSTER`).
  *
  * It also counts the RPCs the façade makes per gateway request (the goal is one: TransferService Gateway verifies
  * the partner's proof and answers signed): a façade of this code in the bench process, in front of the same api over
@@ -232,7 +232,9 @@ export async function run(): Promise<BenchResult> {
         },
         { phase: 'Temporal floor (start + Update running a no-op activity)', per_second: floor.per_second, p50_ms: floor.p50_ms, p99_ms: floor.p99_ms, ...cpuColumns(cpu, 0) },
       ],
-      ratios: [{ label: 'transfers/s vs Temporal floor', value: ratio, goal: 0.8 }],
+      // The goals of a lean money path: the dev stack (one process, the dev server) within 5 % of the floor, a
+      // running topology (its own processes and the full server) within 15 %.
+      ratios: [{ label: 'transfers/s vs Temporal floor', value: ratio, goal: topology ? 0.85 : 0.95 }],
       metrics: {
         transfers_per_second: completed,
         transfers_p50_ms: transfers.p50_ms,

@@ -5,6 +5,9 @@
  * Two façade phases: every transfer of **one** merchant (a burst of one owner: its events, its request journal), and
  * the same spread over `BENCH_WALLET_MERCHANTS` (default 32) merchants.
  * Goals: façade rate ≥ 0.6 × ledger rate, both ways; one merchant ≥ 0.9 × 32 merchants.
+ * A fourth phase, the HTTP floor (bench/support/http-floor.ts), sends the same signed bodies to a process that only
+ * reads, parses, verifies and answers them: its CPU bounds what any serving process of this design could cost, and
+ * the notes give the façade ÷ ledger ratio the machine would allow with a serving process that cheap.
  * Each path's round trips to PostgreSQL per operation are counted, not estimated: the serving process's
  * `payments_db_round_trips_total` (its /metrics, one per query its pool sent) before and after the phase, and for the
  * direct ledger call every query of the bench process's pool.
@@ -15,11 +18,12 @@
  * process there. Run: `npx tsx bench/wallet.ts` (or via bench/run.ts).
  * The client pre-signs its request bodies (a merchant signs on its own machine); the platform verifies each request.
  */
+import { createPublicKey } from 'node:crypto';
 import { createLogger } from '../src/logger';
 import { getUser } from '../src/onboarding';
 import { runRoles } from '../src/runtime';
 import { signRequestParameters } from '../src/crypto/rsa2';
-import { onboardMerchantClient } from '../test/support/merchant-client';
+import { MerchantClient, onboardMerchantClient } from '../test/support/merchant-client';
 import type { BenchResult } from './run';
 import { freePort } from '../src/net';
 import {
@@ -34,6 +38,7 @@ import {
   runWhenMain,
   scrapeRoundTrips,
   startBenchEnvironment,
+  startFloorProcess,
   startServeProcess,
   type Measurement,
   type RoundTrips,
@@ -68,6 +73,12 @@ export async function run(): Promise<BenchResult> {
 
     const { client, credentials } = await onboardMerchantClient(deps, platform.facadeUrl, 'Bench Merchant');
     if ((await client.login()).status !== 200) throw new Error('bench login failed');
+    // The HTTP floor (bench/support/http-floor.ts): the same client, headers and signed bodies against a process that
+    // only reads, parses and verifies them and answers, started like the measured one.
+    const floor = await startFloorProcess(createPublicKey(credentials.private_key!).export({ type: 'spki', format: 'pem' }) as string);
+    stops.push(() => floor.stop());
+    const floorClient = new MerchantClient({ ...client.options, baseUrl: floor.url });
+    floorClient.token = client.token;
     const settlement = await deps.ledger.platformAccount('settlement', 'USD');
     const fundedUser = async (merchantClient: typeof client, label: string) => {
       const created = await merchantClient.action('create_user', {
@@ -125,6 +136,7 @@ export async function run(): Promise<BenchResult> {
       spreadBodies.set(index, { client: merchant.client, body: JSON.stringify(signRequestParameters(body, merchant.private_key)) });
     }
     let failures = 0;
+    let floorFailures = 0;
     const paths: Array<(index: number) => Promise<void>> = [
       async (index) => {
         const [from, to] = pair(index);
@@ -144,6 +156,9 @@ export async function run(): Promise<BenchResult> {
         const { client: merchantClient, body } = spreadBodies.get(index)!;
         if ((await merchantClient.post('/do-action', {}, { raw: body })).status !== 200) failures++;
       },
+      async (index) => {
+        if ((await floorClient.post('/do-action', {}, { raw: signedBodies.get(index)! })).status !== 200) floorFailures++;
+      },
     ];
     // Warm-up (not measured): every path's code compiled and its pools' connections prepared before any figure, so
     // that the first phase does not pay for the others' start.
@@ -151,8 +166,8 @@ export async function run(): Promise<BenchResult> {
     // CPU per operation by process (bench = the client and, for the direct ledger call, the ledger; serve = the
     // measured api + façade process; postgres; temporal): phase 0 the direct ledger, 1 one merchant, 2 many merchants.
     // The phases interleaved in 3 slices each, so that a neighbour's load weighs on all of them alike.
-    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!] }));
-    const [ledger, oneSample, manySample] = await measureInterleaved(
+    const machine = cpuAccount(() => machineCpuGroups({ serve: [child.pid!], floor: [floor.child.pid!] }));
+    const [ledger, oneSample, manySample, floorSample] = await measureInterleaved(
       paths.map((work) => ({ operations, work })),
       CONCURRENCY,
       3,
@@ -171,13 +186,22 @@ export async function run(): Promise<BenchResult> {
     const many = { sample: manySample!, trips: await countPass(paths[2]!, () => scrapeRoundTrips(metricsUrl)) };
     const serveMs = (phase: number) => machine.perOperationMs(phase).serve ?? 0;
     const ledgerCpuMs = machine.perOperationMs(0).bench ?? 0;
+    // A floor that refused its requests did less than the work it stands for: its figure would mean nothing.
+    if (floorFailures > 0) throw new Error(`the HTTP floor refused ${floorFailures} signed bodies`);
     const check = await deps.ledger.check();
+    // The machine's CPU per operation, every process counted: on two shared cores the rates are CPU-bound, so the
+    // ratio of two paths' rates is close to the inverse ratio of their CPU (the model below is checked on the measured
+    // façade), and the floor bounds what any serving process of this design could reach.
+    const allMs = (phase: number) => Object.values(machine.perOperationMs(phase)).reduce((sum, ms) => sum + ms, 0);
+    const floorMs = machine.perOperationMs(3).floor ?? 0;
+    const modelRatio = allMs(0) / allMs(1);
+    const ceilingRatio = allMs(0) / (allMs(1) - serveMs(1) + floorMs);
     const row = (label: string, sample: Measurement, trips: Record<string, number>, phase: number) => ({
       path: label,
       concurrency: CONCURRENCY,
       operations,
       ...sample,
-      round_trips: trips.total!,
+      round_trips: trips.total ?? 0,
       ...cpuColumns(machine, phase),
     });
     return {
@@ -186,6 +210,7 @@ export async function run(): Promise<BenchResult> {
         row('façade /do-action transfer, one merchant', one.sample, one.trips, 1),
         row(`façade /do-action transfer, ${MERCHANTS} merchants`, many.sample, many.trips, 2),
         row('ledger.transfer', ledger!, ledgerTrips, 0),
+        row('HTTP floor: Koa, body read, RSA2 verified, answer', floorSample!, {}, 3),
       ],
       ratios: [
         { label: 'façade transfer ÷ ledger transfer (c=32, one merchant)', value: one.sample.per_second / ledger!.per_second, goal: 0.6 },
@@ -198,7 +223,9 @@ export async function run(): Promise<BenchResult> {
         `failed façade requests: ${failures}; ledger check ok after the run: ${check.ok}`,
         'cpu_ms_*: CPU milliseconds per operation by process, from /proc around each phase (bench: the client, and the ledger itself for the direct call; serve: the api + façade process; postgres: every PostgreSQL process; temporal: its server, idle here)',
         `CPU per operation (less noisy than rates on a shared machine): façade process ${serveMs(1).toFixed(2)} ms (one merchant), ${serveMs(2).toFixed(2)} ms (${MERCHANTS} merchants); ledger.transfer (bench process, client included) ${ledgerCpuMs.toFixed(2)} ms`,
-        `phases interleaved in 3 slices each (ledger, one merchant, ${MERCHANTS} merchants), after a warm-up of ${EXTRA} operations per path; round trips counted in a separate pass of ${EXTRA} operations per path`,
+        `HTTP floor (bench/support/http-floor.ts, own process): the same client, headers and signed bodies, read, parsed, verified and answered, nothing else: ${floorMs.toFixed(2)} ms of its process's CPU per request (façade process ÷ floor ${(serveMs(1) / floorMs).toFixed(1)}×); failed floor requests: ${floorFailures}`,
+        `CPU-bound model (rates ≈ inverse CPU per operation, every process): façade ÷ ledger predicted ${modelRatio.toFixed(2)}× (measured ${(one.sample.per_second / ledger!.per_second).toFixed(2)}×); with a serving process costing only the HTTP floor, at most ${ceilingRatio.toFixed(2)}× (the client, PostgreSQL and the rest as measured)`,
+        `phases interleaved in 3 slices each (ledger, one merchant, ${MERCHANTS} merchants, HTTP floor), after a warm-up of ${EXTRA} operations per path; round trips counted in a separate pass of ${EXTRA} operations per path`,
       ],
     };
   } finally {

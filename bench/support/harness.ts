@@ -412,6 +412,23 @@ export function runWhenMain(module: NodeModule, run: () => Promise<unknown>): vo
   );
 }
 
+/** A TypeScript entry run by Node in a process of its own (`--import tsx`), once it listens on 127.0.0.1:`port`. */
+async function spawnListening(
+  nodeArguments: string[],
+  env: Record<string, string | undefined>,
+  port: number,
+  timeoutSeconds: number,
+): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, nodeArguments, { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    await waitForPort('127.0.0.1', port, timeoutSeconds);
+  } catch (error) {
+    await stopChild(child);
+    throw error;
+  }
+  return { child, stop: () => stopChild(child) };
+}
+
 /**
  * `payments serve --roles api,facade` in a process of its own, on free ports, with `config`'s database, Temporal
  * task queue and keys plus `env` (so the bench client does not share the measured event loop). Resolves once the
@@ -423,8 +440,9 @@ export async function startServeProcess(
   nodeOptions: string[] = [],
 ): Promise<{ facadeUrl: string; child: ChildProcess; stop(): Promise<void> }> {
   const [httpPort, rpcPort] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'], {
-    env: {
+  const started = await spawnListening(
+    [...nodeOptions, '--import', 'tsx', path.join(__dirname, '..', '..', 'src', 'cli', 'main.ts'), 'serve', '--roles', 'api,facade'],
+    {
       ...process.env,
       DATABASE_URL: config.DATABASE_URL,
       TEMPORAL_ADDRESS: config.TEMPORAL_ADDRESS,
@@ -437,15 +455,25 @@ export async function startServeProcess(
       RPC_URL: '',
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  try {
-    await waitForPort('127.0.0.1', httpPort, 120);
-  } catch (error) {
-    await stopChild(child);
-    throw error;
-  }
-  return { facadeUrl: `http://127.0.0.1:${httpPort}`, child, stop: () => stopChild(child) };
+    httpPort,
+    120,
+  );
+  return { facadeUrl: `http://127.0.0.1:${httpPort}`, ...started };
+}
+
+/**
+ * The wallet bench's HTTP floor (bench/support/http-floor.ts) in a process of its own, started as the measured one is
+ * (`--import tsx`), verifying signatures with `publicKeyPem`. Resolves once it listens.
+ */
+export async function startFloorProcess(publicKeyPem: string): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const started = await spawnListening(
+    ['--import', 'tsx', path.join(__dirname, 'http-floor.ts')],
+    { ...process.env, BENCH_FLOOR_PORT: String(port), BENCH_FLOOR_PUBLIC_KEY: publicKeyPem },
+    port,
+    60,
+  );
+  return { url: `http://127.0.0.1:${port}`, ...started };
 }
 
 /** Round trips to PostgreSQL by first keyword (`begin`, `select`, `with`, …), and their total. */
